@@ -1,0 +1,127 @@
+// Graph IR: what the simulator, the planner and the executors see of a model.
+//
+// A Graph is a list of ops in topological order over named tensors with static shapes. It holds no
+// weight data: a weight is its dtype and dims. Only small constants (at most kMaxConstElements
+// elements: shape vectors, axes, scalars) keep their values, because shape arithmetic needs them.
+// The ONNX importer (onnx_import.h) builds it; nothing here knows about protobuf.
+//
+// Usage:
+//   const gpusim::Graph& g = ...;
+//   for (const gpusim::Node& n : g.nodes) {
+//     const gpusim::Tensor& out = g.tensor(n.outputs[0]);
+//     fmt::print("{} {} -> {}\n", n.op_type, n.name, gpusim::shape_str(out.shape));
+//   }
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gpusim/dtype.h"
+#include "gpusim/result.h"
+
+namespace gpusim {
+
+using Shape = std::vector<int64_t>;
+
+// Element count of a shape, or nullopt when the product overflows int64.
+std::optional<int64_t> shape_elements(const Shape& s);
+std::string shape_str(const Shape& s);  // "[1, 3, 224, 224]"
+
+// Constants with at most this many elements keep their values in the IR.
+inline constexpr int64_t kMaxConstElements = 64;
+
+// The value of a small constant tensor. Integer and bool types use `ints`, floating types `reals`.
+struct Value {
+  DType dtype = DType::kUndefined;
+  Shape shape;
+  std::vector<int64_t> ints;
+  std::vector<double> reals;
+
+  bool is_int() const { return !dtype_is_float(dtype); }
+  int64_t size() const { return is_int() ? static_cast<int64_t>(ints.size()) : static_cast<int64_t>(reals.size()); }
+  double as_real(int64_t i) const { return is_int() ? static_cast<double>(ints[i]) : reals[i]; }
+  int64_t as_int(int64_t i) const { return is_int() ? ints[i] : static_cast<int64_t>(reals[i]); }
+};
+
+enum class TensorRole {
+  kInput,       // graph input fed at run time
+  kWeight,      // initializer (parameters; data may be absent from the file)
+  kConstant,    // computed at import time (Constant nodes, folded shape arithmetic)
+  kActivation,  // intermediate produced by a node at run time
+  kOutput,      // graph output
+};
+std::string_view role_name(TensorRole r);
+
+struct Tensor {
+  std::string name;
+  DType dtype = DType::kUndefined;
+  Shape shape;
+  TensorRole role = TensorRole::kActivation;
+  // ONNX sequence values (SequenceConstruct ...): the shape of each element; `shape` is then empty.
+  bool is_sequence = false;
+  std::vector<Shape> sequence_shapes;
+  std::optional<Value> value;  // set for small constants and folded values
+
+  int64_t elements() const;  // product of shape (0 for sequences: see sequence_shapes)
+  int64_t bytes() const;     // storage in bytes; sequences sum their elements
+};
+
+struct Graph;
+
+// An attribute value. Subgraph attributes (If/Loop/Scan bodies) are resolved by the importer and
+// never reach the IR.
+struct Attribute {
+  enum class Kind { kInt, kFloat, kString, kInts, kFloats, kStrings, kTensor };
+  Kind kind = Kind::kInt;
+  int64_t i = 0;
+  double f = 0.0;
+  std::string s;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  std::vector<std::string> strings;
+  std::optional<Value> tensor;  // small tensors only; a large one keeps dtype+shape with no data
+  DType tensor_dtype = DType::kUndefined;
+  Shape tensor_shape;
+};
+
+using TensorId = int32_t;
+inline constexpr TensorId kNoTensor = -1;  // an omitted optional input
+
+struct Node {
+  std::string name;
+  std::string op_type;
+  std::string domain;  // "" for the default ONNX domain
+  std::vector<TensorId> inputs;
+  std::vector<TensorId> outputs;
+  std::map<std::string, Attribute> attributes;
+  // True when every output was computed at import time (shape arithmetic); such a node costs
+  // nothing at run time.
+  bool folded = false;
+
+  const Attribute* attr(const std::string& key) const;
+};
+
+struct Graph {
+  std::string name;
+  std::string source_path;  // the file it came from, for messages
+  int64_t opset = 0;        // default-domain opset
+  std::vector<Tensor> tensors;
+  std::vector<Node> nodes;  // topological order
+  std::vector<TensorId> inputs;
+  std::vector<TensorId> outputs;
+  std::unordered_map<std::string, TensorId> by_name;
+  // Notes the importer wants the user to see (e.g. "weights are not in the file").
+  std::vector<std::string> notes;
+
+  const Tensor& tensor(TensorId id) const { return tensors.at(static_cast<size_t>(id)); }
+  Tensor& tensor(TensorId id) { return tensors.at(static_cast<size_t>(id)); }
+  std::optional<TensorId> find(const std::string& name) const;
+  // Adds a tensor with a fresh id; the name must be unique.
+  TensorId add_tensor(Tensor t);
+};
+
+}  // namespace gpusim

@@ -1,0 +1,41 @@
+// ONNX import: a .onnx file in, a Graph with every tensor's static shape out. Weights are not
+// needed: embedded payloads are skipped while reading, external-data files are never opened (a
+// missing one is fine).
+//
+// Shapes come from gpusim's own per-op inference (the op catalog), which folds the shape
+// arithmetic PyTorch exports compute at run time (Shape -> Gather -> Unsqueeze -> Concat ->
+// Reshape; Expand, Slice and Range targets). ONNX's own shape inference with data propagation runs
+// first on the same model; it fills shapes after ops gpusim does not support (so one run lists them
+// all) and is compared with gpusim's result (disagreements are recorded in Graph::notes).
+//
+// Symbolic input dims are set by name (`batch=8`) or by input and axis (`input_ids:1=128`).
+//
+// Usage:
+//   gpusim::ImportOptions opts;
+//   opts.dims["batch"] = 1;
+//   auto g = gpusim::import_onnx("models/bert_base_seq128.onnx", opts);
+//   if (!g) { fmt::print(stderr, "{}\n", g.error().message); return 1; }
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "gpusim/graph.h"
+#include "gpusim/result.h"
+
+namespace gpusim {
+
+struct ImportOptions {
+  // Symbolic dim name -> value, or "input:axis" -> value.
+  std::map<std::string, int64_t> dims;
+  // Run ONNX's shape inference (a cross-check and a fallback after unsupported ops).
+  bool onnx_shape_inference = true;
+};
+
+// Parses "name=value" as given to --dim; the error names the text and the expected form.
+Result<std::pair<std::string, int64_t>> parse_dim_override(const std::string& text);
+
+Result<Graph> import_onnx(const std::string& path, const ImportOptions& opts = {});
+
+}  // namespace gpusim

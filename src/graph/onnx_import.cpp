@@ -1,0 +1,659 @@
+// ONNX ModelProto -> Graph. See include/gpusim/onnx_import.h for the contract.
+#include "gpusim/onnx_import.h"
+
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <queue>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "onnx_wire.h"
+#include "ops/registry.h"
+#include "tensor_value.h"
+
+namespace gpusim {
+
+Result<std::pair<std::string, int64_t>> parse_dim_override(const std::string& text) {
+  const auto eq = text.rfind('=');
+  auto bad = [&](const std::string& why) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("--dim \"{}\": {}; expected NAME=VALUE (a symbolic dim, e.g. batch=8) or "
+                                  "INPUT:AXIS=VALUE (e.g. input_ids:1=128)",
+                                  text, why));
+  };
+  if (eq == std::string::npos || eq == 0) return bad("no name before '='");
+  const std::string name = text.substr(0, eq), val = text.substr(eq + 1);
+  if (val.empty()) return bad("no value after '='");
+  int64_t v = 0;
+  for (char ch : val) {
+    if (ch < '0' || ch > '9') return bad(fmt::format("value \"{}\" is not a non-negative integer", val));
+    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, ch - '0', &v)) {
+      return bad(fmt::format("value \"{}\" does not fit in 64 bits", val));
+    }
+  }
+  return std::make_pair(name, v);
+}
+
+namespace {
+
+std::string norm_domain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
+
+std::string op_key(const std::string& domain, const std::string& op) {
+  return domain.empty() ? op : fmt::format("{}:{}", domain, op);
+}
+
+// One level of names: the main graph, or an inlined If branch (whose names get a prefix).
+struct Scope {
+  Scope* parent = nullptr;
+  std::string prefix;
+  std::unordered_map<std::string, TensorId> names;
+
+  std::optional<TensorId> resolve(const std::string& n) const {
+    for (const Scope* s = this; s; s = s->parent) {
+      auto it = s->names.find(n);
+      if (it != s->names.end()) return it->second;
+    }
+    return std::nullopt;
+  }
+};
+
+// Names a subgraph reads from enclosing scopes.
+void outer_refs(const onnx::GraphProto& g, std::unordered_set<std::string>& out) {
+  std::unordered_set<std::string> defined;
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  for (const auto& i : g.input()) defined.insert(i.name());
+  for (const auto& n : g.node()) {
+    for (const auto& o : n.output()) defined.insert(o);
+  }
+  auto use = [&](const std::string& name) {
+    if (!name.empty() && !defined.count(name)) out.insert(name);
+  };
+  for (const auto& n : g.node()) {
+    for (const auto& i : n.input()) use(i);
+    for (const auto& a : n.attribute()) {
+      std::unordered_set<std::string> inner;
+      if (a.has_g()) outer_refs(a.g(), inner);
+      for (const auto& sg : a.graphs()) outer_refs(sg, inner);
+      for (const auto& name : inner) use(name);
+    }
+  }
+  for (const auto& o : g.output()) use(o.name());
+}
+
+class Importer {
+ public:
+  Importer(const std::string& path, const ImportOptions& opts) : path_(path), opts_(opts) {}
+
+  Result<Graph> run(onnx::ModelProto& model, const detail::StrippedModel& stripped);
+
+ private:
+  std::string node_label(const std::string& name, const std::string& op) const {
+    return fmt::format("{}: node \"{}\" ({})", path_, name, op);
+  }
+  Status add_initializer(const onnx::TensorProto& t, Scope& scope);
+  Status resolve_inputs(onnx::GraphProto& g, Scope& scope);
+  void run_onnx_inference(onnx::ModelProto& model);
+  Status process_graph(const onnx::GraphProto& g, Scope& scope);
+  Status process_node(const onnx::NodeProto& np, Scope& scope, size_t index);
+  Status inline_if(const onnx::NodeProto& np, const std::string& name, Scope& scope);
+  Status add_node(Node n, const std::vector<std::string>& output_names, Scope& scope);
+  Result<Attribute> convert_attribute(const onnx::AttributeProto& a, const std::string& label) const;
+
+  std::string path_;
+  const ImportOptions& opts_;
+  Graph g_;
+  int64_t opset_ = 0;
+  std::unordered_map<std::string, std::pair<DType, Shape>> onnx_shapes_;
+  std::map<std::string, std::vector<std::string>> unsupported_;
+  std::unordered_set<TensorId> unknown_;
+  std::vector<std::string> disagreements_;
+};
+
+Result<Attribute> Importer::convert_attribute(const onnx::AttributeProto& a, const std::string& label) const {
+  Attribute r;
+  using A = onnx::AttributeProto;
+  int type = a.type();
+  if (type == A::UNDEFINED) {  // IR version 1 files leave the type unset: infer it from the field set
+    if (a.has_f()) type = A::FLOAT;
+    else if (a.has_i()) type = A::INT;
+    else if (a.has_s()) type = A::STRING;
+    else if (a.has_t()) type = A::TENSOR;
+    else if (a.floats_size()) type = A::FLOATS;
+    else if (a.ints_size()) type = A::INTS;
+    else if (a.strings_size()) type = A::STRINGS;
+  }
+  switch (type) {
+    case A::FLOAT: r.kind = Attribute::Kind::kFloat; r.f = a.f(); break;
+    case A::INT: r.kind = Attribute::Kind::kInt; r.i = a.i(); break;
+    case A::STRING: r.kind = Attribute::Kind::kString; r.s = a.s(); break;
+    case A::FLOATS:
+      r.kind = Attribute::Kind::kFloats;
+      r.floats.assign(a.floats().begin(), a.floats().end());
+      break;
+    case A::INTS:
+      r.kind = Attribute::Kind::kInts;
+      r.ints.assign(a.ints().begin(), a.ints().end());
+      break;
+    case A::STRINGS:
+      r.kind = Attribute::Kind::kStrings;
+      r.strings.assign(a.strings().begin(), a.strings().end());
+      break;
+    case A::TENSOR:
+    case A::SPARSE_TENSOR: {
+      r.kind = Attribute::Kind::kTensor;
+      const onnx::TensorProto& t = type == A::TENSOR ? a.t() : a.sparse_tensor().values();
+      auto dt = dtype_from_onnx(t.data_type());
+      if (!dt) {
+        return make_error(ErrorCode::kInvalidModel, fmt::format("{}: attribute \"{}\" has tensor data type {}, which is "
+                                                                "not an ONNX type (1..22)",
+                                                                label, a.name(), t.data_type()));
+      }
+      r.tensor_dtype = *dt;
+      if (type == A::TENSOR) {
+        r.tensor_shape.assign(t.dims().begin(), t.dims().end());
+        r.tensor = detail::tensor_value(t, *dt, r.tensor_shape);
+      } else {
+        r.tensor_shape.assign(a.sparse_tensor().dims().begin(), a.sparse_tensor().dims().end());
+      }
+      break;
+    }
+    default:
+      break;  // graphs and type protos are handled by the importer or ignored
+  }
+  return r;
+}
+
+Status Importer::add_initializer(const onnx::TensorProto& t, Scope& scope) {
+  auto dt = dtype_from_onnx(t.data_type());
+  if (!dt) {
+    return make_error(ErrorCode::kInvalidModel,
+                      fmt::format("{}: initializer \"{}\" has data type {}, which is not an ONNX tensor type (1..22)",
+                                  path_, t.name(), t.data_type()));
+  }
+  Tensor w;
+  w.name = scope.prefix + t.name();
+  w.dtype = *dt;
+  w.shape.assign(t.dims().begin(), t.dims().end());
+  w.role = TensorRole::kWeight;
+  for (int64_t d : w.shape) {
+    if (d < 0) {
+      return make_error(ErrorCode::kShape, fmt::format("{}: initializer \"{}\" has dims {} with a negative dim {}; "
+                                                       "dims must be >= 0 (the file is corrupt)",
+                                                       path_, t.name(), shape_str(w.shape), d));
+    }
+  }
+  if (!shape_elements(w.shape)) {
+    return make_error(ErrorCode::kShape,
+                      fmt::format("{}: initializer \"{}\" has dims {} whose element count overflows 64 bits",
+                                  path_, t.name(), shape_str(w.shape)));
+  }
+  w.value = detail::tensor_value(t, w.dtype, w.shape);
+  if (scope.names.count(t.name())) {
+    return make_error(ErrorCode::kInvalidModel,
+                      fmt::format("{}: initializer \"{}\" is defined twice", path_, t.name()));
+  }
+  scope.names[t.name()] = g_.add_tensor(std::move(w));
+  return Ok{};
+}
+
+Status Importer::resolve_inputs(onnx::GraphProto& g, Scope& scope) {
+  std::set<std::string> used;
+  std::vector<std::string> problems;
+  std::set<std::string> symbolic;
+  for (onnx::ValueInfoProto& vi : *g.mutable_input()) {
+    if (scope.names.count(vi.name())) continue;  // an initializer listed as input (IR < 4): a weight
+    if (!vi.type().has_tensor_type()) {
+      return make_error(ErrorCode::kUnsupported,
+                        fmt::format("{}: graph input \"{}\" is not a tensor (sequence, map and optional inputs are not "
+                                    "supported); feed a tensor instead",
+                                    path_, vi.name()));
+    }
+    auto& tt = *vi.mutable_type()->mutable_tensor_type();
+    Tensor in;
+    in.name = vi.name();
+    in.role = TensorRole::kInput;
+    auto dt = dtype_from_onnx(tt.elem_type());
+    if (!dt) {
+      return make_error(ErrorCode::kInvalidModel, fmt::format("{}: graph input \"{}\" has element type {}, which is not "
+                                                              "an ONNX tensor type (1..22)",
+                                                              path_, vi.name(), tt.elem_type()));
+    }
+    in.dtype = *dt;
+    if (!tt.has_shape()) {
+      return make_error(ErrorCode::kShape, fmt::format("{}: graph input \"{}\" has no shape (not even a rank); "
+                                                       "re-export the model with input shapes",
+                                                       path_, vi.name()));
+    }
+    for (int i = 0; i < tt.shape().dim_size(); ++i) {
+      auto& d = *tt.mutable_shape()->mutable_dim(i);
+      const std::string axis_key = fmt::format("{}:{}", vi.name(), i);
+      int64_t v = -1;
+      if (auto it = opts_.dims.find(axis_key); it != opts_.dims.end()) {
+        v = it->second;
+        used.insert(axis_key);
+      } else if (d.has_dim_param() && !d.dim_param().empty()) {
+        symbolic.insert(d.dim_param());
+        if (auto jt = opts_.dims.find(d.dim_param()); jt != opts_.dims.end()) {
+          v = jt->second;
+          used.insert(d.dim_param());
+        } else {
+          problems.push_back(fmt::format("input \"{}\" dim {} is symbolic (\"{}\") and has no value; set it with "
+                                         "--dim {}=N",
+                                         vi.name(), i, d.dim_param(), d.dim_param()));
+          continue;
+        }
+      } else if (d.has_dim_value()) {
+        v = d.dim_value();
+        if (v < 0) {
+          return make_error(ErrorCode::kShape, fmt::format("{}: graph input \"{}\" dim {} is {}, negative; dims must "
+                                                           "be >= 0 (fix the model's input shape)",
+                                                           path_, vi.name(), i, v));
+        }
+      } else {
+        problems.push_back(fmt::format("input \"{}\" dim {} has no size; set it with --dim {}=N", vi.name(), i,
+                                       axis_key));
+        continue;
+      }
+      d.clear_dim_param();
+      d.set_dim_value(v);
+      in.shape.push_back(v);
+    }
+    if (problems.empty() && !shape_elements(in.shape)) {
+      return make_error(ErrorCode::kShape, fmt::format("{}: graph input \"{}\" has dims {} whose element count "
+                                                       "overflows 64 bits",
+                                                       path_, vi.name(), shape_str(in.shape)));
+    }
+    const std::string name = vi.name();
+    if (problems.empty()) {
+      const TensorId id = g_.add_tensor(std::move(in));
+      scope.names[name] = id;
+      g_.inputs.push_back(id);
+    }
+  }
+  if (!problems.empty()) {
+    return make_error(ErrorCode::kShape, fmt::format("{}: unresolved symbolic dims: {}", path_,
+                                                     fmt::join(problems, "; ")));
+  }
+  for (const auto& [k, v] : opts_.dims) {
+    if (!used.count(k)) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("{}: --dim {}={} matches no input dim; the model's symbolic dims are: {}", path_, k,
+                                    v, symbolic.empty() ? std::string("(none)") : fmt::format("{}", fmt::join(symbolic, ", "))));
+    }
+  }
+  return Ok{};
+}
+
+void Importer::run_onnx_inference(onnx::ModelProto& model) {
+  // ONNX 1.12 knows opsets up to its release; newer models would be inferred with older schemas.
+  const auto& last = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  auto it = last.find("");
+  if (it != last.end() && opset_ > it->second.second) {
+    g_.notes.push_back(fmt::format("ONNX's shape inference (libonnx, opsets up to {}) skipped: the model uses opset {}",
+                                   it->second.second, opset_));
+    return;
+  }
+  try {
+    onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0, /*data_propagation=*/true);
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    g_.notes.push_back(fmt::format("ONNX's shape inference stopped early: {}", e.what()));
+  }
+  auto take = [&](const onnx::ValueInfoProto& vi) {
+    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
+    const auto& tt = vi.type().tensor_type();
+    Shape s;
+    for (const auto& d : tt.shape().dim()) {
+      if (!d.has_dim_value()) return;
+      s.push_back(d.dim_value());
+    }
+    auto dt = dtype_from_onnx(tt.elem_type());
+    if (dt) onnx_shapes_[vi.name()] = {*dt, std::move(s)};
+  };
+  for (const auto& vi : model.graph().value_info()) take(vi);
+  for (const auto& vi : model.graph().output()) take(vi);
+}
+
+Status Importer::process_graph(const onnx::GraphProto& g, Scope& scope) {
+  // Kahn's algorithm in file order; dependencies include names read by subgraphs.
+  const size_t n = g.node_size();
+  std::unordered_map<std::string, size_t> producer;
+  for (size_t i = 0; i < n; ++i) {
+    for (const auto& o : g.node(static_cast<int>(i)).output()) {
+      if (!o.empty()) producer[o] = i;
+    }
+  }
+  std::vector<std::vector<size_t>> users(n);
+  std::vector<size_t> indeg(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const auto& node = g.node(static_cast<int>(i));
+    std::unordered_set<std::string> deps(node.input().begin(), node.input().end());
+    for (const auto& a : node.attribute()) {
+      if (a.has_g()) outer_refs(a.g(), deps);
+      for (const auto& sg : a.graphs()) outer_refs(sg, deps);
+    }
+    for (const auto& d : deps) {
+      if (d.empty()) continue;
+      if (auto it = producer.find(d); it != producer.end()) {
+        users[it->second].push_back(i);
+        ++indeg[i];
+      } else if (!scope.resolve(d)) {
+        return make_error(ErrorCode::kInvalidModel,
+                          fmt::format("{}: input \"{}\" is not produced by any node and is not a graph input or "
+                                      "initializer; the graph is incomplete",
+                                      node_label(node.name(), node.op_type()), d));
+      }
+    }
+  }
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+  for (size_t i = 0; i < n; ++i) {
+    if (indeg[i] == 0) ready.push(i);
+  }
+  size_t done = 0;
+  while (!ready.empty()) {
+    const size_t i = ready.top();
+    ready.pop();
+    ++done;
+    if (auto s = process_node(g.node(static_cast<int>(i)), scope, i); !s) return s;
+    for (size_t u : users[i]) {
+      if (--indeg[u] == 0) ready.push(u);
+    }
+  }
+  if (done != n) {
+    std::vector<std::string> stuck;
+    for (size_t i = 0; i < n && stuck.size() < 6; ++i) {
+      if (indeg[i] > 0) {
+        const auto& node = g.node(static_cast<int>(i));
+        stuck.push_back(fmt::format("\"{}\" ({})", node.name().empty() ? node.output(0) : node.name(), node.op_type()));
+      }
+    }
+    return make_error(ErrorCode::kInvalidModel,
+                      fmt::format("{}: the graph has a cycle: {} of {} nodes wait on each other, e.g. {}; an ONNX graph "
+                                  "must be acyclic",
+                                  path_, n - done, n, fmt::join(stuck, ", ")));
+  }
+  return Ok{};
+}
+
+Status Importer::process_node(const onnx::NodeProto& np, Scope& scope, size_t index) {
+  const std::string domain = norm_domain(np.domain());
+  const std::string name =
+      scope.prefix + (np.name().empty() ? fmt::format("{}_{}", np.op_type(), index) : np.name());
+  const std::string label = node_label(name, np.op_type());
+  if (domain.empty() && np.op_type() == "If") return inline_if(np, name, scope);
+  for (const auto& a : np.attribute()) {
+    if (a.has_g() || a.graphs_size() > 0) {
+      return make_error(ErrorCode::kUnsupported,
+                        fmt::format("{}: ops whose subgraph runs a run-time number of times (Loop, Scan) have no "
+                                    "static cost; export the model with the loop unrolled (torch.onnx.export traces "
+                                    "Python loops into straight-line code unless the module is scripted)",
+                                    label));
+    }
+  }
+  Node n;
+  n.name = name;
+  n.op_type = np.op_type();
+  n.domain = domain;
+  for (const auto& a : np.attribute()) {
+    auto attr = convert_attribute(a, label);
+    if (!attr) return attr.error();
+    n.attributes.emplace(a.name(), std::move(*attr));
+  }
+  for (const auto& in : np.input()) {
+    if (in.empty()) {
+      n.inputs.push_back(kNoTensor);
+      continue;
+    }
+    auto id = scope.resolve(in);
+    if (!id) {
+      return make_error(ErrorCode::kInvalidModel,
+                        fmt::format("{}: input \"{}\" is not produced by any earlier node", label, in));
+    }
+    n.inputs.push_back(*id);
+  }
+  return add_node(std::move(n), {np.output().begin(), np.output().end()}, scope);
+}
+
+Status Importer::add_node(Node n, const std::vector<std::string>& output_names, Scope& scope) {
+  const std::string label = node_label(n.name, n.op_type);
+  const ops::OpDef* def = ops::find_op(n.domain, n.op_type);
+  bool blocked = false;
+  for (TensorId t : n.inputs) blocked = blocked || (t != kNoTensor && unknown_.count(t));
+
+  std::vector<Tensor> outs(output_names.size());
+  for (size_t i = 0; i < outs.size(); ++i) outs[i].name = scope.prefix + output_names[i];
+
+  bool known = false;
+  bool unfoldable = false;
+  if (!def) {
+    unsupported_[op_key(n.domain, n.op_type)].push_back(n.name);
+  } else if (!blocked) {
+    std::vector<const Tensor*> ins;
+    for (TensorId t : n.inputs) ins.push_back(t == kNoTensor ? nullptr : &g_.tensor(t));
+    ops::InferContext ctx(n, std::move(ins), outs, opset_, &g_.notes);
+    Status s = def->infer(ctx);
+    // A size that depends on run-time values (Expand to a fed shape, NonZero, stopword removal) takes
+    // the shape the model declares or ONNX inferred, when there is one.
+    const bool declared = std::all_of(outs.begin(), outs.end(), [&](const Tensor& o) {
+      return o.name == scope.prefix || onnx_shapes_.count(o.name);
+    });
+    if ((!s && s.error().code == ErrorCode::kDataDependent) || (s && ctx.is_estimate())) {
+      if (declared) {
+        for (Tensor& o : outs) {
+          if (o.name == scope.prefix) continue;
+          o.dtype = onnx_shapes_[o.name].first;
+          o.shape = onnx_shapes_[o.name].second;
+          o.value.reset();
+          o.is_sequence = false;
+        }
+        g_.notes.push_back(fmt::format("node \"{}\" ({}): output size depends on run-time values; used the shape the "
+                                       "model declares ({})",
+                                       n.name, n.op_type, shape_str(outs.front().shape)));
+        s = Ok{};
+        unfoldable = true;
+      } else if (s) {
+        g_.notes.push_back(fmt::format("node \"{}\" ({}): output size depends on run-time values; sized as its upper "
+                                       "bound {}",
+                                       n.name, n.op_type, shape_str(outs.front().shape)));
+      }
+    }
+    if (!s) return make_error(s.error().code, fmt::format("{}: {}", label, s.error().message));
+    known = true;
+  }
+  if (!known) {  // after an unsupported op: take ONNX's inferred shape where it has one
+    for (Tensor& o : outs) {
+      auto it = onnx_shapes_.find(o.name);
+      if (it == onnx_shapes_.end()) continue;
+      o.dtype = it->second.first;
+      o.shape = it->second.second;
+    }
+  }
+  // Folding: a deterministic node whose inputs are all import-time constants runs at import.
+  bool all_const = def != nullptr && known;
+  for (TensorId t : n.inputs) {
+    if (t == kNoTensor) continue;
+    const Tensor& in = g_.tensor(t);
+    all_const = all_const && (in.role == TensorRole::kConstant || (in.role == TensorRole::kWeight && in.value));
+  }
+  static const std::unordered_set<std::string> kRandom = {"RandomNormal", "RandomUniform", "RandomNormalLike",
+                                                           "RandomUniformLike", "Bernoulli", "Multinomial"};
+  if (kRandom.count(n.op_type) || unfoldable) all_const = false;
+  n.folded = all_const;
+
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (output_names[i].empty()) {
+      n.outputs.push_back(kNoTensor);
+      continue;
+    }
+    Tensor& o = outs[i];
+    if (known && o.dtype == DType::kUndefined && !o.is_sequence) {
+      return make_error(ErrorCode::kShape, fmt::format("{}: output {} (\"{}\") was not inferred", label, i,
+                                                       output_names[i]));
+    }
+    o.role = all_const ? TensorRole::kConstant : TensorRole::kActivation;
+    if (known && !o.is_sequence) {
+      if (auto it = onnx_shapes_.find(o.name); it != onnx_shapes_.end() && it->second.second != o.shape) {
+        disagreements_.push_back(fmt::format("\"{}\" from node \"{}\" ({}): gpusim {}, ONNX {}", o.name, n.name,
+                                             n.op_type, shape_str(o.shape), shape_str(it->second.second)));
+      }
+    }
+    const bool has_shape = known || onnx_shapes_.count(o.name);
+    if (scope.names.count(output_names[i])) {
+      return make_error(ErrorCode::kInvalidModel, fmt::format("{}: output \"{}\" is already produced by another node "
+                                                              "or is an input; ONNX names must be assigned once",
+                                                              label, output_names[i]));
+    }
+    const TensorId id = g_.add_tensor(std::move(o));
+    if (!has_shape) unknown_.insert(id);
+    scope.names[output_names[i]] = id;
+    n.outputs.push_back(id);
+  }
+  g_.nodes.push_back(std::move(n));
+  return Ok{};
+}
+
+Status Importer::inline_if(const onnx::NodeProto& np, const std::string& name, Scope& scope) {
+  const std::string label = node_label(name, "If");
+  if (np.input_size() < 1) return make_error(ErrorCode::kInvalidModel, label + ": has no condition input");
+  auto cond = scope.resolve(np.input(0));
+  if (!cond) {
+    return make_error(ErrorCode::kInvalidModel,
+                      fmt::format("{}: condition \"{}\" is not produced by any earlier node", label, np.input(0)));
+  }
+  const Tensor& c = g_.tensor(*cond);
+  if (!c.value || c.value->size() != 1) {
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("{}: the condition \"{}\" is computed at run time, so which branch runs is unknown; "
+                                  "gpusim needs static control flow: export with tracing (torch.onnx.export traces the "
+                                  "branch taken) or fold the condition",
+                                  label, np.input(0)));
+  }
+  const bool take_then = c.value->as_real(0) != 0;
+  const onnx::GraphProto* branch = nullptr;
+  for (const auto& a : np.attribute()) {
+    if (a.name() == (take_then ? "then_branch" : "else_branch")) branch = &a.g();
+  }
+  if (!branch) {
+    return make_error(ErrorCode::kInvalidModel,
+                      fmt::format("{}: has no {} attribute", label, take_then ? "then_branch" : "else_branch"));
+  }
+  if (branch->output_size() != np.output_size()) {
+    return make_error(ErrorCode::kInvalidModel, fmt::format("{}: the branch has {} outputs, the node {}", label,
+                                                            branch->output_size(), np.output_size()));
+  }
+  Scope inner;
+  inner.parent = &scope;
+  inner.prefix = name + "/";
+  for (const auto& t : branch->initializer()) {
+    if (auto s = add_initializer(t, inner); !s) return s;
+  }
+  if (auto s = process_graph(*branch, inner); !s) return s;
+  // The If's outputs are the branch's outputs under the outer names.
+  for (int i = 0; i < np.output_size(); ++i) {
+    auto src = inner.resolve(branch->output(i).name());
+    if (!src) {
+      return make_error(ErrorCode::kInvalidModel, fmt::format("{}: branch output \"{}\" is not produced", label,
+                                                              branch->output(i).name()));
+    }
+    Node id;
+    id.name = fmt::format("{}/output_{}", name, i);
+    id.op_type = "Identity";
+    id.inputs = {*src};
+    if (auto s = add_node(std::move(id), {np.output(i)}, scope); !s) return s;
+  }
+  return Ok{};
+}
+
+Result<Graph> Importer::run(onnx::ModelProto& model, const detail::StrippedModel& stripped) {
+  if (!model.has_graph()) {
+    return make_error(ErrorCode::kParse, fmt::format("{}: not an ONNX model: it parses as protobuf but has no graph "
+                                                     "(ModelProto field 7); check that this is an .onnx model file",
+                                                     path_));
+  }
+  opset_ = model.ir_version() < 3 ? 1 : 0;
+  for (const auto& o : model.opset_import()) {
+    if (norm_domain(o.domain()).empty()) opset_ = o.version();
+  }
+  if (opset_ == 0) {
+    return make_error(ErrorCode::kInvalidModel, fmt::format("{}: the model imports no version of the default ONNX "
+                                                            "domain (opset_import); re-export it with an opset",
+                                                            path_));
+  }
+  g_.source_path = path_;
+  g_.name = model.graph().name();
+  g_.opset = opset_;
+  if (opset_ > 21) {
+    g_.notes.push_back(fmt::format("opset {} is newer than gpusim's newest (21); ops are read with opset-21 rules",
+                                   opset_));
+  }
+  if (stripped.stripped_tensors > 0) {
+    g_.notes.push_back(fmt::format("weight data ({} tensors, {} bytes) skipped: gpusim needs only shapes",
+                                   stripped.stripped_tensors, stripped.stripped_bytes));
+  }
+  Scope root;
+  onnx::GraphProto& graph = *model.mutable_graph();
+  for (const auto& t : graph.initializer()) {
+    if (auto s = add_initializer(t, root); !s) return s.error();
+  }
+  int64_t external = 0;
+  for (const auto& t : graph.initializer()) external += t.data_location() == onnx::TensorProto::EXTERNAL;
+  if (external > 0) {
+    g_.notes.push_back(fmt::format("{} weights live in external data files, which gpusim does not read", external));
+  }
+  if (auto s = resolve_inputs(graph, root); !s) return s.error();
+  if (opts_.onnx_shape_inference) run_onnx_inference(model);
+  if (auto s = process_graph(model.graph(), root); !s) return s.error();
+
+  if (!unsupported_.empty()) {
+    std::vector<std::string> parts;
+    size_t count = 0;
+    for (const auto& [op, nodes] : unsupported_) {
+      parts.push_back(fmt::format("{} x{} (first: node \"{}\")", op, nodes.size(), nodes.front()));
+      count += nodes.size();
+    }
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("{}: {} unsupported op type{} ({} nodes): {}; `gpusim ops` lists what is supported",
+                                  path_, unsupported_.size(), unsupported_.size() == 1 ? "" : "s", count,
+                                  fmt::join(parts, ", ")));
+  }
+  for (const auto& o : model.graph().output()) {
+    auto id = root.resolve(o.name());
+    if (!id) {
+      return make_error(ErrorCode::kInvalidModel,
+                        fmt::format("{}: graph output \"{}\" is not produced by any node", path_, o.name()));
+    }
+    Tensor& t = g_.tensor(*id);
+    if (t.role == TensorRole::kActivation) t.role = TensorRole::kOutput;
+    g_.outputs.push_back(*id);
+  }
+  for (const auto& d : disagreements_) g_.notes.push_back("ONNX shape inference disagrees on " + d);
+  return std::move(g_);
+}
+
+}  // namespace
+
+Result<Graph> import_onnx(const std::string& path, const ImportOptions& opts) {
+  auto stripped = detail::read_model_stripped(path);
+  if (!stripped) return stripped.error();
+  onnx::ModelProto model;
+  if (!model.ParseFromString(stripped->bytes)) {
+    return make_error(ErrorCode::kParse, fmt::format("{}: not a valid ONNX model: the protobuf fields do not match "
+                                                     "ModelProto's types; the file is corrupt or not an ONNX model",
+                                                     path));
+  }
+  stripped->bytes.clear();
+  stripped->bytes.shrink_to_fit();
+  Importer imp(path, opts);
+  return imp.run(model, *stripped);
+}
+
+}  // namespace gpusim

@@ -1,0 +1,27 @@
+// Internal: reads an ONNX file's protobuf wire format and returns a copy of the ModelProto without
+// the payload of large tensors (initializers, Constant attributes), so a multi-gigabyte model is
+// imported without holding its weights: their bytes are skipped (seeked over), never read into
+// memory. Tensor dims, dtypes and small tensors (shape constants) are kept.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "gpusim/result.h"
+
+namespace gpusim::detail {
+
+// Tensor data fields longer than this are dropped.
+inline constexpr int64_t kStripDataBytes = 4096;
+
+struct StrippedModel {
+  std::string bytes;           // a serialized ModelProto, weight payloads removed
+  int64_t file_bytes = 0;      // size of the file on disk
+  int64_t stripped_bytes = 0;  // payload bytes skipped
+  int64_t stripped_tensors = 0;
+};
+
+// Errors (kIo, kParse) name the file, the byte offset and the field path where reading stopped.
+Result<StrippedModel> read_model_stripped(const std::string& path);
+
+}  // namespace gpusim::detail

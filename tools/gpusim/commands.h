@@ -1,0 +1,12 @@
+// Subcommands of the gpusim program. Each adds itself to the CLI11 app and returns the exit code
+// through the callback's `rc` once parsed. Only main() exits.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace gpusim::cli {
+
+void add_inspect(CLI::App& app, int& rc);
+void add_ops(CLI::App& app, int& rc);
+
+}  // namespace gpusim::cli

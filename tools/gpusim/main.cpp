@@ -1,0 +1,19 @@
+// gpusim: predict, plan and measure how ONNX graphs run on GPUs. See README.md.
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"gpusim: a GPU performance simulator and cost model for ONNX graphs"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "gpusim 0.1.0");
+  int rc = 0;
+  gpusim::cli::add_inspect(app, rc);
+  gpusim::cli::add_ops(app, rc);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return rc;
+}
