@@ -40,9 +40,14 @@ struct GraphSummary {
   int64_t folded_nodes = 0;                 // computed at import (shape arithmetic, constants)
   std::map<std::string, int64_t> op_types;  // run-time nodes per op type
   std::array<ClassTotals, kNumOpClasses> by_class{};
-  // Parameters: initializers plus float constants (weights a file builds with ConstantOfShape).
+  // Parameters: initializers, plus float constants built at load time (ConstantOfShape, say) that
+  // a conv, gemm or normalization reads as its weight.
   int64_t params = 0;
   int64_t param_bytes = 0;
+  // Other tensors computed at import that are too large to keep as values (filled scratch
+  // buffers, for instance): they occupy memory at run time but are not parameters.
+  int64_t constants = 0;
+  int64_t constant_bytes = 0;
   int64_t activations = 0;  // tensors produced at run time, graph outputs included
   int64_t activation_bytes = 0;
   std::vector<TensorInfo> inputs;

@@ -33,12 +33,26 @@ GraphSummary summarize(const Graph& g, size_t largest_count) {
     s.bytes_read += c.bytes_read;
     s.bytes_written += c.bytes_written;
   }
+  // Load-time constants in a weight slot (any input after the first) of a conv, gemm or normalization.
+  std::vector<bool> weight_slot(g.tensors.size(), false);
+  for (const Node& n : g.nodes) {
+    if (n.folded) continue;
+    const auto cls = op_class(n.domain, n.op_type);
+    if (cls != OpClass::kConv && cls != OpClass::kGemm && cls != OpClass::kNormalization) continue;
+    for (size_t i = 1; i < n.inputs.size(); ++i) {
+      if (n.inputs[i] != kNoTensor) weight_slot[static_cast<size_t>(n.inputs[i])] = true;
+    }
+  }
   std::vector<const Tensor*> all;
-  for (const Tensor& t : g.tensors) {
-    const bool is_param = t.role == TensorRole::kWeight || (t.role == TensorRole::kConstant && dtype_is_float(t.dtype));
-    if (is_param) {
+  for (size_t id = 0; id < g.tensors.size(); ++id) {
+    const Tensor& t = g.tensors[id];
+    const bool big_const = t.role == TensorRole::kConstant && dtype_is_float(t.dtype) && !t.value;
+    if (t.role == TensorRole::kWeight || (big_const && weight_slot[id])) {
       s.params += t.elements();
       s.param_bytes += t.bytes();
+    } else if (big_const) {
+      ++s.constants;
+      s.constant_bytes += t.bytes();
     }
     if (t.role == TensorRole::kActivation || t.role == TensorRole::kOutput) {
       ++s.activations;

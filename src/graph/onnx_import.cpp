@@ -477,7 +477,12 @@ Status Importer::add_node(Node n, const std::vector<std::string>& output_names, 
       o.shape = it->second.second;
     }
   }
-  // Folding: a deterministic node whose inputs are all import-time constants runs at import.
+  // Folding: a node runs at import when every output value is already computed (Shape reads only
+  // dims) or when it is deterministic and every input is an import-time constant.
+  bool all_values = def != nullptr && known && !unfoldable;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    all_values = all_values && (output_names[i].empty() || outs[i].value.has_value());
+  }
   bool all_const = def != nullptr && known;
   for (TensorId t : n.inputs) {
     if (t == kNoTensor) continue;
@@ -487,6 +492,7 @@ Status Importer::add_node(Node n, const std::vector<std::string>& output_names, 
   static const std::unordered_set<std::string> kRandom = {"RandomNormal", "RandomUniform", "RandomNormalLike",
                                                            "RandomUniformLike", "Bernoulli", "Multinomial"};
   if (kRandom.count(n.op_type) || unfoldable) all_const = false;
+  all_const = all_const || all_values;
   n.folded = all_const;
 
   for (size_t i = 0; i < outs.size(); ++i) {

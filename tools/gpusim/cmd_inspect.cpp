@@ -40,6 +40,7 @@ nlohmann::json to_json(const GraphSummary& s) {
   j["bytes_read"] = s.bytes_read;
   j["bytes_written"] = s.bytes_written;
   j["params"] = {{"count", s.params}, {"bytes", s.param_bytes}};
+  j["constants"] = {{"count", s.constants}, {"bytes", s.constant_bytes}};
   j["activations"] = {{"count", s.activations}, {"bytes", s.activation_bytes}};
   j["inputs"] = nlohmann::json::array();
   for (const auto& t : s.inputs) j["inputs"].push_back(tensor_json(t));
@@ -70,7 +71,12 @@ void print_text(const GraphSummary& s) {
   for (const auto& t : s.inputs) fmt::print("input        {}\n", tensor_line(t));
   for (const auto& t : s.outputs) fmt::print("output       {}\n", tensor_line(t));
   fmt::print("parameters   {} ({})\n", si(static_cast<double>(s.params)), bytes_str(static_cast<double>(s.param_bytes)));
-  fmt::print("activations  {} tensors, {} in all\n", s.activations, bytes_str(static_cast<double>(s.activation_bytes)));
+  if (s.constants > 0) {
+    fmt::print("constants    {} tensors built at import, {}\n", s.constants,
+               bytes_str(static_cast<double>(s.constant_bytes)));
+  }
+  fmt::print("activations  {} tensors, {} summed over all (not a peak)\n", s.activations,
+             bytes_str(static_cast<double>(s.activation_bytes)));
   fmt::print("MACs         {}\n", si(static_cast<double>(s.macs)));
   fmt::print("FLOPs        {} (fma {}, transcendental {}, compare {})\n", si(static_cast<double>(s.flops.total())),
              si(static_cast<double>(s.flops.fma)), si(static_cast<double>(s.flops.transcendental)),

@@ -586,7 +586,9 @@ Status infer_tile(InferContext& c) {
   Shape out(in.size());
   for (size_t i = 0; i < in.size(); ++i) {
     if (reps[i] < 0) return c.fail(fmt::format("repeats[{}] = {} is negative", i, reps[i]));
-    out[i] = in[i] * reps[i];
+    if (__builtin_mul_overflow(in[i], reps[i], &out[i])) {
+      return c.fail(fmt::format("repeats[{}] = {} times dim {} overflows 64 bits", i, reps[i], in[i]));
+    }
   }
   if (auto s = c.set(0, c.dtype(0), out); !s) return s;
   if (const Value* x = c.value(0)) {

@@ -1,0 +1,361 @@
+// Every user-facing import error, pinned to its message: each names the file or node, the value,
+// and the fix.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include "gpusim/onnx_import.h"
+#include "support/onnx_builder.h"
+
+using Catch::Matchers::Contains;
+using gpusim::ErrorCode;
+using gpusim::import_onnx;
+using gpusim::test::OnnxBuilder;
+constexpr int kF32 = onnx::TensorProto::FLOAT;
+
+namespace {
+
+// A valid two-node model used as a base for corruption tests.
+std::string small_model_bytes() {
+  OnnxBuilder b;
+  b.input("x", kF32, {int64_t{1}, int64_t{16}});
+  b.initializer("w", kF32, {16, 16});
+  b.node("MatMul", {"x", "w"}, {"y"});
+  b.node("Relu", {"y"}, {"z"});
+  b.output("z");
+  std::string s;
+  b.model().SerializeToString(&s);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a missing file is named with the fix", "[import][errors]") {
+  auto g = import_onnx("/nonexistent/dir/model.onnx");
+  REQUIRE_FALSE(g);
+  CHECK(g.error().code == ErrorCode::kIo);
+  CHECK_THAT(g.error().message,
+             Contains("/nonexistent/dir/model.onnx: cannot open: No such file or directory (check the path)"));
+}
+
+TEST_CASE("a directory is not a model", "[import][errors]") {
+  auto g = import_onnx(gpusim::test::temp_dir());
+  REQUIRE_FALSE(g);
+  CHECK_THAT(g.error().message, Contains("is a directory, not an .onnx file"));
+}
+
+TEST_CASE("an empty file is reported as empty", "[import][errors]") {
+  auto g = import_onnx(gpusim::test::write_bytes("empty.onnx", ""));
+  REQUIRE_FALSE(g);
+  CHECK(g.error().code == ErrorCode::kParse);
+  CHECK_THAT(g.error().message, Contains("empty.onnx: the file is empty (0 bytes)"));
+}
+
+TEST_CASE("a file that is not a protobuf is rejected at byte 0", "[import][errors]") {
+  SECTION("text") {
+    auto g = import_onnx(gpusim::test::write_bytes("text.onnx", "<?xml version=\"1.0\"?><model/>"));
+    REQUIRE_FALSE(g);
+    CHECK(g.error().code == ErrorCode::kParse);
+    CHECK_THAT(g.error().message, Contains("text.onnx: not an ONNX model: byte 0 starts wire type 4"));
+    CHECK_THAT(g.error().message, Contains("an .onnx file is a binary protobuf ModelProto"));
+  }
+  SECTION("invalid wire type") {
+    auto g = import_onnx(gpusim::test::write_bytes("junk.onnx", std::string("\x07\x01\x02", 3)));
+    REQUIRE_FALSE(g);
+    CHECK_THAT(g.error().message, Contains("junk.onnx: not an ONNX model: byte 0 starts wire type 7"));
+  }
+  SECTION("a protobuf without a graph") {
+    auto g = import_onnx(gpusim::test::write_bytes("nograph.onnx", std::string("\x08\x07", 2)));
+    REQUIRE_FALSE(g);
+    CHECK_THAT(g.error().message, Contains("nograph.onnx: not an ONNX model: it parses as protobuf but has no graph"));
+  }
+}
+
+TEST_CASE("a truncated file says where it ends", "[import][errors]") {
+  const std::string full = small_model_bytes();
+  auto g = import_onnx(gpusim::test::write_bytes("cut.onnx", full.substr(0, full.size() / 2)));
+  REQUIRE_FALSE(g);
+  CHECK(g.error().code == ErrorCode::kParse);
+  CHECK_THAT(g.error().message, Contains("cut.onnx: truncated:"));
+  CHECK_THAT(g.error().message, Contains(fmt::format("the file ends at byte {}", full.size() / 2)));
+  CHECK_THAT(g.error().message, Contains("the file is incomplete (re-download or re-export it)"));
+}
+
+TEST_CASE("all unknown ops are listed in one run", "[import][errors]") {
+  OnnxBuilder b;
+  b.input("x", kF32, {int64_t{4}});
+  b.node("Frobnicate", {"x"}, {"a"}, "frob_1");
+  b.node("Relu", {"a"}, {"b"});
+  b.node("Frobnicate", {"b"}, {"c"}, "frob_2");
+  auto n = b.node("Fancy", {"c"}, {"d"}, "fancy_1");
+  n.proto()->set_domain("com.example");
+  b.output("d");
+  auto g = import_onnx(b.write("unknown.onnx"));
+  REQUIRE_FALSE(g);
+  CHECK(g.error().code == ErrorCode::kUnsupported);
+  CHECK_THAT(g.error().message, Contains("unknown.onnx: 2 unsupported op types (3 nodes): Frobnicate x2 (first: "
+                                         "node \"frob_1\"), com.example:Fancy x1 (first: node \"fancy_1\")"));
+  CHECK_THAT(g.error().message, Contains("`gpusim ops` lists what is supported"));
+}
+
+TEST_CASE("a cyclic graph names the nodes in the cycle", "[import][errors]") {
+  OnnxBuilder b;
+  b.input("x", kF32, {int64_t{4}});
+  b.node("Add", {"x", "q"}, {"p"}, "add_p");
+  b.node("Relu", {"p"}, {"q"}, "relu_q");
+  b.output("q");
+  auto g = import_onnx(b.write("cycle.onnx"));
+  REQUIRE_FALSE(g);
+  CHECK(g.error().code == ErrorCode::kInvalidModel);
+  CHECK_THAT(g.error().message, Contains("cycle.onnx: the graph has a cycle: 2 of 2 nodes wait on each other, e.g. "
+                                         "\"add_p\" (Add), \"relu_q\" (Relu)"));
+}
+
+TEST_CASE("an input no node produces is named", "[import][errors]") {
+  OnnxBuilder b;
+  b.input("x", kF32, {int64_t{4}});
+  b.node("Add", {"x", "ghost"}, {"y"}, "add_1");
+  b.output("y");
+  auto g = import_onnx(b.write("dangling.onnx"));
+  REQUIRE_FALSE(g);
+  CHECK_THAT(g.error().message, Contains("node \"add_1\" (Add): input \"ghost\" is not produced by any node and is "
+                                         "not a graph input or initializer"));
+}
+
+TEST_CASE("symbolic dims must be resolved and and the message says how", "[import][errors]") {
+  OnnxBuilder b;
+  b.input("ids", onnx::TensorProto::INT64, {std::string("batch"), std::string("")});
+  b.node("Identity", {"ids"}, {"y"});
+  b.output("y");
+  const std::string path = b.write("symbolic.onnx");
+
+  auto g = import_onnx(path);
+  REQUIRE_FALSE(g);
+  CHECK(g.error().code == ErrorCode::kShape);
+  CHECK_THAT(g.error().message, Contains("input \"ids\" dim 0 is symbolic (\"batch\") and has no value; set it with "
+                                         "--dim batch=N"));
+  CHECK_THAT(g.error().message, Contains("input \"ids\" dim 1 has no size; set it with --dim ids:1=N"));
+
+  gpusim::ImportOptions opts;
+  opts.dims = {{"batch", 2}, {"ids:1", 7}};
+  auto ok = import_onnx(path, opts);
+  REQUIRE(ok);
+  CHECK(ok->tensor(ok->outputs[0]).shape == gpusim::Shape{2, 7});
+
+  opts.dims["seq"] = 3;
+  auto unused = import_onnx(path, opts);
+  REQUIRE_FALSE(unused);
+  CHECK_THAT(unused.error().message, Contains("--dim seq=3 matches no input dim; the model's symbolic dims are: batch"));
+}
+
+TEST_CASE("dim overrides are parsed with a clear error", "[import][errors]") {
+  auto ok = gpusim::parse_dim_override("batch=8");
+  REQUIRE(ok);
+  CHECK(ok->first == "batch");
+  CHECK(ok->second == 8);
+  auto bad = gpusim::parse_dim_override("batch");
+  REQUIRE_FALSE(bad);
+  CHECK_THAT(bad.error().message, Contains("--dim \"batch\": no name before '='; expected NAME=VALUE"));
+  auto neg = gpusim::parse_dim_override("batch=-1");
+  REQUIRE_FALSE(neg);
+  CHECK_THAT(neg.error().message, Contains("value \"-1\" is not a non-negative integer"));
+}
+
+TEST_CASE("negative dims are rejected with the tensor named", "[import][errors]") {
+  SECTION("graph input") {
+    OnnxBuilder b;
+    b.input("x", kF32, {int64_t{2}, int64_t{-3}});
+    b.node("Relu", {"x"}, {"y"});
+    b.output("y");
+    auto g = import_onnx(b.write("neg_input.onnx"));
+    REQUIRE_FALSE(g);
+    CHECK_THAT(g.error().message, Contains("neg_input.onnx: graph input \"x\" dim 1 is -3, negative"));
+  }
+  SECTION("initializer") {
+    OnnxBuilder b;
+    b.input("x", kF32, {int64_t{2}});
+    b.initializer("w", kF32, {-1, 2});
+    b.node("Add", {"x", "w"}, {"y"});
+    b.output("y");
+    auto g = import_onnx(b.write("neg_init.onnx"));
+    REQUIRE_FALSE(g);
+    CHECK_THAT(g.error().message, Contains("neg_init.onnx: initializer \"w\" has dims [-1, 2] with a negative dim -1"));
+  }
+}
+
+TEST_CASE("dims whose product overflows 64 bits are rejected", "[import][errors]") {
+  SECTION("initializer") {
+    OnnxBuilder b;
+    b.input("x", kF32, {int64_t{2}});
+    b.initializer("huge", kF32, {int64_t{1} << 40, int64_t{1} << 40});
+    b.node("Add", {"x", "huge"}, {"y"});
+    b.output("y");
+    auto g = import_onnx(b.write("overflow.onnx"));
+    REQUIRE_FALSE(g);
+    CHECK_THAT(g.error().message, Contains("initializer \"huge\" has dims [1099511627776, 1099511627776] whose element "
+                                           "count overflows 64 bits"));
+  }
+  SECTION("computed output") {
+    OnnxBuilder b;
+    b.input("x", kF32, {int64_t{1} << 40});
+    b.initializer_i64("target", {2}, {int64_t{1} << 40, int64_t{1} << 40});
+    b.node("Expand", {"x", "target"}, {"y"}, "expand_1");
+    b.output("y");
+    auto g = import_onnx(b.write("overflow_expand.onnx"));
+    REQUIRE_FALSE(g);
+    CHECK_THAT(g.error().message, Contains("node \"expand_1\" (Expand): output 0 has dims [1099511627776, "
+                                           "1099511627776] whose element count overflows 64 bits"));
+  }
+}
+
+TEST_CASE("shape mismatches name the node and both shapes", "[import][errors]") {
+  SECTION("conv channels") {
+    OnnxBuilder b;
+    b.input("x", kF32, {int64_t{1}, int64_t{3}, int64_t{8}, int64_t{8}});
+    b.initializer("w", kF32, {8, 4, 3, 3});
+    b.node("Conv", {"x", "w"}, {"y"}, "conv_7");
+    b.output("y");
+    auto g = import_onnx(b.write("conv_mismatch.onnx"));
+    REQUIRE_FALSE(g);
+    CHECK_THAT(g.error().message,
+               Contains("conv_mismatch.onnx: node \"conv_7\" (Conv): input channels 3 != weight channels 4 x group 1"));
+  }
+  SECTION("conv kernel rank") {
+    OnnxBuilder b;
+    b.input("x", kF32, {int64_t{1}, int64_t{3}, int64_t{8}, int64_t{8}});
+    b.initializer("w", kF32, {8, 3, 3, 3});
+    b.node("Conv", {"x", "w"}, {"y"}, "conv_7").ints("kernel_shape", {3, 3, 3});
+    b.output("y");
+    auto g = import_onnx(b.write("conv_rank.onnx"));
+    REQUIRE_FALSE(g);
+    CHECK_THAT(g.error().message, Contains("node \"conv_7\" (Conv): kernel_shape has 3 dims, input has 2 spatial dims"));
+  }
+  SECTION("matmul inner dims") {
+    OnnxBuilder b;
+    b.input("a", kF32, {int64_t{2}, int64_t{3}});
+    b.initializer("w", kF32, {4, 5});
+    b.node("MatMul", {"a", "w"}, {"y"}, "mm");
+    b.output("y");
+    auto g = import_onnx(b.write("mm_mismatch.onnx"));
+    REQUIRE_FALSE(g);
+    CHECK_THAT(g.error().message, Contains("node \"mm\" (MatMul): inner dims differ: A [2, 3] has K = 3, B [4, 5] has K = 4"));
+  }
+  SECTION("reshape element count") {
+    OnnxBuilder b;
+    b.input("x", kF32, {int64_t{2}, int64_t{3}});
+    b.initializer_i64("s", {2}, {4, 2});
+    b.node("Reshape", {"x", "s"}, {"y"}, "rs");
+    b.output("y");
+    auto g = import_onnx(b.write("reshape_mismatch.onnx"));
+    REQUIRE_FALSE(g);
+    CHECK_THAT(g.error().message, Contains("node \"rs\" (Reshape): cannot reshape [2, 3] (6 elements) to [4, 2] (8 elements)"));
+  }
+}
+
+TEST_CASE("a shape that depends on run-time data is an error when the model declares none", "[import][errors]") {
+  OnnxBuilder b;
+  b.input("x", kF32, {int64_t{6}});
+  b.input("target", onnx::TensorProto::INT64, {int64_t{2}});
+  b.node("Reshape", {"x", "target"}, {"y"}, "rs");
+  b.output("y");
+  auto g = import_onnx(b.write("runtime_shape.onnx"));
+  REQUIRE_FALSE(g);
+  CHECK(g.error().code == ErrorCode::kDataDependent);
+  CHECK_THAT(g.error().message, Contains("node \"rs\" (Reshape): input 1 (shape, tensor \"target\") must be known "
+                                         "before run time to fix the output shape"));
+}
+
+TEST_CASE("Loop is refused with the fix - If with a constant condition is inlined", "[import][errors]") {
+  onnx::GraphProto body;
+  body.set_name("body");
+  SECTION("Loop") {
+    OnnxBuilder b;
+    b.input("x", kF32, {int64_t{4}});
+    b.initializer_i64("n", {}, {3});
+    b.node("Loop", {"n", "", "x"}, {"y"}, "loop_1").graph("body", body);
+    b.output("y");
+    auto g = import_onnx(b.write("loop.onnx"));
+    REQUIRE_FALSE(g);
+    CHECK(g.error().code == ErrorCode::kUnsupported);
+    CHECK_THAT(g.error().message, Contains("node \"loop_1\" (Loop): ops whose subgraph runs a run-time number of times "
+                                           "(Loop, Scan) have no static cost; export the model with the loop unrolled"));
+  }
+  // Branches: then = Relu(x), else = Neg(x), both read x from the outer scope.
+  auto branch = [](const std::string& op, const std::string& out) {
+    onnx::GraphProto g;
+    g.set_name(op);
+    auto* n = g.add_node();
+    n->set_op_type(op);
+    n->add_input("x");
+    n->add_output(out);
+    g.add_output()->set_name(out);
+    return g;
+  };
+  SECTION("If on a run-time condition") {
+    OnnxBuilder b;
+    b.input("x", kF32, {int64_t{4}});
+    b.input("c", onnx::TensorProto::BOOL, {});
+    b.node("If", {"c"}, {"y"}, "if_1").graph("then_branch", branch("Relu", "t")).graph("else_branch", branch("Neg", "e"));
+    b.output("y");
+    auto g = import_onnx(b.write("if_runtime.onnx"));
+    REQUIRE_FALSE(g);
+    CHECK_THAT(g.error().message, Contains("node \"if_1\" (If): the condition \"c\" is computed at run time"));
+  }
+  SECTION("If on a folded condition") {
+    OnnxBuilder b;
+    b.input("x", kF32, {int64_t{4}});
+    b.node("Shape", {"x"}, {"s"});
+    b.initializer_i64("four", {1}, {4});
+    b.node("Equal", {"s", "four"}, {"eq"});
+    b.node("Squeeze", {"eq"}, {"c"}).ints("axes", {0});
+    b.node("If", {"c"}, {"y"}, "if_1").graph("then_branch", branch("Relu", "t")).graph("else_branch", branch("Neg", "e"));
+    b.output("y");
+    b.model().mutable_opset_import(0)->set_version(11);
+    auto g = import_onnx(b.write("if_folded.onnx"));
+    REQUIRE(g);
+    bool has_relu = false, has_neg = false;
+    for (const auto& n : g->nodes) {
+      has_relu = has_relu || n.op_type == "Relu";
+      has_neg = has_neg || n.op_type == "Neg";
+    }
+    CHECK(has_relu);
+    CHECK_FALSE(has_neg);
+    CHECK(g->tensor(g->outputs[0]).shape == gpusim::Shape{4});
+  }
+}
+
+TEST_CASE("weights are not needed: external data may be missing and embedded data is skipped", "[import]") {
+  OnnxBuilder b;
+  b.input("x", kF32, {int64_t{1}, int64_t{512}});
+  auto* ext = b.graph().add_initializer();
+  ext->set_name("w_ext");
+  ext->set_data_type(kF32);
+  ext->add_dims(512);
+  ext->add_dims(512);
+  ext->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* loc = ext->add_external_data();
+  loc->set_key("location");
+  loc->set_value("weights_that_are_not_here.bin");
+  auto* emb = b.graph().add_initializer();
+  emb->set_name("w_emb");
+  emb->set_data_type(kF32);
+  emb->add_dims(512);
+  emb->add_dims(512);
+  emb->set_raw_data(std::string(512 * 512 * 4, '\x01'));
+  b.node("MatMul", {"x", "w_ext"}, {"h"});
+  b.node("MatMul", {"h", "w_emb"}, {"y"});
+  b.output("y");
+  auto g = import_onnx(b.write("weights.onnx"));
+  REQUIRE(g);
+  CHECK(g->tensor(g->outputs[0]).shape == gpusim::Shape{1, 512});
+  const gpusim::Tensor& w = g->tensor(*g->find("w_emb"));
+  CHECK(w.shape == gpusim::Shape{512, 512});
+  CHECK_FALSE(w.value.has_value());
+  bool skipped = false, external = false;
+  for (const auto& note : g->notes) {
+    skipped = skipped || note.find("weight data (1 tensors, 1048576 bytes) skipped") != std::string::npos;
+    external = external || note.find("1 weights live in external data files") != std::string::npos;
+  }
+  CHECK(skipped);
+  CHECK(external);
+}
