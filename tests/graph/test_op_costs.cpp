@@ -208,3 +208,32 @@ TEST_CASE("the catalog lists every op with a class", "[catalog]") {
   CHECK(gpusim::op_class("ai.onnx", "Softmax") == OpClass::kNormalization);
   CHECK_FALSE(gpusim::op_supported("", "Frobnicate"));
 }
+
+TEST_CASE("fused attention: MACs = batch x heads x Sq x Skv x (D + Dv) and no score matrix traffic", "[catalog]") {
+  SECTION("ONNX Attention (opset 23) with 4-D inputs") {
+    OnnxBuilder b(23);
+    b.input("q", kF16, {int64_t{2}, int64_t{8}, int64_t{256}, int64_t{64}});
+    b.input("k", kF16, {int64_t{2}, int64_t{8}, int64_t{512}, int64_t{64}});
+    b.input("v", kF16, {int64_t{2}, int64_t{8}, int64_t{512}, int64_t{64}});
+    b.node("Attention", {"q", "k", "v"}, {"y"}, "attn");
+    b.output("y");
+    const OpCost c = cost_of(b, "attn");
+    CHECK(c.cls == OpClass::kAttention);
+    const int64_t scores = 2LL * 8 * 256 * 512;
+    CHECK(c.macs == scores * 128);
+    CHECK(c.flops.transcendental == scores);
+    CHECK(c.bytes_read == 2 * (2LL * 8 * 256 * 64 + 2 * 2LL * 8 * 512 * 64));
+    CHECK(c.bytes_written == 2 * 2LL * 8 * 256 * 64);
+  }
+  SECTION("com.microsoft MultiHeadAttention") {
+    OnnxBuilder b(17);
+    b.input("q", kF16, {int64_t{1}, int64_t{4096}, int64_t{320}});
+    b.input("k", kF16, {int64_t{1}, int64_t{77}, int64_t{320}});
+    b.input("v", kF16, {int64_t{1}, int64_t{77}, int64_t{320}});
+    b.node("MultiHeadAttention", {"q", "k", "v"}, {"y"}, "mha").i("num_heads", 8).proto()->set_domain("com.microsoft");
+    b.output("y");
+    const OpCost c = cost_of(b, "mha");
+    CHECK(c.cls == OpClass::kAttention);
+    CHECK(c.macs == 8LL * 4096 * 77 * (40 + 40));
+  }
+}

@@ -152,7 +152,7 @@ const std::unordered_map<std::string, OpDef>& table() {
   static const std::unordered_map<std::string, OpDef> t = [] {
     std::unordered_map<std::string, OpDef> m;
     for (auto family : {elementwise_ops, gemm_conv_ops, reduction_ops, normalization_ops, data_movement_ops,
-                        sequence_ops}) {
+                        sequence_ops, attention_ops}) {
       for (const OpDef& d : family()) m.emplace(key_of(d.domain, d.op_type), d);
     }
     return m;
@@ -198,7 +198,7 @@ std::optional<OpClass> op_class(std::string_view domain, std::string_view op_typ
 std::vector<std::string> supported_ops() {
   std::vector<std::string> names;
   for (auto family : {ops::elementwise_ops, ops::gemm_conv_ops, ops::reduction_ops, ops::normalization_ops,
-                      ops::data_movement_ops, ops::sequence_ops}) {
+                      ops::data_movement_ops, ops::sequence_ops, ops::attention_ops}) {
     for (const ops::OpDef& d : family()) {
       names.push_back(d.domain.empty() ? std::string(d.op_type) : fmt::format("{}:{}", d.domain, d.op_type));
     }

@@ -120,6 +120,7 @@ std::vector<OpDef> reduction_ops();
 std::vector<OpDef> normalization_ops();
 std::vector<OpDef> data_movement_ops();
 std::vector<OpDef> sequence_ops();
+std::vector<OpDef> attention_ops();
 
 // Shared helpers.
 Result<Shape> broadcast(const Shape& a, const Shape& b);
