@@ -1,0 +1,163 @@
+// GpuProfile: what gpusim knows about one GPU — datasheet figures (each with its source), the
+// efficiency factors that turn peaks into sustained rates, and an optional `calibrated` block of
+// measured figures. Loaded from gpu_profiles/<vendor>/<name>.yaml (schema gpusim.profile/1,
+// documented in gpu_profiles/README.md); nothing downstream sees YAML.
+//
+// Usage:
+//   auto p = gpusim::find_profile("nvidia-rtx-3060", gpusim::default_profile_dirs());
+//   if (!p) { fmt::print(stderr, "{}\n", p.error().message); return 1; }
+//   double bw = p->memory.dram.bandwidth_gbps * p->efficiency.dram_bandwidth;
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpusim/dtype.h"
+#include "gpusim/result.h"
+
+namespace gpusim {
+
+// Arithmetic precisions of compute units (tf32 and fp4 are matrix-unit formats, not tensor dtypes).
+enum class Precision { kFp64, kFp32, kTf32, kFp16, kBf16, kFp8, kFp4, kInt32, kInt8, kInt4 };
+std::string_view precision_name(Precision p);
+std::optional<Precision> precision_from_name(std::string_view s);
+// The precision a tensor dtype computes in (fp32 -> kFp32, fp16 -> kFp16, int64 -> kInt32 ...).
+Precision precision_of(DType t);
+
+struct MatrixPeak {
+  Precision input = Precision::kFp16;
+  Precision accumulate = Precision::kFp32;
+  double tflops = 0;
+};
+
+struct ComputeSpec {
+  int units = 0;  // SMs / CUs / Xe-cores / GPU cores
+  double boost_clock_mhz = 0;
+  int warp_size = 32;
+  int max_threads_per_unit = 0;
+  int max_blocks_per_unit = 0;
+  int max_threads_per_block = 0;
+  int64_t registers_per_unit = 0;
+  int max_registers_per_thread = 0;
+  double shared_memory_per_unit_kb = 0;
+  double shared_memory_per_block_kb = 0;
+  std::map<Precision, double> vector_tflops;
+  std::vector<MatrixPeak> matrix_tflops;
+  int matrix_alignment_elements = 8;
+};
+
+struct DramSpec {
+  double size_gb = 0;
+  double bandwidth_gbps = 0;
+  int bus_width_bits = 0;
+  std::string type;
+  double latency_ns = 0;
+};
+
+struct CacheSpec {
+  bool present = false;
+  double size_mb = 0;
+  double bandwidth_gbps = 0;  // 0: not given (the simulator assumes; see README)
+  double latency_ns = 0;
+};
+
+struct L1Spec {
+  double size_per_unit_kb = 0;
+  double latency_ns = 0;
+};
+
+struct MemorySpec {
+  DramSpec dram;
+  CacheSpec l2;
+  CacheSpec infinity_cache;  // AMD Infinity Cache / Apple SLC: a last-level cache behind L2
+  L1Spec l1;
+};
+
+struct HostLinkSpec {
+  bool unified = false;  // unified memory: no host copies
+  int generation = 0;
+  int lanes = 0;
+  double bandwidth_gbps = 0;  // one direction; derived from generation and lanes when not given
+};
+
+struct LaunchSpec {
+  double overhead_us = 0;
+  double latency_floor_us = 0;
+};
+
+struct PowerSpec {
+  double tdp_w = 0;
+  double idle_w = 0;
+};
+
+// Achievable fraction of each peak. Defaults for uncalibrated profiles (gpu_profiles/README.md).
+struct Efficiency {
+  double dram_bandwidth = 0.85;
+  double l2_bandwidth = 0.80;
+  double vector_flops = 0.80;
+  double matrix_flops = 0.75;
+  double host_link = 0.80;
+  double launch = 1.00;
+};
+
+// A measured figure from `gpusim calibrate`.
+struct CalibratedFigure {
+  double value = 0;
+  double p50 = 0;
+  double p95 = 0;
+  int64_t repeats = 0;
+  std::string unit;
+};
+
+struct Calibration {
+  std::string device;
+  std::string date;
+  std::map<std::string, CalibratedFigure> figures;  // dotted key, e.g. "efficiency.dram_bandwidth"
+};
+
+struct GpuProfile {
+  std::string name;
+  std::string display_name;
+  std::string vendor;
+  std::string architecture;
+  std::string source_path;
+  std::vector<std::string> extends_chain;  // parents, nearest first
+  ComputeSpec compute;
+  MemorySpec memory;
+  HostLinkSpec host_link;
+  LaunchSpec launch;
+  PowerSpec power;
+  Efficiency efficiency;
+  std::optional<Calibration> calibrated;
+  std::map<std::string, std::string> sources;
+  // Figures the simulator had to assume because the profile does not give them.
+  std::vector<std::string> assumptions;
+
+  // Peak of the matrix units for this input precision (the best accumulate at least as wide as
+  // `min_accumulate`), or nullopt when the GPU has none for it.
+  std::optional<double> matrix_tflops(Precision input, Precision min_accumulate) const;
+  // Vector (non-matrix) peak for a precision; falls back to fp32 for precisions without a figure.
+  double vector_tflops(Precision p) const;
+};
+
+// Directories searched for profiles: $GPUSIM_PROFILE_PATH (colon-separated), then the source tree's
+// gpu_profiles/.
+std::vector<std::string> default_profile_dirs();
+
+// Loads one file (resolving `extends:` by name in `dirs`). Errors name the file, the YAML path, the
+// value and the allowed range.
+Result<GpuProfile> load_profile(const std::string& path, const std::vector<std::string>& dirs);
+// NAME (searched in dirs) or a path to a .yaml file.
+Result<GpuProfile> find_profile(const std::string& name_or_path, const std::vector<std::string>& dirs);
+
+struct ProfileEntry {
+  std::string name;
+  std::string path;
+};
+// Every *.yaml under the dirs, sorted by name (a name found twice: the first dir wins).
+std::vector<ProfileEntry> list_profiles(const std::vector<std::string>& dirs);
+
+}  // namespace gpusim

@@ -1,0 +1,488 @@
+// Loading gpu_profiles/*.yaml: merge `extends:` parents, validate against the schema table below
+// (unknown keys, types, ranges, required keys, source coverage), then convert to GpuProfile.
+// The schema is data (kSchema), so the rules and the README table stay in one place each.
+#include <yaml-cpp/yaml.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <set>
+
+#include "gpusim/gpu_profile.h"
+
+namespace gpusim {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+enum class Kind { kMap, kList, kInt, kNum, kStr, kEnum, kStrMap, kCalibrated };
+
+struct Spec {
+  std::string key;
+  Kind kind = Kind::kMap;
+  double lo = -kInf, hi = kInf;
+  bool lo_open = false;  // lo itself not allowed
+  bool required = false;
+  std::vector<std::string> allowed;  // kEnum
+  std::vector<Spec> children;        // kMap fields; kList: fields of each element
+};
+
+Spec num(std::string k, double lo, double hi, bool req = false, bool lo_open = false) {
+  return {std::move(k), Kind::kNum, lo, hi, lo_open, req, {}, {}};
+}
+Spec integer(std::string k, double lo, double hi, bool req = false) {
+  return {std::move(k), Kind::kInt, lo, hi, false, req, {}, {}};
+}
+Spec str(std::string k, bool req = false) { return {std::move(k), Kind::kStr, 0, 0, false, req, {}, {}}; }
+Spec oneof(std::string k, std::vector<std::string> allowed, bool req = false) {
+  return {std::move(k), Kind::kEnum, 0, 0, false, req, std::move(allowed), {}};
+}
+Spec map(std::string k, std::vector<Spec> children, bool req = false) {
+  return {std::move(k), Kind::kMap, 0, 0, false, req, {}, std::move(children)};
+}
+Spec positive(std::string k, bool req = false) { return num(std::move(k), 0, kInf, req, true); }
+
+const std::vector<std::string> kVectorPrecisions = {"fp64", "fp32", "fp16", "bf16", "int32", "int8"};
+const std::vector<std::string> kMatrixInputs = {"fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4"};
+const std::vector<std::string> kAccumulates = {"fp64", "fp32", "fp16", "int32"};
+
+const Spec& schema() {
+  static const Spec s = [] {
+    std::vector<Spec> vec;
+    for (const auto& p : kVectorPrecisions) vec.push_back(positive(p));
+    Spec vector_tflops = map("vector_tflops", vec, true);
+    Spec matrix = {"matrix_tflops", Kind::kList, 0, 0, false, false, {},
+                   {oneof("dtype", kMatrixInputs, true), oneof("accumulate", kAccumulates, true), positive("tflops", true)}};
+    Spec cache_level = map("", {positive("size_mb", true), positive("bandwidth_gbps"), positive("latency_ns")});
+    Spec l2 = cache_level;
+    l2.key = "l2";
+    l2.required = true;
+    Spec ic = cache_level;
+    ic.key = "infinity_cache";
+    return map("", {
+        oneof("schema", {"gpusim.profile/1"}, true),
+        str("name", true),
+        str("display_name", true),
+        oneof("vendor", {"nvidia", "amd", "intel", "apple"}, true),
+        str("architecture", true),
+        str("extends"),
+        map("compute",
+            {integer("units", 1, 1024, true), num("boost_clock_mhz", 100, 5000, true),
+             oneof("warp_size", {"8", "16", "32", "64"}, true), integer("max_threads_per_unit", 64, 4096, true),
+             integer("max_blocks_per_unit", 1, 64, true), integer("max_threads_per_block", 64, 2048, true),
+             integer("registers_per_unit", 1024, 1048576, true), integer("max_registers_per_thread", 16, 1024, true),
+             num("shared_memory_per_unit_kb", 0, 1024, true), num("shared_memory_per_block_kb", 0, 1024, true),
+             vector_tflops, matrix, integer("matrix_alignment_elements", 1, 128)},
+            true),
+        map("memory",
+            {map("dram", {positive("size_gb", true), positive("bandwidth_gbps", true), integer("bus_width_bits", 1, 65536),
+                          str("type"), positive("latency_ns")},
+                 true),
+             l2, ic, map("l1", {positive("size_per_unit_kb", true), positive("latency_ns")}, true)},
+            true),
+        map("host_link", {oneof("type", {"pcie", "unified"}, true), integer("generation", 1, 6), integer("lanes", 1, 32),
+                          positive("bandwidth_gbps")},
+            true),
+        map("launch", {num("overhead_us", 0, 1000), num("latency_floor_us", 0, 1000)}),
+        map("power", {positive("tdp_w", true), positive("idle_w", true)}, true),
+        map("efficiency", {num("dram_bandwidth", 0, 1, false, true), num("l2_bandwidth", 0, 1, false, true),
+                           num("vector_flops", 0, 1, false, true), num("matrix_flops", 0, 1, false, true),
+                           num("host_link", 0, 1, false, true), num("launch", 0, 10, false, true)}),
+        {"calibrated", Kind::kCalibrated, 0, 0, false, false, {}, {}},
+        {"sources", Kind::kStrMap, 0, 0, false, true, {}, {}},
+    });
+  }();
+  return s;
+}
+
+std::string join_path(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
+
+std::string range_text(const Spec& s) {
+  const bool has_hi = std::isfinite(s.hi);
+  if (s.lo_open && s.lo == 0 && !has_hi) return "expected > 0";
+  if (s.lo_open && has_hi) return fmt::format("expected > {} and <= {}", s.lo, s.hi);
+  if (has_hi) return fmt::format("expected {} to {}", s.lo, s.hi);
+  return fmt::format("expected >= {}", s.lo);
+}
+
+class Validator {
+ public:
+  explicit Validator(std::string file) : file_(std::move(file)) {}
+
+  Status check(const YAML::Node& n, const Spec& s, const std::string& path) {
+    switch (s.kind) {
+      case Kind::kMap: {
+        if (!n.IsMap()) return fail(path, fmt::format("{} is not a mapping; expected keys {}", show(n), keys(s)));
+        for (const auto& kv : n) {
+          const std::string k = kv.first.as<std::string>();
+          const Spec* child = find(s, k);
+          if (!child) return fail(join_path(path, k), fmt::format("unknown key; allowed here: {}", keys(s)));
+          if (auto st = check(kv.second, *child, join_path(path, k)); !st) return st;
+        }
+        for (const Spec& c : s.children) {
+          if (c.required && !n[c.key]) return fail(join_path(path, c.key), "missing; this key is required");
+        }
+        return Ok{};
+      }
+      case Kind::kList: {
+        if (!n.IsSequence()) return fail(path, fmt::format("{} is not a list", show(n)));
+        Spec elem = s;
+        elem.kind = Kind::kMap;
+        for (size_t i = 0; i < n.size(); ++i) {
+          if (auto st = check(n[i], elem, fmt::format("{}[{}]", path, i)); !st) return st;
+        }
+        return Ok{};
+      }
+      case Kind::kInt:
+      case Kind::kNum: {
+        double v;
+        if (!n.IsScalar() || !YAML::convert<double>::decode(n, v)) {
+          return fail(path, fmt::format("{} is not a number; {}", show(n), range_text(s)));
+        }
+        if (s.kind == Kind::kInt && v != std::floor(v)) {
+          return fail(path, fmt::format("{} is not a whole number; {}", n.Scalar(), range_text(s)));
+        }
+        const bool below = s.lo_open ? v <= s.lo : v < s.lo;
+        if (below || v > s.hi) {
+          const char* what = v < 0 && s.lo >= 0 ? "is negative" : "is out of range";
+          return fail(path, fmt::format("{} {}; {}", n.Scalar(), what, range_text(s)));
+        }
+        return Ok{};
+      }
+      case Kind::kStr:
+        if (!n.IsScalar()) return fail(path, fmt::format("{} is not a string", show(n)));
+        return Ok{};
+      case Kind::kEnum: {
+        if (!n.IsScalar() || std::find(s.allowed.begin(), s.allowed.end(), n.Scalar()) == s.allowed.end()) {
+          return fail(path, fmt::format("{} is not one of {}", show(n), fmt::join(s.allowed, ", ")));
+        }
+        return Ok{};
+      }
+      case Kind::kStrMap:
+        if (!n.IsMap()) return fail(path, fmt::format("{} is not a mapping of path -> source", show(n)));
+        for (const auto& kv : n) {
+          if (!kv.second.IsScalar() || kv.second.Scalar().empty()) {
+            return fail(join_path(path, kv.first.as<std::string>()), "must be a non-empty string naming the source");
+          }
+        }
+        return Ok{};
+      case Kind::kCalibrated:
+        return check_calibrated(n, path);
+    }
+    return Ok{};
+  }
+
+  Error fail(const std::string& path, const std::string& msg) const {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: {}: {}", file_, path, msg));
+  }
+
+ private:
+  static const Spec* find(const Spec& s, const std::string& k) {
+    for (const Spec& c : s.children) {
+      if (c.key == k) return &c;
+    }
+    return nullptr;
+  }
+  static std::string keys(const Spec& s) {
+    std::vector<std::string> k;
+    for (const Spec& c : s.children) k.push_back(c.key);
+    return fmt::format("{}", fmt::join(k, ", "));
+  }
+  static std::string show(const YAML::Node& n) {
+    if (n.IsScalar()) return fmt::format("\"{}\"", n.Scalar());
+    if (n.IsSequence()) return "a list";
+    if (n.IsMap()) return "a mapping";
+    return "an empty value";
+  }
+
+  // calibrated: {device, date, <group>: {<figure>: {value, p50, p95, repeats, unit}}}
+  Status check_calibrated(const YAML::Node& n, const std::string& path) {
+    if (!n.IsMap()) return fail(path, "is not a mapping");
+    static const std::set<std::string> kGroups = {"efficiency", "launch"};
+    for (const auto& kv : n) {
+      const std::string k = kv.first.as<std::string>();
+      const std::string p = join_path(path, k);
+      if (k == "device" || k == "date" || k == "driver" || k == "command") continue;
+      if (!kGroups.count(k)) return fail(p, "unknown key; allowed here: device, date, driver, command, efficiency, launch");
+      const Spec& target = *find(schema(), k);
+      for (const auto& fig : kv.second) {
+        const std::string name = fig.first.as<std::string>();
+        const Spec* t = find(target, name);
+        if (!t) return fail(join_path(p, name), fmt::format("unknown key; allowed here: {}", keys(target)));
+        static const Spec kFigure = map("", {num("value", -kInf, kInf, true), num("p50", -kInf, kInf),
+                                             num("p95", -kInf, kInf), integer("repeats", 1, 1e12), str("unit")});
+        if (auto st = check(fig.second, kFigure, join_path(p, name)); !st) return st;
+        Spec value_spec = *t;
+        value_spec.key = "value";
+        if (auto st = check(fig.second["value"], value_spec, join_path(join_path(p, name), "value")); !st) return st;
+      }
+    }
+    return Ok{};
+  }
+
+  std::string file_;
+};
+
+// Deep merge: mappings merge key by key, anything else in `over` replaces `base`.
+YAML::Node merge(const YAML::Node& base, const YAML::Node& over) {
+  if (!base.IsMap() || !over.IsMap()) return YAML::Clone(over);
+  YAML::Node out = YAML::Clone(base);
+  for (const auto& kv : over) {
+    const std::string k = kv.first.as<std::string>();
+    out[k] = out[k] ? merge(out[k], kv.second) : YAML::Clone(kv.second);
+  }
+  return out;
+}
+
+Result<YAML::Node> read_yaml(const std::string& path) {
+  if (!fs::exists(path)) {
+    return make_error(ErrorCode::kIo, fmt::format("{}: cannot open: no such file (check the path)", path));
+  }
+  try {
+    YAML::Node n = YAML::LoadFile(path);
+    if (!n.IsMap()) {
+      return make_error(ErrorCode::kParse, fmt::format("{}: a profile must be a YAML mapping (see gpu_profiles/README.md)",
+                                                       path));
+    }
+    return n;
+  } catch (const YAML::Exception& e) {
+    return make_error(ErrorCode::kParse, fmt::format("{}:{}:{}: not valid YAML: {}", path, e.mark.line + 1,
+                                                     e.mark.column + 1, e.msg));
+  }
+}
+
+// Numeric leaves under the datasheet sections, as dotted paths (list elements as path[i]).
+void figure_paths(const YAML::Node& n, const std::string& path, std::vector<std::string>& out) {
+  if (n.IsMap()) {
+    for (const auto& kv : n) figure_paths(kv.second, join_path(path, kv.first.as<std::string>()), out);
+  } else if (n.IsSequence()) {
+    for (size_t i = 0; i < n.size(); ++i) figure_paths(n[i], fmt::format("{}[{}]", path, i), out);
+  } else if (n.IsScalar()) {
+    double v;
+    if (YAML::convert<double>::decode(n, v)) out.push_back(path);
+  }
+}
+
+bool covered(const std::string& figure, const std::set<std::string>& sources) {
+  for (std::string p = figure;;) {
+    if (sources.count(p)) return true;
+    const auto cut = p.find_last_of(".[");
+    if (cut == std::string::npos) return false;
+    p = p.substr(0, cut);
+  }
+}
+
+double pcie_lane_gbps(int generation) {
+  // One direction, after line encoding: 2.5, 5 GT/s (8b/10b); 8, 16, 32 GT/s (128b/130b); 64 GT/s (PAM4, FLIT).
+  static const double kLane[] = {0, 0.25, 0.5, 0.985, 1.969, 3.938, 7.563};
+  return kLane[std::clamp(generation, 0, 6)];
+}
+
+Precision prec(const YAML::Node& n) { return *precision_from_name(n.as<std::string>()); }
+
+CacheSpec cache(const YAML::Node& n) {
+  CacheSpec c;
+  if (!n) return c;
+  c.present = true;
+  c.size_mb = n["size_mb"].as<double>();
+  if (n["bandwidth_gbps"]) c.bandwidth_gbps = n["bandwidth_gbps"].as<double>();
+  if (n["latency_ns"]) c.latency_ns = n["latency_ns"].as<double>();
+  return c;
+}
+
+GpuProfile convert(const YAML::Node& y) {
+  GpuProfile p;
+  p.name = y["name"].as<std::string>();
+  p.display_name = y["display_name"].as<std::string>();
+  p.vendor = y["vendor"].as<std::string>();
+  p.architecture = y["architecture"].as<std::string>();
+  const YAML::Node c = y["compute"];
+  p.compute.units = c["units"].as<int>();
+  p.compute.boost_clock_mhz = c["boost_clock_mhz"].as<double>();
+  p.compute.warp_size = c["warp_size"].as<int>();
+  p.compute.max_threads_per_unit = c["max_threads_per_unit"].as<int>();
+  p.compute.max_blocks_per_unit = c["max_blocks_per_unit"].as<int>();
+  p.compute.max_threads_per_block = c["max_threads_per_block"].as<int>();
+  p.compute.registers_per_unit = c["registers_per_unit"].as<int64_t>();
+  p.compute.max_registers_per_thread = c["max_registers_per_thread"].as<int>();
+  p.compute.shared_memory_per_unit_kb = c["shared_memory_per_unit_kb"].as<double>();
+  p.compute.shared_memory_per_block_kb = c["shared_memory_per_block_kb"].as<double>();
+  for (const auto& kv : c["vector_tflops"]) p.compute.vector_tflops[prec(kv.first)] = kv.second.as<double>();
+  if (c["matrix_tflops"]) {
+    for (const auto& m : c["matrix_tflops"]) {
+      p.compute.matrix_tflops.push_back({prec(m["dtype"]), prec(m["accumulate"]), m["tflops"].as<double>()});
+    }
+  }
+  if (c["matrix_alignment_elements"]) p.compute.matrix_alignment_elements = c["matrix_alignment_elements"].as<int>();
+  const YAML::Node m = y["memory"];
+  p.memory.dram.size_gb = m["dram"]["size_gb"].as<double>();
+  p.memory.dram.bandwidth_gbps = m["dram"]["bandwidth_gbps"].as<double>();
+  if (m["dram"]["bus_width_bits"]) p.memory.dram.bus_width_bits = m["dram"]["bus_width_bits"].as<int>();
+  if (m["dram"]["type"]) p.memory.dram.type = m["dram"]["type"].as<std::string>();
+  if (m["dram"]["latency_ns"]) p.memory.dram.latency_ns = m["dram"]["latency_ns"].as<double>();
+  p.memory.l2 = cache(m["l2"]);
+  p.memory.infinity_cache = cache(m["infinity_cache"]);
+  p.memory.l1.size_per_unit_kb = m["l1"]["size_per_unit_kb"].as<double>();
+  if (m["l1"]["latency_ns"]) p.memory.l1.latency_ns = m["l1"]["latency_ns"].as<double>();
+  const YAML::Node h = y["host_link"];
+  p.host_link.unified = h["type"].as<std::string>() == "unified";
+  if (h["generation"]) p.host_link.generation = h["generation"].as<int>();
+  if (h["lanes"]) p.host_link.lanes = h["lanes"].as<int>();
+  p.host_link.bandwidth_gbps = h["bandwidth_gbps"] ? h["bandwidth_gbps"].as<double>()
+                                                   : pcie_lane_gbps(p.host_link.generation) * p.host_link.lanes;
+  if (y["launch"]) {
+    if (y["launch"]["overhead_us"]) p.launch.overhead_us = y["launch"]["overhead_us"].as<double>();
+    if (y["launch"]["latency_floor_us"]) p.launch.latency_floor_us = y["launch"]["latency_floor_us"].as<double>();
+  }
+  p.power.tdp_w = y["power"]["tdp_w"].as<double>();
+  p.power.idle_w = y["power"]["idle_w"].as<double>();
+  if (const YAML::Node e = y["efficiency"]) {
+    auto get = [&](const char* k, double& v) {
+      if (e[k]) v = e[k].as<double>();
+    };
+    get("dram_bandwidth", p.efficiency.dram_bandwidth);
+    get("l2_bandwidth", p.efficiency.l2_bandwidth);
+    get("vector_flops", p.efficiency.vector_flops);
+    get("matrix_flops", p.efficiency.matrix_flops);
+    get("host_link", p.efficiency.host_link);
+    get("launch", p.efficiency.launch);
+  }
+  for (const auto& kv : y["sources"]) p.sources[kv.first.as<std::string>()] = kv.second.as<std::string>();
+  return p;
+}
+
+void apply_calibration(const YAML::Node& cal, GpuProfile& p) {
+  Calibration c;
+  if (cal["device"]) c.device = cal["device"].as<std::string>();
+  if (cal["date"]) c.date = cal["date"].as<std::string>();
+  for (const char* group : {"efficiency", "launch"}) {
+    if (!cal[group]) continue;
+    for (const auto& kv : cal[group]) {
+      const std::string key = kv.first.as<std::string>();
+      CalibratedFigure f;
+      f.value = kv.second["value"].as<double>();
+      if (kv.second["p50"]) f.p50 = kv.second["p50"].as<double>();
+      if (kv.second["p95"]) f.p95 = kv.second["p95"].as<double>();
+      if (kv.second["repeats"]) f.repeats = kv.second["repeats"].as<int64_t>();
+      if (kv.second["unit"]) f.unit = kv.second["unit"].as<std::string>();
+      c.figures[std::string(group) + "." + key] = f;
+      Efficiency& e = p.efficiency;
+      double* slot = nullptr;
+      if (std::string(group) == "efficiency") {
+        slot = key == "dram_bandwidth" ? &e.dram_bandwidth : key == "l2_bandwidth" ? &e.l2_bandwidth
+             : key == "vector_flops"   ? &e.vector_flops   : key == "matrix_flops" ? &e.matrix_flops
+             : key == "host_link"      ? &e.host_link      : &e.launch;
+      } else {
+        slot = key == "overhead_us" ? &p.launch.overhead_us : &p.launch.latency_floor_us;
+      }
+      *slot = f.value;
+    }
+  }
+  p.calibrated = std::move(c);
+}
+
+// Fills figures the profile leaves out with the documented assumptions, recording each.
+void apply_assumptions(GpuProfile& p) {
+  auto assume = [&](double& v, double value, const std::string& what) {
+    if (v > 0) return;
+    v = value;
+    p.assumptions.push_back(what);
+  };
+  assume(p.memory.l2.bandwidth_gbps, 3 * p.memory.dram.bandwidth_gbps, "L2 bandwidth = 3 x DRAM bandwidth");
+  assume(p.memory.dram.latency_ns, 500, "DRAM latency 500 ns");
+  assume(p.memory.l2.latency_ns, 200, "L2 latency 200 ns");
+  assume(p.memory.l1.latency_ns, 30, "L1 latency 30 ns");
+  if (p.memory.infinity_cache.present) {
+    assume(p.memory.infinity_cache.bandwidth_gbps, 2 * p.memory.dram.bandwidth_gbps,
+           "last-level cache bandwidth = 2 x DRAM bandwidth");
+    assume(p.memory.infinity_cache.latency_ns, 300, "last-level cache latency 300 ns");
+  }
+  assume(p.launch.overhead_us, 4.0, "launch overhead 4 us");
+  assume(p.launch.latency_floor_us, 2.0, "kernel latency floor 2 us");
+}
+
+Result<YAML::Node> load_merged(const std::string& path, const std::vector<std::string>& dirs,
+                               std::vector<std::string>& chain) {
+  auto node = read_yaml(path);
+  if (!node) return node.error();
+  if (!(*node)["extends"]) return node;
+  const std::string parent = (*node)["extends"].as<std::string>();
+  if (std::find(chain.begin(), chain.end(), parent) != chain.end() || parent == fs::path(path).stem().string()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: extends: \"{}\" forms a cycle ({} -> {})", path, parent,
+                                  fmt::join(chain, " -> "), parent));
+  }
+  std::string parent_path;
+  for (const ProfileEntry& e : list_profiles(dirs)) {
+    if (e.name == parent) parent_path = e.path;
+  }
+  if (parent_path.empty()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: extends: \"{}\" is not a known profile (searched {})", path, parent,
+                                  fmt::join(dirs, ", ")));
+  }
+  chain.push_back(parent);
+  auto base = load_merged(parent_path, dirs, chain);
+  if (!base) return base.error();
+  YAML::Node merged = merge(*base, *node);
+  merged.remove("extends");
+  return merged;
+}
+
+}  // namespace
+
+Result<GpuProfile> load_profile(const std::string& path, const std::vector<std::string>& dirs) {
+  std::vector<std::string> chain;
+  auto y = load_merged(path, dirs, chain);
+  if (!y) return y.error();
+  Validator v(path);
+  if (auto st = v.check(*y, schema(), ""); !st) return st.error();
+  const std::string stem = fs::path(path).stem().string();
+  if ((*y)["name"].as<std::string>() != stem) {
+    return v.fail("name", fmt::format("\"{}\" does not match the file name \"{}\"; rename one of them",
+                                      (*y)["name"].as<std::string>(), stem));
+  }
+  if ((*y)["power"]["idle_w"].as<double>() >= (*y)["power"]["tdp_w"].as<double>()) {
+    return v.fail("power.idle_w", fmt::format("{} is not below tdp_w ({})", (*y)["power"]["idle_w"].Scalar(),
+                                              (*y)["power"]["tdp_w"].Scalar()));
+  }
+  const YAML::Node c = (*y)["compute"];
+  if (c["shared_memory_per_block_kb"].as<double>() > c["shared_memory_per_unit_kb"].as<double>()) {
+    return v.fail("compute.shared_memory_per_block_kb",
+                  fmt::format("{} exceeds shared_memory_per_unit_kb ({})", c["shared_memory_per_block_kb"].Scalar(),
+                              c["shared_memory_per_unit_kb"].Scalar()));
+  }
+  const YAML::Node h = (*y)["host_link"];
+  if (h["type"].as<std::string>() == "pcie" && !(h["bandwidth_gbps"] || (h["generation"] && h["lanes"]))) {
+    return v.fail("host_link", "a pcie link needs generation and lanes (or bandwidth_gbps)");
+  }
+  // Every datasheet figure has a source.
+  std::set<std::string> sources;
+  for (const auto& kv : (*y)["sources"]) sources.insert(kv.first.as<std::string>());
+  std::vector<std::string> figures;
+  for (const char* section : {"compute", "memory", "host_link", "power"}) figure_paths((*y)[section], section, figures);
+  for (const std::string& f : figures) {
+    if (!covered(f, sources)) {
+      return v.fail("sources", fmt::format("no source for {}; add a sources entry for it or for a prefix such as "
+                                           "\"{}\"",
+                                           f, f.substr(0, f.find_first_of(".["))));
+    }
+  }
+  for (const std::string& s : sources) {
+    bool used = false;
+    for (const std::string& f : figures) used = used || f == s || f.rfind(s + ".", 0) == 0 || f.rfind(s + "[", 0) == 0;
+    if (!used) return v.fail("sources." + s, "names no figure in this profile; remove it or fix the path");
+  }
+  GpuProfile p = convert(*y);
+  p.source_path = path;
+  p.extends_chain = chain;
+  if ((*y)["calibrated"]) apply_calibration((*y)["calibrated"], p);
+  apply_assumptions(p);
+  return p;
+}
+
+}  // namespace gpusim
