@@ -84,8 +84,8 @@ struct HostLinkSpec {
 };
 
 struct LaunchSpec {
-  double overhead_us = 0;
-  double latency_floor_us = 0;
+  double overhead_us = -1;       // < 0 until loaded: absent figures are assumed (gpu_profiles/README.md)
+  double latency_floor_us = -1;
 };
 
 struct PowerSpec {

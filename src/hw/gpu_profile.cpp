@@ -60,11 +60,16 @@ int width(Precision p) {
 }  // namespace
 
 std::optional<double> GpuProfile::matrix_tflops(Precision input, Precision min_accumulate) const {
+  // The narrowest accumulate that satisfies the request is the rate kernels get; ties: the faster.
   std::optional<double> best;
+  int best_width = 0;
   for (const MatrixPeak& m : compute.matrix_tflops) {
-    if (m.input != input || width(m.accumulate) < width(min_accumulate)) continue;
-    // Prefer the narrowest accumulate that satisfies the request: that is the rate kernels get.
-    if (!best || width(m.accumulate) == width(min_accumulate)) best = m.tflops;
+    const int w = width(m.accumulate);
+    if (m.input != input || w < width(min_accumulate)) continue;
+    if (!best || w < best_width || (w == best_width && m.tflops > *best)) {
+      best = m.tflops;
+      best_width = w;
+    }
   }
   return best;
 }

@@ -140,7 +140,7 @@ class Validator {
       case Kind::kInt:
       case Kind::kNum: {
         double v;
-        if (!n.IsScalar() || !YAML::convert<double>::decode(n, v)) {
+        if (!n.IsScalar() || !YAML::convert<double>::decode(n, v) || !std::isfinite(v)) {
           return fail(path, fmt::format("{} is not a number; {}", show(n), range_text(s)));
         }
         if (s.kind == Kind::kInt && v != std::floor(v)) {
@@ -206,8 +206,12 @@ class Validator {
     for (const auto& kv : n) {
       const std::string k = kv.first.as<std::string>();
       const std::string p = join_path(path, k);
-      if (k == "device" || k == "date" || k == "driver" || k == "command") continue;
+      if (k == "device" || k == "date" || k == "driver" || k == "command") {
+        if (!kv.second.IsScalar()) return fail(p, fmt::format("{} is not a string", show(kv.second)));
+        continue;
+      }
       if (!kGroups.count(k)) return fail(p, "unknown key; allowed here: device, date, driver, command, efficiency, launch");
+      if (!kv.second.IsMap()) return fail(p, fmt::format("{} is not a mapping of figure -> {{value, p50, p95, ...}}", show(kv.second)));
       const Spec& target = *find(schema(), k);
       for (const auto& fig : kv.second) {
         const std::string name = fig.first.as<std::string>();
@@ -242,6 +246,9 @@ Result<YAML::Node> read_yaml(const std::string& path) {
   if (!fs::exists(path)) {
     return make_error(ErrorCode::kIo, fmt::format("{}: cannot open: no such file (check the path)", path));
   }
+  if (!fs::is_regular_file(path)) {
+    return make_error(ErrorCode::kIo, fmt::format("{}: is not a regular file (a directory?); pass a .yaml profile", path));
+  }
   try {
     YAML::Node n = YAML::LoadFile(path);
     if (!n.IsMap()) {
@@ -252,15 +259,20 @@ Result<YAML::Node> read_yaml(const std::string& path) {
   } catch (const YAML::Exception& e) {
     return make_error(ErrorCode::kParse, fmt::format("{}:{}:{}: not valid YAML: {}", path, e.mark.line + 1,
                                                      e.mark.column + 1, e.msg));
+  } catch (const std::exception& e) {
+    return make_error(ErrorCode::kIo, fmt::format("{}: cannot read: {}", path, e.what()));
   }
 }
 
-// Numeric leaves under the datasheet sections, as dotted paths (list elements as path[i]).
-void figure_paths(const YAML::Node& n, const std::string& path, std::vector<std::string>& out) {
+// Numeric leaves under the datasheet sections, as dotted paths (list elements as path[i]); every
+// path, numeric or not, goes to `all`.
+void figure_paths(const YAML::Node& n, const std::string& path, std::vector<std::string>& out,
+                  std::set<std::string>& all) {
+  all.insert(path);
   if (n.IsMap()) {
-    for (const auto& kv : n) figure_paths(kv.second, join_path(path, kv.first.as<std::string>()), out);
+    for (const auto& kv : n) figure_paths(kv.second, join_path(path, kv.first.as<std::string>()), out, all);
   } else if (n.IsSequence()) {
-    for (size_t i = 0; i < n.size(); ++i) figure_paths(n[i], fmt::format("{}[{}]", path, i), out);
+    for (size_t i = 0; i < n.size(); ++i) figure_paths(n[i], fmt::format("{}[{}]", path, i), out, all);
   } else if (n.IsScalar()) {
     double v;
     if (YAML::convert<double>::decode(n, v)) out.push_back(path);
@@ -301,14 +313,14 @@ GpuProfile convert(const YAML::Node& y) {
   p.vendor = y["vendor"].as<std::string>();
   p.architecture = y["architecture"].as<std::string>();
   const YAML::Node c = y["compute"];
-  p.compute.units = c["units"].as<int>();
+  p.compute.units = static_cast<int>(c["units"].as<double>());
   p.compute.boost_clock_mhz = c["boost_clock_mhz"].as<double>();
-  p.compute.warp_size = c["warp_size"].as<int>();
-  p.compute.max_threads_per_unit = c["max_threads_per_unit"].as<int>();
-  p.compute.max_blocks_per_unit = c["max_blocks_per_unit"].as<int>();
-  p.compute.max_threads_per_block = c["max_threads_per_block"].as<int>();
-  p.compute.registers_per_unit = c["registers_per_unit"].as<int64_t>();
-  p.compute.max_registers_per_thread = c["max_registers_per_thread"].as<int>();
+  p.compute.warp_size = static_cast<int>(c["warp_size"].as<double>());
+  p.compute.max_threads_per_unit = static_cast<int>(c["max_threads_per_unit"].as<double>());
+  p.compute.max_blocks_per_unit = static_cast<int>(c["max_blocks_per_unit"].as<double>());
+  p.compute.max_threads_per_block = static_cast<int>(c["max_threads_per_block"].as<double>());
+  p.compute.registers_per_unit = static_cast<int64_t>(c["registers_per_unit"].as<double>());
+  p.compute.max_registers_per_thread = static_cast<int>(c["max_registers_per_thread"].as<double>());
   p.compute.shared_memory_per_unit_kb = c["shared_memory_per_unit_kb"].as<double>();
   p.compute.shared_memory_per_block_kb = c["shared_memory_per_block_kb"].as<double>();
   for (const auto& kv : c["vector_tflops"]) p.compute.vector_tflops[prec(kv.first)] = kv.second.as<double>();
@@ -317,11 +329,11 @@ GpuProfile convert(const YAML::Node& y) {
       p.compute.matrix_tflops.push_back({prec(m["dtype"]), prec(m["accumulate"]), m["tflops"].as<double>()});
     }
   }
-  if (c["matrix_alignment_elements"]) p.compute.matrix_alignment_elements = c["matrix_alignment_elements"].as<int>();
+  if (c["matrix_alignment_elements"]) p.compute.matrix_alignment_elements = static_cast<int>(c["matrix_alignment_elements"].as<double>());
   const YAML::Node m = y["memory"];
   p.memory.dram.size_gb = m["dram"]["size_gb"].as<double>();
   p.memory.dram.bandwidth_gbps = m["dram"]["bandwidth_gbps"].as<double>();
-  if (m["dram"]["bus_width_bits"]) p.memory.dram.bus_width_bits = m["dram"]["bus_width_bits"].as<int>();
+  if (m["dram"]["bus_width_bits"]) p.memory.dram.bus_width_bits = static_cast<int>(m["dram"]["bus_width_bits"].as<double>());
   if (m["dram"]["type"]) p.memory.dram.type = m["dram"]["type"].as<std::string>();
   if (m["dram"]["latency_ns"]) p.memory.dram.latency_ns = m["dram"]["latency_ns"].as<double>();
   p.memory.l2 = cache(m["l2"]);
@@ -330,8 +342,8 @@ GpuProfile convert(const YAML::Node& y) {
   if (m["l1"]["latency_ns"]) p.memory.l1.latency_ns = m["l1"]["latency_ns"].as<double>();
   const YAML::Node h = y["host_link"];
   p.host_link.unified = h["type"].as<std::string>() == "unified";
-  if (h["generation"]) p.host_link.generation = h["generation"].as<int>();
-  if (h["lanes"]) p.host_link.lanes = h["lanes"].as<int>();
+  if (h["generation"]) p.host_link.generation = static_cast<int>(h["generation"].as<double>());
+  if (h["lanes"]) p.host_link.lanes = static_cast<int>(h["lanes"].as<double>());
   p.host_link.bandwidth_gbps = h["bandwidth_gbps"] ? h["bandwidth_gbps"].as<double>()
                                                    : pcie_lane_gbps(p.host_link.generation) * p.host_link.lanes;
   if (y["launch"]) {
@@ -367,7 +379,7 @@ void apply_calibration(const YAML::Node& cal, GpuProfile& p) {
       f.value = kv.second["value"].as<double>();
       if (kv.second["p50"]) f.p50 = kv.second["p50"].as<double>();
       if (kv.second["p95"]) f.p95 = kv.second["p95"].as<double>();
-      if (kv.second["repeats"]) f.repeats = kv.second["repeats"].as<int64_t>();
+      if (kv.second["repeats"]) f.repeats = static_cast<int64_t>(kv.second["repeats"].as<double>());
       if (kv.second["unit"]) f.unit = kv.second["unit"].as<std::string>();
       c.figures[std::string(group) + "." + key] = f;
       Efficiency& e = p.efficiency;
@@ -401,20 +413,30 @@ void apply_assumptions(GpuProfile& p) {
            "last-level cache bandwidth = 2 x DRAM bandwidth");
     assume(p.memory.infinity_cache.latency_ns, 300, "last-level cache latency 300 ns");
   }
-  assume(p.launch.overhead_us, 4.0, "launch overhead 4 us");
-  assume(p.launch.latency_floor_us, 2.0, "kernel latency floor 2 us");
+  auto assume_absent = [&](double& v, double value, const std::string& what) {
+    if (v >= 0) return;  // given, zero included
+    v = value;
+    p.assumptions.push_back(what);
+  };
+  assume_absent(p.launch.overhead_us, 4.0, "launch overhead 4 us");
+  assume_absent(p.launch.latency_floor_us, 2.0, "kernel latency floor 2 us");
 }
 
 Result<YAML::Node> load_merged(const std::string& path, const std::vector<std::string>& dirs,
                                std::vector<std::string>& chain) {
   auto node = read_yaml(path);
   if (!node) return node.error();
+  if (chain.empty()) chain.push_back(fs::path(path).stem().string());
   if (!(*node)["extends"]) return node;
-  const std::string parent = (*node)["extends"].as<std::string>();
-  if (std::find(chain.begin(), chain.end(), parent) != chain.end() || parent == fs::path(path).stem().string()) {
+  if (!(*node)["extends"].IsScalar()) {
     return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("{}: extends: \"{}\" forms a cycle ({} -> {})", path, parent,
-                                  fmt::join(chain, " -> "), parent));
+                      fmt::format("{}: extends: is not a profile name; expected the name of the profile to inherit", path));
+  }
+  const std::string parent = (*node)["extends"].as<std::string>();
+  if (std::find(chain.begin(), chain.end(), parent) != chain.end()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: extends: \"{}\" forms a cycle ({} -> {}); remove one of the extends",
+                                  path, parent, fmt::join(chain, " -> "), parent));
   }
   std::string parent_path;
   for (const ProfileEntry& e : list_profiles(dirs)) {
@@ -428,6 +450,7 @@ Result<YAML::Node> load_merged(const std::string& path, const std::vector<std::s
   chain.push_back(parent);
   auto base = load_merged(parent_path, dirs, chain);
   if (!base) return base.error();
+  if (auto st = Validator(parent_path).check(*base, schema(), ""); !st) return st.error();
   YAML::Node merged = merge(*base, *node);
   merged.remove("extends");
   return merged;
@@ -464,7 +487,10 @@ Result<GpuProfile> load_profile(const std::string& path, const std::vector<std::
   std::set<std::string> sources;
   for (const auto& kv : (*y)["sources"]) sources.insert(kv.first.as<std::string>());
   std::vector<std::string> figures;
-  for (const char* section : {"compute", "memory", "host_link", "power"}) figure_paths((*y)[section], section, figures);
+  std::set<std::string> paths;
+  for (const char* section : {"compute", "memory", "host_link", "launch", "power"}) {
+    if ((*y)[section]) figure_paths((*y)[section], section, figures, paths);
+  }
   for (const std::string& f : figures) {
     if (!covered(f, sources)) {
       return v.fail("sources", fmt::format("no source for {}; add a sources entry for it or for a prefix such as "
@@ -473,13 +499,11 @@ Result<GpuProfile> load_profile(const std::string& path, const std::vector<std::
     }
   }
   for (const std::string& s : sources) {
-    bool used = false;
-    for (const std::string& f : figures) used = used || f == s || f.rfind(s + ".", 0) == 0 || f.rfind(s + "[", 0) == 0;
-    if (!used) return v.fail("sources." + s, "names no figure in this profile; remove it or fix the path");
+    if (!paths.count(s)) return v.fail("sources." + s, "names no figure in this profile; remove it or fix the path");
   }
   GpuProfile p = convert(*y);
   p.source_path = path;
-  p.extends_chain = chain;
+  p.extends_chain.assign(chain.begin() + (chain.empty() ? 0 : 1), chain.end());  // parents only
   if ((*y)["calibrated"]) apply_calibration((*y)["calibrated"], p);
   apply_assumptions(p);
   return p;
