@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "support/onnx_builder.h"
@@ -37,7 +38,7 @@ TEST_CASE("--help works on the program and every command", "[cli]") {
   CHECK(top.rc == 0);
   CHECK_THAT(top.out, Catch::Contains("inspect"));
   CHECK_THAT(top.out, Catch::Contains("ops"));
-  for (const char* cmd : {"inspect", "ops"}) {
+  for (const char* cmd : {"inspect", "ops", "predict", "compare", "profiles"}) {
     INFO(cmd);
     const Run r = run_gpusim(std::string(cmd) + " --help");
     CHECK(r.rc == 0);
@@ -103,4 +104,54 @@ TEST_CASE("ops lists the catalog", "[cli]") {
   bool conv = false;
   for (const auto& op : j["ops"]) conv = conv || (op["op"] == "Conv" && op["class"] == "conv");
   CHECK(conv);
+}
+
+TEST_CASE("predict prints the breakdown and writes a trace", "[cli][predict]") {
+  const std::string trace = gpusim::test::temp_dir() + "/vae.trace.json";
+  const Run r = run_gpusim("predict " + model("sd15_vae_decoder_512.onnx") +
+                           " --gpu nvidia-rtx-3060 --dtype fp16 --dim batch=1 --trace " + trace);
+  INFO(r.out);
+  REQUIRE(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("gpu      NVIDIA GeForce RTX 3060 12GB (nvidia-rtx-3060), fp16"));
+  CHECK_THAT(r.out, Catch::Contains("Conv [mma]"));
+  CHECK_THAT(r.out, Catch::Contains("by bound"));
+  std::ifstream f(trace);
+  REQUIRE(f);
+  const auto j = nlohmann::json::parse(f);
+  CHECK(j["traceEvents"].size() > 200);
+}
+
+TEST_CASE("predict --json follows schema gpusim.predict/1", "[cli][predict]") {
+  const Run r = run_gpusim("predict " + model("resnet50.onnx") + " --gpu nvidia-a100-40gb --json");
+  REQUIRE(r.rc == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["schema"] == "gpusim.predict/1");
+  for (const char* key : {"model", "gpu", "dtype", "total_us", "kernels_us", "launch_bound_us", "kernel_count",
+                          "peak_memory_bytes", "weight_bytes", "fits_in_memory", "energy_j", "kernels", "transfers",
+                          "notes"}) {
+    INFO(key);
+    CHECK(j.contains(key));
+  }
+  const auto& k = j["kernels"][0];
+  for (const char* key : {"name", "op_type", "class", "time_us", "share", "bound", "compute_us", "dram_us", "l2_us",
+                          "ctas", "waves", "occupancy", "tile", "matrix_units", "achieved_tflops", "achieved_gbps"}) {
+    INFO(key);
+    CHECK(k.contains(key));
+  }
+  CHECK(j["kernel_count"].get<size_t>() == j["kernels"].size());
+}
+
+TEST_CASE("compare ranks GPUs and bad arguments are named", "[cli][predict]") {
+  const Run r = run_gpusim("compare " + model("bert_base_seq128.onnx") +
+                           " --gpus nvidia-t4,nvidia-h100-sxm --dtype fp16 --dim batch=1 --json");
+  REQUIRE(r.rc == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["gpus"].size() == 2);
+  CHECK(j["gpus"][1]["total_us"].get<double>() < j["gpus"][0]["total_us"].get<double>());
+  const Run bad_gpu = run_gpusim("predict " + model("resnet50.onnx") + " --gpu nvidia-rtx-9999");
+  CHECK(bad_gpu.rc == 1);
+  CHECK_THAT(bad_gpu.out, Catch::Contains("no GPU profile named \"nvidia-rtx-9999\"; known profiles: amd-mi100"));
+  const Run bad_dtype = run_gpusim("predict " + model("resnet50.onnx") + " --gpu nvidia-t4 --dtype fp8");
+  CHECK(bad_dtype.rc == 2);
+  CHECK_THAT(bad_dtype.out, Catch::Contains("--dtype \"fp8\" is not supported; expected fp32, fp16 or bf16"));
 }

@@ -11,6 +11,7 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "common.h"
 #include "format.h"
 #include "gpusim/graph_summary.h"
 #include "gpusim/onnx_import.h"
@@ -121,20 +122,10 @@ void add_inspect(CLI::App& app, int& rc) {
   cmd->add_option("--dim", args->dims, "Set a symbolic input dim: NAME=VALUE or INPUT:AXIS=VALUE (repeatable)");
   cmd->add_flag("--json", args->json, "Print machine-readable JSON (schema gpusim.inspect/1, see README)");
   cmd->callback([args, &rc] {
-    ImportOptions opts;
-    for (const std::string& d : args->dims) {
-      auto kv = parse_dim_override(d);
-      if (!kv) {
-        fmt::print(stderr, "gpusim inspect: {}\n", kv.error().message);
-        rc = 2;
-        return;
-      }
-      opts.dims[kv->first] = kv->second;
-    }
-    auto g = import_onnx(args->model, opts);
+    auto g = load_model(args->model, args->dims);
     if (!g) {
       fmt::print(stderr, "gpusim inspect: {}\n", g.error().message);
-      rc = 1;
+      rc = exit_code(g.error());
       return;
     }
     const GraphSummary s = summarize(*g);

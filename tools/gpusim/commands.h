@@ -8,5 +8,8 @@ namespace gpusim::cli {
 
 void add_inspect(CLI::App& app, int& rc);
 void add_ops(CLI::App& app, int& rc);
+void add_profiles(CLI::App& app, int& rc);
+void add_predict(CLI::App& app, int& rc);
+void add_compare(CLI::App& app, int& rc);
 
 }  // namespace gpusim::cli

@@ -10,10 +10,14 @@ int main(int argc, char** argv) {
   int rc = 0;
   gpusim::cli::add_inspect(app, rc);
   gpusim::cli::add_ops(app, rc);
+  gpusim::cli::add_predict(app, rc);
+  gpusim::cli::add_compare(app, rc);
+  gpusim::cli::add_profiles(app, rc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int code = app.exit(e);  // prints help, version or the usage error
+    return code == 0 ? 0 : 2;
   }
   return rc;
 }

@@ -1,0 +1,77 @@
+// Prediction: the eager plan of a graph on a GPU — one kernel per op, tiles chosen by the cost
+// model's heuristic (kernel_cost.h) — laid on a timeline: kernels in order on one stream, host
+// launches paced by the launch overhead, input and output copies on the copy engine, peak device
+// memory from tensor lifetimes, and energy from the power figures.
+//
+// Usage:
+//   auto p = gpusim::predict(graph, profile, {.dtype = gpusim::DType::kFloat16});
+//   if (!p) { ... }
+//   fmt::print("{:.2f} ms\n", p->total_us / 1e3);
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpusim/gpu_profile.h"
+#include "gpusim/graph.h"
+#include "gpusim/kernel_cost.h"
+#include "gpusim/result.h"
+
+namespace gpusim {
+
+struct PredictOptions {
+  // Re-type the graph's floating-point tensors (fp32/fp16/bf16/fp64) to this type first.
+  std::optional<DType> dtype;
+};
+
+// One kernel of the plan: the ops it runs, what it computes, and its cost.
+struct PlannedKernel {
+  std::string name;     // the (first) node's name
+  std::string op_type;  // the op type(s), "+"-joined when fused
+  std::vector<int> nodes;  // indices into Graph::nodes
+  KernelWork work;
+  KernelCost cost;
+  double start_us = 0;  // on the compute stream
+};
+
+struct Transfer {
+  std::string tensor;
+  bool to_device = true;
+  int64_t bytes = 0;
+  double start_us = 0;
+  double duration_us = 0;
+};
+
+struct Prediction {
+  std::string gpu;
+  std::string model;
+  DType dtype = DType::kFloat32;  // the float type the graph ran in
+  double total_us = 0;            // first copy in to last copy out
+  double kernels_us = 0;          // sum of kernel times
+  double launch_bound_us = 0;     // time the GPU waited for the host to launch
+  std::vector<PlannedKernel> kernels;
+  std::vector<Transfer> transfers;
+  int64_t weight_bytes = 0;
+  int64_t peak_memory_bytes = 0;  // weights + live activations at the worst point
+  bool fits_in_memory = true;
+  double energy_j = 0;
+  std::vector<std::string> notes;  // assumptions the prediction rests on
+
+  // {name, op_type, us, share, bound} are in `kernels`; derived figures:
+  double achieved_tflops(const PlannedKernel& k) const;
+  double achieved_gbps(const PlannedKernel& k) const;
+};
+
+// A copy of `g` whose floating-point tensors (and small float values) have type `t`.
+Graph retype(const Graph& g, DType t);
+
+// The work of one node as a kernel (nullopt for nodes that launch nothing: views, folded nodes).
+std::optional<KernelWork> node_work(const Graph& g, const Node& n);
+
+Result<Prediction> predict(const Graph& g, const GpuProfile& gpu, const PredictOptions& opts = {});
+
+// Chrome trace-event JSON (opens in Perfetto and chrome://tracing).
+std::string chrome_trace(const Prediction& p);
+
+}  // namespace gpusim

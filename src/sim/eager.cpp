@@ -1,0 +1,168 @@
+// The eager plan: one kernel per op. Maps each node to the work its kernel does (GEMM view for
+// matmuls and convolutions, rows for reductions and normalizations, runs for transposes).
+#include <algorithm>
+#include <numeric>
+
+#include "gpusim/op_catalog.h"
+#include "gpusim/predict.h"
+
+namespace gpusim {
+namespace {
+
+int64_t prod(const Shape& s, size_t from = 0, size_t to = SIZE_MAX) {
+  const size_t end = std::min(to, s.size());
+  if (from >= end) return 1;
+  return std::accumulate(s.begin() + static_cast<long>(from), s.begin() + static_cast<long>(end), int64_t{1},
+                         std::multiplies<>());
+}
+
+int64_t norm_axis(int64_t a, size_t rank) { return a < 0 ? a + static_cast<int64_t>(rank) : a; }
+
+// Rows x row_elements for a reduction over the trailing dims from `axis`.
+void rows_from(KernelWork& w, const Shape& s, int64_t axis) {
+  const auto ax = static_cast<size_t>(std::clamp<int64_t>(axis, 0, static_cast<int64_t>(s.size())));
+  w.row_elements = std::max<int64_t>(1, prod(s, ax));
+  w.rows = std::max<int64_t>(1, prod(s, 0, ax));
+}
+
+int64_t attr(const Node& n, const char* key, int64_t def) {
+  const Attribute* a = n.attr(key);
+  return a ? a->i : def;
+}
+
+}  // namespace
+
+Graph retype(const Graph& g, DType t) {
+  Graph r = g;
+  auto is_real = [](DType d) {
+    return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16 || d == DType::kFloat64;
+  };
+  for (Tensor& x : r.tensors) {
+    if (is_real(x.dtype)) {
+      x.dtype = t;
+      if (x.value) x.value->dtype = t;
+    }
+  }
+  for (Node& n : r.nodes) {  // Cast to a float type now casts to `t`
+    if (n.op_type != "Cast") continue;
+    auto it = n.attributes.find("to");
+    if (it != n.attributes.end() && dtype_from_onnx(static_cast<int>(it->second.i)) &&
+        is_real(static_cast<DType>(it->second.i))) {
+      it->second.i = static_cast<int64_t>(t);
+    }
+  }
+  return r;
+}
+
+std::optional<KernelWork> node_work(const Graph& g, const Node& n) {
+  if (n.folded) return std::nullopt;
+  const OpCost c = op_cost(g, n);
+  if (c.bytes_read == 0 && c.bytes_written == 0 && c.flops.total() == 0 && c.macs == 0) return std::nullopt;
+  KernelWork w;
+  w.cls = c.cls;
+  w.macs = c.macs;
+  w.flops = c.flops;
+  w.bytes_read = c.bytes_read;
+  w.bytes_written = c.bytes_written;
+  const Tensor& out = g.tensor(n.outputs.front());
+  const Tensor* in0 = n.inputs.empty() || n.inputs[0] == kNoTensor ? nullptr : &g.tensor(n.inputs[0]);
+  w.dtype = in0 && dtype_is_float(in0->dtype) ? in0->dtype : out.dtype;
+  w.elements = out.elements();
+  const std::string& op = n.op_type;
+
+  if (c.cls == OpClass::kGemm) {
+    const Shape& os = out.shape;
+    if ((op == "MatMul" || op == "MatMulInteger") && in0) {
+      const Shape& a = in0->shape;
+      const Shape& b = g.tensor(n.inputs[1]).shape;
+      w.k = a.back();
+      w.m = a.size() >= 2 ? a[a.size() - 2] : 1;
+      w.n = b.size() >= 2 ? b.back() : 1;
+      w.batch = std::max<int64_t>(1, out.elements() / std::max<int64_t>(1, w.m * w.n));
+      w.b_shared = b.size() <= 2;
+    } else {
+      w.n = os.empty() ? 1 : os.back();
+      w.m = std::max<int64_t>(1, out.elements() / std::max<int64_t>(1, w.n));
+      w.k = std::max<int64_t>(1, c.macs / std::max<int64_t>(1, out.elements()));
+      w.b_shared = true;
+    }
+  } else if (c.cls == OpClass::kConv && in0) {
+    const Shape& wt = g.tensor(n.inputs[1]).shape;
+    const int64_t groups = attr(n, "group", 1);
+    if (op == "ConvTranspose") {  // GEMM over input pixels, then col2im
+      w.m = in0->shape[0] * prod(in0->shape, 2);
+      w.n = wt[1] * prod(wt, 2);
+      w.k = wt[0] / groups;
+    } else {
+      w.m = out.shape[0] * prod(out.shape, 2);
+      w.n = wt[0] / groups;
+      w.k = prod(wt, 1);
+    }
+    w.batch = groups;
+    w.window = prod(wt, 2);
+    w.b_shared = true;
+    w.a_bytes = c.bytes_read - g.tensor(n.inputs[1]).bytes();  // input and bias, read at least once
+    if (w.n < 16 || w.k < 16) {  // depthwise and tiny convolutions run as direct (streaming) kernels
+      w.m = w.n = w.k = 0;
+    }
+  } else if (c.cls == OpClass::kAttention && in0) {
+    const Shape& q = in0->shape;
+    const Shape& k = g.tensor(n.inputs.size() > 1 && n.inputs[1] != kNoTensor ? n.inputs[1] : n.inputs[0]).shape;
+    if (q.size() == 4) {
+      w.batch = q[0] * q[1];
+      w.m = q[2];
+      w.kv_seq = k[2];
+      w.head_dim = q[3];
+      w.v_head_dim = out.shape.back();
+    } else {
+      const int64_t heads = std::max<int64_t>(1, attr(n, n.domain.empty() ? "q_num_heads" : "num_heads", 1));
+      w.batch = q[0] * heads;
+      w.m = q[1];
+      w.kv_seq = k.size() == 3 && n.inputs.size() > 1 && n.inputs[1] != kNoTensor ? k[1] : q[1];
+      w.head_dim = q.back() / heads;
+      w.v_head_dim = out.shape.back() / heads;
+    }
+  } else if (c.cls == OpClass::kNormalization && in0) {
+    const Shape& s = in0->shape;
+    if (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") {
+      const int64_t axis = norm_axis(attr(n, "axis", g.opset >= 13 ? -1 : 1), s.size());
+      if (g.opset >= 13) {
+        w.row_elements = s.empty() ? 1 : s[static_cast<size_t>(axis)];
+        w.rows = std::max<int64_t>(1, in0->elements() / std::max<int64_t>(1, w.row_elements));
+      } else {
+        rows_from(w, s, axis);
+      }
+      w.passes = 2;
+    } else if (op == "LayerNormalization") {
+      rows_from(w, s, norm_axis(attr(n, "axis", -1), s.size()));
+      w.passes = 2;
+    } else if (op == "GroupNormalization" || op == "InstanceNormalization") {
+      const int64_t groups = op == "GroupNormalization" ? attr(n, "num_groups", 1) : s[1];
+      w.rows = s[0] * groups;
+      w.row_elements = std::max<int64_t>(1, in0->elements() / w.rows);
+      w.passes = 2;
+    }  // BatchNormalization, LRN, LpNormalization, MVN: per-element kernels
+  } else if (c.cls == OpClass::kReduction && in0) {
+    if (op == "GlobalAveragePool" || op == "GlobalMaxPool" || op == "GlobalLpPool") {
+      w.rows = in0->shape[0] * in0->shape[1];
+      w.row_elements = prod(in0->shape, 2);
+    } else if (op.rfind("Reduce", 0) == 0 || op == "ArgMax" || op == "ArgMin") {
+      w.rows = std::max<int64_t>(1, out.elements());
+      w.row_elements = std::max<int64_t>(1, in0->elements() / w.rows);
+    } else if (op == "TopK" || op == "CumSum") {
+      const int64_t axis = norm_axis(attr(n, "axis", op == "TopK" ? -1 : 0), in0->shape.size());
+      w.row_elements = in0->shape.empty() ? 1 : in0->shape[static_cast<size_t>(axis)];
+      w.rows = std::max<int64_t>(1, in0->elements() / w.row_elements);
+    }  // windowed pools: per-output kernels
+  } else if (op == "Transpose" && in0) {
+    const Attribute* perm = n.attr("perm");
+    const size_t r = in0->shape.size();
+    const bool inner_stays = r == 0 || (perm ? perm->ints.back() == static_cast<int64_t>(r) - 1 : r <= 1);
+    if (!inner_stays) {
+      w.contiguous_run = std::min<int64_t>({32, in0->shape.back(), out.shape.back()});
+    }
+  }
+  return w;
+}
+
+}  // namespace gpusim

@@ -1,0 +1,218 @@
+// The kernel cost model against physics: floors, monotonicity, wave quantization, matrix-unit
+// eligibility, occupancy limits, infeasible tiles as data.
+#include <catch2/catch.hpp>
+
+#include "gpusim/gpu_profile.h"
+#include "gpusim/kernel_cost.h"
+
+using namespace gpusim;
+
+namespace {
+
+const std::vector<GpuProfile>& all_profiles() {
+  static const std::vector<GpuProfile> v = [] {
+    std::vector<GpuProfile> out;
+    for (const ProfileEntry& e : list_profiles(default_profile_dirs())) {
+      auto p = load_profile(e.path, default_profile_dirs());
+      if (p) out.push_back(std::move(*p));
+    }
+    return out;
+  }();
+  return v;
+}
+
+const GpuProfile& profile(const std::string& name) {
+  for (const GpuProfile& p : all_profiles()) {
+    if (p.name == name) return p;
+  }
+  FAIL("no profile " << name);
+  return all_profiles().front();
+}
+
+double best_us(const KernelWork& w, const DeviceModel& d) { return kernel_cost(w, choose_tile(w, d), d).total_us; }
+
+}  // namespace
+
+TEST_CASE("all profiles load for the physics tests", "[sim]") { CHECK(all_profiles().size() >= 28); }
+
+TEST_CASE("a larger GEMM is never faster (aligned sizes)", "[sim]") {
+  for (const GpuProfile& p : all_profiles()) {
+    INFO(p.name);
+    const DeviceModel d = make_device(p);
+    for (DType t : {DType::kFloat32, DType::kFloat16}) {
+      double prev = 0;
+      for (int64_t s : {64, 128, 256, 512, 1024, 2048, 4096}) {
+        const double us = best_us(gemm_work(t, 1, s, s, s), d);
+        CHECK(us >= prev * 0.999);
+        prev = us;
+      }
+      // Growing one dim at a time.
+      for (int dim = 0; dim < 3; ++dim) {
+        double last = 0;
+        for (int64_t s : {256, 512, 768, 1024, 2048}) {
+          const int64_t m = dim == 0 ? s : 512, n = dim == 1 ? s : 512, k = dim == 2 ? s : 512;
+          const double us = best_us(gemm_work(t, 1, m, n, k), d);
+          CHECK(us >= last * 0.999);
+          last = us;
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("more bandwidth or more SMs is never slower", "[sim]") {
+  const std::vector<KernelWork> works = [] {
+    std::vector<KernelWork> v = {gemm_work(DType::kFloat16, 1, 4096, 4096, 4096), gemm_work(DType::kFloat32, 8, 128, 64, 512),
+                                 gemm_work(DType::kFloat16, 1, 16, 4096, 4096)};
+    KernelWork e;
+    e.cls = OpClass::kElementwise;
+    e.dtype = DType::kFloat16;
+    e.elements = 1 << 24;
+    e.bytes_read = 2 * (1 << 25);
+    e.bytes_written = 1 << 25;
+    e.flops.fma = 1 << 24;
+    v.push_back(e);
+    KernelWork r = e;
+    r.cls = OpClass::kNormalization;
+    r.rows = 4096;
+    r.row_elements = 4096;
+    r.passes = 2;
+    v.push_back(r);
+    return v;
+  }();
+  for (const GpuProfile& base : all_profiles()) {
+    INFO(base.name);
+    GpuProfile more_bw = base;
+    more_bw.memory.dram.bandwidth_gbps *= 2;
+    GpuProfile more_units = base;  // twice the SMs: twice the peaks, same per-SM resources
+    more_units.compute.units *= 2;
+    for (auto& [prec, tf] : more_units.compute.vector_tflops) tf *= 2;
+    for (auto& m : more_units.compute.matrix_tflops) m.tflops *= 2;
+    const DeviceModel d = make_device(base), d_bw = make_device(more_bw), d_units = make_device(more_units);
+    for (const KernelWork& w : works) {
+      const double t = best_us(w, d);
+      CHECK(best_us(w, d_bw) <= t * 1.0001);
+      CHECK(best_us(w, d_units) <= t * 1.0001);
+    }
+  }
+}
+
+TEST_CASE("fp16 beats fp32 on large GEMMs wherever there are fp16 matrix units", "[sim]") {
+  int checked = 0;
+  for (const GpuProfile& p : all_profiles()) {
+    if (!p.matrix_tflops(Precision::kFp16, Precision::kFp32)) continue;
+    INFO(p.name);
+    const DeviceModel d = make_device(p);
+    const KernelWork h = gemm_work(DType::kFloat16, 1, 4096, 4096, 4096);
+    const KernelWork f = gemm_work(DType::kFloat32, 1, 4096, 4096, 4096);
+    const KernelCost ch = kernel_cost(h, choose_tile(h, d), d);
+    CHECK(ch.matrix_units);
+    CHECK(ch.total_us < best_us(f, d));
+    ++checked;
+  }
+  CHECK(checked >= 20);
+}
+
+TEST_CASE("wave quantization: SMs + 1 CTAs cost about two waves", "[sim]") {
+  for (const char* name : {"nvidia-h100-sxm", "nvidia-rtx-3060", "amd-mi300x"}) {
+    INFO(name);
+    const DeviceModel d = make_device(profile(name));
+    // fp32 on the vector units: 64 FLOP per byte of A, compute-bound on every profile.
+    const TileConfig tile{128, 128, 8, 256, 2, 1, 1, 1};
+    const int64_t units = d.units;
+    const KernelWork full = gemm_work(DType::kFloat32, 1, 128 * units, 128, 65536);
+    const KernelWork plus = gemm_work(DType::kFloat32, 1, 128 * (units + 1), 128, 65536);
+    const KernelCost a = kernel_cost(full, tile, d), b = kernel_cost(plus, tile, d);
+    CHECK(a.ctas == units);
+    CHECK(b.ctas == units + 1);
+    CHECK(a.bound == Bound::kCompute);
+    CHECK(b.total_us / a.total_us == Approx(2.0).epsilon(0.1));
+  }
+}
+
+TEST_CASE("matrix units need an eligible dtype and aligned dims", "[sim]") {
+  const DeviceModel d = make_device(profile("nvidia-a100-40gb"));
+  bool mma = false;
+  double peak = 0;
+  gemm_rate(gemm_work(DType::kFloat16, 1, 1024, 1024, 1024), d, &mma, &peak);
+  CHECK(mma);
+  CHECK(peak == Approx(312));
+  gemm_rate(gemm_work(DType::kFloat16, 1, 1024, 1024, 1001), d, &mma, &peak);
+  CHECK_FALSE(mma);  // K = 1001 is not a multiple of 8
+  gemm_rate(gemm_work(DType::kFloat32, 1, 1024, 1024, 1024), d, &mma, &peak);
+  CHECK_FALSE(mma);  // fp32 runs on the vector units (TF32 is opt-in)
+  CHECK(peak == Approx(19.5));
+  // A GPU without matrix units computes fp16 GEMMs on its vector units.
+  const DeviceModel pascal = make_device(profile("nvidia-gtx-1080-ti"));
+  gemm_rate(gemm_work(DType::kFloat16, 1, 1024, 1024, 1024), pascal, &mma, &peak);
+  CHECK_FALSE(mma);
+  CHECK(peak == Approx(profile("nvidia-gtx-1080-ti").vector_tflops(Precision::kFp32)));
+  // GeForce: fp16 with fp32 accumulate runs at half the fp16-accumulate rate, and that is what is used.
+  const DeviceModel ga106 = make_device(profile("nvidia-rtx-3060"));
+  gemm_rate(gemm_work(DType::kFloat16, 1, 1024, 1024, 1024), ga106, &mma, &peak);
+  CHECK(mma);
+  CHECK(peak == Approx(25.5));
+}
+
+TEST_CASE("no kernel is faster than its physical floor", "[sim]") {
+  for (const GpuProfile& p : all_profiles()) {
+    INFO(p.name);
+    const DeviceModel d = make_device(p);
+    double best_peak = 0;
+    for (const auto& [prec, tf] : p.compute.vector_tflops) best_peak = std::max(best_peak, tf);
+    for (const auto& m : p.compute.matrix_tflops) best_peak = std::max(best_peak, m.tflops);
+    for (const KernelWork& w : {gemm_work(DType::kFloat16, 1, 8192, 8192, 8192), gemm_work(DType::kFloat32, 4, 512, 512, 64),
+                                gemm_work(DType::kFloat16, 1, 1, 4096, 4096)}) {
+      const KernelCost c = kernel_cost(w, choose_tile(w, d), d);
+      const double bytes_floor_us = static_cast<double>(w.bytes_read + w.bytes_written) / (p.memory.dram.bandwidth_gbps * 1e3);
+      const double flops_floor_us = static_cast<double>(w.flops.total()) / (best_peak * 1e6);
+      CHECK(c.total_us >= bytes_floor_us);
+      CHECK(c.total_us >= flops_floor_us);
+      CHECK(c.total_us >= p.launch.latency_floor_us);
+    }
+  }
+}
+
+TEST_CASE("tiny kernels sit on the latency floor", "[sim]") {
+  const GpuProfile& p = profile("nvidia-h100-sxm");
+  const DeviceModel d = make_device(p);
+  KernelWork w;
+  w.cls = OpClass::kElementwise;
+  w.elements = 256;
+  w.bytes_read = w.bytes_written = 1024;
+  const KernelCost c = kernel_cost(w, choose_tile(w, d), d);
+  CHECK(c.bound == Bound::kLatency);
+  CHECK(c.total_us == Approx(p.launch.latency_floor_us));
+}
+
+TEST_CASE("transposes that move the innermost axis pay for partial sectors", "[sim]") {
+  const DeviceModel d = make_device(profile("nvidia-rtx-4090"));
+  KernelWork copy;
+  copy.cls = OpClass::kDataMovement;
+  copy.dtype = DType::kFloat32;
+  copy.elements = 3 * 1024 * 1024;
+  copy.bytes_read = copy.bytes_written = 12 * 1024 * 1024;
+  KernelWork nchw_to_nhwc = copy;
+  nchw_to_nhwc.contiguous_run = 3;  // C = 3 becomes the innermost axis
+  const KernelCost a = kernel_cost(copy, choose_tile(copy, d), d);
+  const KernelCost b = kernel_cost(nchw_to_nhwc, choose_tile(nchw_to_nhwc, d), d);
+  CHECK(b.dram_bytes > a.dram_bytes * 1.5);
+  CHECK(b.total_us > a.total_us);
+}
+
+TEST_CASE("infeasible tiles are data with a reason and occupancy names its limiter", "[sim]") {
+  const DeviceModel d = make_device(profile("nvidia-t4"));  // 64 KiB shared memory per SM
+  const KernelWork w = gemm_work(DType::kFloat16, 1, 4096, 4096, 4096);
+  const TileConfig huge{128, 128, 64, 256, 4, 1, 1, 1};
+  CHECK(tile_feasibility(w, huge, d) == "tile 128x128x64 with 4 stages needs 128 KiB shared memory, a block may use 64 KiB");
+  const KernelCost c = kernel_cost(w, huge, d);
+  CHECK_FALSE(c.feasible);
+  REQUIRE(c.infeasible_reason != nullptr);
+  CHECK(std::string(c.infeasible_reason) == "shared memory per block exceeds the device limit");
+  const TileConfig ok{128, 128, 32, 256, 3, 1, 1, 1};
+  CHECK(tile_feasibility(w, ok, d).empty());
+  const KernelCost k = kernel_cost(w, ok, d);
+  CHECK(k.feasible);
+  CHECK(k.ctas_per_unit == 1);  // 48 KiB of shared memory per CTA: one fits in 64 KiB (registers allow two)
+  CHECK(std::string(k.occupancy_limiter) == "shared memory");
+}

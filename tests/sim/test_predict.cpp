@@ -1,0 +1,180 @@
+// Predictions of whole graphs: every bundled model on every profile obeys the physical floors;
+// timelines, copies, memory, energy and traces are consistent; golden cases pin today's numbers.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "gpusim/gpu_profile.h"
+#include "gpusim/onnx_import.h"
+#include "gpusim/predict.h"
+#include "support/onnx_builder.h"
+
+using namespace gpusim;
+namespace fs = std::filesystem;
+
+namespace {
+
+const Graph& model(const std::string& file) {
+  static std::map<std::string, Graph> cache;
+  auto it = cache.find(file);
+  if (it != cache.end()) return it->second;
+  ImportOptions opts;
+  const std::string path = test::source_dir() + "/models/" + file;
+  auto g = import_onnx(path, opts);
+  if (!g) {
+    opts.dims["batch"] = 1;
+    g = import_onnx(path, opts);
+  }
+  if (!g) FAIL(g.error().message);
+  return cache.emplace(file, std::move(*g)).first->second;
+}
+
+GpuProfile gpu(const std::string& name) {
+  auto p = find_profile(name, default_profile_dirs());
+  if (!p) FAIL(p.error().message);
+  return std::move(*p);
+}
+
+const std::vector<std::string> kModels = {"resnet50.onnx",         "mobilenet_v2.onnx",        "vit_b_16.onnx",
+                                          "bert_base_seq128.onnx", "gpt2_prefill_seq512.onnx", "sd15_unet_64x64.onnx",
+                                          "sd15_vae_decoder_512.onnx"};
+
+}  // namespace
+
+TEST_CASE("every bundled model on every profile: no kernel beats its floor", "[sim][predict]") {
+  const auto profiles = list_profiles(default_profile_dirs());
+  REQUIRE(profiles.size() >= 28);
+  for (const std::string& m : kModels) {
+    const Graph& g = model(m);
+    for (const ProfileEntry& e : profiles) {
+      INFO(m << " on " << e.name);
+      const GpuProfile p = gpu(e.name);
+      double best_peak = 0;
+      for (const auto& [prec, tf] : p.compute.vector_tflops) best_peak = std::max(best_peak, tf);
+      for (const auto& mp : p.compute.matrix_tflops) best_peak = std::max(best_peak, mp.tflops);
+      auto pred = predict(g, p, {DType::kFloat16});
+      REQUIRE(pred);
+      REQUIRE(!pred->kernels.empty());
+      double sum = 0;
+      for (const PlannedKernel& k : pred->kernels) {
+        const KernelCost& c = k.cost;
+        INFO(k.name);
+        REQUIRE(c.feasible);
+        const double bytes = static_cast<double>(k.work.bytes_read + k.work.bytes_written);
+        CHECK(c.total_us * 1.0001 >= bytes / (p.memory.dram.bandwidth_gbps * 1e3));
+        CHECK(c.total_us * 1.0001 >= static_cast<double>(std::max(k.work.flops.total(), 2 * k.work.macs)) / (best_peak * 1e6));
+        CHECK(c.total_us >= p.launch.latency_floor_us * 0.9999);
+        sum += c.total_us;
+      }
+      CHECK(pred->kernels_us == Approx(sum));
+      CHECK(pred->total_us >= pred->kernels_us);
+      CHECK(pred->peak_memory_bytes >= pred->weight_bytes);
+      CHECK(pred->energy_j >= p.power.idle_w * pred->total_us * 1e-6);
+      CHECK(pred->energy_j <= p.power.tdp_w * pred->total_us * 1e-6 * 1.0001);
+    }
+  }
+}
+
+TEST_CASE("fp16 makes the SD UNet faster on tensor-core GPUs and halves its weights", "[sim][predict]") {
+  const Graph& g = model("sd15_unet_64x64.onnx");
+  for (const char* name : {"nvidia-rtx-3060", "nvidia-a100-40gb", "nvidia-h100-sxm", "amd-mi300x"}) {
+    INFO(name);
+    const GpuProfile p = gpu(name);
+    auto f32 = predict(g, p, {DType::kFloat32});
+    auto f16 = predict(g, p, {DType::kFloat16});
+    REQUIRE(f32);
+    REQUIRE(f16);
+    CHECK(f16->total_us < f32->total_us);
+    CHECK(f16->weight_bytes * 2 == f32->weight_bytes);
+  }
+}
+
+TEST_CASE("copies use the host link and unified memory has none", "[sim][predict]") {
+  const Graph& g = model("resnet50.onnx");
+  auto pcie = predict(g, gpu("nvidia-rtx-4090"));
+  REQUIRE(pcie);
+  REQUIRE(pcie->transfers.size() == 2);
+  CHECK(pcie->transfers[0].to_device);
+  CHECK(pcie->transfers[0].bytes == 3 * 224 * 224 * 4);
+  CHECK_FALSE(pcie->transfers[1].to_device);
+  CHECK(pcie->transfers[1].start_us >= pcie->kernels.back().start_us + pcie->kernels.back().cost.total_us);
+  CHECK(pcie->kernels.front().start_us >= pcie->transfers[0].start_us + pcie->transfers[0].duration_us);
+  auto unified = predict(g, gpu("apple-m3-max"));
+  REQUIRE(unified);
+  CHECK(unified->transfers.empty());
+}
+
+TEST_CASE("a model too large for the card is flagged", "[sim][predict]") {
+  auto p = predict(model("sd15_vae_decoder_512.onnx"), gpu("nvidia-rtx-4060"), {DType::kFloat32});
+  REQUIRE(p);
+  CHECK(p->peak_memory_bytes > 0);
+  auto small = predict(model("resnet50.onnx"), gpu("nvidia-rtx-4060"));
+  REQUIRE(small);
+  CHECK(small->fits_in_memory);
+}
+
+TEST_CASE("tiny graphs are launch-bound", "[sim][predict]") {
+  test::OnnxBuilder b;
+  b.input("x", onnx::TensorProto::FLOAT, {int64_t{256}});
+  std::string prev = "x";
+  for (int i = 0; i < 50; ++i) {
+    const std::string out = "r" + std::to_string(i);
+    b.node("Relu", {prev}, {out});
+    prev = out;
+  }
+  b.output(prev);
+  auto g = import_onnx(b.write("chain.onnx"));
+  REQUIRE(g);
+  const GpuProfile p = gpu("nvidia-h100-sxm");
+  auto pred = predict(*g, p);
+  REQUIRE(pred);
+  CHECK(pred->kernels.size() == 50);
+  CHECK(pred->launch_bound_us > 0);
+  CHECK(pred->total_us >= 50 * p.launch.overhead_us);
+}
+
+TEST_CASE("the Chrome trace is valid trace-event JSON with every kernel and copy", "[sim][predict]") {
+  auto p = predict(model("mobilenet_v2.onnx"), gpu("nvidia-l4"), {DType::kFloat16});
+  REQUIRE(p);
+  const auto j = nlohmann::json::parse(chrome_trace(*p));
+  REQUIRE(j.contains("traceEvents"));
+  size_t complete = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X") {
+      ++complete;
+      CHECK(e["dur"].get<double>() > 0);
+      CHECK(e.contains("ts"));
+    }
+  }
+  CHECK(complete == p->kernels.size() + p->transfers.size());
+}
+
+// Golden cases: tests/data/golden/*.json, one prediction each (model, gpu, dtype, dims, expected
+// total and tolerance). They pin today's model so that any change to predictions is deliberate:
+// regenerate with tools/update_golden.sh and explain the change in the commit.
+TEST_CASE("golden predictions", "[sim][golden]") {
+  const fs::path dir = fs::path(test::source_dir()) / "tests" / "data" / "golden";
+  int cases = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".json") continue;
+    INFO(e.path().string());
+    std::ifstream f(e.path());
+    const auto c = nlohmann::json::parse(f);
+    ImportOptions opts;
+    for (const auto& [k, v] : c["dims"].items()) opts.dims[k] = v.get<int64_t>();
+    auto g = import_onnx(test::source_dir() + "/" + c["model"].get<std::string>(), opts);
+    REQUIRE(g);
+    std::optional<DType> dtype;
+    if (c["dtype"] == "fp16") dtype = DType::kFloat16;
+    if (c["dtype"] == "bf16") dtype = DType::kBFloat16;
+    auto p = predict(*g, gpu(c["gpu"].get<std::string>()), {dtype});
+    REQUIRE(p);
+    const double want = c["expected_total_us"].get<double>();
+    CHECK(p->total_us == Approx(want).epsilon(c["tolerance"].get<double>()));
+    CHECK(static_cast<int64_t>(p->kernels.size()) == c["expected_kernels"].get<int64_t>());
+    ++cases;
+  }
+  CHECK(cases >= 6);
+}
