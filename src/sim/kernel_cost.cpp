@@ -70,6 +70,20 @@ Occupancy occupancy(const DeviceModel& d, int threads, int regs_per_thread, doub
   return o;
 }
 
+// Sets the cost's residency figures; false (and the cost marked infeasible) when a block cannot run.
+bool place(KernelCost& c, const DeviceModel& d, int threads, int regs_per_thread, double smem_bytes) {
+  const Occupancy o = occupancy(d, threads, regs_per_thread, smem_bytes);
+  if (o.infeasible) {
+    c.feasible = false;
+    c.infeasible_reason = o.infeasible;
+    c.total_us = std::numeric_limits<double>::infinity();
+    return false;
+  }
+  c.ctas_per_unit = o.ctas_per_unit;
+  c.occupancy_limiter = o.limiter;
+  return true;
+}
+
 // Sustained DRAM bandwidth with `inflight` bytes outstanding (Little's law), capped by the peak.
 double achieved_bw(const DeviceModel& d, double inflight) {
   return std::min(d.dram_bytes_per_s, inflight / d.dram_latency_s);
@@ -122,15 +136,7 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   c.tile = t;
   const double eb = elem_bytes(w.dtype);
   const int threads = t.threads;
-  const Occupancy o = occupancy(d, threads, gemm_registers(w, t), gemm_smem(w, t));
-  if (o.infeasible) {
-    c.feasible = false;
-    c.infeasible_reason = o.infeasible;
-    c.total_us = std::numeric_limits<double>::infinity();
-    return c;
-  }
-  c.ctas_per_unit = o.ctas_per_unit;
-  c.occupancy_limiter = o.limiter;
+  if (!place(c, d, threads, gemm_registers(w, t), gemm_smem(w, t))) return c;
   const int split = std::max(1, t.split_k);
   const int64_t grid_m = ceil_div(w.m, t.block_m), grid_n = ceil_div(w.n, t.block_n);
   c.ctas = w.batch * grid_m * grid_n * split;
@@ -187,15 +193,7 @@ KernelCost attention_cost(const KernelWork& w, const TileConfig& t, const Device
   const double dk = static_cast<double>(w.head_dim), dv = static_cast<double>(w.v_head_dim);
   const int regs = kRegisterBase + static_cast<int>(std::ceil((t.block_m * dv + t.block_m * t.block_n) / t.threads));
   const double smem = t.stages * (t.block_m * dk + t.block_n * (dk + dv)) * eb;
-  const Occupancy o = occupancy(d, t.threads, regs, smem);
-  if (o.infeasible) {
-    c.feasible = false;
-    c.infeasible_reason = o.infeasible;
-    c.total_us = std::numeric_limits<double>::infinity();
-    return c;
-  }
-  c.ctas_per_unit = o.ctas_per_unit;
-  c.occupancy_limiter = o.limiter;
+  if (!place(c, d, t.threads, regs, smem)) return c;
   c.ctas = w.batch * ceil_div(w.m, t.block_m);
   waves(c, d);
   const int warps = static_cast<int>(ceil_div(t.threads, d.warp_size));
@@ -237,15 +235,7 @@ KernelCost streaming_cost(const KernelWork& w, const TileConfig& t, const Device
   const double eb = elem_bytes(w.dtype);
   const bool rowwise = (w.cls == OpClass::kReduction || w.cls == OpClass::kNormalization) && w.rows > 0;
   const double smem = rowwise ? t.threads * 4.0 : 0.0;
-  const Occupancy o = occupancy(d, t.threads, kRegisterBase, smem);
-  if (o.infeasible) {
-    c.feasible = false;
-    c.infeasible_reason = o.infeasible;
-    c.total_us = std::numeric_limits<double>::infinity();
-    return c;
-  }
-  c.ctas_per_unit = o.ctas_per_unit;
-  c.occupancy_limiter = o.limiter;
+  if (!place(c, d, t.threads, kRegisterBase, smem)) return c;
   const int64_t per_cta = static_cast<int64_t>(t.threads) * t.vector_width * t.items_per_thread;
   int64_t rows_per_cta = 1;
   if (rowwise) {

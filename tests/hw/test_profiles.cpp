@@ -3,9 +3,7 @@
 // matrix peak selection; the `gpusim profiles` command.
 #include <catch2/catch.hpp>
 
-#include <sys/wait.h>
 
-#include <array>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +14,7 @@
 
 #include "gpusim/gpu_profile.h"
 #include "support/onnx_builder.h"
+#include "support/run_cli.h"
 
 namespace {
 
@@ -114,22 +113,8 @@ GpuProfile load_ok(const std::string& text) {
   return *p;
 }
 
-struct Run {
-  int rc;
-  std::string out;  // stdout and stderr together
-};
-
-Run run_gpusim(const std::string& args) {
-  const std::string cmd = std::string(GPUSIM_BINARY) + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  std::string out;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using gpusim::test::Run;
+using gpusim::test::run_gpusim;
 
 const char* kTopKeys =
     "schema, name, display_name, vendor, architecture, extends, compute, memory, host_link, launch, power, "

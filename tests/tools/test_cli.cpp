@@ -1,33 +1,18 @@
 // The gpusim program: --help on every command, inspect's text and JSON output, exit codes.
 #include <catch2/catch.hpp>
 
-#include <sys/wait.h>
 
-#include <array>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "support/onnx_builder.h"
+#include "support/run_cli.h"
 
 namespace {
 
-struct Run {
-  int rc;
-  std::string out;  // stdout and stderr together
-};
-
-Run run_gpusim(const std::string& args) {
-  const std::string cmd = std::string(GPUSIM_BINARY) + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  std::string out;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using gpusim::test::Run;
+using gpusim::test::run_gpusim;
 
 std::string model(const std::string& name) { return gpusim::test::source_dir() + "/models/" + name; }
 
