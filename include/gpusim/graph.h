@@ -124,4 +124,8 @@ struct Graph {
   TensorId add_tensor(Tensor t);
 };
 
+// A copy of `g` whose floating-point tensors (fp64/32/16, bf16; small values too) have type `t`,
+// and whose Casts to a float type cast to `t`.
+Graph retype(const Graph& g, DType t);
+
 }  // namespace gpusim

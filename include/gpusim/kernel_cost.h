@@ -54,6 +54,10 @@ struct KernelWork {
   // differs from batch x m x k: a convolution's input tensor, which its im2col view re-reads or,
   // with strides, skips. 0: batch x m x k elements.
   int64_t a_bytes = 0;
+  // Fused epilogue of a GEMM-like kernel: extra inputs read once (bias, residual) and its FLOPs
+  // (run on the vector units after the main loop).
+  int64_t epilogue_bytes = 0;
+  FlopCounts epilogue_flops;
   // Attention: heads (folded into batch), q_seq = m, kv_seq, head dims.
   int64_t kv_seq = 0, head_dim = 0, v_head_dim = 0;
   int64_t macs = 0;

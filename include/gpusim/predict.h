@@ -16,6 +16,7 @@
 #include "gpusim/gpu_profile.h"
 #include "gpusim/graph.h"
 #include "gpusim/kernel_cost.h"
+#include "gpusim/plan.h"
 #include "gpusim/result.h"
 
 namespace gpusim {
@@ -63,13 +64,13 @@ struct Prediction {
   double achieved_gbps(const PlannedKernel& k) const;
 };
 
-// A copy of `g` whose floating-point tensors (and small float values) have type `t`.
-Graph retype(const Graph& g, DType t);
-
-// The work of one node as a kernel (nullopt for nodes that launch nothing: views, folded nodes).
-std::optional<KernelWork> node_work(const Graph& g, const Node& n);
-
+// The eager plan of `g` (re-typed per opts) on `gpu`, predicted.
 Result<Prediction> predict(const Graph& g, const GpuProfile& gpu, const PredictOptions& opts = {});
+
+// A given plan predicted: its kernels in order, offloaded weights streamed over the host link
+// before their first use. The plan must be valid for `g` (validate_plan); `g` is re-typed to
+// plan.dtype first when the plan has one.
+Result<Prediction> predict_plan(const Graph& g, const Plan& plan, const GpuProfile& gpu);
 
 // Chrome trace-event JSON (opens in Perfetto and chrome://tracing).
 std::string chrome_trace(const Prediction& p);

@@ -153,7 +153,13 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   const int64_t load = ceil_div(c.ctas, d.units);  // CTAs on the busiest unit
   const double concurrent = static_cast<double>(std::min(c.ctas_per_unit, load));
   const double util = std::min(1.0, concurrent * warps / kWarpsToSaturate);
-  const double compute_s = static_cast<double>(load) * cta_flops / (rate / d.units * util);
+  // The fused epilogue runs per output element on the vector units after the main loop.
+  const double epi_instr = static_cast<double>(w.epilogue_flops.fma) +
+                           2.0 * kTranscendentalSlots * w.epilogue_flops.transcendental +
+                           2.0 * w.epilogue_flops.compare;
+  const double epi_share = static_cast<double>(load) / static_cast<double>(std::max<int64_t>(c.ctas, 1));
+  const double compute_s = static_cast<double>(load) * cta_flops / (rate / d.units * util) +
+                           epi_instr * epi_share / (d.fp32_flops_per_s / d.units * util);
 
   // Traffic. Each CTA streams an m-tile of A and an n-tile of B over k; sector-rounded per row.
   const double row_bytes = t.block_k * eb;
@@ -166,7 +172,8 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   const double a_loads = std::max(a_bytes, batch * w.m * w.k * eb) * grid_n * sector_factor;
   const double b_loads = batch * w.k * w.n * eb * grid_m * sector_factor;
   const double partials = split > 1 ? 2.0 * split * batch * w.m * w.n * 4.0 : 0.0;
-  c.l2_bytes = a_loads + b_loads + c_bytes + partials;
+  const double epilogue = sector_round(static_cast<double>(w.epilogue_bytes));
+  c.l2_bytes = a_loads + b_loads + c_bytes + partials + epilogue;
   // DRAM: the CTAs of one wave walk k together and share each operand slice through L2, so an
   // operand larger than the reusable L2 is fetched once per wave (at most once per tile reading
   // it); one that fits is fetched once.
@@ -175,7 +182,7 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   const double a_reads = a_bytes <= reuse_capacity ? 1.0 : std::min(static_cast<double>(grid_n), wave_count);
   const double b_readers = static_cast<double>(grid_m) * (w.b_shared ? batch : 1.0);
   const double b_reads = b_bytes <= reuse_capacity ? 1.0 : std::min(b_readers, wave_count);
-  c.dram_bytes = (a_bytes * a_reads + b_bytes * b_reads) * sector_factor + c_bytes +
+  c.dram_bytes = (a_bytes * a_reads + b_bytes * b_reads) * sector_factor + c_bytes + epilogue +
                  (partials > reuse_capacity ? partials : 0.0);
   // Multi-stage pipelines keep (stages - 1) tiles of A and B in flight per CTA.
   const double resident = static_cast<double>(std::min<int64_t>(c.ctas, d.units * c.ctas_per_unit));

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "gpusim/kernel_work.h"
 #include "gpusim/predict.h"
 
 namespace gpusim {
@@ -27,14 +28,17 @@ double Prediction::achieved_gbps(const PlannedKernel& k) const {
   return k.cost.total_us > 0 ? bytes / (k.cost.total_us * 1e-6) / 1e9 : 0;
 }
 
-Result<Prediction> predict(const Graph& input, const GpuProfile& gpu, const PredictOptions& opts) {
-  const Graph g = opts.dtype ? retype(input, *opts.dtype) : input;
+namespace {
+
+// Predicts `plan` on the already re-typed graph `g`.
+Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfile& gpu) {
   const DeviceModel dev = make_device(gpu);
+  const GraphIndex idx = index_graph(g);
   Prediction p;
   p.gpu = gpu.name;
   p.model = g.source_path;
-  p.dtype = opts.dtype.value_or(DType::kFloat32);
-  if (!opts.dtype) {
+  p.dtype = plan.dtype.value_or(DType::kFloat32);
+  if (!plan.dtype) {
     for (const Tensor& t : g.tensors) {
       if (t.role == TensorRole::kWeight && dtype_is_float(t.dtype)) {
         p.dtype = t.dtype;
@@ -43,53 +47,86 @@ Result<Prediction> predict(const Graph& input, const GpuProfile& gpu, const Pred
     }
   }
 
-  // Kernels, and which kernel produces / last reads each tensor (views alias their input).
-  std::vector<int> producer(g.tensors.size(), -1);
-  std::vector<int> last_use(g.tensors.size(), -1);
+  // Kernels; which kernel produces and last reads each tensor. Nodes in no kernel are views:
+  // their outputs alias their input.
+  std::vector<int> producer(g.tensors.size(), -1), last_use(g.tensors.size(), -1), first_use(g.tensors.size(), -1);
+  std::vector<int> readers_outside(g.tensors.size(), 0);
+  std::vector<bool> in_kernel(g.nodes.size(), false);
   std::vector<TensorId> alias(g.tensors.size());
   std::iota(alias.begin(), alias.end(), 0);
+  for (const PlanKernel& k : plan.kernels) {
+    for (int ni : k.nodes) in_kernel[static_cast<size_t>(ni)] = true;
+  }
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
-    auto work = node_work(g, n);
-    if (!work) {
-      if (!n.folded && !n.inputs.empty() && n.inputs[0] != kNoTensor) {
-        for (TensorId o : n.outputs) {
-          if (o != kNoTensor) alias[static_cast<size_t>(o)] = alias[static_cast<size_t>(n.inputs[0])];
-        }
-      }
-      continue;
-    }
-    PlannedKernel k;
-    k.name = n.name;
-    k.op_type = n.op_type;
-    k.nodes = {static_cast<int>(i)};
-    k.work = *work;
-    k.cost = kernel_cost(k.work, choose_tile(k.work, dev), dev);
-    const int idx = static_cast<int>(p.kernels.size());
-    for (TensorId t : n.inputs) {
-      if (t != kNoTensor) last_use[static_cast<size_t>(alias[static_cast<size_t>(t)])] = idx;
-    }
+    if (in_kernel[i] || n.folded || n.inputs.empty() || n.inputs[0] == kNoTensor) continue;
     for (TensorId o : n.outputs) {
-      if (o != kNoTensor) producer[static_cast<size_t>(o)] = idx;
+      if (o != kNoTensor) alias[static_cast<size_t>(o)] = alias[static_cast<size_t>(n.inputs[0])];
     }
-    p.kernels.push_back(std::move(k));
+  }
+  auto root = [&](TensorId t) { return static_cast<size_t>(alias[static_cast<size_t>(t)]); };
+  for (size_t ki = 0; ki < plan.kernels.size(); ++ki) {
+    const PlanKernel& k = plan.kernels[ki];
+    PlannedKernel pk;
+    const Node& first = g.nodes[static_cast<size_t>(k.nodes.front())];
+    pk.name = first.name;
+    for (int ni : k.nodes) {
+      const Node& n = g.nodes[static_cast<size_t>(ni)];
+      pk.op_type += (pk.op_type.empty() ? "" : "+") + n.op_type;
+    }
+    pk.nodes = k.nodes;
+    const bool attention = std::find(k.fusions.begin(), k.fusions.end(), "attention") != k.fusions.end();
+    pk.work = group_work(g, idx, k.nodes, k.anchor, attention);
+    pk.cost = kernel_cost(pk.work, k.tile, dev);
+    if (!pk.cost.feasible) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("kernel {} (\"{}\"): tile is infeasible on {}: {}", ki, pk.name, gpu.name,
+                                    pk.cost.infeasible_reason));
+    }
+    const int kidx = static_cast<int>(ki);
+    std::vector<bool> produced_here(0);
+    for (int ni : k.nodes) {
+      const Node& n = g.nodes[static_cast<size_t>(ni)];
+      for (TensorId t : n.inputs) {
+        if (t == kNoTensor) continue;
+        const size_t r = root(t);
+        last_use[r] = kidx;
+        if (first_use[r] < 0) first_use[r] = kidx;
+        if (producer[r] >= 0 && producer[r] != kidx) ++readers_outside[r];
+      }
+      for (TensorId o : n.outputs) {
+        if (o != kNoTensor && producer[static_cast<size_t>(o)] < 0) producer[static_cast<size_t>(o)] = kidx;
+      }
+    }
+    p.kernels.push_back(std::move(pk));
+  }
+  for (size_t t = 0; t < g.tensors.size(); ++t) {  // views carry their source's producer
+    if (alias[t] != static_cast<TensorId>(t) && producer[t] < 0) producer[t] = producer[root(static_cast<TensorId>(t))];
   }
 
-  // Copies in on the copy engine; a kernel waits for the inputs it reads.
+  // Copies in on the copy engine: inputs, then offloaded weights in order of first use.
   const double link_bytes_per_us = gpu.host_link.bandwidth_gbps * 1e3 * gpu.efficiency.host_link;
   double copy_t = 0;
-  std::map<TensorId, double> input_ready;
-  for (TensorId id : g.inputs) {
-    const Tensor& t = g.tensor(id);
+  std::map<size_t, double> ready_at;  // tensor root -> when it is on the device
+  auto copy_in = [&](const Tensor& t, size_t r) {
     if (gpu.host_link.unified) {
-      input_ready[id] = 0;
-      continue;
+      ready_at[r] = 0;
+      return;
     }
     const double dur = kCopyLatencyUs + static_cast<double>(t.bytes()) / link_bytes_per_us;
     p.transfers.push_back({t.name, true, t.bytes(), copy_t, dur});
     copy_t += dur;
-    input_ready[id] = copy_t;
+    ready_at[r] = copy_t;
+  };
+  for (TensorId id : g.inputs) copy_in(g.tensor(id), root(id));
+  std::vector<TensorId> offload = plan.offloaded;
+  std::sort(offload.begin(), offload.end(), [&](TensorId a, TensorId b) { return first_use[root(a)] < first_use[root(b)]; });
+  for (TensorId id : offload) copy_in(g.tensor(id), root(id));
+  if (!offload.empty()) {
+    p.notes.push_back(fmt::format("{} weights offloaded to host memory, streamed over the host link before first use",
+                                  offload.size()));
   }
+
   // Launches: the host enqueues kernel i by (i + 1) x overhead; the GPU runs them in order.
   const double launch_us = gpu.launch.overhead_us * gpu.efficiency.launch;
   double gpu_free = 0;
@@ -98,9 +135,8 @@ Result<Prediction> predict(const Graph& input, const GpuProfile& gpu, const Pred
     double ready = static_cast<double>(i + 1) * launch_us;
     for (int ni : k.nodes) {
       for (TensorId t : g.nodes[static_cast<size_t>(ni)].inputs) {
-        if (auto it = input_ready.find(t == kNoTensor ? -1 : alias[static_cast<size_t>(t)]); it != input_ready.end()) {
-          ready = std::max(ready, it->second);
-        }
+        if (t == kNoTensor) continue;
+        if (auto it = ready_at.find(root(t)); it != ready_at.end()) ready = std::max(ready, it->second);
       }
     }
     if (ready > gpu_free) p.launch_bound_us += ready - gpu_free;
@@ -110,7 +146,6 @@ Result<Prediction> predict(const Graph& input, const GpuProfile& gpu, const Pred
   }
   // Copies out after the producing kernel.
   double end = gpu_free;
-  copy_t = std::max(copy_t, 0.0);
   for (TensorId id : g.outputs) {
     const Tensor& t = g.tensor(id);
     if (gpu.host_link.unified) continue;
@@ -126,28 +161,43 @@ Result<Prediction> predict(const Graph& input, const GpuProfile& gpu, const Pred
   }
   p.total_us = end;
 
-  // Peak memory: weights and constants resident; activations live from producer to last reader.
+  // Peak memory: resident weights and constants; inputs, outputs and offloaded weights while
+  // needed; activations from producer to last reader — only those that leave their kernel.
   std::vector<int64_t> delta(p.kernels.size() + 1, 0);
   int64_t resident = 0;
+  const size_t n_k = p.kernels.size();
+  auto live = [&](int64_t bytes, int from, int to) {
+    delta[static_cast<size_t>(std::max(0, from))] += bytes;
+    if (static_cast<size_t>(to) + 1 <= n_k) delta[static_cast<size_t>(to) + 1] -= bytes;
+  };
+  std::vector<bool> offloaded(g.tensors.size(), false);
+  for (TensorId t : plan.offloaded) offloaded[static_cast<size_t>(t)] = true;
   for (size_t id = 0; id < g.tensors.size(); ++id) {
     const Tensor& t = g.tensors[id];
     if (alias[id] != static_cast<TensorId>(id)) continue;  // a view: counted with its source
     if (t.role == TensorRole::kWeight || t.role == TensorRole::kConstant) {
-      resident += t.bytes();
       if (t.role == TensorRole::kWeight) p.weight_bytes += t.bytes();
+      if (offloaded[id]) {
+        live(t.bytes(), first_use[id], std::max(first_use[id], last_use[id]));
+      } else {
+        resident += t.bytes();
+      }
       continue;
     }
-    const int from = t.role == TensorRole::kInput ? 0 : std::max(0, producer[id]);
-    const bool keep = t.role == TensorRole::kOutput || t.role == TensorRole::kInput;
-    const int to = keep ? static_cast<int>(p.kernels.size()) : std::max(from, last_use[id]);
-    if (producer[id] < 0 && t.role == TensorRole::kActivation) continue;  // produced by no kernel
-    delta[static_cast<size_t>(from)] += t.bytes();
-    if (static_cast<size_t>(to) + 1 <= p.kernels.size()) delta[static_cast<size_t>(to) + 1] -= t.bytes();
+    if (t.role == TensorRole::kInput) {
+      live(t.bytes(), 0, static_cast<int>(n_k));
+      continue;
+    }
+    if (producer[id] < 0) continue;
+    const bool leaves = idx.graph_output[id] || t.role == TensorRole::kOutput || readers_outside[id] > 0;
+    if (!leaves) continue;  // fused away: stays in registers or shared memory
+    const bool keep = idx.graph_output[id] || t.role == TensorRole::kOutput;
+    live(t.bytes(), producer[id], keep ? static_cast<int>(n_k) : std::max(producer[id], last_use[id]));
   }
-  int64_t live = 0, peak_live = 0;
+  int64_t running = 0, peak_live = 0;
   for (int64_t d : delta) {
-    live += d;
-    peak_live = std::max(peak_live, live);
+    running += d;
+    peak_live = std::max(peak_live, running);
   }
   p.peak_memory_bytes = resident + peak_live;
   p.fits_in_memory = static_cast<double>(p.peak_memory_bytes) <= gpu.memory.dram.size_gb * 1e9;
@@ -161,16 +211,33 @@ Result<Prediction> predict(const Graph& input, const GpuProfile& gpu, const Pred
     p.energy_j += dynamic_w * util * k.cost.total_us * 1e-6;
   }
 
-  p.notes.push_back("eager plan: one kernel per op, tiles from the cost model's menu; weights resident in device "
-                    "memory before the run");
-  if (opts.dtype) p.notes.push_back(fmt::format("floating-point tensors re-typed to {}", dtype_name(*opts.dtype)));
+  p.notes.push_back(plan.scheduler == "eager"
+                        ? "eager plan: one kernel per op, tiles from the cost model's menu; weights resident in device "
+                          "memory before the run"
+                        : fmt::format("plan from the {} scheduler ({} kernels); weights resident unless offloaded",
+                                      plan.scheduler, plan.kernels.size()));
+  if (plan.dtype) p.notes.push_back(fmt::format("floating-point tensors re-typed to {}", dtype_name(*plan.dtype)));
   if (!p.fits_in_memory) {
-    p.notes.push_back(fmt::format("peak memory {:.1f} GB exceeds the {:.0f} GB of device memory (offloading is "
-                                  "the planner's job)",
+    p.notes.push_back(fmt::format("peak memory {:.1f} GB exceeds the {:.0f} GB of device memory (gpusim plan offloads "
+                                  "weights to fit)",
                                   static_cast<double>(p.peak_memory_bytes) / 1e9, gpu.memory.dram.size_gb));
   }
   for (const std::string& a : gpu.assumptions) p.notes.push_back("profile lacks a figure, assumed: " + a);
   return p;
+}
+
+}  // namespace
+
+Result<Prediction> predict(const Graph& input, const GpuProfile& gpu, const PredictOptions& opts) {
+  const Graph g = opts.dtype ? retype(input, *opts.dtype) : input;
+  Plan plan = eager_plan(g, make_device(gpu));
+  plan.dtype = opts.dtype;
+  return run_timeline(g, plan, gpu);
+}
+
+Result<Prediction> predict_plan(const Graph& input, const Plan& plan, const GpuProfile& gpu) {
+  if (!plan.dtype) return run_timeline(input, plan, gpu);
+  return run_timeline(retype(input, *plan.dtype), plan, gpu);
 }
 
 std::string chrome_trace(const Prediction& p) {

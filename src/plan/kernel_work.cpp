@@ -1,10 +1,10 @@
-// The eager plan: one kernel per op. Maps each node to the work its kernel does (GEMM view for
-// matmuls and convolutions, rows for reductions and normalizations, runs for transposes).
+// What a kernel computes: one node's work (GEMM view for matmuls and convolutions, rows for
+// reductions and normalizations, runs for transposes), and a fused group's.
 #include <algorithm>
 #include <numeric>
 
+#include "gpusim/kernel_work.h"
 #include "gpusim/op_catalog.h"
-#include "gpusim/predict.h"
 
 namespace gpusim {
 namespace {
@@ -31,28 +31,6 @@ int64_t attr(const Node& n, const char* key, int64_t def) {
 }
 
 }  // namespace
-
-Graph retype(const Graph& g, DType t) {
-  Graph r = g;
-  auto is_real = [](DType d) {
-    return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16 || d == DType::kFloat64;
-  };
-  for (Tensor& x : r.tensors) {
-    if (is_real(x.dtype)) {
-      x.dtype = t;
-      if (x.value) x.value->dtype = t;
-    }
-  }
-  for (Node& n : r.nodes) {  // Cast to a float type now casts to `t`
-    if (n.op_type != "Cast") continue;
-    auto it = n.attributes.find("to");
-    if (it != n.attributes.end() && dtype_from_onnx(static_cast<int>(it->second.i)) &&
-        is_real(static_cast<DType>(it->second.i))) {
-      it->second.i = static_cast<int64_t>(t);
-    }
-  }
-  return r;
-}
 
 std::optional<KernelWork> node_work(const Graph& g, const Node& n) {
   if (n.folded) return std::nullopt;
@@ -161,6 +139,112 @@ std::optional<KernelWork> node_work(const Graph& g, const Node& n) {
     if (!inner_stays) {
       w.contiguous_run = std::min<int64_t>({32, in0->shape.back(), out.shape.back()});
     }
+  }
+  return w;
+}
+
+}  // namespace gpusim
+
+namespace gpusim {
+
+GraphIndex index_graph(const Graph& g) {
+  GraphIndex idx;
+  idx.producer.assign(g.tensors.size(), -1);
+  idx.readers.assign(g.tensors.size(), 0);
+  idx.graph_output.assign(g.tensors.size(), false);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (n.folded) continue;
+    for (TensorId t : n.outputs) {
+      if (t != kNoTensor) idx.producer[static_cast<size_t>(t)] = static_cast<int>(i);
+    }
+    for (TensorId t : n.inputs) {
+      if (t != kNoTensor) ++idx.readers[static_cast<size_t>(t)];
+    }
+  }
+  for (TensorId t : g.outputs) idx.graph_output[static_cast<size_t>(t)] = true;
+  return idx;
+}
+
+KernelWork group_work(const Graph& g, const GraphIndex& idx, const std::vector<int>& nodes, int anchor,
+                      bool attention) {
+  const Node& a = g.nodes[static_cast<size_t>(nodes[static_cast<size_t>(anchor)])];
+  if (nodes.size() == 1) return node_work(g, a).value_or(KernelWork{});
+  KernelWork w = node_work(g, a).value_or(KernelWork{});
+  // Boundary: tensors read from outside the group, and produced tensors someone outside reads.
+  std::vector<int> inside(g.tensors.size(), 0);  // readers within the group
+  std::vector<bool> produced(g.tensors.size(), false);
+  for (int ni : nodes) {
+    const Node& n = g.nodes[static_cast<size_t>(ni)];
+    for (TensorId t : n.outputs) {
+      if (t != kNoTensor) produced[static_cast<size_t>(t)] = true;
+    }
+    for (TensorId t : n.inputs) {
+      if (t != kNoTensor) ++inside[static_cast<size_t>(t)];
+    }
+  }
+  int64_t read = 0, written = 0, anchor_inputs = 0;
+  std::vector<bool> counted(g.tensors.size(), false);
+  for (int ni : nodes) {
+    const Node& n = g.nodes[static_cast<size_t>(ni)];
+    for (TensorId t : n.inputs) {
+      if (t == kNoTensor || produced[static_cast<size_t>(t)] || counted[static_cast<size_t>(t)]) continue;
+      counted[static_cast<size_t>(t)] = true;
+      read += g.tensor(t).bytes();
+      if (&n == &a) anchor_inputs += g.tensor(t).bytes();
+    }
+    for (TensorId t : n.outputs) {
+      if (t == kNoTensor) continue;
+      const auto ti = static_cast<size_t>(t);
+      if (idx.graph_output[ti] || idx.readers[ti] > inside[ti]) written += g.tensor(t).bytes();
+    }
+  }
+  FlopCounts flops, anchor_flops;
+  int64_t macs = 0, elements = 0;
+  for (int ni : nodes) {
+    const Node& n = g.nodes[static_cast<size_t>(ni)];
+    const OpCost c = op_cost(g, n);
+    flops += c.flops;
+    macs += c.macs;
+    if (&n == &a) anchor_flops = c.flops;
+    for (TensorId t : n.outputs) {
+      if (t != kNoTensor) elements = std::max(elements, g.tensor(t).elements());
+    }
+  }
+  if (attention) {
+    // nodes: MatMul(Q, K^T) ... Softmax ... MatMul(P, V); the first and last MatMuls frame it.
+    const Node* qk = nullptr;
+    const Node* pv = nullptr;
+    for (int ni : nodes) {
+      const Node& n = g.nodes[static_cast<size_t>(ni)];
+      if (n.op_type != "MatMul") continue;
+      (qk ? pv : qk) = &n;
+    }
+    if (qk && pv) {
+      const Shape& q = g.tensor(qk->inputs[0]).shape;
+      const Shape& kt = g.tensor(qk->inputs[1]).shape;
+      const Shape& v = g.tensor(pv->inputs[1]).shape;
+      w = KernelWork{};
+      w.cls = OpClass::kAttention;
+      w.dtype = g.tensor(qk->inputs[0]).dtype;
+      w.m = q[q.size() - 2];
+      w.head_dim = q.back();
+      w.kv_seq = kt.back();
+      w.v_head_dim = v.back();
+      w.batch = std::max<int64_t>(1, g.tensor(qk->outputs[0]).elements() / std::max<int64_t>(1, w.m * w.kv_seq));
+    }
+  }
+  w.flops = flops;
+  w.macs = macs;
+  w.bytes_read = read;
+  w.bytes_written = written;
+  w.elements = std::max(w.elements, elements);
+  if (w.cls == OpClass::kGemm || w.cls == OpClass::kConv) {
+    // The GEMM prices its own operands; the epilogue adds its other inputs and its arithmetic.
+    w.epilogue_bytes = std::max<int64_t>(0, read - anchor_inputs);
+    w.epilogue_flops.fma = flops.fma - anchor_flops.fma;
+    w.epilogue_flops.transcendental = flops.transcendental - anchor_flops.transcendental;
+    w.epilogue_flops.compare = flops.compare - anchor_flops.compare;
   }
   return w;
 }

@@ -1,0 +1,30 @@
+// From graph nodes to the work a kernel does (KernelWork, see kernel_cost.h): one node's, or a
+// fused group's, whose bytes are only what crosses the group's boundary — intermediates stay on
+// chip — and whose FLOPs are all its ops'.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "gpusim/graph.h"
+#include "gpusim/kernel_cost.h"
+
+namespace gpusim {
+
+// The work of one node as a kernel (nullopt for nodes that launch nothing: views, folded nodes).
+std::optional<KernelWork> node_work(const Graph& g, const Node& n);
+
+// Who reads and who writes each tensor, computed once per graph for group_work.
+struct GraphIndex {
+  std::vector<int> producer;      // node index per tensor, -1 for inputs, weights and constants
+  std::vector<int> readers;       // run-time nodes reading each tensor
+  std::vector<bool> graph_output;
+};
+GraphIndex index_graph(const Graph& g);
+
+// The work of a fused group; `anchor` (a position in `nodes`) sets the class and the GEMM/row
+// view. Attention groups (QK^T, scale, mask, softmax, PV) become one attention kernel.
+KernelWork group_work(const Graph& g, const GraphIndex& idx, const std::vector<int>& nodes, int anchor,
+                      bool attention = false);
+
+}  // namespace gpusim

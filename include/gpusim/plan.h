@@ -1,0 +1,60 @@
+// Plan IR: how a graph runs — an ordered list of kernels, each a group of fused ops with a tile
+// configuration and a stream, plus where each weight lives (device, or host-offloaded and
+// streamed over the host link). Schedulers (schedulers/) propose plans, the simulator (predict.h)
+// scores them, `gpusim run` will execute them. Plans are saved as JSON (schema gpusim.plan/1,
+// documented in src/plan/README.md); nodes are referred to by name so a plan survives re-import.
+//
+// Usage:
+//   gpusim::Plan p = gpusim::eager_plan(graph, device);
+//   if (auto ok = gpusim::validate_plan(p, graph, device); !ok) fmt::print("{}\n", ok.error().message);
+//   std::string json = gpusim::plan_to_json(p, graph);
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpusim/graph.h"
+#include "gpusim/kernel_cost.h"
+#include "gpusim/result.h"
+
+namespace gpusim {
+
+struct PlanKernel {
+  std::vector<int> nodes;  // indices into Graph::nodes, in execution order within the kernel
+  int anchor = 0;          // position in `nodes` of the op that sets the kernel's class (GEMM, norm, ...)
+  TileConfig tile;
+  int stream = 0;
+  // Named fusions that built this kernel ("elementwise-chain", "gemm-epilogue", ...), and nodes
+  // that also run in another kernel (recomputed instead of stored).
+  std::vector<std::string> fusions;
+  std::vector<int> recomputed;
+};
+
+struct Plan {
+  std::string model;
+  std::string gpu;
+  std::optional<DType> dtype;  // floats re-typed to this before planning
+  std::string scheduler = "eager";
+  std::string objective = "latency";
+  std::vector<PlanKernel> kernels;
+  std::vector<TensorId> offloaded;     // weights kept in host memory and streamed before use
+  std::vector<std::string> decisions;  // why: one line per fusion or offload decision
+};
+
+// One kernel per run-time op, each with the cost model's best tile (the baseline plan).
+Plan eager_plan(const Graph& g, const DeviceModel& d);
+
+// Every run-time node in exactly one kernel (or listed as recomputed), producers before consumers,
+// at most one anchor class per kernel, every tile feasible on the device. The message lists every
+// problem found, each with the kernel index and the reason.
+Status validate_plan(const Plan& p, const Graph& g, const DeviceModel& d);
+
+std::string plan_to_json(const Plan& p, const Graph& g);
+// Parses a plan for graph `g`; errors name the file, the JSON field and the value.
+Result<Plan> plan_from_json(const std::string& text, const std::string& source, const Graph& g);
+
+// Whether a node launches a kernel at all (views and import-time folds do not).
+bool runs_on_device(const Graph& g, const Node& n);
+
+}  // namespace gpusim

@@ -1,0 +1,193 @@
+// The Plan IR: the eager plan is valid and predicts like predict(); JSON round trips; malformed
+// plan files are rejected naming the field; invalid plans are caught with reasons; fused groups
+// move only what crosses their boundary.
+#include <catch2/catch.hpp>
+
+#include "gpusim/gpu_profile.h"
+#include "gpusim/kernel_work.h"
+#include "gpusim/onnx_import.h"
+#include "gpusim/plan.h"
+#include "gpusim/predict.h"
+#include "support/onnx_builder.h"
+
+using namespace gpusim;
+using Catch::Matchers::Contains;
+constexpr int kF32 = onnx::TensorProto::FLOAT;
+
+namespace {
+
+GpuProfile gpu(const std::string& name) {
+  auto p = find_profile(name, default_profile_dirs());
+  if (!p) FAIL(p.error().message);
+  return std::move(*p);
+}
+
+// x -> MatMul(w) -> Add(bias) -> Relu -> MatMul(w2) -> Sigmoid -> y
+Graph mlp() {
+  test::OnnxBuilder b;
+  b.input("x", kF32, {int64_t{256}, int64_t{512}});
+  b.initializer("w", kF32, {512, 1024});
+  b.initializer("bias", kF32, {1024});
+  b.initializer("w2", kF32, {1024, 256});
+  b.node("MatMul", {"x", "w"}, {"h"}, "mm1");
+  b.node("Add", {"h", "bias"}, {"hb"}, "bias_add");
+  b.node("Relu", {"hb"}, {"r"}, "relu");
+  b.node("MatMul", {"r", "w2"}, {"o"}, "mm2");
+  b.node("Sigmoid", {"o"}, {"y"}, "sig");
+  b.output("y");
+  auto g = import_onnx(b.write("mlp.onnx"));
+  if (!g) FAIL(g.error().message);
+  return std::move(*g);
+}
+
+Graph model(const std::string& file) {
+  ImportOptions opts;
+  opts.dims["batch"] = 1;
+  auto g = import_onnx(test::source_dir() + "/models/" + file, opts);
+  if (!g) g = import_onnx(test::source_dir() + "/models/" + file);
+  if (!g) FAIL(g.error().message);
+  return std::move(*g);
+}
+
+}  // namespace
+
+TEST_CASE("the eager plan is valid and predict_plan reproduces predict", "[plan]") {
+  const GpuProfile p = gpu("nvidia-a10");
+  const DeviceModel d = make_device(p);
+  for (const char* m : {"resnet50.onnx", "bert_base_seq128.onnx", "sd15_vae_decoder_512.onnx"}) {
+    INFO(m);
+    const Graph g = model(m);
+    const Plan plan = eager_plan(g, d);
+    REQUIRE(validate_plan(plan, g, d));
+    auto a = predict(g, p);
+    auto b = predict_plan(g, plan, p);
+    REQUIRE(a);
+    REQUIRE(b);
+    CHECK(b->total_us == Approx(a->total_us));
+    CHECK(b->peak_memory_bytes == a->peak_memory_bytes);
+  }
+}
+
+TEST_CASE("plan JSON round trips", "[plan]") {
+  const Graph g = model("mobilenet_v2.onnx");
+  const GpuProfile p = gpu("nvidia-l4");
+  const DeviceModel d = make_device(p);
+  Plan plan = eager_plan(g, d);
+  plan.dtype = DType::kFloat16;
+  plan.decisions.push_back("a decision");
+  for (size_t t = 0; t < g.tensors.size() && plan.offloaded.empty(); ++t) {
+    if (g.tensors[t].role == TensorRole::kWeight && g.tensors[t].elements() > 1000) {
+      plan.offloaded.push_back(static_cast<TensorId>(t));
+    }
+  }
+  REQUIRE(plan.offloaded.size() == 1);
+  const std::string text = plan_to_json(plan, g);
+  auto back = plan_from_json(text, "plan.json", g);
+  REQUIRE(back);
+  CHECK(plan_to_json(*back, g) == text);
+  REQUIRE(back->kernels.size() == plan.kernels.size());
+  CHECK(back->kernels[3].nodes == plan.kernels[3].nodes);
+  CHECK(back->kernels[3].tile.threads == plan.kernels[3].tile.threads);
+  CHECK(back->dtype == DType::kFloat16);
+  CHECK(back->offloaded == plan.offloaded);
+  auto a = predict_plan(g, plan, p);
+  auto b = predict_plan(g, *back, p);
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(a->total_us == Approx(b->total_us));
+}
+
+TEST_CASE("malformed plan files are rejected naming the field", "[plan][errors]") {
+  const Graph g = mlp();
+  auto err = [&](const std::string& text) {
+    auto p = plan_from_json(text, "bad.json", g);
+    REQUIRE_FALSE(p);
+    return p.error().message;
+  };
+  CHECK_THAT(err("{not json"), Contains("bad.json: not valid JSON at byte 3"));
+  CHECK(err("[]") == "bad.json: the file is not a JSON object; expected a gpusim.plan/1 document");
+  CHECK(err(R"({"schema": "gpusim.plan/9", "kernels": []})") == "bad.json: schema: \"gpusim.plan/9\" is not \"gpusim.plan/1\"");
+  CHECK(err(R"({"schema": "gpusim.plan/1"})") == "bad.json: kernels: missing or not a list; expected one entry per kernel");
+  CHECK(err(R"({"schema": "gpusim.plan/1", "kernelz": []})") ==
+        "bad.json: kernelz: unknown key; allowed: schema, model, gpu, dtype, scheduler, objective, kernels, offloaded, "
+        "decisions, predicted");
+  CHECK(err(R"({"schema": "gpusim.plan/1", "dtype": "fp8", "kernels": []})") ==
+        "bad.json: dtype: \"fp8\" is not fp32, fp16, bf16 or null");
+  CHECK(err(R"({"schema": "gpusim.plan/1", "kernels": [{"nodes": ["mm9"], "tile": {}}]})") ==
+        "bad.json: kernels[0].nodes[0]: \"mm9\" is not a node of " + g.source_path +
+            " (was the plan made for another model?)");
+  CHECK(err(R"({"schema": "gpusim.plan/1", "kernels": [{"nodes": [], "tile": {}}]})") ==
+        "bad.json: kernels[0].nodes: missing or empty; a kernel runs at least one node");
+  CHECK(err(R"({"schema": "gpusim.plan/1", "kernels": [{"nodes": ["mm1"], "anchor": "relu", "tile": {}}]})") ==
+        "bad.json: kernels[0].anchor: \"relu\" is not one of the kernel's nodes");
+  CHECK(err(R"({"schema": "gpusim.plan/1", "kernels": [{"nodes": ["mm1"], "tile": {"block_m": -64}}]})") ==
+        "bad.json: kernels[0].tile.block_m: -64 is not an integer in [0, 65536]");
+  CHECK(err(R"({"schema": "gpusim.plan/1", "kernels": [{"nodes": ["mm1"], "tile": {"warps": 4}}]})") ==
+        "bad.json: kernels[0].tile.warps: unknown key; allowed: block_m, block_n, block_k, threads, stages, split_k, "
+        "vector_width, items_per_thread");
+  CHECK(err(R"({"schema": "gpusim.plan/1", "kernels": [{"nodes": ["mm1"]}]})") ==
+        "bad.json: kernels[0].tile: missing; expected {block_m, ...}");
+  CHECK(err(R"({"schema": "gpusim.plan/1", "kernels": [], "offloaded": ["x"]})") ==
+        "bad.json: offloaded[0]: \"x\" is not a weight of the model");
+}
+
+TEST_CASE("invalid plans are caught with every reason", "[plan][errors]") {
+  const Graph g = mlp();
+  const DeviceModel d = make_device(gpu("nvidia-t4"));
+  const Plan good = eager_plan(g, d);
+  REQUIRE(good.kernels.size() == 5);
+  REQUIRE(validate_plan(good, g, d));
+  SECTION("a node in no kernel and one in two") {
+    Plan p = good;
+    p.kernels[1].nodes = {0};  // bias_add dropped, mm1 twice
+    auto s = validate_plan(p, g, d);
+    REQUIRE_FALSE(s);
+    CHECK_THAT(s.error().message, Contains("node \"mm1\" runs in kernels 0 and 1 without being marked recomputed"));
+    CHECK_THAT(s.error().message, Contains("node \"bias_add\" (Add) is in no kernel"));
+  }
+  SECTION("a consumer before its producer") {
+    Plan p = good;
+    std::swap(p.kernels[0], p.kernels[1]);
+    auto s = validate_plan(p, g, d);
+    REQUIRE_FALSE(s);
+    CHECK_THAT(s.error().message, Contains("node \"bias_add\" in kernel 0 reads \"h\", which kernel 1 produces later"));
+  }
+  SECTION("two main loops in one kernel") {
+    Plan p = good;
+    p.kernels[0].nodes = {0, 1, 2, 3};
+    p.kernels.erase(p.kernels.begin() + 1, p.kernels.begin() + 4);
+    auto s = validate_plan(p, g, d);
+    REQUIRE_FALSE(s);
+    CHECK_THAT(s.error().message, Contains("kernel 0 fuses 2 matmul/conv ops; a kernel has one main loop"));
+  }
+  SECTION("an infeasible tile") {
+    Plan p = good;
+    p.kernels[0].tile = {128, 128, 64, 256, 4, 1, 1, 1};
+    auto s = validate_plan(p, g, d);
+    REQUIRE_FALSE(s);
+    CHECK_THAT(s.error().message, Contains("kernel 0 (\"mm1\"): tile 128x128x64 with 4 stages needs 256 KiB shared memory, "
+                                           "a block may use 64 KiB"));
+  }
+}
+
+TEST_CASE("a fused group moves only what crosses its boundary", "[plan]") {
+  const Graph g = mlp();
+  const GraphIndex idx = index_graph(g);
+  // mm1 + bias_add + relu: reads x, w, bias; writes r. h and hb never leave the kernel.
+  const KernelWork w = group_work(g, idx, {0, 1, 2}, 0);
+  CHECK(w.cls == OpClass::kGemm);
+  CHECK(w.bytes_read == 4 * (256 * 512 + 512 * 1024 + 1024));
+  CHECK(w.bytes_written == 4 * 256 * 1024);
+  CHECK(w.epilogue_bytes == 4 * 1024);
+  CHECK(w.epilogue_flops.fma == 256 * 1024);      // the bias add
+  CHECK(w.epilogue_flops.compare == 256 * 1024);  // the relu
+  CHECK(w.macs == 256LL * 1024 * 512);
+  // The fused kernel beats the three unfused ones on the simulator.
+  const DeviceModel d = make_device(gpu("nvidia-rtx-3060"));
+  double apart = 0;
+  for (int i : {0, 1, 2}) {
+    const KernelWork one = group_work(g, idx, {i}, 0);
+    apart += kernel_cost(one, choose_tile(one, d), d).total_us;
+  }
+  CHECK(kernel_cost(w, choose_tile(w, d), d).total_us < apart);
+}
