@@ -10,6 +10,9 @@
 #include "gpusim/kernel_cost.h"
 #include "gpusim/onnx_import.h"
 #include "gpusim/predict.h"
+#include "gpusim/scheduler.h"
+
+#include <random>
 
 namespace {
 
@@ -74,6 +77,56 @@ void BM_PredictUnet(benchmark::State& state) {
   state.SetLabel(std::to_string(kernels) + " kernels");
 }
 BENCHMARK(BM_PredictUnet)->Unit(benchmark::kMillisecond);
+
+gpusim::Graph load(const char* file) {
+  gpusim::ImportOptions opts;
+  opts.dims["batch"] = 1;
+  auto g = gpusim::import_onnx(std::string(GPUSIM_SOURCE_DIR) + "/models/" + file, opts);
+  if (!g) g = gpusim::import_onnx(std::string(GPUSIM_SOURCE_DIR) + "/models/" + file);
+  return std::move(*g);
+}
+
+// Plan search (issue: plan search). Whole search, import excluded: the fusion passes, the beam
+// over every candidate (width 8), the full timeline of the best plans, the eager baseline.
+void BM_BeamUnet(benchmark::State& state) {
+  const gpusim::Graph g = load("sd15_unet_64x64.onnx");
+  gpusim::SearchOptions o;
+  o.scheduler = "beam";
+  o.beam_width = 8;
+  o.dtype = gpusim::DType::kFloat16;
+  int64_t scored = 0;
+  double speedup = 0;
+  for (auto _ : state) {
+    auto r = gpusim::search(g, rtx3060(), o);
+    scored = r->plans_scored;
+    speedup = r->eager.total_us / r->plans.front().prediction.total_us;
+  }
+  state.counters["plans_scored"] = static_cast<double>(scored);
+  state.counters["speedup"] = speedup;
+}
+BENCHMARK(BM_BeamUnet)->Unit(benchmark::kMillisecond);
+
+// Plans scored per second: FusionSpace::score_us on random decisions, kernel costs cached.
+void BM_ScorePlans(benchmark::State& state) {
+  const char* file = state.range(0) == 0 ? "sd15_unet_64x64.onnx" : "bert_base_seq128.onnx";
+  const gpusim::Graph g = load(file);
+  const gpusim::FusionSpace space(g, rtx3060());
+  std::mt19937_64 rng(1);
+  std::vector<gpusim::Decision> decisions(64, gpusim::Decision(space.candidates().size()));
+  for (auto& d : decisions) {
+    for (auto& x : d) x = static_cast<uint8_t>(rng() & 1);
+    space.score_us(d);  // warm the kernel-cost cache
+  }
+  size_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(space.score_us(decisions[i]));
+    i = (i + 1) % decisions.size();
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetLabel(std::string(file) + ", " + std::to_string(space.eager().kernels.size()) + " eager kernels, " +
+                 std::to_string(space.candidates().size()) + " candidates");
+}
+BENCHMARK(BM_ScorePlans)->Arg(0)->Arg(1);
 
 }  // namespace
 

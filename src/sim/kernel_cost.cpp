@@ -382,9 +382,11 @@ std::vector<TileConfig> tile_menu(const KernelWork& w, const DeviceModel& d) {
   std::vector<TileConfig> menu;
   const double eb = elem_bytes(w.dtype);
   if (w.cls == OpClass::kAttention && w.m > 0 && w.kv_seq > 0) {
-    for (int bq : {64, 128}) {
-      for (int bkv : {32, 64, 128}) {
-        for (int threads : {128, 256}) menu.push_back({bq, bkv, 0, threads, 2, 1, 1, 1});
+    for (int bq : {32, 64, 128}) {
+      for (int bkv : {16, 32, 64, 128}) {
+        for (int stages : {1, 2}) {
+          for (int threads : {128, 256}) menu.push_back({bq, bkv, 0, threads, stages, 1, 1, 1});
+        }
       }
     }
     return menu;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
@@ -26,6 +27,7 @@ struct Args {
   bool json = false;
   bool all = false;
   std::string trace;
+  std::string plan;
 };
 
 nlohmann::json kernel_json(const Prediction& p, const PlannedKernel& k) {
@@ -174,6 +176,7 @@ void add_predict(CLI::App& app, int& rc) {
   cmd->add_option("--gpu", a->gpu, "GPU profile name (gpusim profiles list) or a .yaml path")->required();
   cmd->add_option("--trace", a->trace, "Write the timeline as Chrome trace-event JSON (Perfetto, chrome://tracing)");
   cmd->add_flag("--all", a->all, "List every kernel, not the 25 slowest");
+  cmd->add_option("--plan", a->plan, "Score this plan (JSON from gpusim plan --out) instead of the eager one");
   cmd->callback([a, &rc] {
     std::optional<DType> dtype;
     auto g = load(*a, "predict", dtype, rc);
@@ -184,7 +187,28 @@ void add_predict(CLI::App& app, int& rc) {
       rc = 1;
       return;
     }
-    auto p = predict(*g, *gpu, {dtype});
+    Result<Prediction> p = make_error(ErrorCode::kInvalidArgument, "");
+    if (a->plan.empty()) {
+      p = predict(*g, *gpu, {dtype});
+    } else {
+      std::ifstream f(a->plan);
+      if (!f) {
+        fmt::print(stderr, "gpusim predict: {}: cannot open the plan file (check the path)\n", a->plan);
+        rc = 1;
+        return;
+      }
+      const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      auto plan = plan_from_json(text, a->plan, *g);
+      if (plan && dtype) plan->dtype = dtype;
+      Status valid = plan ? validate_plan(*plan, plan->dtype ? retype(*g, *plan->dtype) : *g, make_device(*gpu))
+                          : Status(plan.error());
+      if (!valid) {
+        fmt::print(stderr, "gpusim predict: {}\n", valid.error().message);
+        rc = 1;
+        return;
+      }
+      p = predict_plan(*g, *plan, *gpu);
+    }
     if (!p) {
       fmt::print(stderr, "gpusim predict: {}\n", p.error().message);
       rc = 1;

@@ -1,0 +1,135 @@
+// Plan search. A FusionSpace lists, for one graph on one GPU, every legal fusion the passes find
+// (each named: "elementwise-chain", "gemm-epilogue", "batchnorm-fold", "norm-prologue",
+// "norm-epilogue", "transpose-into-gemm", "attention") as a candidate merge of eager kernels.
+// A plan is a choice of candidates (a Decision) plus a tile per kernel; the space scores
+// decisions quickly from cached kernel costs and builds the full Plan for the best ones.
+//
+// Schedulers (schedulers/<name>/) search that space behind one ask/tell interface:
+// propose() a batch of decisions, the driver scores them, report() the scores; repeat until
+// propose() returns nothing. search() runs one and returns the top plans.
+//
+// Usage:
+//   gpusim::SearchOptions o;  o.scheduler = "greedy";
+//   auto r = gpusim::search(graph, profile, o);     // r->plans[0] is the best
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gpusim/gpu_profile.h"
+#include "gpusim/graph.h"
+#include "gpusim/kernel_cost.h"
+#include "gpusim/kernel_work.h"
+#include "gpusim/plan.h"
+#include "gpusim/predict.h"
+#include "gpusim/result.h"
+
+namespace gpusim {
+
+enum class Objective { kLatency, kThroughput, kEnergy, kMemory };
+std::optional<Objective> objective_from_name(const std::string& s);
+std::string_view objective_name(Objective o);
+
+struct FusionCandidate {
+  std::string pass;          // which fusion pass proposed it
+  std::vector<int> kernels;  // eager kernel indices merged by it
+};
+
+// One decision per candidate: 1 = fuse. Candidates that conflict with earlier accepted ones (two
+// main loops in one kernel) are skipped when the plan is built.
+using Decision = std::vector<uint8_t>;
+
+class FusionSpace {
+ public:
+  FusionSpace(const Graph& g, const GpuProfile& gpu);
+
+  const Graph& graph() const { return g_; }
+  const DeviceModel& device() const { return dev_; }
+  const Plan& eager() const { return eager_; }
+  const std::vector<FusionCandidate>& candidates() const { return cands_; }
+
+  // Groups of eager kernels under a decision (each group sorted, groups in execution order).
+  std::vector<std::vector<int>> groups(const Decision& d) const;
+  // The kernel time of a group with its best tile (cached).
+  double group_us(const std::vector<int>& group) const;
+  // Fast estimate of a plan's latency: kernels in order, each no faster than its launch.
+  double score_us(const Decision& d) const;
+  // The full plan for a decision, tiles chosen by the cost model, with a line per fusion taken.
+  Plan build(const Decision& d, const std::string& scheduler) const;
+
+ private:
+  struct Cached {
+    KernelWork work;
+    TileConfig tile;
+    double us;
+    bool attention;
+    int anchor;
+  };
+  const Cached& cached(const std::vector<int>& group) const;
+  std::vector<int> nodes_of(const std::vector<int>& group) const;
+  void find_candidates();
+  // Union-find of the eager kernels under a decision; parent_[k] ends at each group's root.
+  void unite(const Decision& d) const;
+  int root(int k) const;
+
+  const Graph& g_;
+  DeviceModel dev_;
+  GraphIndex idx_;
+  Plan eager_;
+  std::vector<FusionCandidate> cands_;
+  std::vector<int> kernel_of_node_;   // eager kernel per node, -1 for views and folds
+  std::vector<TensorId> alias_;       // views resolved to the tensor they alias
+  double launch_us_ = 0;
+  std::vector<uint8_t> kind_;         // per eager kernel: pointwise, main loop or row-wise
+  mutable std::unordered_map<uint64_t, Cached> cache_;  // keyed by an order-free hash of the group
+  mutable std::vector<int> parent_, mains_, rows_;     // scratch for unite() (a space is single-threaded)
+  mutable std::vector<uint8_t> attention_;
+  mutable std::vector<uint64_t> hash_;
+  mutable std::vector<int> size_;
+  std::vector<double> single_us_;
+  std::vector<uint8_t> cand_attention_;  // per candidate: is it the attention pass     // each eager kernel alone (the common case when scoring)
+};
+
+// The ask/tell interface every scheduler implements.
+class Scheduler {
+ public:
+  virtual ~Scheduler() = default;
+  virtual std::string_view name() const = 0;
+  virtual std::vector<Decision> propose() = 0;
+  virtual void report(const std::vector<double>& scores) = 0;
+};
+
+struct SearchOptions {
+  std::string scheduler = "greedy";  // eager | greedy | beam | random | split
+  Objective objective = Objective::kLatency;
+  int top_k = 3;
+  int beam_width = 8;
+  int samples = 64;        // random: how many plans
+  uint64_t seed = 1;       // random: reproducible by seed
+  std::optional<DType> dtype;
+  std::optional<double> memory_budget_gb;  // default: the GPU's memory
+};
+
+std::unique_ptr<Scheduler> make_scheduler(const std::string& name, const FusionSpace& space, const SearchOptions& o);
+std::vector<std::string> scheduler_names();
+
+struct RankedPlan {
+  Plan plan;
+  Prediction prediction;
+  double objective_value = 0;  // lower is better (throughput is negated samples/s)
+};
+
+struct SearchResult {
+  std::vector<RankedPlan> plans;  // best first
+  Prediction eager;
+  int64_t plans_scored = 0;
+  std::vector<std::string> notes;
+};
+
+Result<SearchResult> search(const Graph& g, const GpuProfile& gpu, const SearchOptions& o);
+
+}  // namespace gpusim

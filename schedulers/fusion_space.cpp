@@ -1,0 +1,366 @@
+// The fusion space: the eager plan, the fusion passes that find candidate merges, and fast
+// scoring of decisions with cached kernel costs. See include/gpusim/scheduler.h.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include "gpusim/scheduler.h"
+
+namespace gpusim {
+namespace {
+
+enum Kind { kPointwise = 0, kMainLoop = 1, kRowwise = 2 };
+
+Kind kind_of(const Graph& g, const Node& n) {
+  const auto c = op_class(n.domain, n.op_type).value_or(OpClass::kElementwise);
+  if (c == OpClass::kGemm || c == OpClass::kConv || c == OpClass::kAttention) {
+    // Depthwise and tiny convolutions run as streaming kernels.
+    const auto w = node_work(g, n);
+    return w && w->m > 0 ? kMainLoop : kPointwise;
+  }
+  if (c == OpClass::kNormalization || c == OpClass::kReduction) {
+    return n.op_type == "BatchNormalization" || n.op_type == "LRN" || n.op_type == "MaxPool" ||
+                   n.op_type == "AveragePool"
+               ? kPointwise
+               : kRowwise;
+  }
+  return kPointwise;
+}
+
+// Order-free hash of a group: the sum of a mixed value per member.
+uint64_t mix(int k) {
+  uint64_t x = static_cast<uint64_t>(k) + 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+FusionSpace::FusionSpace(const Graph& g, const GpuProfile& gpu) : g_(g), dev_(make_device(gpu)) {
+  idx_ = index_graph(g);
+  eager_ = eager_plan(g, dev_);
+  kernel_of_node_.assign(g.nodes.size(), -1);
+  for (size_t k = 0; k < eager_.kernels.size(); ++k) kernel_of_node_[static_cast<size_t>(eager_.kernels[k].nodes[0])] = static_cast<int>(k);
+  alias_.resize(g.tensors.size());
+  std::iota(alias_.begin(), alias_.end(), 0);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (kernel_of_node_[i] >= 0 || n.folded || n.inputs.empty() || n.inputs[0] == kNoTensor) continue;
+    for (TensorId o : n.outputs) {
+      if (o != kNoTensor) alias_[static_cast<size_t>(o)] = alias_[static_cast<size_t>(n.inputs[0])];
+    }
+  }
+  launch_us_ = gpu.launch.overhead_us * gpu.efficiency.launch;
+  kind_.resize(eager_.kernels.size());
+  for (size_t k = 0; k < eager_.kernels.size(); ++k) {
+    kind_[k] = static_cast<uint8_t>(kind_of(g, g.nodes[static_cast<size_t>(eager_.kernels[k].nodes[0])]));
+  }
+  find_candidates();
+  for (const FusionCandidate& c : cands_) cand_attention_.push_back(c.pass == "attention");
+  single_us_.resize(eager_.kernels.size());
+  for (size_t k = 0; k < eager_.kernels.size(); ++k) single_us_[k] = cached({static_cast<int>(k)}).us;
+}
+
+void FusionSpace::find_candidates() {
+  const size_t nk = eager_.kernels.size();
+  // Kernels reading each (alias-resolved) tensor, and tensors that must reach the host.
+  std::vector<std::vector<int>> readers(g_.tensors.size());
+  for (size_t k = 0; k < nk; ++k) {
+    for (TensorId t : g_.nodes[static_cast<size_t>(eager_.kernels[k].nodes[0])].inputs) {
+      if (t == kNoTensor) continue;
+      auto& r = readers[static_cast<size_t>(alias_[static_cast<size_t>(t)])];
+      if (r.empty() || r.back() != static_cast<int>(k)) r.push_back(static_cast<int>(k));
+    }
+  }
+  std::vector<bool> escapes(g_.tensors.size(), false);
+  for (TensorId t : g_.outputs) escapes[static_cast<size_t>(alias_[static_cast<size_t>(t)])] = true;
+  auto node = [&](int k) -> const Node& { return g_.nodes[static_cast<size_t>(eager_.kernels[static_cast<size_t>(k)].nodes[0])]; };
+  auto out_elems = [&](int k) { return g_.tensor(node(k).outputs[0]).elements(); };
+  // The one kernel that reads everything kernel k writes, or -1.
+  auto sole_consumer = [&](int k) {
+    int only = -1;
+    for (TensorId t : node(k).outputs) {
+      if (t == kNoTensor) continue;
+      const auto r = static_cast<size_t>(t);
+      if (escapes[r]) return -1;
+      for (int j : readers[r]) {
+        if (only >= 0 && j != only) return -1;
+        only = j;
+      }
+    }
+    return only;
+  };
+  std::vector<int> consumer(nk);
+  std::vector<Kind> kind(nk);
+  for (size_t k = 0; k < nk; ++k) {
+    consumer[k] = sole_consumer(static_cast<int>(k));
+    kind[k] = static_cast<Kind>(kind_[k]);
+  }
+  auto add = [&](const char* pass, std::vector<int> ks) { cands_.push_back({pass, std::move(ks)}); };
+  for (size_t ku = 0; ku < nk; ++ku) {
+    const int k = static_cast<int>(ku);
+    const int j = consumer[ku];
+    if (j < 0) continue;
+    const Node& a = node(k);
+    const Node& b = node(j);
+    const auto ju = static_cast<size_t>(j);
+    // Pointwise: elementwise ops, and inference BatchNormalization (a per-channel scale and shift).
+    auto pointwise = [&](const Node& n, size_t ki) {
+      return kind[ki] == kPointwise &&
+             (op_class(n.domain, n.op_type) == OpClass::kElementwise || n.op_type == "BatchNormalization");
+    };
+    const bool b_pointwise = pointwise(b, ju);
+    if (a.op_type == "Conv" && kind[ku] == kMainLoop && b.op_type == "BatchNormalization") {
+      add("batchnorm-fold", {k, j});
+    } else if (pointwise(a, ku) && b_pointwise && out_elems(k) <= out_elems(j)) {
+      add("elementwise-chain", {k, j});
+    } else if (kind[ku] == kMainLoop && b_pointwise && out_elems(k) == out_elems(j)) {
+      add("gemm-epilogue", {k, j});
+    } else if (kind[ku] == kPointwise && op_class(a.domain, a.op_type) == OpClass::kElementwise && kind[ju] == kRowwise &&
+               op_class(b.domain, b.op_type) == OpClass::kNormalization) {
+      add("norm-prologue", {k, j});
+    } else if (kind[ku] == kRowwise && op_class(a.domain, a.op_type) == OpClass::kNormalization && b_pointwise &&
+               out_elems(k) == out_elems(j)) {
+      add("norm-epilogue", {k, j});
+    } else if (a.op_type == "Transpose" && (b.op_type == "MatMul" || b.op_type == "Gemm") && kind[ju] == kMainLoop) {
+      add("transpose-into-gemm", {k, j});
+    }
+  }
+  // Attention: MatMul(Q, K^T) -> elementwise* -> Softmax -> elementwise* -> MatMul(P, V), each step
+  // the previous one's only reader; a Transpose producing K^T for it alone joins too.
+  for (size_t ku = 0; ku < nk; ++ku) {
+    if (node(static_cast<int>(ku)).op_type != "MatMul" || kind[ku] != kMainLoop) continue;
+    std::vector<int> chain = {static_cast<int>(ku)};
+    int cur = consumer[ku];
+    while (cur >= 0 && node(cur).op_type != "Softmax" && kind[static_cast<size_t>(cur)] == kPointwise &&
+           chain.size() < 6) {
+      chain.push_back(cur);
+      cur = consumer[static_cast<size_t>(cur)];
+    }
+    if (cur < 0 || node(cur).op_type != "Softmax") continue;
+    chain.push_back(cur);
+    cur = consumer[static_cast<size_t>(cur)];
+    while (cur >= 0 && node(cur).op_type != "MatMul" && kind[static_cast<size_t>(cur)] == kPointwise && chain.size() < 10) {
+      chain.push_back(cur);
+      cur = consumer[static_cast<size_t>(cur)];
+    }
+    if (cur < 0 || node(cur).op_type != "MatMul" || kind[static_cast<size_t>(cur)] != kMainLoop) continue;
+    chain.push_back(cur);
+    // The K^T transpose, when it feeds only this attention.
+    const Node& qk = node(static_cast<int>(ku));
+    if (qk.inputs.size() > 1) {
+      const int prod = idx_.producer[static_cast<size_t>(alias_[static_cast<size_t>(qk.inputs[1])])];
+      if (prod >= 0) {
+        const int pk = kernel_of_node_[static_cast<size_t>(prod)];
+        if (pk >= 0 && node(pk).op_type == "Transpose" && consumer[static_cast<size_t>(pk)] == static_cast<int>(ku)) {
+          chain.insert(chain.begin(), pk);
+        }
+      }
+    }
+    add("attention", chain);
+  }
+}
+
+int FusionSpace::root(int k) const {
+  while (parent_[static_cast<size_t>(k)] != k) {
+    parent_[static_cast<size_t>(k)] = parent_[static_cast<size_t>(parent_[static_cast<size_t>(k)])];
+    k = parent_[static_cast<size_t>(k)];
+  }
+  return k;
+}
+
+void FusionSpace::unite(const Decision& d) const {
+  const size_t nk = eager_.kernels.size();
+  parent_.resize(nk);
+  mains_.resize(nk);
+  rows_.resize(nk);
+  attention_.assign(nk, 0);
+  std::iota(parent_.begin(), parent_.end(), 0);
+  for (size_t k = 0; k < nk; ++k) {
+    mains_[k] = kind_[k] == kMainLoop;
+    rows_[k] = kind_[k] == kRowwise;
+  }
+  int roots[16];
+  for (size_t c = 0; c < cands_.size() && c < d.size(); ++c) {
+    if (!d[c]) continue;
+    const FusionCandidate& fc = cands_[c];
+    int n = 0, m = 0, r = 0;
+    bool att = cand_attention_[c] != 0;
+    for (int k : fc.kernels) {
+      const int rt = root(k);
+      if (std::find(roots, roots + n, rt) != roots + n || n == 16) continue;
+      roots[n++] = rt;
+      m += mains_[static_cast<size_t>(rt)];
+      r += rows_[static_cast<size_t>(rt)];
+      att = att || attention_[static_cast<size_t>(rt)];
+    }
+    // One main loop per kernel, or the two of an attention; no GEMM and row-wise pass together.
+    const bool legal = att ? (m <= 2 && r <= 1) : (m + r <= 1);
+    if (!legal) continue;
+    for (int i = 1; i < n; ++i) parent_[static_cast<size_t>(roots[i])] = roots[0];
+    mains_[static_cast<size_t>(roots[0])] = m;
+    rows_[static_cast<size_t>(roots[0])] = r;
+    attention_[static_cast<size_t>(roots[0])] = att;
+  }
+}
+
+std::vector<std::vector<int>> FusionSpace::groups(const Decision& d) const {
+  unite(d);
+  const size_t nk = eager_.kernels.size();
+  std::vector<std::vector<int>> by_root(nk);
+  for (size_t k = 0; k < nk; ++k) by_root[static_cast<size_t>(root(static_cast<int>(k)))].push_back(static_cast<int>(k));
+  std::vector<std::vector<int>> out;
+  for (auto& grp : by_root) {
+    if (!grp.empty()) out.push_back(std::move(grp));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.back() < b.back(); });
+  return out;
+}
+
+std::vector<int> FusionSpace::nodes_of(const std::vector<int>& group) const {
+  std::vector<int> nodes;
+  for (int k : group) nodes.push_back(eager_.kernels[static_cast<size_t>(k)].nodes[0]);
+  std::sort(nodes.begin(), nodes.end());
+  return nodes;
+}
+
+const FusionSpace::Cached& FusionSpace::cached(const std::vector<int>& group) const {
+  uint64_t key = 0;
+  for (int k : group) key += mix(k);
+  auto it = cache_.find(key);
+  if (it != cache_.end()) return it->second;
+  Cached c{};
+  const std::vector<int> nodes = nodes_of(group);
+  int mains = 0, anchor = 0, best_rank = -1;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = g_.nodes[static_cast<size_t>(nodes[i])];
+    const Kind kd = kind_of(g_, n);
+    mains += kd == kMainLoop;
+    const int rank = kd == kMainLoop ? 3 : (kd == kRowwise ? 2 : (n.op_type == "Transpose" ? 0 : 1));
+    if (rank > best_rank) {
+      best_rank = rank;
+      anchor = static_cast<int>(i);
+    }
+  }
+  c.attention = mains == 2;
+  if (c.attention) {  // anchor the attention on its first MatMul
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (g_.nodes[static_cast<size_t>(nodes[i])].op_type == "MatMul") {
+        anchor = static_cast<int>(i);
+        break;
+      }
+    }
+  }
+  c.anchor = anchor;
+  c.work = group_work(g_, idx_, nodes, anchor, c.attention);
+  c.tile = choose_tile(c.work, dev_);
+  const KernelCost cost = kernel_cost(c.work, c.tile, dev_);
+  // A group no tile can run (too much shared memory, say) is not a legal fusion: infinite cost.
+  c.us = cost.feasible ? cost.total_us : std::numeric_limits<double>::infinity();
+  return cache_.emplace(std::move(key), std::move(c)).first->second;
+}
+
+double FusionSpace::group_us(const std::vector<int>& group) const { return cached(group).us; }
+
+double FusionSpace::score_us(const Decision& d) const {
+  // Group hashes from the union-find; a group's members are collected only on a cache miss.
+  unite(d);
+  const size_t nk = eager_.kernels.size();
+  hash_.assign(nk, 0);
+  size_.assign(nk, 0);
+  for (size_t k = 0; k < nk; ++k) {
+    const auto r = static_cast<size_t>(root(static_cast<int>(k)));
+    hash_[r] += mix(static_cast<int>(k));
+    ++size_[r];
+  }
+  double t = 0;
+  for (size_t r = 0; r < nk; ++r) {
+    if (parent_[r] != static_cast<int>(r)) continue;
+    if (size_[r] == 1) {
+      t += std::max(single_us_[r], launch_us_);
+      continue;
+    }
+    auto it = cache_.find(hash_[r]);
+    double us;
+    if (it != cache_.end()) {
+      us = it->second.us;
+    } else {
+      std::vector<int> members;
+      for (size_t k = 0; k < nk; ++k) {
+        if (root(static_cast<int>(k)) == static_cast<int>(r)) members.push_back(static_cast<int>(k));
+      }
+      us = cached(members).us;
+    }
+    t += std::max(us, launch_us_);
+  }
+  return t;
+}
+
+Plan FusionSpace::build(const Decision& d, const std::string& scheduler) const {
+  Plan p;
+  p.model = g_.source_path;
+  p.gpu = dev_.profile ? dev_.profile->name : "";
+  p.scheduler = scheduler;
+  const auto grps = groups(d);
+  std::vector<int> group_of(eager_.kernels.size(), -1);
+  for (size_t i = 0; i < grps.size(); ++i) {
+    for (int k : grps[i]) group_of[static_cast<size_t>(k)] = static_cast<int>(i);
+    const Cached& c = cached(grps[i]);
+    PlanKernel pk;
+    pk.nodes = nodes_of(grps[i]);
+    pk.anchor = c.anchor;
+    pk.tile = c.tile;
+    if (c.attention) pk.fusions.push_back("attention");
+    p.kernels.push_back(std::move(pk));
+  }
+  // Explain each fusion taken: what it merged and what it saved against its parts unfused.
+  for (size_t ci = 0; ci < cands_.size() && ci < d.size(); ++ci) {
+    if (!d[ci]) continue;
+    const FusionCandidate& fc = cands_[ci];
+    const int gi = group_of[static_cast<size_t>(fc.kernels[0])];
+    bool same = true;
+    for (int k : fc.kernels) same = same && group_of[static_cast<size_t>(k)] == gi;
+    if (!same) continue;  // skipped: it conflicted with an earlier fusion
+    PlanKernel& pk = p.kernels[static_cast<size_t>(gi)];
+    if (std::find(pk.fusions.begin(), pk.fusions.end(), fc.pass) == pk.fusions.end()) pk.fusions.push_back(fc.pass);
+    double parts_us = 0, parts_bytes = 0;
+    std::string names;
+    for (int k : fc.kernels) {
+      const Cached& one = cached({k});
+      parts_us += one.us;
+      parts_bytes += static_cast<double>(one.work.bytes_read + one.work.bytes_written);
+      const Node& n = g_.nodes[static_cast<size_t>(eager_.kernels[static_cast<size_t>(k)].nodes[0])];
+      names += fmt::format("{}{} \"{}\"", names.empty() ? "" : " + ", n.op_type, n.name);
+    }
+    std::vector<int> own = fc.kernels;
+    std::sort(own.begin(), own.end());
+    const Cached& merged = cached(own);
+    const double saved_bytes = parts_bytes - static_cast<double>(merged.work.bytes_read + merged.work.bytes_written);
+    p.decisions.push_back(fmt::format("{}: {}; saves {:.2f} MB of traffic and {:.1f} us ({} kernels -> 1)", fc.pass,
+                                      names, saved_bytes / 1e6, parts_us - merged.us, fc.kernels.size()));
+  }
+  return p;
+}
+
+std::optional<Objective> objective_from_name(const std::string& s) {
+  if (s == "latency") return Objective::kLatency;
+  if (s == "throughput") return Objective::kThroughput;
+  if (s == "energy") return Objective::kEnergy;
+  if (s == "memory") return Objective::kMemory;
+  return std::nullopt;
+}
+
+std::string_view objective_name(Objective o) {
+  switch (o) {
+    case Objective::kLatency: return "latency";
+    case Objective::kThroughput: return "throughput";
+    case Objective::kEnergy: return "energy";
+    case Objective::kMemory: return "memory";
+  }
+  return "latency";
+}
+
+}  // namespace gpusim

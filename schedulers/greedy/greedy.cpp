@@ -1,0 +1,80 @@
+// greedy: fuse where the simulator says it saves. Each round proposes, from the current plan,
+// every single fusion not yet taken; takes all that helped, keeps the combination if it beats the
+// best single one (else just that one), and stops when a round finds nothing better.
+#include "schedulers/registry.h"
+
+namespace gpusim::schedulers {
+namespace {
+
+class Greedy : public Scheduler {
+ public:
+  explicit Greedy(const FusionSpace& s) : cur_(s.candidates().size(), 0) {}
+  std::string_view name() const override { return "greedy"; }
+
+  std::vector<Decision> propose() override {
+    if (stage_ == Stage::kDone) return {};
+    if (stage_ == Stage::kStart) {
+      stage_ = Stage::kBase;
+      return {cur_};
+    }
+    if (stage_ == Stage::kCombine) return {combined_};
+    flips_.clear();
+    std::vector<Decision> batch;
+    for (size_t c = 0; c < cur_.size(); ++c) {
+      if (cur_[c]) continue;
+      Decision d = cur_;
+      d[c] = 1;
+      flips_.push_back(c);
+      batch.push_back(std::move(d));
+    }
+    if (batch.empty()) stage_ = Stage::kDone;
+    return batch;
+  }
+
+  void report(const std::vector<double>& scores) override {
+    if (stage_ == Stage::kBase) {
+      cur_score_ = scores.at(0);
+      stage_ = Stage::kFlips;
+      return;
+    }
+    if (stage_ == Stage::kCombine) {
+      if (scores.at(0) < best_single_score_) {
+        cur_ = combined_;
+        cur_score_ = scores.at(0);
+      } else {
+        cur_ = best_single_;
+        cur_score_ = best_single_score_;
+      }
+      stage_ = Stage::kFlips;
+      return;
+    }
+    combined_ = cur_;
+    best_single_score_ = cur_score_;
+    bool any = false;
+    for (size_t i = 0; i < scores.size(); ++i) {
+      if (scores[i] < cur_score_ - 1e-9) {
+        combined_[flips_[i]] = 1;
+        any = true;
+        if (scores[i] < best_single_score_) {
+          best_single_score_ = scores[i];
+          best_single_ = cur_;
+          best_single_[flips_[i]] = 1;
+        }
+      }
+    }
+    stage_ = any ? Stage::kCombine : Stage::kDone;
+  }
+
+ private:
+  enum class Stage { kStart, kBase, kFlips, kCombine, kDone };
+  Stage stage_ = Stage::kStart;
+  Decision cur_, combined_, best_single_;
+  double cur_score_ = 0, best_single_score_ = 0;
+  std::vector<size_t> flips_;
+};
+
+}  // namespace
+
+std::unique_ptr<Scheduler> make_greedy(const FusionSpace& s, const SearchOptions&) { return std::make_unique<Greedy>(s); }
+
+}  // namespace gpusim::schedulers

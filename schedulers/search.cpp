@@ -1,0 +1,145 @@
+// The search driver: runs a scheduler's ask/tell loop over a FusionSpace, then ranks the best
+// distinct plans by the full timeline under the objective, offloading weights to host memory
+// where a plan does not fit the memory budget.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "gpusim/scheduler.h"
+#include "schedulers/registry.h"
+
+namespace gpusim {
+
+std::vector<std::string> scheduler_names() { return {"eager", "greedy", "beam", "random", "split"}; }
+
+std::unique_ptr<Scheduler> make_scheduler(const std::string& name, const FusionSpace& space, const SearchOptions& o) {
+  if (name == "eager") return schedulers::make_eager(space, o);
+  if (name == "greedy") return schedulers::make_greedy(space, o);
+  if (name == "beam") return schedulers::make_beam(space, o);
+  if (name == "random") return schedulers::make_random(space, o);
+  if (name == "split") return schedulers::make_split(space, o);
+  return nullptr;
+}
+
+namespace {
+
+double objective_value(Objective o, const Prediction& p, int64_t batch) {
+  switch (o) {
+    case Objective::kLatency: return p.total_us;
+    case Objective::kThroughput: return -static_cast<double>(batch) / (p.total_us * 1e-6);
+    case Objective::kEnergy: return p.energy_j;
+    case Objective::kMemory: return static_cast<double>(p.peak_memory_bytes);
+  }
+  return p.total_us;
+}
+
+// Offloads the largest weights until the plan's predicted peak memory fits the budget.
+Result<Prediction> fit_memory(const Graph& g, Plan& plan, const GpuProfile& gpu, double budget_bytes) {
+  auto pred = predict_plan(g, plan, gpu);
+  if (!pred || static_cast<double>(pred->peak_memory_bytes) <= budget_bytes) return pred;
+  std::vector<TensorId> weights;
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    if (g.tensors[t].role == TensorRole::kWeight) weights.push_back(static_cast<TensorId>(t));
+  }
+  const double scale = plan.dtype ? dtype_bits(*plan.dtype) / 32.0 : 1.0;  // weights re-typed from fp32
+  std::sort(weights.begin(), weights.end(), [&](TensorId a, TensorId b) { return g.tensor(a).bytes() > g.tensor(b).bytes(); });
+  double excess = static_cast<double>(pred->peak_memory_bytes) - budget_bytes;
+  size_t next = 0;
+  while (excess > 0 && next < weights.size()) {
+    // Take enough weights to cover the excess, then check with the full timeline.
+    double freed = 0;
+    while (freed < excess && next < weights.size()) {
+      freed += static_cast<double>(g.tensor(weights[next]).bytes()) * scale;
+      plan.offloaded.push_back(weights[next++]);
+    }
+    pred = predict_plan(g, plan, gpu);
+    if (!pred) return pred;
+    excess = static_cast<double>(pred->peak_memory_bytes) - budget_bytes;
+  }
+  double moved = 0;
+  for (TensorId t : plan.offloaded) moved += static_cast<double>(g.tensor(t).bytes()) * scale;
+  double copy_us = 0;
+  for (const Transfer& t : pred->transfers) copy_us += t.to_device ? t.duration_us : 0;
+  plan.decisions.push_back(fmt::format(
+      "offload: {} weights ({:.2f} GB) stay in host memory and stream over the host link ({:.1f} ms of copies in) so "
+      "the plan fits in {:.1f} GB{}",
+      plan.offloaded.size(), moved / 1e9, copy_us / 1e3, budget_bytes / 1e9, excess > 0 ? " (still over: even all "
+                                                                                             "weights offloaded do not fit)" : ""));
+  return pred;
+}
+
+}  // namespace
+
+Result<SearchResult> search(const Graph& input, const GpuProfile& gpu, const SearchOptions& o) {
+  const Graph g = o.dtype ? retype(input, *o.dtype) : input;
+  FusionSpace space(g, gpu);
+  auto sched = make_scheduler(o.scheduler, space, o);
+  if (!sched) {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("--scheduler \"{}\" is not one of {}", o.scheduler,
+                                                               fmt::join(scheduler_names(), ", ")));
+  }
+  SearchResult r;
+  std::unordered_map<std::string, std::pair<double, Decision>> seen;  // distinct plans, by decision bytes
+  while (true) {
+    std::vector<Decision> batch = sched->propose();
+    if (batch.empty()) break;
+    std::vector<double> scores;
+    scores.reserve(batch.size());
+    for (const Decision& d : batch) {
+      const double s = space.score_us(d);
+      scores.push_back(s);
+      seen.try_emplace(std::string(d.begin(), d.end()), s, d);
+    }
+    r.plans_scored += static_cast<int64_t>(batch.size());
+    sched->report(scores);
+  }
+  // The most promising distinct plans, by the fast score, get the full timeline.
+  struct Seen {
+    double score;
+    const std::string* key;
+    const Decision* decision;
+  };
+  std::vector<Seen> order;
+  for (const auto& [key, entry] : seen) order.push_back({entry.first, &key, &entry.second});
+  // Ties broken by the decision itself, so a search is reproducible.
+  std::sort(order.begin(), order.end(), [](const Seen& a, const Seen& b) {
+    return a.score != b.score ? a.score < b.score : *a.key < *b.key;
+  });
+  const size_t full = std::min(order.size(), static_cast<size_t>(std::max(8, 2 * o.top_k)));
+  const double budget = o.memory_budget_gb.value_or(gpu.memory.dram.size_gb) * 1e9;
+  int64_t batch = 1;
+  if (!g.inputs.empty() && !g.tensor(g.inputs[0]).shape.empty()) batch = g.tensor(g.inputs[0]).shape[0];
+  std::unordered_map<std::string, bool> built;  // decisions that skip conflicting fusions can coincide
+  for (size_t i = 0, taken = 0; i < order.size() && taken < full; ++i) {
+    if (!std::isfinite(order[i].score)) break;  // plans with a kernel no tile can run
+    RankedPlan rp;
+    rp.plan = space.build(*order[i].decision, std::string(sched->name()));
+    std::string shape;
+    for (const PlanKernel& k : rp.plan.kernels) shape += std::to_string(k.nodes.back()) + "/" + std::to_string(k.nodes.size()) + ",";
+    if (!built.emplace(shape, true).second) continue;
+    ++taken;
+    rp.plan.dtype = o.dtype;
+    rp.plan.objective = std::string(objective_name(o.objective));
+    auto pred = fit_memory(input, rp.plan, gpu, budget);
+    if (!pred) return pred.error();
+    rp.prediction = std::move(*pred);
+    rp.objective_value = objective_value(o.objective, rp.prediction, batch);
+    r.plans.push_back(std::move(rp));
+  }
+  std::stable_sort(r.plans.begin(), r.plans.end(),
+                   [](const RankedPlan& a, const RankedPlan& b) { return a.objective_value < b.objective_value; });
+  if (r.plans.size() > static_cast<size_t>(o.top_k)) r.plans.resize(static_cast<size_t>(o.top_k));
+  Plan eager = space.eager();
+  eager.dtype = o.dtype;
+  auto e = fit_memory(input, eager, gpu, budget);
+  if (!e) return e.error();
+  r.eager = std::move(*e);
+  r.notes.push_back(fmt::format("{} fusion candidates found by the passes; {} plans scored by the {} scheduler",
+                                space.candidates().size(), r.plans_scored, sched->name()));
+  return r;
+}
+
+}  // namespace gpusim

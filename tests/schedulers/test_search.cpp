@@ -1,0 +1,243 @@
+// Fusion passes on small graphs, every scheduler on every bundled model over a range of GPUs
+// (valid plans, never slower than eager), reproducible random sampling, offloading to fit.
+#include <catch2/catch.hpp>
+
+#include "gpusim/onnx_import.h"
+#include "gpusim/scheduler.h"
+#include "support/onnx_builder.h"
+#include "support/run_cli.h"
+
+using namespace gpusim;
+using Catch::Matchers::Contains;
+constexpr int kF32 = onnx::TensorProto::FLOAT;
+
+namespace {
+
+GpuProfile gpu(const std::string& name) {
+  auto p = find_profile(name, default_profile_dirs());
+  if (!p) FAIL(p.error().message);
+  return std::move(*p);
+}
+
+Graph build(test::OnnxBuilder& b, const std::string& file) {
+  auto g = import_onnx(b.write(file));
+  if (!g) FAIL(g.error().message);
+  return std::move(*g);
+}
+
+Graph model(const std::string& file) {
+  ImportOptions opts;
+  opts.dims["batch"] = 1;
+  auto g = import_onnx(test::source_dir() + "/models/" + file, opts);
+  if (!g) g = import_onnx(test::source_dir() + "/models/" + file);
+  if (!g) FAIL(g.error().message);
+  return std::move(*g);
+}
+
+std::vector<std::string> passes(const FusionSpace& s) {
+  std::vector<std::string> out;
+  for (const auto& c : s.candidates()) out.push_back(c.pass);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("pass: elementwise chains fuse and save the intermediate", "[schedulers][passes]") {
+  test::OnnxBuilder b;
+  b.input("x", kF32, {int64_t{1024}, int64_t{1024}});
+  b.node("Sigmoid", {"x"}, {"s"}, "sig");
+  b.node("Mul", {"x", "s"}, {"silu"}, "mul");
+  b.node("Tanh", {"silu"}, {"y"}, "tanh");
+  b.output("y");
+  const Graph g = build(b, "chain.onnx");
+  const FusionSpace s(g, gpu("nvidia-rtx-3060"));
+  CHECK(passes(s) == std::vector<std::string>{"elementwise-chain", "elementwise-chain"});
+  const Decision all(s.candidates().size(), 1);
+  REQUIRE(s.groups(all).size() == 1);
+  CHECK(s.score_us(all) < s.score_us(Decision(s.candidates().size(), 0)));
+  const Plan p = s.build(all, "test");
+  REQUIRE(validate_plan(p, g, s.device()));
+  REQUIRE(p.decisions.size() == 2);
+  CHECK_THAT(p.decisions[0], Contains("elementwise-chain: Sigmoid \"sig\" + Mul \"mul\"; saves 12.58 MB of traffic"));
+}
+
+TEST_CASE("pass: GEMM and conv epilogues, BatchNorm folded into its conv", "[schedulers][passes]") {
+  test::OnnxBuilder b;
+  b.input("x", kF32, {int64_t{1}, int64_t{64}, int64_t{56}, int64_t{56}});
+  b.initializer("w", kF32, {64, 64, 3, 3});
+  b.initializer("sc", kF32, {64});
+  b.initializer("bi", kF32, {64});
+  b.initializer("mu", kF32, {64});
+  b.initializer("va", kF32, {64});
+  b.node("Conv", {"x", "w"}, {"c"}, "conv").ints("pads", {1, 1, 1, 1});
+  b.node("BatchNormalization", {"c", "sc", "bi", "mu", "va"}, {"bn"}, "bn");
+  b.node("Relu", {"bn"}, {"r"}, "relu");
+  b.node("Add", {"r", "x"}, {"y"}, "residual");
+  b.output("y");
+  const Graph g = build(b, "conv_bn.onnx");
+  const FusionSpace s(g, gpu("nvidia-a100-40gb"));
+  CHECK(passes(s) == std::vector<std::string>{"batchnorm-fold", "elementwise-chain", "elementwise-chain"});
+  const Plan p = s.build(Decision(s.candidates().size(), 1), "test");
+  REQUIRE(p.kernels.size() == 1);
+  CHECK(p.kernels[0].fusions == std::vector<std::string>{"batchnorm-fold", "elementwise-chain"});
+  REQUIRE(validate_plan(p, g, s.device()));
+}
+
+TEST_CASE("pass: normalization prologue and epilogue", "[schedulers][passes]") {
+  test::OnnxBuilder b(18);
+  b.input("x", kF32, {int64_t{2}, int64_t{128}, int64_t{768}});
+  b.input("res", kF32, {int64_t{2}, int64_t{128}, int64_t{768}});
+  b.initializer("g", kF32, {768});
+  b.initializer("bb", kF32, {768});
+  b.node("Add", {"x", "res"}, {"s"}, "residual");
+  b.node("LayerNormalization", {"s", "g", "bb"}, {"ln"}, "ln").i("axis", -1);
+  b.node("Mul", {"ln", "x"}, {"y"}, "scale");
+  b.output("y");
+  const Graph g = build(b, "norm.onnx");
+  const FusionSpace s(g, gpu("nvidia-l4"));
+  CHECK(passes(s) == std::vector<std::string>{"norm-prologue", "norm-epilogue"});
+  const Decision all(s.candidates().size(), 1);
+  REQUIRE(s.groups(all).size() == 1);
+  CHECK(s.score_us(all) < s.score_us(Decision(s.candidates().size(), 0)));
+}
+
+TEST_CASE("pass: attention becomes one kernel and a GEMM never takes a second main loop", "[schedulers][passes]") {
+  test::OnnxBuilder b;
+  b.input("q", kF32, {int64_t{8}, int64_t{1024}, int64_t{64}});
+  b.input("k", kF32, {int64_t{8}, int64_t{1024}, int64_t{64}});
+  b.input("v", kF32, {int64_t{8}, int64_t{1024}, int64_t{64}});
+  b.node("Transpose", {"k"}, {"kt"}, "kt").ints("perm", {0, 2, 1});
+  b.node("MatMul", {"q", "kt"}, {"s"}, "qk");
+  b.initializer("scale", kF32, {});
+  b.node("Mul", {"s", "scale"}, {"ss"}, "scale_mul");
+  b.node("Softmax", {"ss"}, {"p"}, "softmax").i("axis", -1);
+  b.node("MatMul", {"p", "v"}, {"o"}, "pv");
+  b.output("o");
+  const Graph g = build(b, "attention.onnx");
+  const FusionSpace s(g, gpu("nvidia-h100-sxm"));
+  const auto names = passes(s);
+  CHECK(std::find(names.begin(), names.end(), "attention") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "transpose-into-gemm") != names.end());
+  Decision only_attention(s.candidates().size(), 0);
+  for (size_t i = 0; i < names.size(); ++i) only_attention[i] = names[i] == "attention";
+  const Plan p = s.build(only_attention, "test");
+  REQUIRE(p.kernels.size() == 1);
+  CHECK(p.kernels[0].fusions.front() == "attention");
+  REQUIRE(validate_plan(p, g, s.device()));
+  CHECK(s.score_us(only_attention) < s.score_us(Decision(s.candidates().size(), 0)));
+  // Without the attention pass, the two MatMuls never end up in one kernel.
+  Decision rest(s.candidates().size(), 1);
+  for (size_t i = 0; i < names.size(); ++i) rest[i] = names[i] != "attention";
+  for (const auto& grp : s.groups(rest)) {
+    int matmuls = 0;
+    for (int k : grp) matmuls += g.nodes[static_cast<size_t>(s.eager().kernels[static_cast<size_t>(k)].nodes[0])].op_type == "MatMul";
+    CHECK(matmuls <= 1);
+  }
+}
+
+TEST_CASE("every scheduler gives valid plans never slower than eager on every bundled model", "[schedulers]") {
+  const std::vector<std::string> models = {"resnet50.onnx",         "mobilenet_v2.onnx",        "vit_b_16.onnx",
+                                           "bert_base_seq128.onnx", "gpt2_prefill_seq512.onnx", "sd15_unet_64x64.onnx",
+                                           "sd15_vae_decoder_512.onnx"};
+  const std::vector<std::string> gpus = {"nvidia-rtx-3060", "nvidia-h100-sxm", "amd-mi300x", "apple-m3-max", "nvidia-gtx-1080-ti"};
+  for (const std::string& m : models) {
+    const Graph g = model(m);
+    for (const std::string& name : gpus) {
+      const GpuProfile p = gpu(name);
+      const DeviceModel d = make_device(p);
+      for (const std::string& sched : scheduler_names()) {
+        if ((sched == "beam" || sched == "split") && name != "nvidia-rtx-3060") continue;  // slow tier elsewhere
+        INFO(m << " on " << name << " with " << sched);
+        SearchOptions o;
+        o.scheduler = sched;
+        o.dtype = DType::kFloat16;
+        o.beam_width = 2;
+        o.samples = 8;
+        auto r = search(g, p, o);
+        REQUIRE(r);
+        REQUIRE(!r->plans.empty());
+        const RankedPlan& best = r->plans.front();
+        CHECK(validate_plan(best.plan, retype(g, DType::kFloat16), d));
+        if (sched != "random") CHECK(best.prediction.total_us <= r->eager.total_us * 1.0001);
+      }
+    }
+  }
+}
+
+TEST_CASE("random sampling is reproducible by seed", "[schedulers]") {
+  const Graph g = model("bert_base_seq128.onnx");
+  const GpuProfile p = gpu("nvidia-a10");
+  SearchOptions o;
+  o.scheduler = "random";
+  o.samples = 16;
+  o.top_k = 3;
+  o.seed = 42;
+  auto a = search(g, p, o), b = search(g, p, o);
+  o.seed = 43;
+  auto c = search(g, p, o);
+  REQUIRE(a);
+  REQUIRE(b);
+  REQUIRE(c);
+  REQUIRE(a->plans.size() == b->plans.size());
+  for (size_t i = 0; i < a->plans.size(); ++i) {
+    CHECK(plan_to_json(a->plans[i].plan, g) == plan_to_json(b->plans[i].plan, g));
+  }
+  CHECK(plan_to_json(a->plans[0].plan, g) != plan_to_json(c->plans[0].plan, g));
+}
+
+TEST_CASE("a plan over the memory budget offloads weights and pays for the transfers", "[schedulers]") {
+  const Graph g = model("resnet50.onnx");
+  const GpuProfile p = gpu("nvidia-rtx-4060");
+  SearchOptions o;
+  o.scheduler = "greedy";
+  auto fits = search(g, p, o);
+  o.memory_budget_gb = 0.08;  // the fp32 weights alone are 102 MB
+  auto tight = search(g, p, o);
+  REQUIRE(fits);
+  REQUIRE(tight);
+  const RankedPlan& t = tight->plans.front();
+  CHECK(fits->plans.front().plan.offloaded.empty());
+  CHECK_FALSE(t.plan.offloaded.empty());
+  CHECK(static_cast<double>(t.prediction.peak_memory_bytes) <= 0.08e9);
+  CHECK(t.prediction.total_us > fits->plans.front().prediction.total_us);
+  CHECK_THAT(t.plan.decisions.back(), Contains("offload: "));
+  CHECK(validate_plan(t.plan, g, make_device(p)));
+}
+
+TEST_CASE("objectives rank by their own figure", "[schedulers]") {
+  const Graph g = model("mobilenet_v2.onnx");
+  const GpuProfile p = gpu("nvidia-t4");
+  for (Objective obj : {Objective::kLatency, Objective::kEnergy, Objective::kMemory, Objective::kThroughput}) {
+    SearchOptions o;
+    o.scheduler = "random";
+    o.samples = 12;
+    o.objective = obj;
+    o.top_k = 4;
+    auto r = search(g, p, o);
+    REQUIRE(r);
+    for (size_t i = 1; i < r->plans.size(); ++i) CHECK(r->plans[i - 1].objective_value <= r->plans[i].objective_value);
+  }
+}
+
+TEST_CASE("gpusim plan reports plans and reasons and writes a plan predict can score", "[schedulers][cli]") {
+  const std::string out = test::temp_dir() + "/resnet.plan.json";
+  const test::Run r = test::run_gpusim("plan " + test::source_dir() + "/models/resnet50.onnx --gpu nvidia-rtx-3060 "
+                                       "--dtype fp16 --scheduler beam --beam-width 2 --out " + out);
+  INFO(r.out);
+  REQUIRE(r.rc == 0);
+  CHECK_THAT(r.out, Contains("speedup"));
+  CHECK_THAT(r.out, Contains("gemm-epilogue: Conv"));
+  const test::Run p = test::run_gpusim("predict " + test::source_dir() + "/models/resnet50.onnx --gpu nvidia-rtx-3060 --plan " + out);
+  INFO(p.out);
+  REQUIRE(p.rc == 0);
+  CHECK_THAT(p.out, Contains("plan from the beam scheduler"));
+  const test::Run bad = test::run_gpusim("plan " + test::source_dir() + "/models/resnet50.onnx --gpu nvidia-t4 --scheduler annealing");
+  CHECK(bad.rc == 2);
+  CHECK_THAT(bad.out, Contains("--scheduler \"annealing\" is not one of eager, greedy, beam, random, split"));
+  const test::Run obj = test::run_gpusim("plan " + test::source_dir() + "/models/resnet50.onnx --gpu nvidia-t4 --objective speed");
+  CHECK(obj.rc == 2);
+  CHECK_THAT(obj.out, Contains("--objective \"speed\" is not one of latency, throughput, energy, memory"));
+  const test::Run wrong = test::run_gpusim("predict " + test::source_dir() + "/models/mobilenet_v2.onnx --gpu nvidia-t4 --plan " + out);
+  CHECK(wrong.rc == 1);
+  CHECK_THAT(wrong.out, Contains("is not a node of"));
+}

@@ -1,0 +1,146 @@
+// gpusim plan MODEL --gpu NAME [--objective ...] [--scheduler ...] [--top K] [--out plan.json] [--json]
+// Searches fusion and tiling plans with the simulator and reports the best: predicted time,
+// speed-up over eager, kernel count, and why each fusion was taken (bytes and time saved).
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "common.h"
+#include "format.h"
+#include "gpusim/scheduler.h"
+
+namespace gpusim::cli {
+
+void add_plan(CLI::App& app, int& rc) {
+  struct Args {
+    std::string model, gpu, objective = "latency", scheduler = "greedy", out, dtype;
+    std::vector<std::string> dims, profile_dirs;
+    int top = 3, beam_width = 8, samples = 64;
+    uint64_t seed = 1;
+    double memory_budget_gb = 0;
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("plan", "Search fusion and tiling plans with the simulator and report the best");
+  cmd->add_option("model", a->model, "The .onnx file (weights are not needed)")->required();
+  cmd->add_option("--gpu", a->gpu, "GPU profile name (gpusim profiles list) or a .yaml path")->required();
+  cmd->add_option("--objective", a->objective, "latency | throughput | energy | memory (default latency)");
+  cmd->add_option("--scheduler", a->scheduler, "eager | greedy | beam | random | split (default greedy)");
+  cmd->add_option("--top", a->top, "How many plans to report (default 3)");
+  cmd->add_option("--beam-width", a->beam_width, "beam: plans kept per step (default 8)");
+  cmd->add_option("--samples", a->samples, "random: plans sampled (default 64)");
+  cmd->add_option("--seed", a->seed, "random: the seed (same seed, same plans)");
+  cmd->add_option("--memory-budget-gb", a->memory_budget_gb,
+                  "Device memory a plan may use (default: the GPU's); weights are offloaded to fit");
+  cmd->add_option("--out", a->out, "Write the best plan as JSON (schema gpusim.plan/1) for predict --plan and run");
+  cmd->add_option("--dtype", a->dtype, "Re-type the graph's float tensors: fp32, fp16 or bf16");
+  cmd->add_option("--dim", a->dims, "Set a symbolic input dim: NAME=VALUE or INPUT:AXIS=VALUE (repeatable)");
+  cmd->add_option("--profiles", a->profile_dirs, "Extra directory of GPU profiles, searched first (repeatable)");
+  cmd->add_flag("--json", a->json, "Print JSON (schema gpusim.plan-search/1)");
+  cmd->callback([a, &rc] {
+    SearchOptions o;
+    auto obj = objective_from_name(a->objective);
+    if (!obj) {
+      fmt::print(stderr, "gpusim plan: --objective \"{}\" is not one of latency, throughput, energy, memory\n",
+                 a->objective);
+      rc = 2;
+      return;
+    }
+    o.objective = *obj;
+    o.scheduler = a->scheduler;
+    o.top_k = std::max(1, a->top);
+    o.beam_width = a->beam_width;
+    o.samples = a->samples;
+    o.seed = a->seed;
+    if (a->memory_budget_gb > 0) o.memory_budget_gb = a->memory_budget_gb;
+    if (!a->dtype.empty()) {
+      auto d = parse_dtype(a->dtype);
+      if (!d) {
+        fmt::print(stderr, "gpusim plan: {}\n", d.error().message);
+        rc = 2;
+        return;
+      }
+      o.dtype = *d;
+    }
+    auto g = load_model(a->model, a->dims);
+    if (!g) {
+      fmt::print(stderr, "gpusim plan: {}\n", g.error().message);
+      rc = exit_code(g.error());
+      return;
+    }
+    auto gpu = load_gpu(a->gpu, a->profile_dirs);
+    if (!gpu) {
+      fmt::print(stderr, "gpusim plan: {}\n", gpu.error().message);
+      rc = 1;
+      return;
+    }
+    auto r = search(*g, *gpu, o);
+    if (!r) {
+      fmt::print(stderr, "gpusim plan: {}\n", r.error().message);
+      rc = exit_code(r.error());
+      return;
+    }
+    if (r->plans.empty()) {
+      fmt::print(stderr, "gpusim plan: the search produced no plan\n");
+      rc = 1;
+      return;
+    }
+    if (!a->out.empty()) {
+      std::ofstream f(a->out, std::ios::trunc);
+      f << plan_to_json(r->plans.front().plan, *g) << "\n";
+      if (!f) {
+        fmt::print(stderr, "gpusim plan: {}: cannot write the plan file\n", a->out);
+        rc = 1;
+        return;
+      }
+    }
+    const double eager_us = r->eager.total_us;
+    if (a->json) {
+      nlohmann::json plans = nlohmann::json::array();
+      for (const RankedPlan& p : r->plans) {
+        plans.push_back({{"total_us", p.prediction.total_us},
+                         {"speedup_vs_eager", eager_us / p.prediction.total_us},
+                         {"kernels", p.plan.kernels.size()},
+                         {"peak_memory_bytes", p.prediction.peak_memory_bytes},
+                         {"energy_j", p.prediction.energy_j},
+                         {"objective_value", p.objective_value},
+                         {"offloaded_weights", p.plan.offloaded.size()},
+                         {"decisions", p.plan.decisions},
+                         {"plan", nlohmann::json::parse(plan_to_json(p.plan, *g))}});
+      }
+      fmt::print("{}\n", nlohmann::json{{"schema", "gpusim.plan-search/1"},
+                                        {"model", a->model},
+                                        {"gpu", gpu->name},
+                                        {"scheduler", o.scheduler},
+                                        {"objective", a->objective},
+                                        {"plans_scored", r->plans_scored},
+                                        {"eager", {{"total_us", eager_us}, {"kernels", r->eager.kernels.size()}}},
+                                        {"plans", plans},
+                                        {"notes", r->notes}}
+                             .dump(2));
+      rc = 0;
+      return;
+    }
+    fmt::print("model    {}\ngpu      {} ({})\nsearch   {} scheduler, objective {}; {}\n", a->model, gpu->display_name,
+               gpu->name, o.scheduler, a->objective, r->notes.front());
+    fmt::print("eager    {:.3f} ms in {} kernels\n\n", eager_us / 1e3, r->eager.kernels.size());
+    fmt::print("{:>4} {:>12} {:>9} {:>8} {:>11} {:>10}\n", "rank", "latency_ms", "speedup", "kernels", "peak_mem",
+               "energy_J");
+    for (size_t i = 0; i < r->plans.size(); ++i) {
+      const RankedPlan& p = r->plans[i];
+      fmt::print("{:>4} {:>12.3f} {:>8.2f}x {:>8} {:>11} {:>10.3f}\n", i + 1, p.prediction.total_us / 1e3,
+                 eager_us / p.prediction.total_us, p.plan.kernels.size(),
+                 bytes_str(static_cast<double>(p.prediction.peak_memory_bytes)), p.prediction.energy_j);
+    }
+    const Plan& best = r->plans.front().plan;
+    fmt::print("\nwhy (plan 1: {} decisions)\n", best.decisions.size());
+    for (const std::string& d : best.decisions) fmt::print("  - {}\n", d);
+    if (!a->out.empty()) fmt::print("\nplan 1 written to {} (gpusim predict {} --gpu {} --plan {})\n", a->out, a->model,
+                                    gpu->name, a->out);
+    rc = 0;
+  });
+}
+
+}  // namespace gpusim::cli
