@@ -59,7 +59,10 @@ FusionSpace::FusionSpace(const Graph& g, const GpuProfile& gpu) : g_(g), dev_(ma
     kind_[k] = static_cast<uint8_t>(kind_of(g, g.nodes[static_cast<size_t>(eager_.kernels[k].nodes[0])]));
   }
   find_candidates();
-  for (const FusionCandidate& c : cands_) cand_attention_.push_back(c.pass == "attention");
+  for (const FusionCandidate& c : cands_) {
+    cand_attention_.push_back(c.pass == "attention");
+    cand_recompute_.push_back(c.pass == "recompute");
+  }
   single_us_.resize(eager_.kernels.size());
   for (size_t k = 0; k < eager_.kernels.size(); ++k) single_us_[k] = cached({static_cast<int>(k)}).us;
 }
@@ -162,6 +165,27 @@ void FusionSpace::find_candidates() {
     }
     add("attention", chain);
   }
+  // Recompute: a cheap elementwise op read by 2-4 pointwise or row-wise kernels (not a GEMM, whose
+  // tiles would recompute it many times) can run inside each of them instead of being stored.
+  for (size_t ku = 0; ku < nk; ++ku) {
+    const Node& a = node(static_cast<int>(ku));
+    if (kind[ku] != kPointwise || op_class(a.domain, a.op_type) != OpClass::kElementwise) continue;
+    std::vector<int> users;
+    bool ok = true;
+    for (TensorId t : a.outputs) {
+      if (t == kNoTensor) continue;
+      if (escapes[static_cast<size_t>(t)]) ok = false;
+      for (int j : readers[static_cast<size_t>(t)]) {
+        if (std::find(users.begin(), users.end(), j) == users.end()) users.push_back(j);
+      }
+    }
+    if (!ok || users.size() < 2 || users.size() > 4) continue;
+    for (int j : users) ok = ok && kind[static_cast<size_t>(j)] != kMainLoop;
+    if (!ok) continue;
+    std::vector<int> ks = {static_cast<int>(ku)};
+    ks.insert(ks.end(), users.begin(), users.end());
+    add("recompute", ks);
+  }
 }
 
 int FusionSpace::root(int k) const {
@@ -178,15 +202,21 @@ void FusionSpace::unite(const Decision& d) const {
   mains_.resize(nk);
   rows_.resize(nk);
   attention_.assign(nk, 0);
+  merged_.assign(nk, 0);
   std::iota(parent_.begin(), parent_.end(), 0);
   for (size_t k = 0; k < nk; ++k) {
     mains_[k] = kind_[k] == kMainLoop;
     rows_[k] = kind_[k] == kRowwise;
   }
   int roots[16];
+  recomp_.clear();
   for (size_t c = 0; c < cands_.size() && c < d.size(); ++c) {
     if (!d[c]) continue;
     const FusionCandidate& fc = cands_[c];
+    if (cand_recompute_[c]) {
+      recomp_.push_back(c);  // decided below, once the merges are known
+      continue;
+    }
     int n = 0, m = 0, r = 0;
     bool att = cand_attention_[c] != 0;
     for (int k : fc.kernels) {
@@ -201,28 +231,73 @@ void FusionSpace::unite(const Decision& d) const {
     const bool legal = att ? (m <= 2 && r <= 1) : (m + r <= 1);
     if (!legal) continue;
     for (int i = 1; i < n; ++i) parent_[static_cast<size_t>(roots[i])] = roots[0];
+    if (n > 1) merged_[static_cast<size_t>(roots[0])] = 1;
     mains_[static_cast<size_t>(roots[0])] = m;
     rows_[static_cast<size_t>(roots[0])] = r;
     attention_[static_cast<size_t>(roots[0])] = att;
   }
+  // Recomputes: the producer must still be a kernel of its own, and no recompute may feed another.
+  removed_.assign(nk, 0);
+  copied_.assign(nk, 0);
+  size_t kept = 0;
+  for (size_t i = 0; i < recomp_.size(); ++i) {
+    const FusionCandidate& fc = cands_[recomp_[i]];
+    const int p = fc.kernels[0];
+    bool ok = root(p) == p && !merged_[static_cast<size_t>(p)] && !removed_[static_cast<size_t>(p)] &&
+              !copied_[static_cast<size_t>(p)];
+    for (size_t u = 1; ok && u < fc.kernels.size(); ++u) ok = !removed_[static_cast<size_t>(fc.kernels[u])];
+    if (!ok) continue;
+    removed_[static_cast<size_t>(p)] = 1;
+    for (size_t u = 1; u < fc.kernels.size(); ++u) copied_[static_cast<size_t>(fc.kernels[u])] = 1;
+    recomp_[kept++] = recomp_[i];
+  }
+  recomp_.resize(kept);
+}
+
+std::vector<int> FusionSpace::recomputed_of(const std::vector<int>& group) const {
+  const int nk = static_cast<int>(eager_.kernels.size());
+  std::vector<int> nodes;
+  for (int v : group) {
+    if (v >= nk) nodes.push_back(eager_.kernels[static_cast<size_t>(v - nk)].nodes[0]);
+  }
+  return nodes;
 }
 
 std::vector<std::vector<int>> FusionSpace::groups(const Decision& d) const {
   unite(d);
   const size_t nk = eager_.kernels.size();
   std::vector<std::vector<int>> by_root(nk);
-  for (size_t k = 0; k < nk; ++k) by_root[static_cast<size_t>(root(static_cast<int>(k)))].push_back(static_cast<int>(k));
+  for (size_t k = 0; k < nk; ++k) {
+    if (!removed_[k]) by_root[static_cast<size_t>(root(static_cast<int>(k)))].push_back(static_cast<int>(k));
+  }
+  for (size_t c : recomp_) {
+    const FusionCandidate& fc = cands_[c];
+    for (size_t u = 1; u < fc.kernels.size(); ++u) {
+      auto& grp = by_root[static_cast<size_t>(root(fc.kernels[u]))];
+      const int copy = fc.kernels[0] + static_cast<int>(nk);
+      if (std::find(grp.begin(), grp.end(), copy) == grp.end()) grp.push_back(copy);
+    }
+  }
   std::vector<std::vector<int>> out;
   for (auto& grp : by_root) {
-    if (!grp.empty()) out.push_back(std::move(grp));
+    if (grp.empty()) continue;
+    std::sort(grp.begin(), grp.end());
+    out.push_back(std::move(grp));
   }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.back() < b.back(); });
+  // In execution order: by the last eager kernel each group contains.
+  auto last = [&](const std::vector<int>& grp) {
+    int m = -1;
+    for (int v : grp) m = v < static_cast<int>(nk) ? std::max(m, v) : m;
+    return m;
+  };
+  std::sort(out.begin(), out.end(), [&](const auto& a, const auto& b) { return last(a) < last(b); });
   return out;
 }
 
 std::vector<int> FusionSpace::nodes_of(const std::vector<int>& group) const {
+  const int nk = static_cast<int>(eager_.kernels.size());
   std::vector<int> nodes;
-  for (int k : group) nodes.push_back(eager_.kernels[static_cast<size_t>(k)].nodes[0]);
+  for (int v : group) nodes.push_back(eager_.kernels[static_cast<size_t>(v >= nk ? v - nk : v)].nodes[0]);
   std::sort(nodes.begin(), nodes.end());
   return nodes;
 }
@@ -255,7 +330,7 @@ const FusionSpace::Cached& FusionSpace::cached(const std::vector<int>& group) co
     }
   }
   c.anchor = anchor;
-  c.work = group_work(g_, idx_, nodes, anchor, c.attention);
+  c.work = group_work(g_, idx_, nodes, anchor, c.attention, recomputed_of(group));
   c.tile = choose_tile(c.work, dev_);
   const KernelCost cost = kernel_cost(c.work, c.tile, dev_);
   // A group no tile can run (too much shared memory, say) is not a legal fusion: infinite cost.
@@ -272,29 +347,59 @@ double FusionSpace::score_us(const Decision& d) const {
   hash_.assign(nk, 0);
   size_.assign(nk, 0);
   for (size_t k = 0; k < nk; ++k) {
+    if (removed_[k]) continue;
     const auto r = static_cast<size_t>(root(static_cast<int>(k)));
     hash_[r] += mix(static_cast<int>(k));
     ++size_[r];
   }
+  for (size_t c : recomp_) {  // a recomputed copy joins each reader's group once
+    const FusionCandidate& fc = cands_[c];
+    for (size_t u = 1; u < fc.kernels.size(); ++u) {
+      const auto r = static_cast<size_t>(root(fc.kernels[u]));
+      bool seen = false;
+      for (size_t v = 1; v < u; ++v) seen = seen || root(fc.kernels[v]) == static_cast<int>(r);
+      if (seen) continue;
+      hash_[r] += mix(fc.kernels[0] + static_cast<int>(nk));
+      ++size_[r];
+    }
+  }
   double t = 0;
+  std::vector<size_t> missing;  // groups not yet priced: members collected in one pass below
   for (size_t r = 0; r < nk; ++r) {
-    if (parent_[r] != static_cast<int>(r)) continue;
+    if (parent_[r] != static_cast<int>(r) || removed_[r]) continue;
     if (size_[r] == 1) {
       t += std::max(single_us_[r], launch_us_);
       continue;
     }
     auto it = cache_.find(hash_[r]);
-    double us;
-    if (it != cache_.end()) {
-      us = it->second.us;
-    } else {
-      std::vector<int> members;
-      for (size_t k = 0; k < nk; ++k) {
-        if (root(static_cast<int>(k)) == static_cast<int>(r)) members.push_back(static_cast<int>(k));
-      }
-      us = cached(members).us;
+    if (it == cache_.end()) {
+      missing.push_back(r);
+      continue;
     }
-    t += std::max(us, launch_us_);
+    t += std::max(it->second.us, launch_us_);
+  }
+  if (!missing.empty()) {
+    std::unordered_map<size_t, std::vector<int>> members;
+    for (size_t r : missing) members[r];
+    for (size_t k = 0; k < nk; ++k) {
+      if (removed_[k]) continue;
+      auto it = members.find(static_cast<size_t>(root(static_cast<int>(k))));
+      if (it != members.end()) it->second.push_back(static_cast<int>(k));
+    }
+    for (size_t c : recomp_) {
+      const FusionCandidate& fc = cands_[c];
+      const int copy = fc.kernels[0] + static_cast<int>(nk);
+      for (size_t u = 1; u < fc.kernels.size(); ++u) {
+        auto it = members.find(static_cast<size_t>(root(fc.kernels[u])));
+        if (it != members.end() && std::find(it->second.begin(), it->second.end(), copy) == it->second.end()) {
+          it->second.push_back(copy);
+        }
+      }
+    }
+    for (auto& [r, m] : members) {
+      std::sort(m.begin(), m.end());
+      t += std::max(cached(m).us, launch_us_);
+    }
   }
   return t;
 }
@@ -307,10 +412,13 @@ Plan FusionSpace::build(const Decision& d, const std::string& scheduler) const {
   const auto grps = groups(d);
   std::vector<int> group_of(eager_.kernels.size(), -1);
   for (size_t i = 0; i < grps.size(); ++i) {
-    for (int k : grps[i]) group_of[static_cast<size_t>(k)] = static_cast<int>(i);
+    for (int k : grps[i]) {
+      if (k < static_cast<int>(group_of.size())) group_of[static_cast<size_t>(k)] = static_cast<int>(i);
+    }
     const Cached& c = cached(grps[i]);
     PlanKernel pk;
     pk.nodes = nodes_of(grps[i]);
+    pk.recomputed = recomputed_of(grps[i]);
     pk.anchor = c.anchor;
     pk.tile = c.tile;
     if (c.attention) pk.fusions.push_back("attention");
@@ -320,6 +428,37 @@ Plan FusionSpace::build(const Decision& d, const std::string& scheduler) const {
   for (size_t ci = 0; ci < cands_.size() && ci < d.size(); ++ci) {
     if (!d[ci]) continue;
     const FusionCandidate& fc = cands_[ci];
+    if (cand_recompute_[ci]) {
+      if (std::find(recomp_.begin(), recomp_.end(), ci) == recomp_.end()) continue;  // not applicable
+      const int nk = static_cast<int>(eager_.kernels.size());
+      double before = cached({fc.kernels[0]}).us, after = 0;
+      double bytes_before = 0, bytes_after = 0;
+      const Cached& prod = cached({fc.kernels[0]});
+      bytes_before += static_cast<double>(prod.work.bytes_read + prod.work.bytes_written);
+      for (size_t u = 1; u < fc.kernels.size(); ++u) {
+        const Cached& alone = cached({fc.kernels[u]});
+        std::vector<int> with = {fc.kernels[u], fc.kernels[0] + nk};
+        std::sort(with.begin(), with.end());
+        const Cached& fused = cached(with);
+        before += alone.us;
+        after += fused.us;
+        bytes_before += static_cast<double>(alone.work.bytes_read + alone.work.bytes_written);
+        bytes_after += static_cast<double>(fused.work.bytes_read + fused.work.bytes_written);
+      }
+      const int pnode = eager_.kernels[static_cast<size_t>(fc.kernels[0])].nodes[0];
+      const Node& n = g_.nodes[static_cast<size_t>(pnode)];
+      p.decisions.push_back(fmt::format("recompute: {} \"{}\" runs again in each of its {} readers instead of being "
+                                        "stored; saves {:.2f} MB of traffic and {:.1f} us",
+                                        n.op_type, n.name, fc.kernels.size() - 1, (bytes_before - bytes_after) / 1e6,
+                                        before - after));
+      for (PlanKernel& pk : p.kernels) {
+        if (std::find(pk.recomputed.begin(), pk.recomputed.end(), pnode) != pk.recomputed.end() &&
+            std::find(pk.fusions.begin(), pk.fusions.end(), "recompute") == pk.fusions.end()) {
+          pk.fusions.push_back("recompute");
+        }
+      }
+      continue;
+    }
     const int gi = group_of[static_cast<size_t>(fc.kernels[0])];
     bool same = true;
     for (int k : fc.kernels) same = same && group_of[static_cast<size_t>(k)] == gi;

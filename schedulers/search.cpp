@@ -113,8 +113,13 @@ Result<SearchResult> search(const Graph& input, const GpuProfile& gpu, const Sea
   int64_t batch = 1;
   if (!g.inputs.empty() && !g.tensor(g.inputs[0]).shape.empty()) batch = g.tensor(g.inputs[0]).shape[0];
   std::unordered_map<std::string, bool> built;  // decisions that skip conflicting fusions can coincide
+  double last_score = -1;
   for (size_t i = 0, taken = 0; i < order.size() && taken < full; ++i) {
     if (!std::isfinite(order[i].score)) break;  // plans with a kernel no tile can run
+    // Decisions that differ only in fusions that could not apply give the same plan and score:
+    // skip them before paying for build() (two different plans with exactly equal scores are rare).
+    if (order[i].score == last_score) continue;
+    last_score = order[i].score;
     RankedPlan rp;
     rp.plan = space.build(*order[i].decision, std::string(sched->name()));
     std::string shape;

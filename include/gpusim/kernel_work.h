@@ -24,7 +24,8 @@ GraphIndex index_graph(const Graph& g);
 
 // The work of a fused group; `anchor` (a position in `nodes`) sets the class and the GEMM/row
 // view. Attention groups (QK^T, scale, mask, softmax, PV) become one attention kernel.
+// `recomputed` lists nodes of the group that other kernels also run: their outputs are never written.
 KernelWork group_work(const Graph& g, const GraphIndex& idx, const std::vector<int>& nodes, int anchor,
-                      bool attention = false);
+                      bool attention = false, const std::vector<int>& recomputed = {});
 
 }  // namespace gpusim

@@ -1,6 +1,8 @@
 // Plan search. A FusionSpace lists, for one graph on one GPU, every legal fusion the passes find
 // (each named: "elementwise-chain", "gemm-epilogue", "batchnorm-fold", "norm-prologue",
-// "norm-epilogue", "transpose-into-gemm", "attention") as a candidate merge of eager kernels.
+// "norm-epilogue", "transpose-into-gemm", "attention") as a candidate merge of eager kernels, and
+// "recompute": a cheap elementwise op with several readers run again inside each of them instead
+// of stored once and read back.
 // A plan is a choice of candidates (a Decision) plus a tile per kernel; the space scores
 // decisions quickly from cached kernel costs and builds the full Plan for the best ones.
 //
@@ -36,7 +38,7 @@ std::string_view objective_name(Objective o);
 
 struct FusionCandidate {
   std::string pass;          // which fusion pass proposed it
-  std::vector<int> kernels;  // eager kernel indices merged by it
+  std::vector<int> kernels;  // eager kernel indices merged by it (recompute: the producer, then its readers)
 };
 
 // One decision per candidate: 1 = fuse. Candidates that conflict with earlier accepted ones (two
@@ -52,7 +54,8 @@ class FusionSpace {
   const Plan& eager() const { return eager_; }
   const std::vector<FusionCandidate>& candidates() const { return cands_; }
 
-  // Groups of eager kernels under a decision (each group sorted, groups in execution order).
+  // Groups of eager kernels under a decision (each group sorted, groups in execution order). A
+  // member k >= eager().kernels.size() is a recomputed copy of kernel k - eager().kernels.size().
   std::vector<std::vector<int>> groups(const Decision& d) const;
   // The kernel time of a group with its best tile (cached).
   double group_us(const std::vector<int>& group) const;
@@ -73,7 +76,9 @@ class FusionSpace {
   std::vector<int> nodes_of(const std::vector<int>& group) const;
   void find_candidates();
   // Union-find of the eager kernels under a decision; parent_[k] ends at each group's root.
+  // Accepted recomputes land in recomp_ (candidate indices), their producers in removed_.
   void unite(const Decision& d) const;
+  std::vector<int> recomputed_of(const std::vector<int>& group) const;
   int root(int k) const;
 
   const Graph& g_;
@@ -87,11 +92,12 @@ class FusionSpace {
   std::vector<uint8_t> kind_;         // per eager kernel: pointwise, main loop or row-wise
   mutable std::unordered_map<uint64_t, Cached> cache_;  // keyed by an order-free hash of the group
   mutable std::vector<int> parent_, mains_, rows_;     // scratch for unite() (a space is single-threaded)
-  mutable std::vector<uint8_t> attention_;
+  mutable std::vector<uint8_t> attention_, removed_, copied_, merged_;
+  mutable std::vector<size_t> recomp_;
   mutable std::vector<uint64_t> hash_;
   mutable std::vector<int> size_;
   std::vector<double> single_us_;
-  std::vector<uint8_t> cand_attention_;  // per candidate: is it the attention pass     // each eager kernel alone (the common case when scoring)
+  std::vector<uint8_t> cand_attention_, cand_recompute_;  // per candidate: which pass     // each eager kernel alone (the common case when scoring)
 };
 
 // The ask/tell interface every scheduler implements.

@@ -167,7 +167,7 @@ GraphIndex index_graph(const Graph& g) {
 }
 
 KernelWork group_work(const Graph& g, const GraphIndex& idx, const std::vector<int>& nodes, int anchor,
-                      bool attention) {
+                      bool attention, const std::vector<int>& recomputed) {
   const Node& a = g.nodes[static_cast<size_t>(nodes[static_cast<size_t>(anchor)])];
   if (nodes.size() == 1) return node_work(g, a).value_or(KernelWork{});
   KernelWork w = node_work(g, a).value_or(KernelWork{});
@@ -193,8 +193,9 @@ KernelWork group_work(const Graph& g, const GraphIndex& idx, const std::vector<i
       read += g.tensor(t).bytes();
       if (&n == &a) anchor_inputs += g.tensor(t).bytes();
     }
+    const bool copy = std::find(recomputed.begin(), recomputed.end(), ni) != recomputed.end();
     for (TensorId t : n.outputs) {
-      if (t == kNoTensor) continue;
+      if (t == kNoTensor || copy) continue;  // a recomputed node's result is never stored
       const auto ti = static_cast<size_t>(t);
       if (idx.graph_output[ti] || idx.readers[ti] > inside[ti]) written += g.tensor(t).bytes();
     }

@@ -33,6 +33,7 @@ Status validate_plan(const Plan& p, const Graph& g, const DeviceModel& d) {
   };
   const GraphIndex idx = index_graph(g);
   std::vector<int> owner(g.nodes.size(), -1);  // kernel that computes each node (not recomputed)
+  std::vector<int> copy_in(g.nodes.size(), -1);  // a kernel that recomputes it
   for (size_t k = 0; k < p.kernels.size(); ++k) {
     const PlanKernel& kern = p.kernels[k];
     if (kern.nodes.empty()) {
@@ -51,6 +52,7 @@ Status validate_plan(const Plan& p, const Graph& g, const DeviceModel& d) {
       }
       const Node& n = g.nodes[static_cast<size_t>(ni)];
       const bool recomputed = std::find(kern.recomputed.begin(), kern.recomputed.end(), ni) != kern.recomputed.end();
+      if (recomputed && copy_in[static_cast<size_t>(ni)] < 0) copy_in[static_cast<size_t>(ni)] = static_cast<int>(k);
       if (!recomputed) {
         if (owner[static_cast<size_t>(ni)] >= 0) {
           problem(fmt::format("node \"{}\" runs in kernels {} and {} without being marked recomputed", n.name,
@@ -65,7 +67,7 @@ Status validate_plan(const Plan& p, const Graph& g, const DeviceModel& d) {
     if (anchors > (attention ? 2 : 1)) {
       problem(fmt::format("kernel {} fuses {} matmul/conv ops; a kernel has one main loop", k, anchors));
     }
-    const KernelWork w = group_work(g, idx, kern.nodes, kern.anchor, attention);
+    const KernelWork w = group_work(g, idx, kern.nodes, kern.anchor, attention, kern.recomputed);
     const std::string why = tile_feasibility(w, kern.tile, d);
     if (!why.empty()) problem(fmt::format("kernel {} (\"{}\"): {}", k, g.nodes[static_cast<size_t>(kern.nodes[0])].name, why));
     const KernelCost c = kernel_cost(w, kern.tile, d);
@@ -79,8 +81,8 @@ Status validate_plan(const Plan& p, const Graph& g, const DeviceModel& d) {
     const Node& n = g.nodes[i];
     if (!runs_on_device(g, n)) continue;
     if (owner[i] < 0) {
-      problem(fmt::format("node \"{}\" ({}) is in no kernel", n.name, n.op_type));
-      continue;
+      if (copy_in[i] < 0) problem(fmt::format("node \"{}\" ({}) is in no kernel", n.name, n.op_type));
+      continue;  // recomputed where it is used: its inputs come before each of those kernels
     }
     for (TensorId t : n.inputs) {
       if (t == kNoTensor) continue;

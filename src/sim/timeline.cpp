@@ -76,7 +76,7 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
     }
     pk.nodes = k.nodes;
     const bool attention = std::find(k.fusions.begin(), k.fusions.end(), "attention") != k.fusions.end();
-    pk.work = group_work(g, idx, k.nodes, k.anchor, attention);
+    pk.work = group_work(g, idx, k.nodes, k.anchor, attention, k.recomputed);
     pk.cost = kernel_cost(pk.work, k.tile, dev);
     if (!pk.cost.feasible) {
       return make_error(ErrorCode::kInvalidArgument,
@@ -170,6 +170,14 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
     delta[static_cast<size_t>(std::max(0, from))] += bytes;
     if (static_cast<size_t>(to) + 1 <= n_k) delta[static_cast<size_t>(to) + 1] -= bytes;
   };
+  std::vector<bool> recomputed_out(g.tensors.size(), false);  // never stored: each reader recomputes it
+  for (const PlanKernel& k : plan.kernels) {
+    for (int ni : k.recomputed) {
+      for (TensorId o : g.nodes[static_cast<size_t>(ni)].outputs) {
+        if (o != kNoTensor) recomputed_out[static_cast<size_t>(o)] = true;
+      }
+    }
+  }
   std::vector<bool> offloaded(g.tensors.size(), false);
   for (TensorId t : plan.offloaded) offloaded[static_cast<size_t>(t)] = true;
   for (size_t id = 0; id < g.tensors.size(); ++id) {
@@ -188,7 +196,7 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
       live(t.bytes(), 0, static_cast<int>(n_k));
       continue;
     }
-    if (producer[id] < 0) continue;
+    if (producer[id] < 0 || recomputed_out[id]) continue;
     const bool leaves = idx.graph_output[id] || t.role == TensorRole::kOutput || readers_outside[id] > 0;
     if (!leaves) continue;  // fused away: stays in registers or shared memory
     const bool keep = idx.graph_output[id] || t.role == TensorRole::kOutput;

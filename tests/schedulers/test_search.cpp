@@ -241,3 +241,40 @@ TEST_CASE("gpusim plan reports plans and reasons and writes a plan predict can s
   CHECK(wrong.rc == 1);
   CHECK_THAT(wrong.out, Contains("is not a node of"));
 }
+
+TEST_CASE("pass: recompute a cheap op in each reader instead of storing it", "[schedulers][passes]") {
+  test::OnnxBuilder b;
+  b.input("x", kF32, {int64_t{2048}, int64_t{2048}});
+  b.input("a", kF32, {int64_t{2048}, int64_t{2048}});
+  b.input("c", kF32, {int64_t{2048}, int64_t{2048}});
+  b.node("Sigmoid", {"x"}, {"s"}, "gate");
+  b.node("Mul", {"s", "a"}, {"y1"}, "use1");
+  b.node("Mul", {"s", "c"}, {"y2"}, "use2");
+  b.output("y1");
+  b.output("y2");
+  const Graph g = build(b, "recompute.onnx");
+  const FusionSpace s(g, gpu("nvidia-rtx-4090"));
+  REQUIRE(passes(s) == std::vector<std::string>{"recompute"});
+  const Decision take(1, 1), keep(1, 0);
+  CHECK(s.score_us(take) < s.score_us(keep));  // 6 tensors of traffic instead of 8
+  const Plan p = s.build(take, "test");
+  REQUIRE(p.kernels.size() == 2);
+  for (const PlanKernel& k : p.kernels) {
+    CHECK(k.recomputed == std::vector<int>{0});
+    CHECK(k.fusions == std::vector<std::string>{"recompute"});
+  }
+  REQUIRE(validate_plan(p, g, s.device()));
+  CHECK_THAT(p.decisions.front(), Contains("recompute: Sigmoid \"gate\" runs again in each of its 2 readers instead of "
+                                           "being stored; saves 33.55 MB of traffic"));
+  auto pred = predict_plan(g, p, gpu("nvidia-rtx-4090"));
+  REQUIRE(pred);
+  auto eager = predict(g, gpu("nvidia-rtx-4090"));
+  REQUIRE(eager);
+  CHECK(pred->kernels_us < eager->kernels_us);  // end to end, the 16 MB host copies dominate
+  CHECK(pred->peak_memory_bytes < eager->peak_memory_bytes);  // s is never stored
+  SearchOptions o;
+  o.scheduler = "greedy";
+  auto r = search(g, gpu("nvidia-rtx-4090"), o);
+  REQUIRE(r);
+  CHECK(r->plans.front().plan.kernels.size() == 2);
+}
