@@ -17,8 +17,9 @@ std::optional<KernelWork> node_work(const Graph& g, const Node& n);
 // Who reads and who writes each tensor, computed once per graph for group_work.
 struct GraphIndex {
   std::vector<int> producer;      // node index per tensor, -1 for inputs, weights and constants
-  std::vector<int> readers;       // run-time nodes reading each tensor
-  std::vector<bool> graph_output;
+  std::vector<TensorId> root;     // the tensor whose memory each tensor is (views alias their input)
+  std::vector<int> readers;       // per root: run-time nodes reading it or any of its views
+  std::vector<bool> graph_output; // per root: the graph returns it or one of its views
 };
 GraphIndex index_graph(const Graph& g);
 

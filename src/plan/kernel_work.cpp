@@ -150,19 +150,27 @@ namespace gpusim {
 GraphIndex index_graph(const Graph& g) {
   GraphIndex idx;
   idx.producer.assign(g.tensors.size(), -1);
+  idx.root.resize(g.tensors.size());
+  std::iota(idx.root.begin(), idx.root.end(), 0);
   idx.readers.assign(g.tensors.size(), 0);
   idx.graph_output.assign(g.tensors.size(), false);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     if (n.folded) continue;
+    const bool view = !node_work(g, n).has_value();
     for (TensorId t : n.outputs) {
-      if (t != kNoTensor) idx.producer[static_cast<size_t>(t)] = static_cast<int>(i);
+      if (t == kNoTensor) continue;
+      idx.producer[static_cast<size_t>(t)] = static_cast<int>(i);
+      if (view && !n.inputs.empty() && n.inputs[0] != kNoTensor) {
+        idx.root[static_cast<size_t>(t)] = idx.root[static_cast<size_t>(n.inputs[0])];
+      }
     }
+    if (view) continue;
     for (TensorId t : n.inputs) {
-      if (t != kNoTensor) ++idx.readers[static_cast<size_t>(t)];
+      if (t != kNoTensor) ++idx.readers[static_cast<size_t>(idx.root[static_cast<size_t>(t)])];
     }
   }
-  for (TensorId t : g.outputs) idx.graph_output[static_cast<size_t>(t)] = true;
+  for (TensorId t : g.outputs) idx.graph_output[static_cast<size_t>(idx.root[static_cast<size_t>(t)])] = true;
   return idx;
 }
 
@@ -171,16 +179,18 @@ KernelWork group_work(const Graph& g, const GraphIndex& idx, const std::vector<i
   const Node& a = g.nodes[static_cast<size_t>(nodes[static_cast<size_t>(anchor)])];
   if (nodes.size() == 1) return node_work(g, a).value_or(KernelWork{});
   KernelWork w = node_work(g, a).value_or(KernelWork{});
-  // Boundary: tensors read from outside the group, and produced tensors someone outside reads.
-  std::vector<int> inside(g.tensors.size(), 0);  // readers within the group
+  // Boundary, through views: tensors read from outside the group, and produced tensors that some
+  // reader outside the group (or the graph's output) needs.
+  auto root = [&](TensorId t) { return static_cast<size_t>(idx.root[static_cast<size_t>(t)]); };
+  std::vector<int> inside(g.tensors.size(), 0);  // readers within the group, per root
   std::vector<bool> produced(g.tensors.size(), false);
   for (int ni : nodes) {
     const Node& n = g.nodes[static_cast<size_t>(ni)];
     for (TensorId t : n.outputs) {
-      if (t != kNoTensor) produced[static_cast<size_t>(t)] = true;
+      if (t != kNoTensor) produced[root(t)] = true;
     }
     for (TensorId t : n.inputs) {
-      if (t != kNoTensor) ++inside[static_cast<size_t>(t)];
+      if (t != kNoTensor) ++inside[root(t)];
     }
   }
   int64_t read = 0, written = 0, anchor_inputs = 0;
@@ -188,16 +198,16 @@ KernelWork group_work(const Graph& g, const GraphIndex& idx, const std::vector<i
   for (int ni : nodes) {
     const Node& n = g.nodes[static_cast<size_t>(ni)];
     for (TensorId t : n.inputs) {
-      if (t == kNoTensor || produced[static_cast<size_t>(t)] || counted[static_cast<size_t>(t)]) continue;
-      counted[static_cast<size_t>(t)] = true;
+      if (t == kNoTensor || produced[root(t)] || counted[root(t)]) continue;
+      counted[root(t)] = true;
       read += g.tensor(t).bytes();
       if (&n == &a) anchor_inputs += g.tensor(t).bytes();
     }
     const bool copy = std::find(recomputed.begin(), recomputed.end(), ni) != recomputed.end();
     for (TensorId t : n.outputs) {
       if (t == kNoTensor || copy) continue;  // a recomputed node's result is never stored
-      const auto ti = static_cast<size_t>(t);
-      if (idx.graph_output[ti] || idx.readers[ti] > inside[ti]) written += g.tensor(t).bytes();
+      const size_t r = root(t);
+      if (idx.graph_output[r] || idx.readers[r] > inside[r]) written += g.tensor(t).bytes();
     }
   }
   FlopCounts flops, anchor_flops;
