@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <random>
 
 #include "gpusim/scheduler.h"
 
@@ -482,6 +483,19 @@ Plan FusionSpace::build(const Decision& d, const std::string& scheduler) const {
                                       names, saved_bytes / 1e6, parts_us - merged.us, fc.kernels.size()));
   }
   return p;
+}
+
+void FusionSpace::sample_tiles(Plan& p, uint64_t seed) const {
+  std::mt19937_64 rng(seed);
+  for (PlanKernel& k : p.kernels) {
+    const bool attention = std::find(k.fusions.begin(), k.fusions.end(), "attention") != k.fusions.end();
+    const KernelWork w = group_work(g_, idx_, k.nodes, k.anchor, attention, k.recomputed);
+    std::vector<TileConfig> legal;
+    for (const TileConfig& t : tile_menu(w, dev_)) {
+      if (kernel_cost(w, t, dev_).feasible) legal.push_back(t);
+    }
+    if (!legal.empty()) k.tile = legal[static_cast<size_t>(rng() % legal.size())];
+  }
 }
 
 std::optional<Objective> objective_from_name(const std::string& s) {

@@ -126,6 +126,7 @@ Result<SearchResult> search(const Graph& input, const GpuProfile& gpu, const Sea
     for (const PlanKernel& k : rp.plan.kernels) shape += std::to_string(k.nodes.back()) + "/" + std::to_string(k.nodes.size()) + ",";
     if (!built.emplace(shape, true).second) continue;
     ++taken;
+    if (o.scheduler == "random") space.sample_tiles(rp.plan, o.seed + i);  // tilings too, reproducibly
     rp.plan.dtype = o.dtype;
     rp.plan.objective = std::string(objective_name(o.objective));
     auto pred = fit_memory(input, rp.plan, gpu, budget);

@@ -63,6 +63,9 @@ class FusionSpace {
   double score_us(const Decision& d) const;
   // The full plan for a decision, tiles chosen by the cost model, with a line per fusion taken.
   Plan build(const Decision& d, const std::string& scheduler) const;
+  // Replaces each kernel's tile with one drawn uniformly from the feasible tiles of its class's
+  // tiling space (tile_menu), so random plans cover tilings as well as fusions.
+  void sample_tiles(Plan& p, uint64_t seed) const;
 
  private:
   struct Cached {

@@ -278,3 +278,44 @@ TEST_CASE("pass: recompute a cheap op in each reader instead of storing it", "[s
   REQUIRE(r);
   CHECK(r->plans.front().plan.kernels.size() == 2);
 }
+
+TEST_CASE("random plans sample tilings from the feasible space and stay valid", "[schedulers]") {
+  const Graph g = model("resnet50.onnx");
+  const GpuProfile p = gpu("nvidia-t4");
+  SearchOptions o;
+  o.scheduler = "random";
+  o.samples = 8;
+  o.top_k = 4;
+  o.seed = 7;
+  auto r = search(g, p, o);
+  REQUIRE(r);
+  const Plan best_tiles = FusionSpace(g, p).build(Decision(FusionSpace(g, p).candidates().size(), 0), "eager");
+  int differ = 0;
+  for (const RankedPlan& rp : r->plans) {
+    CHECK(validate_plan(rp.plan, g, make_device(p)));
+    for (const PlanKernel& k : rp.plan.kernels) {
+      for (const PlanKernel& e : best_tiles.kernels) {
+        if (e.nodes == k.nodes && (e.tile.block_m != k.tile.block_m || e.tile.threads != k.tile.threads)) ++differ;
+      }
+    }
+  }
+  CHECK(differ > 0);
+}
+
+TEST_CASE("pass: a transpose feeding a GEMM is read in place", "[schedulers][passes]") {
+  test::OnnxBuilder b;
+  b.input("x", kF32, {int64_t{512}, int64_t{1024}});
+  b.initializer("w", kF32, {512, 256});
+  b.node("Transpose", {"x"}, {"xt"}, "t").ints("perm", {1, 0});
+  b.node("MatMul", {"xt", "w"}, {"y"}, "mm");
+  b.output("y");
+  const Graph g = build(b, "transpose_gemm.onnx");
+  const FusionSpace s(g, gpu("nvidia-a10"));
+  REQUIRE(passes(s) == std::vector<std::string>{"transpose-into-gemm"});
+  const Decision take(1, 1);
+  CHECK(s.score_us(take) < s.score_us(Decision(1, 0)));
+  const Plan p = s.build(take, "test");
+  REQUIRE(p.kernels.size() == 1);
+  CHECK(g.nodes[static_cast<size_t>(p.kernels[0].nodes[static_cast<size_t>(p.kernels[0].anchor)])].op_type == "MatMul");
+  REQUIRE(validate_plan(p, g, s.device()));
+}
