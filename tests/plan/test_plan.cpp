@@ -8,6 +8,7 @@
 #include "gpusim/onnx_import.h"
 #include "gpusim/plan.h"
 #include "gpusim/predict.h"
+#include "support/fixtures.h"
 #include "support/onnx_builder.h"
 
 using namespace gpusim;
@@ -16,11 +17,9 @@ constexpr int kF32 = onnx::TensorProto::FLOAT;
 
 namespace {
 
-GpuProfile gpu(const std::string& name) {
-  auto p = find_profile(name, default_profile_dirs());
-  if (!p) FAIL(p.error().message);
-  return std::move(*p);
-}
+using test::gpu;
+
+const Graph& model(const std::string& file) { return test::bundled_model(file); }
 
 // x -> MatMul(w) -> Add(bias) -> Relu -> MatMul(w2) -> Sigmoid -> y
 Graph mlp() {
@@ -36,15 +35,6 @@ Graph mlp() {
   b.node("Sigmoid", {"o"}, {"y"}, "sig");
   b.output("y");
   auto g = import_onnx(b.write("mlp.onnx"));
-  if (!g) FAIL(g.error().message);
-  return std::move(*g);
-}
-
-Graph model(const std::string& file) {
-  ImportOptions opts;
-  opts.dims["batch"] = 1;
-  auto g = import_onnx(test::source_dir() + "/models/" + file, opts);
-  if (!g) g = import_onnx(test::source_dir() + "/models/" + file);
   if (!g) FAIL(g.error().message);
   return std::move(*g);
 }

@@ -4,6 +4,7 @@
 
 #include "gpusim/onnx_import.h"
 #include "gpusim/scheduler.h"
+#include "support/fixtures.h"
 #include "support/onnx_builder.h"
 #include "support/run_cli.h"
 
@@ -13,26 +14,10 @@ constexpr int kF32 = onnx::TensorProto::FLOAT;
 
 namespace {
 
-GpuProfile gpu(const std::string& name) {
-  auto p = find_profile(name, default_profile_dirs());
-  if (!p) FAIL(p.error().message);
-  return std::move(*p);
-}
+using test::gpu;
 
-Graph build(test::OnnxBuilder& b, const std::string& file) {
-  auto g = import_onnx(b.write(file));
-  if (!g) FAIL(g.error().message);
-  return std::move(*g);
-}
-
-Graph model(const std::string& file) {
-  ImportOptions opts;
-  opts.dims["batch"] = 1;
-  auto g = import_onnx(test::source_dir() + "/models/" + file, opts);
-  if (!g) g = import_onnx(test::source_dir() + "/models/" + file);
-  if (!g) FAIL(g.error().message);
-  return std::move(*g);
-}
+const Graph& model(const std::string& file) { return test::bundled_model(file); }
+Graph build(const test::OnnxBuilder& b, const std::string& file) { return test::build_graph(b, file); }
 
 std::vector<std::string> passes(const FusionSpace& s) {
   std::vector<std::string> out;

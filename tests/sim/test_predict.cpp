@@ -9,6 +9,7 @@
 #include "gpusim/gpu_profile.h"
 #include "gpusim/onnx_import.h"
 #include "gpusim/predict.h"
+#include "support/fixtures.h"
 #include "support/onnx_builder.h"
 
 using namespace gpusim;
@@ -16,26 +17,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const Graph& model(const std::string& file) {
-  static std::map<std::string, Graph> cache;
-  auto it = cache.find(file);
-  if (it != cache.end()) return it->second;
-  ImportOptions opts;
-  const std::string path = test::source_dir() + "/models/" + file;
-  auto g = import_onnx(path, opts);
-  if (!g) {
-    opts.dims["batch"] = 1;
-    g = import_onnx(path, opts);
-  }
-  if (!g) FAIL(g.error().message);
-  return cache.emplace(file, std::move(*g)).first->second;
-}
+using test::gpu;
 
-GpuProfile gpu(const std::string& name) {
-  auto p = find_profile(name, default_profile_dirs());
-  if (!p) FAIL(p.error().message);
-  return std::move(*p);
-}
+const Graph& model(const std::string& file) { return test::bundled_model(file); }
 
 const std::vector<std::string> kModels = {"resnet50.onnx",         "mobilenet_v2.onnx",        "vit_b_16.onnx",
                                           "bert_base_seq128.onnx", "gpt2_prefill_seq512.onnx", "sd15_unet_64x64.onnx",
