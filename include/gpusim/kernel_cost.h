@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -102,7 +103,8 @@ struct KernelCost {
 
 // The profile's figures turned into rates the model uses, precomputed once per profile.
 struct DeviceModel {
-  const GpuProfile* profile = nullptr;
+  // A copy of the profile, shared: a DeviceModel never dangles, whatever the caller's profile does.
+  std::shared_ptr<const GpuProfile> profile;
   int units = 0;
   int warp_size = 32;
   int max_warps_per_unit = 0;

@@ -304,7 +304,7 @@ std::string_view bound_name(Bound b) {
 
 DeviceModel make_device(const GpuProfile& p) {
   DeviceModel d;
-  d.profile = &p;
+  d.profile = std::make_shared<const GpuProfile>(p);
   d.units = p.compute.units;
   d.warp_size = p.compute.warp_size;
   d.max_warps_per_unit = std::max(1, p.compute.max_threads_per_unit / p.compute.warp_size);
