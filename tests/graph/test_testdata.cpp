@@ -23,19 +23,6 @@ std::optional<onnx::TensorProto> read_tensor(const fs::path& p) {
   return t;
 }
 
-std::vector<std::string> graph_input_names(const fs::path& model) {
-  std::ifstream f(model, std::ios::binary);
-  onnx::ModelProto m;
-  m.ParseFromIstream(&f);
-  std::set<std::string> inits;
-  for (const auto& t : m.graph().initializer()) inits.insert(t.name());
-  std::vector<std::string> names;
-  for (const auto& i : m.graph().input()) {
-    if (!inits.count(i.name())) names.push_back(i.name());
-  }
-  return names;
-}
-
 }  // namespace
 
 TEST_CASE("every ONNX test-data graph imports and its output shapes match the expected outputs", "[testdata]") {
@@ -55,7 +42,7 @@ TEST_CASE("every ONNX test-data graph imports and its output shapes match the ex
       INFO(model.string());
       // Feed the dims of the stored inputs, as a user would with --dim.
       gpusim::ImportOptions opts;
-      const auto names = graph_input_names(model);
+      const auto names = gpusim::test::graph_input_names(model.string());
       for (size_t i = 0; i < names.size(); ++i) {
         auto t = read_tensor(data / fmt::format("input_{}.pb", i));
         if (!t) continue;

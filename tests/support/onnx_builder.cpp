@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <stdexcept>
 
 namespace gpusim::test {
@@ -149,6 +150,19 @@ std::string write_bytes(const std::string& file_name, const std::string& bytes) 
 }
 
 std::string source_dir() { return GPUSIM_SOURCE_DIR; }
+
+std::vector<std::string> graph_input_names(const std::string& model_path) {
+  std::ifstream f(model_path, std::ios::binary);
+  onnx::ModelProto m;
+  if (!m.ParseFromIstream(&f)) return {};
+  std::set<std::string> inits;
+  for (const auto& t : m.graph().initializer()) inits.insert(t.name());
+  std::vector<std::string> names;
+  for (const auto& i : m.graph().input()) {
+    if (!inits.count(i.name())) names.push_back(i.name());
+  }
+  return names;
+}
 
 std::string onnx_testdata_dir() {
   if (const char* env = std::getenv("GPUSIM_ONNX_TESTDATA"); env && *env) {

@@ -69,6 +69,8 @@ std::string write_bytes(const std::string& file_name, const std::string& bytes);
 // Where the ONNX project's test data is: $GPUSIM_ONNX_TESTDATA, else ../shared/onnx-testdata next to
 // the source tree. Empty when absent (tests then skip, saying so).
 std::string onnx_testdata_dir();
+// The names of a model file's graph inputs that are not initializers, in order.
+std::vector<std::string> graph_input_names(const std::string& model_path);
 std::string source_dir();
 
 }  // namespace gpusim::test

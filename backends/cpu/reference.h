@@ -1,0 +1,83 @@
+// The CPU reference: runs a Graph op by op on the host, the numerical oracle every other backend
+// is checked against. Floating-point data is held and computed in double (fp64 accumulation
+// everywhere), integers and bool in int64, strings as strings; ONNX sequences as lists.
+// Output shapes and types come from the importer's inference; kernels only compute values.
+//
+// Usage:
+//   auto w = gpusim::read_model_tensors("model.onnx");
+//   gpusim::cpu::RunOptions opts;  opts.weights = &*w;
+//   auto out = gpusim::cpu::run_reference(graph, {input}, opts);   // one HostTensor per output
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpusim/graph.h"
+#include "gpusim/result.h"
+#include "gpusim/tensor_data.h"
+
+namespace gpusim::cpu {
+
+struct HostTensor {
+  DType dtype = DType::kFloat32;
+  Shape shape;
+  std::vector<double> r;          // floating types
+  std::vector<int64_t> i;         // integer types and bool
+  std::vector<std::string> s;     // strings
+  bool is_sequence = false;
+  std::vector<HostTensor> seq;    // sequence elements
+
+  int64_t elements() const { return shape_elements(shape).value_or(0); }
+  bool is_real() const { return dtype_is_float(dtype); }
+  bool is_string() const { return dtype == DType::kString; }
+  // Element k as a double / an int64, whatever the storage.
+  double real(int64_t k) const { return is_real() ? r[static_cast<size_t>(k)] : static_cast<double>(i[static_cast<size_t>(k)]); }
+  int64_t integer(int64_t k) const { return is_real() ? static_cast<int64_t>(r[static_cast<size_t>(k)]) : i[static_cast<size_t>(k)]; }
+  // Sizes the storage for dtype/shape (zeros).
+  void allocate();
+};
+
+HostTensor from_data(const TensorData& d);
+
+// What a kernel sees: the node, its inputs (nullptr where omitted) and its outputs, already
+// typed and shaped by the importer (data empty: the kernel fills it, allocate() helps).
+struct KernelArgs {
+  const Graph& graph;
+  const Node& node;
+  std::vector<const HostTensor*> in;
+  std::vector<HostTensor*> out;  // nullptr for omitted outputs
+
+  bool has(size_t k) const { return k < in.size() && in[k] != nullptr; }
+  int64_t attr_i(const std::string& key, int64_t def) const;
+  double attr_f(const std::string& key, double def) const;
+  std::string attr_s(const std::string& key, const std::string& def) const;
+  std::vector<int64_t> attr_ints(const std::string& key) const;
+  std::vector<double> attr_floats(const std::string& key) const;
+  Error fail(const std::string& msg) const;
+};
+
+using Kernel = Status (*)(KernelArgs&);
+
+// "op" or "domain:op" -> kernel. Families register from their own files.
+const std::map<std::string, Kernel>& kernels();
+void register_elementwise(std::map<std::string, Kernel>& k);
+void register_reduction_normalization(std::map<std::string, Kernel>& k);
+void register_gemm_conv(std::map<std::string, Kernel>& k);
+void register_data_movement(std::map<std::string, Kernel>& k);
+
+struct RunOptions {
+  const std::map<std::string, TensorData>* weights = nullptr;  // by tensor name
+  uint64_t seed = 1;  // fills weights and inputs the caller does not give
+};
+
+struct RunResult {
+  std::vector<HostTensor> outputs;  // graph outputs, in order
+  std::vector<std::string> notes;   // e.g. which weights were filled from the seed
+};
+
+// Runs every node; inputs in graph-input order (missing ones are filled from the seed).
+Result<RunResult> run_reference(const Graph& g, const std::vector<HostTensor>& inputs, const RunOptions& opts = {});
+
+}  // namespace gpusim::cpu

@@ -1,0 +1,36 @@
+// Tensor data read from files: the initializers and Constant values of an ONNX model (the shape-only
+// importer skips them; executors need them) and serialized TensorProto files (.pb), as the ONNX
+// test data stores inputs and expected outputs. Decoded to doubles (floating types), int64s
+// (integers and bool) or strings.
+//
+// Usage:
+//   auto w = gpusim::read_model_tensors("model.onnx");   // name -> data, for weights present
+//   auto t = gpusim::read_tensor_file("test_data_set_0/input_0.pb");
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpusim/graph.h"
+#include "gpusim/result.h"
+
+namespace gpusim {
+
+struct TensorData {
+  std::string name;
+  DType dtype = DType::kUndefined;
+  Shape shape;
+  std::vector<double> reals;          // floating types
+  std::vector<int64_t> ints;          // integer types and bool
+  std::vector<std::string> strings;   // string tensors
+};
+
+// Every initializer and Constant-node tensor whose data is in the file or in an external-data file
+// beside it. Tensors whose data is absent (a shape-only model) are simply not in the map.
+Result<std::map<std::string, TensorData>> read_model_tensors(const std::string& model_path);
+
+// One serialized onnx.TensorProto (.pb).
+Result<TensorData> read_tensor_file(const std::string& path);
+
+}  // namespace gpusim

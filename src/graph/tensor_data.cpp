@@ -1,0 +1,149 @@
+// Reading tensor payloads (the importer never does): full ModelProto parse, external data
+// resolved beside the model, values decoded by element type.
+#include "gpusim/tensor_data.h"
+
+#include "raw_decode.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace gpusim {
+namespace {
+
+using detail::bf16_to_double;
+using detail::half_to_double;
+
+// Decodes raw little-endian bytes of `n` elements.
+Status decode_raw(const std::string& raw, int64_t n, TensorData& t, const std::string& where) {
+  if (t.dtype == DType::kString || dtype_bits(t.dtype) < 8) {
+    return make_error(ErrorCode::kUnsupported, fmt::format("{}: raw data of type {} is not supported", where,
+                                                           dtype_name(t.dtype)));
+  }
+  if (!detail::decode_raw(raw, t.dtype, n, t.reals, t.ints)) {
+    return make_error(ErrorCode::kInvalidModel, fmt::format("{}: {} bytes of data do not hold {} elements of {}", where,
+                                                            raw.size(), n, dtype_name(t.dtype)));
+  }
+  return Ok{};
+}
+
+// Decodes a TensorProto; `dir` resolves external data. Returns false (no error) when the data is
+// simply absent (shape-only files, a missing external file).
+Result<bool> decode(const onnx::TensorProto& p, const std::filesystem::path& dir, TensorData& t,
+                    const std::string& where) {
+  auto dt = dtype_from_onnx(p.data_type());
+  if (!dt) return make_error(ErrorCode::kInvalidModel, fmt::format("{}: data type {} is not an ONNX type", where, p.data_type()));
+  t.dtype = *dt;
+  t.shape.assign(p.dims().begin(), p.dims().end());
+  const auto n = shape_elements(t.shape);
+  if (!n) return make_error(ErrorCode::kShape, fmt::format("{}: dims {} are invalid", where, shape_str(t.shape)));
+  if (p.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const auto& kv : p.external_data()) {
+      if (kv.key() == "location") location = kv.value();
+      if (kv.key() == "offset") offset = std::stoll(kv.value());
+      if (kv.key() == "length") length = std::stoll(kv.value());
+    }
+    std::ifstream f(dir / location, std::ios::binary);
+    if (!f) return false;
+    const int64_t bytes = length >= 0 ? length : *n * std::max(1, dtype_bits(t.dtype) / 8);
+    std::string raw(static_cast<size_t>(bytes), '\0');
+    f.seekg(offset);
+    f.read(raw.data(), bytes);
+    if (!f) return false;
+    if (auto s = decode_raw(raw, *n, t, where); !s) return s.error();
+    return true;
+  }
+  if (p.has_raw_data()) {
+    if (auto s = decode_raw(p.raw_data(), *n, t, where); !s) return s.error();
+    return true;
+  }
+  auto fits = [&](int64_t got) { return got == *n; };
+  switch (t.dtype) {
+    case DType::kFloat32: case DType::kComplex64:
+      if (!fits(p.float_data_size())) return *n == 0;
+      t.reals.assign(p.float_data().begin(), p.float_data().end());
+      break;
+    case DType::kFloat64:
+      if (!fits(p.double_data_size())) return *n == 0;
+      t.reals.assign(p.double_data().begin(), p.double_data().end());
+      break;
+    case DType::kInt64:
+      if (!fits(p.int64_data_size())) return *n == 0;
+      t.ints.assign(p.int64_data().begin(), p.int64_data().end());
+      break;
+    case DType::kUInt32: case DType::kUInt64:
+      if (!fits(p.uint64_data_size())) return *n == 0;
+      for (uint64_t x : p.uint64_data()) t.ints.push_back(static_cast<int64_t>(x));
+      break;
+    case DType::kString:
+      if (!fits(p.string_data_size())) return *n == 0;
+      t.strings.assign(p.string_data().begin(), p.string_data().end());
+      break;
+    case DType::kFloat16: case DType::kBFloat16:
+      if (!fits(p.int32_data_size())) return *n == 0;
+      for (int32_t x : p.int32_data()) {
+        const auto bits = static_cast<uint16_t>(x);
+        t.reals.push_back(t.dtype == DType::kFloat16 ? half_to_double(bits) : bf16_to_double(bits));
+      }
+      break;
+    default:
+      if (!fits(p.int32_data_size())) return *n == 0;
+      t.ints.assign(p.int32_data().begin(), p.int32_data().end());
+      break;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<std::map<std::string, TensorData>> read_model_tensors(const std::string& model_path) {
+  std::ifstream f(model_path, std::ios::binary);
+  if (!f) return make_error(ErrorCode::kIo, fmt::format("{}: cannot open (check the path)", model_path));
+  onnx::ModelProto m;
+  if (!m.ParseFromIstream(&f)) {
+    return make_error(ErrorCode::kParse, fmt::format("{}: not a valid ONNX model (gpusim inspect says why)", model_path));
+  }
+  const auto dir = std::filesystem::path(model_path).parent_path();
+  std::map<std::string, TensorData> out;
+  for (const auto& init : m.graph().initializer()) {
+    TensorData t;
+    t.name = init.name();
+    auto ok = decode(init, dir, t, fmt::format("{}: initializer \"{}\"", model_path, init.name()));
+    if (!ok) return ok.error();
+    if (*ok) out.emplace(t.name, std::move(t));
+  }
+  for (const auto& node : m.graph().node()) {
+    if (node.op_type() != "Constant" || node.output_size() != 1) continue;
+    for (const auto& a : node.attribute()) {
+      if (a.name() != "value" || !a.has_t()) continue;
+      TensorData t;
+      t.name = node.output(0);
+      auto ok = decode(a.t(), dir, t, fmt::format("{}: node \"{}\" (Constant)", model_path, node.name()));
+      if (!ok) return ok.error();
+      if (*ok) out.emplace(t.name, std::move(t));
+    }
+  }
+  return out;
+}
+
+Result<TensorData> read_tensor_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return make_error(ErrorCode::kIo, fmt::format("{}: cannot open (check the path)", path));
+  onnx::TensorProto p;
+  if (!p.ParseFromIstream(&f)) return make_error(ErrorCode::kParse, fmt::format("{}: not a serialized TensorProto", path));
+  TensorData t;
+  t.name = p.name();
+  auto ok = decode(p, std::filesystem::path(path).parent_path(), t, path);
+  if (!ok) return ok.error();
+  if (!*ok) return make_error(ErrorCode::kParse, fmt::format("{}: the tensor has no data", path));
+  return t;
+}
+
+}  // namespace gpusim

@@ -1,0 +1,130 @@
+// The CPU reference against the ONNX project's test data: every graph in simple/,
+// pytorch-converted/ and pytorch-operator/ runs on its stored inputs and must reproduce the stored
+// outputs within the ONNX runner's tolerance (rtol 1e-3, atol 1e-7). Skips are listed with their
+// reason. Skipped, saying so, where ../shared/onnx-testdata is absent.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "gpusim/onnx_import.h"
+#include "gpusim/tensor_data.h"
+#include "reference.h"
+#include "support/onnx_builder.h"
+
+namespace fs = std::filesystem;
+using namespace gpusim;
+
+namespace {
+
+// Graphs the reference does not run yet, each with the reason.
+const std::map<std::string, std::string>& skips() {
+  static const std::map<std::string, std::string> s = {};
+  return s;
+}
+
+// ONNX runner semantics: |got - want| <= atol + rtol * |want|; NaN matches NaN.
+std::string compare(const cpu::HostTensor& got, const TensorData& want) {
+  if (got.shape != want.shape) return fmt::format("shape {} != {}", shape_str(got.shape), shape_str(want.shape));
+  const auto n = static_cast<size_t>(got.elements());
+  if (want.dtype == DType::kString) {
+    for (size_t k = 0; k < n; ++k) {
+      if (got.s.at(k) != want.strings.at(k)) return fmt::format("element {}: \"{}\" != \"{}\"", k, got.s[k], want.strings[k]);
+    }
+    return {};
+  }
+  for (size_t k = 0; k < n; ++k) {
+    const double g = got.real(static_cast<int64_t>(k));
+    const double w = dtype_is_float(want.dtype) ? want.reals.at(k) : static_cast<double>(want.ints.at(k));
+    if (std::isnan(w) && std::isnan(g)) continue;
+    if (std::isinf(w) && g == w) continue;
+    if (!(std::fabs(g - w) <= 1e-7 + 1e-3 * std::fabs(w))) {
+      return fmt::format("element {}: {} != {} (of {})", k, g, w, n);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("the CPU reference reproduces the ONNX test data", "[cpu][testdata]") {
+  const std::string root = test::onnx_testdata_dir();
+  if (root.empty()) {
+    WARN("skipped: ../shared/onnx-testdata not found (set GPUSIM_ONNX_TESTDATA to its path)");
+    return;
+  }
+  int passed = 0, skipped = 0, compared = 0;
+  std::vector<std::string> failures;
+  for (const char* suite : {"simple", "pytorch-converted", "pytorch-operator"}) {
+    std::vector<fs::path> dirs;
+    for (const auto& e : fs::directory_iterator(fs::path(root) / suite)) dirs.push_back(e.path());
+    std::sort(dirs.begin(), dirs.end());
+    for (const fs::path& dir : dirs) {
+      const std::string name = dir.filename().string();
+      if (skips().count(name)) {
+        ++skipped;
+        continue;
+      }
+      const fs::path data = dir / "test_data_set_0";
+      std::vector<cpu::HostTensor> inputs;
+      for (int k = 0; fs::exists(data / fmt::format("input_{}.pb", k)); ++k) {
+        auto t = read_tensor_file((data / fmt::format("input_{}.pb", k)).string());
+        if (!t) {
+          failures.push_back(name + ": " + t.error().message);
+          break;
+        }
+        inputs.push_back(cpu::from_data(*t));
+      }
+      // The stored inputs fix every input dim, symbolic ones included (as --dim would).
+      ImportOptions opts;
+      const auto names = test::graph_input_names((dir / "model.onnx").string());
+      for (size_t k = 0; k < inputs.size() && k < names.size(); ++k) {
+        for (size_t ax = 0; ax < inputs[k].shape.size(); ++ax) {
+          opts.dims[fmt::format("{}:{}", names[k], ax)] = inputs[k].shape[ax];
+        }
+      }
+      auto g = import_onnx((dir / "model.onnx").string(), opts);
+      if (!g) {
+        failures.push_back(name + ": import: " + g.error().message);
+        continue;
+      }
+      auto weights = read_model_tensors((dir / "model.onnx").string());
+      if (!weights) {
+        failures.push_back(name + ": " + weights.error().message);
+        continue;
+      }
+      cpu::RunOptions ro;
+      ro.weights = &*weights;
+      auto r = cpu::run_reference(*g, inputs, ro);
+      if (!r) {
+        failures.push_back(name + ": " + r.error().message);
+        continue;
+      }
+      bool ok = true;
+      for (size_t k = 0; k < r->outputs.size(); ++k) {
+        const fs::path want_path = data / fmt::format("output_{}.pb", k);
+        if (!fs::exists(want_path)) continue;
+        auto want = read_tensor_file(want_path.string());
+        if (!want) {
+          failures.push_back(name + ": " + want.error().message);
+          ok = false;
+          break;
+        }
+        ++compared;
+        const std::string diff = compare(r->outputs[k], *want);
+        if (!diff.empty()) {
+          failures.push_back(fmt::format("{}: output {}: {}", name, k, diff));
+          ok = false;
+        }
+      }
+      passed += ok;
+    }
+  }
+  for (const auto& f : failures) INFO(f);
+  INFO(fmt::format("{} passed, {} skipped, {} failed", passed, skipped, failures.size()));
+  for (const auto& f : failures) FAIL_CHECK(f);
+  CHECK(passed + skipped >= 140);
+  CHECK(compared >= 140);  // every graph checked against at least one stored output
+}
