@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <random>
 
 namespace gpusim::cpu {
@@ -135,7 +136,10 @@ Result<RunResult> run_reference(const Graph& g, const std::vector<HostTensor>& i
     ready[id] = true;
   }
   const auto& table = kernels();
-  for (const Node& n : g.nodes) {
+  res.node_us.assign(g.nodes.size(), 0.0);
+  for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+    const Node& n = g.nodes[ni];
+    const auto start = std::chrono::steady_clock::now();
     // A Constant too large for the IR to keep its value: the file's data, when present.
     if (n.op_type == "Constant" && opts.weights && n.outputs.size() == 1 && n.outputs[0] != kNoTensor) {
       const auto id = static_cast<size_t>(n.outputs[0]);
@@ -179,6 +183,7 @@ Result<RunResult> run_reference(const Graph& g, const std::vector<HostTensor>& i
     for (TensorId t : n.outputs) {
       if (t != kNoTensor) ready[static_cast<size_t>(t)] = true;
     }
+    res.node_us[ni] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
   }
   for (TensorId t : g.outputs) res.outputs.push_back(vals[static_cast<size_t>(t)]);
   return res;

@@ -74,6 +74,7 @@ struct RunOptions {
 
 struct RunResult {
   std::vector<HostTensor> outputs;  // graph outputs, in order
+  std::vector<double> node_us;      // wall time of each node (Graph::nodes order)
   std::vector<std::string> notes;   // e.g. which weights were filled from the seed
 };
 

@@ -140,3 +140,35 @@ TEST_CASE("compare ranks GPUs and bad arguments are named", "[cli][predict]") {
   CHECK(bad_dtype.rc == 2);
   CHECK_THAT(bad_dtype.out, Catch::Contains("--dtype \"fp8\" is not supported; expected fp32, fp16 or bf16"));
 }
+
+TEST_CASE("run executes a model on the CPU reference and times every node", "[cli][run]") {
+  const Run r = run_gpusim("run " + model("resnet50.onnx") + " --repeat 1 --json");
+  INFO(r.out);
+  REQUIRE(r.rc == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["schema"] == "gpusim.run/1");
+  CHECK(j["outputs"][0]["shape"] == nlohmann::json::array({1, 1000}));
+  CHECK(j["nodes"].size() > 100);
+  CHECK(j["total_us"].get<double>() > 0);
+  bool seeded = false;
+  for (const auto& n : j["notes"]) seeded = seeded || n.get<std::string>().find("filled from seed") != std::string::npos;
+  CHECK(seeded);  // a shape-only model: the run says its weights and input came from the seed
+  const Run bad = run_gpusim("run " + model("resnet50.onnx") + " --backend vulkan");
+  CHECK(bad.rc == 2);
+  CHECK_THAT(bad.out, Catch::Contains("--backend \"vulkan\" is not available in this build; available: cpu"));
+}
+
+TEST_CASE("run feeds inputs from .pb files and reproduces an ONNX test graph", "[cli][run]") {
+  const std::string root = gpusim::test::onnx_testdata_dir();
+  if (root.empty()) {
+    WARN("skipped: ../shared/onnx-testdata not found");
+    return;
+  }
+  const std::string dir = root + "/pytorch-operator/test_operator_add_broadcast";
+  const Run r = run_gpusim("run " + dir + "/model.onnx --input " + dir + "/test_data_set_0/input_0.pb --input " + dir +
+                           "/test_data_set_0/input_1.pb --repeat 1 --json");
+  INFO(r.out);
+  REQUIRE(r.rc == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["notes"].empty());  // weights and inputs all given
+}
