@@ -341,17 +341,148 @@ const FusionSpace::Cached& FusionSpace::cached(const std::vector<int>& group) co
 
 double FusionSpace::group_us(const std::vector<int>& group) const { return cached(group).us; }
 
+void FusionSpace::remember(const Decision& d, std::shared_ptr<State> s) const {
+  std::string key(d.begin(), d.end());
+  if (states_.count(key)) return;
+  if (state_order_.size() >= 64) {  // drop the oldest half
+    for (size_t i = 0; i < state_order_.size() / 2; ++i) states_.erase(state_order_[i]);
+    state_order_.erase(state_order_.begin(), state_order_.begin() + static_cast<long>(state_order_.size() / 2));
+  }
+  state_order_.push_back(key);
+  states_.emplace(std::move(key), std::move(s));
+}
+
+// The time of group `r` in state `s` (a root), at least the launch overhead.
+double FusionSpace::group_cost(State& s, int r) const {
+  const auto ru = static_cast<size_t>(r);
+  if (s.size[ru] == 1) return std::max(single_us_[ru], launch_us_);
+  if (auto it = cache_.find(s.hash[ru]); it != cache_.end()) return std::max(it->second.us, launch_us_);
+  const int nk = static_cast<int>(eager_.kernels.size());
+  auto find = [&](int k) {
+    while (s.parent[static_cast<size_t>(k)] != k) k = s.parent[static_cast<size_t>(k)];
+    return k;
+  };
+  std::vector<int> members;
+  for (int k = 0; k < nk; ++k) {
+    if (!s.removed[static_cast<size_t>(k)] && find(k) == r) members.push_back(k);
+  }
+  for (size_t c : s.recomp) {
+    const FusionCandidate& fc = cands_[c];
+    for (size_t u = 1; u < fc.kernels.size(); ++u) {
+      if (find(fc.kernels[u]) == r && std::find(members.begin(), members.end(), fc.kernels[0] + nk) == members.end()) {
+        members.push_back(fc.kernels[0] + nk);
+      }
+    }
+  }
+  std::sort(members.begin(), members.end());
+  return std::max(cached(members).us, launch_us_);
+}
+
 double FusionSpace::score_us(const Decision& d) const {
-  // Group hashes from the union-find; a group's members are collected only on a cache miss.
+  // An exact match, or the parent of this decision (the last candidate taken removed).
+  size_t last = d.size();
+  for (size_t c = d.size(); c-- > 0;) {
+    if (d[c]) {
+      last = c;
+      break;
+    }
+  }
+  if (auto it = states_.find(std::string(d.begin(), d.end())); it != states_.end()) return it->second->total;
+  if (last == d.size()) return full_score(d);
+  Decision parent_d = d;
+  parent_d[last] = 0;
+  auto it = states_.find(std::string(parent_d.begin(), parent_d.end()));
+  if (it == states_.end()) return full_score(d);
+  // `last` comes after every other candidate taken, so the full evaluation would apply it last
+  // too (recompute candidates, listed after all merges, are applied after them): same result.
+  auto s = std::make_shared<State>(*it->second);
+  const FusionCandidate& fc = cands_[last];
+  const int nk = static_cast<int>(eager_.kernels.size());
+  auto find = [&](int k) {
+    int r = k;
+    while (s->parent[static_cast<size_t>(r)] != r) r = s->parent[static_cast<size_t>(r)];
+    while (s->parent[static_cast<size_t>(k)] != r) {
+      const int next = s->parent[static_cast<size_t>(k)];
+      s->parent[static_cast<size_t>(k)] = r;
+      k = next;
+    }
+    return r;
+  };
+  if (!cand_recompute_[last]) {
+    int roots[16], n = 0, m = 0, rw = 0;
+    bool att = cand_attention_[last] != 0;
+    for (int k : fc.kernels) {
+      const int rt = find(k);
+      if (std::find(roots, roots + n, rt) != roots + n || n == 16) continue;
+      roots[n++] = rt;
+      m += s->mains[static_cast<size_t>(rt)];
+      rw += s->rows[static_cast<size_t>(rt)];
+      att = att || s->attention[static_cast<size_t>(rt)];
+    }
+    const bool legal = att ? (m <= 2 && rw <= 1) : (m + rw <= 1);
+    if (legal && n > 1) {
+      const auto r0 = static_cast<size_t>(roots[0]);
+      for (int i = 0; i < n; ++i) s->total -= s->cost[static_cast<size_t>(roots[i])];
+      for (int i = 1; i < n; ++i) {
+        const auto ri = static_cast<size_t>(roots[i]);
+        s->parent[ri] = roots[0];
+        s->hash[r0] += s->hash[ri];
+        s->size[r0] += s->size[ri];
+      }
+      s->merged[r0] = 1;
+      s->mains[r0] = m;
+      s->rows[r0] = rw;
+      s->attention[r0] = att;
+      s->cost[r0] = group_cost(*s, roots[0]);
+      s->total += s->cost[r0];
+    }
+  } else {
+    const int p = fc.kernels[0];
+    const auto pu = static_cast<size_t>(p);
+    bool ok = find(p) == p && !s->merged[pu] && !s->removed[pu] && !s->copied[pu];
+    for (size_t u = 1; ok && u < fc.kernels.size(); ++u) ok = !s->removed[static_cast<size_t>(fc.kernels[u])];
+    if (ok) {
+      s->removed[pu] = 1;
+      s->total -= s->cost[pu];
+      for (size_t u = 1; u < fc.kernels.size(); ++u) s->copied[static_cast<size_t>(fc.kernels[u])] = 1;
+      s->recomp.push_back(last);
+      int done[16], nd = 0;
+      for (size_t u = 1; u < fc.kernels.size(); ++u) {
+        const int r = find(fc.kernels[u]);
+        if (std::find(done, done + nd, r) != done + nd || nd == 16) continue;
+        done[nd++] = r;
+        const auto ru = static_cast<size_t>(r);
+        s->total -= s->cost[ru];
+        s->hash[ru] += mix(p + nk);
+        ++s->size[ru];
+        s->cost[ru] = group_cost(*s, r);
+        s->total += s->cost[ru];
+      }
+    }
+  }
+  const double total = s->total;
+  if (!d.back()) remember(d, std::move(s));
+  return total;
+}
+
+double FusionSpace::full_score(const Decision& d) const {
+  // Group hashes from the union-find; a group's members are collected only on a cache miss. The
+  // union-find and each group's cost are kept for this decision's children.
   unite(d);
   const size_t nk = eager_.kernels.size();
-  hash_.assign(nk, 0);
-  size_.assign(nk, 0);
+  // Children add a candidate after the last one taken: with the last one taken there are none, and
+  // the state need not be kept (the reusable scratch state serves).
+  const bool keep = !d.empty() && !d.back();
+  std::shared_ptr<State> fresh = keep ? std::make_shared<State>() : nullptr;
+  State& st = keep ? *fresh : scratch_;
+  st.hash.assign(nk, 0);
+  st.size.assign(nk, 0);
+  st.cost.assign(nk, 0.0);
   for (size_t k = 0; k < nk; ++k) {
     if (removed_[k]) continue;
     const auto r = static_cast<size_t>(root(static_cast<int>(k)));
-    hash_[r] += mix(static_cast<int>(k));
-    ++size_[r];
+    st.hash[r] += mix(static_cast<int>(k));
+    ++st.size[r];
   }
   for (size_t c : recomp_) {  // a recomputed copy joins each reader's group once
     const FusionCandidate& fc = cands_[c];
@@ -360,47 +491,33 @@ double FusionSpace::score_us(const Decision& d) const {
       bool seen = false;
       for (size_t v = 1; v < u; ++v) seen = seen || root(fc.kernels[v]) == static_cast<int>(r);
       if (seen) continue;
-      hash_[r] += mix(fc.kernels[0] + static_cast<int>(nk));
-      ++size_[r];
+      st.hash[r] += mix(fc.kernels[0] + static_cast<int>(nk));
+      ++st.size[r];
     }
   }
+  // The union-find moves into the state (O(1)); unite() rebuilds or gets it back below.
+  auto swap_union_find = [&] {
+    st.parent.swap(parent_);
+    st.mains.swap(mains_);
+    st.rows.swap(rows_);
+    st.attention.swap(attention_);
+    st.merged.swap(merged_);
+    st.removed.swap(removed_);
+    st.copied.swap(copied_);
+    st.recomp.swap(recomp_);
+  };
+  swap_union_find();
   double t = 0;
-  std::vector<size_t> missing;  // groups not yet priced: members collected in one pass below
   for (size_t r = 0; r < nk; ++r) {
-    if (parent_[r] != static_cast<int>(r) || removed_[r]) continue;
-    if (size_[r] == 1) {
-      t += std::max(single_us_[r], launch_us_);
-      continue;
-    }
-    auto it = cache_.find(hash_[r]);
-    if (it == cache_.end()) {
-      missing.push_back(r);
-      continue;
-    }
-    t += std::max(it->second.us, launch_us_);
+    if (st.parent[r] != static_cast<int>(r) || st.removed[r]) continue;
+    st.cost[r] = group_cost(st, static_cast<int>(r));
+    t += st.cost[r];
   }
-  if (!missing.empty()) {
-    std::unordered_map<size_t, std::vector<int>> members;
-    for (size_t r : missing) members[r];
-    for (size_t k = 0; k < nk; ++k) {
-      if (removed_[k]) continue;
-      auto it = members.find(static_cast<size_t>(root(static_cast<int>(k))));
-      if (it != members.end()) it->second.push_back(static_cast<int>(k));
-    }
-    for (size_t c : recomp_) {
-      const FusionCandidate& fc = cands_[c];
-      const int copy = fc.kernels[0] + static_cast<int>(nk);
-      for (size_t u = 1; u < fc.kernels.size(); ++u) {
-        auto it = members.find(static_cast<size_t>(root(fc.kernels[u])));
-        if (it != members.end() && std::find(it->second.begin(), it->second.end(), copy) == it->second.end()) {
-          it->second.push_back(copy);
-        }
-      }
-    }
-    for (auto& [r, m] : members) {
-      std::sort(m.begin(), m.end());
-      t += std::max(cached(m).us, launch_us_);
-    }
+  st.total = t;
+  if (keep) {
+    remember(d, std::move(fresh));
+  } else {
+    swap_union_find();  // the scratch keeps its buffers
   }
   return t;
 }

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <unordered_map>
 
@@ -83,6 +84,7 @@ Result<SearchResult> search(const Graph& input, const GpuProfile& gpu, const Sea
   }
   SearchResult r;
   std::unordered_map<std::string, std::pair<double, Decision>> seen;  // distinct plans, by decision bytes
+  const auto loop_start = std::chrono::steady_clock::now();
   while (true) {
     std::vector<Decision> batch = sched->propose();
     if (batch.empty()) break;
@@ -96,6 +98,7 @@ Result<SearchResult> search(const Graph& input, const GpuProfile& gpu, const Sea
     r.plans_scored += static_cast<int64_t>(batch.size());
     sched->report(scores);
   }
+  r.scoring_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
   // The most promising distinct plans, by the fast score, get the full timeline.
   struct Seen {
     double score;

@@ -60,6 +60,9 @@ class FusionSpace {
   // The kernel time of a group with its best tile (cached).
   double group_us(const std::vector<int>& group) const;
   // Fast estimate of a plan's latency: kernels in order, each no faster than its launch.
+  // When the decision is an already-scored one plus a candidate after all its others (how a beam
+  // grows plans), the score is derived exactly from the parent's union-find, touching only the
+  // groups that candidate changes.
   double score_us(const Decision& d) const;
   // The full plan for a decision, tiles chosen by the cost model, with a line per fusion taken.
   Plan build(const Decision& d, const std::string& scheduler) const;
@@ -97,8 +100,21 @@ class FusionSpace {
   mutable std::vector<int> parent_, mains_, rows_;     // scratch for unite() (a space is single-threaded)
   mutable std::vector<uint8_t> attention_, removed_, copied_, merged_;
   mutable std::vector<size_t> recomp_;
-  mutable std::vector<uint64_t> hash_;
-  mutable std::vector<int> size_;
+  // The union-find of recently scored decisions, for their children (bounded, oldest dropped).
+  struct State {
+    std::vector<int> parent, mains, rows, size;
+    std::vector<uint8_t> attention, merged, removed, copied;
+    std::vector<size_t> recomp;
+    std::vector<uint64_t> hash;
+    std::vector<double> cost;  // per root: its kernel time, at least the launch overhead
+    double total = 0;
+  };
+  mutable State scratch_;
+  mutable std::unordered_map<std::string, std::shared_ptr<State>> states_;
+  mutable std::vector<std::string> state_order_;
+  double full_score(const Decision& d) const;
+  double group_cost(State& s, int r) const;
+  void remember(const Decision& d, std::shared_ptr<State> s) const;
   std::vector<double> single_us_;
   std::vector<uint8_t> cand_attention_, cand_recompute_;  // per candidate: which pass     // each eager kernel alone (the common case when scoring)
 };
@@ -136,6 +152,7 @@ struct SearchResult {
   std::vector<RankedPlan> plans;  // best first
   Prediction eager;
   int64_t plans_scored = 0;
+  double scoring_seconds = 0;  // time in the propose/score/report loop
   std::vector<std::string> notes;
 };
 

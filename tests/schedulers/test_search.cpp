@@ -8,6 +8,8 @@
 #include "support/onnx_builder.h"
 #include "support/run_cli.h"
 
+#include <random>
+
 using namespace gpusim;
 using Catch::Matchers::Contains;
 constexpr int kF32 = onnx::TensorProto::FLOAT;
@@ -303,4 +305,28 @@ TEST_CASE("pass: a transpose feeding a GEMM is read in place", "[schedulers][pas
   REQUIRE(p.kernels.size() == 1);
   CHECK(g.nodes[static_cast<size_t>(p.kernels[0].nodes[static_cast<size_t>(p.kernels[0].anchor)])].op_type == "MatMul");
   REQUIRE(validate_plan(p, g, s.device()));
+}
+
+TEST_CASE("incremental scores equal full scores as a beam grows plans", "[schedulers]") {
+  for (const char* file : {"bert_base_seq128.onnx", "sd15_unet_64x64.onnx"}) {
+    INFO(file);
+    const Graph& g = model(file);
+    const GpuProfile p = gpu("nvidia-rtx-3060");
+    const FusionSpace grown(g, p);
+    const size_t n = grown.candidates().size();
+    std::mt19937_64 rng(5);
+    Decision d(n, 0);
+    grown.score_us(d);  // the root state
+    int checked = 0;
+    for (size_t c = 0; c < n && checked < 12; c += 1 + rng() % 37) {
+      Decision child = d;
+      child[c] = 1;  // the beam adds candidates in order: c is after every candidate taken
+      const double incremental = grown.score_us(child);
+      const FusionSpace fresh(g, p);  // no remembered states: a full evaluation
+      CHECK(incremental == Approx(fresh.score_us(child)).epsilon(1e-12));
+      if (rng() % 2) d = child;  // keep growing from it, or branch again from the parent
+      ++checked;
+    }
+    CHECK(checked >= 10);
+  }
 }
