@@ -339,8 +339,6 @@ const FusionSpace::Cached& FusionSpace::cached(const std::vector<int>& group) co
   return cache_.emplace(std::move(key), std::move(c)).first->second;
 }
 
-double FusionSpace::group_us(const std::vector<int>& group) const { return cached(group).us; }
-
 void FusionSpace::remember(const Decision& d, std::shared_ptr<State> s) const {
   std::string key(d.begin(), d.end());
   if (states_.count(key)) return;

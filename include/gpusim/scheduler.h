@@ -57,8 +57,6 @@ class FusionSpace {
   // Groups of eager kernels under a decision (each group sorted, groups in execution order). A
   // member k >= eager().kernels.size() is a recomputed copy of kernel k - eager().kernels.size().
   std::vector<std::vector<int>> groups(const Decision& d) const;
-  // The kernel time of a group with its best tile (cached).
-  double group_us(const std::vector<int>& group) const;
   // Fast estimate of a plan's latency: kernels in order, each no faster than its launch.
   // When the decision is an already-scored one plus a candidate after all its others (how a beam
   // grows plans), the score is derived exactly from the parent's union-find, touching only the
