@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 #include <random>
 
 namespace gpusim::cpu {
@@ -70,14 +71,25 @@ const std::map<std::string, Kernel>& kernels() {
 
 namespace {
 
-// Seeded values for weights and inputs a caller does not supply: small, never all zero.
-HostTensor seeded(const Tensor& t, std::mt19937_64& rng) {
+// Seeded values for weights and inputs a caller does not supply: never all zero. Weights of rank
+// two or more (conv kernels, matrices) are uniform with variance 1/fan-in (fan-in: the product of
+// all dims but the first; for a 2-D matrix, whose fan-in is either dim depending on transB, the
+// smaller one), so a deep network's activations keep their scale instead of overflowing fp32 after
+// fifty layers; others are uniform in [-0.5, 0.5].
+HostTensor seeded(const Tensor& t, std::mt19937_64& rng, bool weight) {
   HostTensor h;
   h.dtype = t.dtype;
   h.shape = t.shape;
   h.allocate();
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  for (double& x : h.r) x = u(rng) * 0.5;
+  double bound = 0.5;
+  if (weight && t.shape.size() >= 2) {
+    int64_t fan_in = 1;
+    for (size_t d = 1; d < t.shape.size(); ++d) fan_in *= std::max<int64_t>(1, t.shape[d]);
+    if (t.shape.size() == 2) fan_in = std::max<int64_t>(1, std::min(t.shape[0], t.shape[1]));
+    bound = std::sqrt(3.0 / static_cast<double>(fan_in));
+  }
+  std::uniform_real_distribution<double> u(-bound, bound);
+  for (double& x : h.r) x = u(rng);
   for (int64_t& x : h.i) x = t.dtype == DType::kBool ? static_cast<int64_t>(rng() & 1) : static_cast<int64_t>(rng() % 8);
   return h;
 }
@@ -93,10 +105,10 @@ HostTensor from_value(const Value& v) {
 
 }  // namespace
 
-Result<RunResult> run_reference(const Graph& g, const std::vector<HostTensor>& inputs, const RunOptions& opts) {
-  RunResult res;
-  std::vector<HostTensor> vals(g.tensors.size());
-  std::vector<bool> ready(g.tensors.size(), false);
+Result<HostState> initial_state(const Graph& g, const std::vector<HostTensor>& inputs, const RunOptions& opts) {
+  HostState st;
+  st.vals.resize(g.tensors.size());
+  st.ready.assign(g.tensors.size(), false);
   std::mt19937_64 rng(opts.seed);
   int64_t seeded_weights = 0;
   for (size_t id = 0; id < g.tensors.size(); ++id) {
@@ -104,21 +116,22 @@ Result<RunResult> run_reference(const Graph& g, const std::vector<HostTensor>& i
     if (t.role != TensorRole::kWeight) continue;
     if (opts.weights) {
       if (auto it = opts.weights->find(t.name); it != opts.weights->end()) {
-        vals[id] = from_data(it->second);
-        ready[id] = true;
+        st.vals[id] = from_data(it->second);
+        st.ready[id] = true;
         continue;
       }
     }
     if (t.value) {
-      vals[id] = from_value(*t.value);
+      st.vals[id] = from_value(*t.value);
     } else {
-      vals[id] = seeded(t, rng);
+      st.vals[id] = seeded(t, rng, true);
       ++seeded_weights;
     }
-    ready[id] = true;
+    st.ready[id] = true;
   }
   if (seeded_weights > 0) {
-    res.notes.push_back(fmt::format("{} weights are not in the file; filled from seed {}", seeded_weights, opts.seed));
+    st.notes.push_back(fmt::format("{} weights are not in the file; filled from seed {} (uniform, scaled by fan-in)",
+                                   seeded_weights, opts.seed));
   }
   for (size_t k = 0; k < g.inputs.size(); ++k) {
     const auto id = static_cast<size_t>(g.inputs[k]);
@@ -129,63 +142,76 @@ Result<RunResult> run_reference(const Graph& g, const std::vector<HostTensor>& i
                           fmt::format("input \"{}\" has shape {}, the graph expects {}", g.tensors[id].name,
                                       shape_str(in.shape), shape_str(g.tensors[id].shape)));
       }
-      vals[id] = in;
+      st.vals[id] = in;
     } else {
-      vals[id] = seeded(g.tensors[id], rng);
+      st.vals[id] = seeded(g.tensors[id], rng, false);
     }
-    ready[id] = true;
+    st.ready[id] = true;
+  }
+  return st;
+}
+
+Status run_node(const Graph& g, size_t ni, HostState& st, const RunOptions& opts) {
+  const Node& n = g.nodes[ni];
+  // A Constant too large for the IR to keep its value: the file's data, when present.
+  if (n.op_type == "Constant" && opts.weights && n.outputs.size() == 1 && n.outputs[0] != kNoTensor) {
+    const auto id = static_cast<size_t>(n.outputs[0]);
+    if (auto w = opts.weights->find(g.tensors[id].name); w != opts.weights->end() && !g.tensors[id].value) {
+      st.vals[id] = from_data(w->second);
+      st.ready[id] = true;
+      return Ok{};
+    }
   }
   const auto& table = kernels();
+  auto it = table.find(n.domain.empty() ? n.op_type : n.domain + ":" + n.op_type);
+  if (it == table.end()) {
+    return make_error(ErrorCode::kUnsupported, fmt::format("{}: node \"{}\" ({}): the CPU reference has no kernel "
+                                                           "for this op",
+                                                           g.source_path, n.name, n.op_type));
+  }
+  KernelArgs a{g, n, {}, {}};
+  for (TensorId t : n.inputs) {
+    if (t == kNoTensor) {
+      a.in.push_back(nullptr);
+      continue;
+    }
+    if (!st.ready[static_cast<size_t>(t)]) {
+      return make_error(ErrorCode::kInvalidModel, fmt::format("{}: node \"{}\" reads \"{}\" before it is computed",
+                                                              g.source_path, n.name, g.tensor(t).name));
+    }
+    a.in.push_back(&st.vals[static_cast<size_t>(t)]);
+  }
+  for (TensorId t : n.outputs) {
+    if (t == kNoTensor) {
+      a.out.push_back(nullptr);
+      continue;
+    }
+    HostTensor& o = st.vals[static_cast<size_t>(t)];
+    o = HostTensor{};
+    o.dtype = g.tensor(t).dtype;
+    o.shape = g.tensor(t).shape;
+    o.is_sequence = g.tensor(t).is_sequence;
+    a.out.push_back(&o);
+  }
+  if (auto s = it->second(a); !s) return s.error();
+  for (TensorId t : n.outputs) {
+    if (t != kNoTensor) st.ready[static_cast<size_t>(t)] = true;
+  }
+  return Ok{};
+}
+
+Result<RunResult> run_reference(const Graph& g, const std::vector<HostTensor>& inputs, const RunOptions& opts) {
+  auto st = initial_state(g, inputs, opts);
+  if (!st) return st.error();
+  RunResult res;
+  res.notes = st->notes;
   res.node_us.assign(g.nodes.size(), 0.0);
   for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
-    const Node& n = g.nodes[ni];
     const auto start = std::chrono::steady_clock::now();
-    // A Constant too large for the IR to keep its value: the file's data, when present.
-    if (n.op_type == "Constant" && opts.weights && n.outputs.size() == 1 && n.outputs[0] != kNoTensor) {
-      const auto id = static_cast<size_t>(n.outputs[0]);
-      if (auto w = opts.weights->find(g.tensors[id].name); w != opts.weights->end() && !g.tensors[id].value) {
-        vals[id] = from_data(w->second);
-        ready[id] = true;
-        continue;
-      }
-    }
-    auto it = table.find(n.domain.empty() ? n.op_type : n.domain + ":" + n.op_type);
-    if (it == table.end()) {
-      return make_error(ErrorCode::kUnsupported, fmt::format("{}: node \"{}\" ({}): the CPU reference has no kernel "
-                                                             "for this op",
-                                                             g.source_path, n.name, n.op_type));
-    }
-    KernelArgs a{g, n, {}, {}};
-    for (TensorId t : n.inputs) {
-      if (t == kNoTensor) {
-        a.in.push_back(nullptr);
-        continue;
-      }
-      if (!ready[static_cast<size_t>(t)]) {
-        return make_error(ErrorCode::kInvalidModel, fmt::format("{}: node \"{}\" reads \"{}\" before it is computed",
-                                                                g.source_path, n.name, g.tensor(t).name));
-      }
-      a.in.push_back(&vals[static_cast<size_t>(t)]);
-    }
-    for (TensorId t : n.outputs) {
-      if (t == kNoTensor) {
-        a.out.push_back(nullptr);
-        continue;
-      }
-      HostTensor& o = vals[static_cast<size_t>(t)];
-      o = HostTensor{};
-      o.dtype = g.tensor(t).dtype;
-      o.shape = g.tensor(t).shape;
-      o.is_sequence = g.tensor(t).is_sequence;
-      a.out.push_back(&o);
-    }
-    if (auto s = it->second(a); !s) return s.error();
-    for (TensorId t : n.outputs) {
-      if (t != kNoTensor) ready[static_cast<size_t>(t)] = true;
-    }
+    if (auto s = run_node(g, ni, *st, opts); !s) return s.error();
     res.node_us[ni] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
   }
-  for (TensorId t : g.outputs) res.outputs.push_back(vals[static_cast<size_t>(t)]);
+  for (TensorId t : g.outputs) res.outputs.push_back(st->vals[static_cast<size_t>(t)]);
   return res;
 }
 

@@ -78,6 +78,18 @@ struct RunResult {
   std::vector<std::string> notes;   // e.g. which weights were filled from the seed
 };
 
+// Host values of every tensor, for running a graph node by node (the executor runs folded nodes
+// and host fallbacks this way; run_reference runs all of them).
+struct HostState {
+  std::vector<HostTensor> vals;  // per TensorId
+  std::vector<bool> ready;
+  std::vector<std::string> notes;
+};
+// Weights (file, IR constants, or seeded) and inputs (given, or seeded) ready; nothing else.
+Result<HostState> initial_state(const Graph& g, const std::vector<HostTensor>& inputs, const RunOptions& opts);
+// Runs node `ni`; its inputs must be ready. Marks its outputs ready.
+Status run_node(const Graph& g, size_t ni, HostState& st, const RunOptions& opts);
+
 // Runs every node; inputs in graph-input order (missing ones are filled from the seed).
 Result<RunResult> run_reference(const Graph& g, const std::vector<HostTensor>& inputs, const RunOptions& opts = {});
 
