@@ -26,6 +26,8 @@ enum class ErrorCode {
   kShape,        // shape inference failed (mismatch, unresolved symbolic dim, overflow)
   kDataDependent,// an output shape depends on values only known at run time
   kInvalidArgument,
+  kUnavailable,  // a backend, driver or device that is not present at run time
+  kDevice,       // a device or compiler reported an error (compile log, launch failure)
 };
 
 struct Error {

@@ -1,0 +1,261 @@
+// NVRTC through dlopen: finding the library and the toolkit headers once per process, then one
+// nvrtcProgram per compile (NVRTC is thread-safe across programs).
+#include "nvrtc_compiler.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <nvrtc.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+
+namespace gpusim::backend::cuda {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The NVRTC entry points gpusim uses; all exist in every NVRTC since CUDA 11.2.
+struct Nvrtc {
+  NvrtcInfo info;
+  std::vector<int> arch_numbers;
+  decltype(&nvrtcGetErrorString) get_error_string = nullptr;
+  decltype(&nvrtcCreateProgram) create_program = nullptr;
+  decltype(&nvrtcDestroyProgram) destroy_program = nullptr;
+  decltype(&nvrtcCompileProgram) compile_program = nullptr;
+  decltype(&nvrtcGetProgramLogSize) get_program_log_size = nullptr;
+  decltype(&nvrtcGetProgramLog) get_program_log = nullptr;
+  decltype(&nvrtcGetCUBINSize) get_cubin_size = nullptr;
+  decltype(&nvrtcGetCUBIN) get_cubin = nullptr;
+  decltype(&nvrtcGetPTXSize) get_ptx_size = nullptr;
+  decltype(&nvrtcGetPTX) get_ptx = nullptr;
+};
+
+std::vector<std::string> library_candidates() {
+  // CUDA 11.2 .. 11.8 all ship the soname libnvrtc.so.11.2 (Debian 12's nvidia-cuda-toolkit too).
+  const char* names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so"};
+  std::vector<std::string> out;
+  if (const char* p = std::getenv("GPUSIM_NVRTC_LIBRARY"); p != nullptr && *p != '\0') out.emplace_back(p);
+  for (const char* n : names) out.emplace_back(n);
+  std::vector<std::string> roots;
+  if (const char* h = std::getenv("CUDA_HOME"); h != nullptr && *h != '\0') roots.emplace_back(h);
+  if (const char* h = std::getenv("CUDA_PATH"); h != nullptr && *h != '\0') roots.emplace_back(h);
+  roots.emplace_back("/usr/local/cuda");
+  for (const auto& r : roots) {
+    for (const char* n : names) out.push_back((fs::path(r) / "lib64" / n).string());
+  }
+  return out;
+}
+
+bool has_fp16_header(const fs::path& dir) {
+  std::error_code ec;
+  return !dir.empty() && fs::exists(dir / "cuda_fp16.h", ec);
+}
+
+// The toolkit include folder that matches the library best: the one beside it first.
+std::string find_include_dir(const std::string& library) {
+  std::vector<fs::path> dirs;
+  std::error_code ec;
+  fs::path lib = fs::weakly_canonical(library, ec);
+  if (ec) lib = library;
+  // <root>/lib64/libnvrtc.so, <root>/lib/libnvrtc.so, <root>/targets/x86_64-linux/lib/libnvrtc.so
+  for (fs::path p = lib.parent_path(); !p.empty() && p != p.root_path(); p = p.parent_path()) {
+    dirs.push_back(p / "include");
+    if (dirs.size() >= 3) break;
+  }
+  if (const char* h = std::getenv("CUDA_HOME"); h != nullptr && *h != '\0') dirs.push_back(fs::path(h) / "include");
+  if (const char* h = std::getenv("CUDA_PATH"); h != nullptr && *h != '\0') dirs.push_back(fs::path(h) / "include");
+#ifdef GPUSIM_CUDA_INCLUDE_DIR
+  dirs.emplace_back(GPUSIM_CUDA_INCLUDE_DIR);
+#endif
+  dirs.emplace_back("/usr/local/cuda/include");
+  for (const auto& d : dirs) {
+    if (has_fp16_header(d)) return d.string();
+  }
+  return {};
+}
+
+template <typename F>
+bool load_symbol(void* handle, const char* name, F& fn, std::string& missing) {
+  fn = reinterpret_cast<F>(dlsym(handle, name));
+  if (fn == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(name);
+  return fn != nullptr;
+}
+
+Result<Nvrtc> load_nvrtc() {
+  const std::vector<std::string> candidates = library_candidates();
+  void* handle = nullptr;
+  std::string tried;
+  for (const auto& c : candidates) {
+    handle = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle != nullptr) break;
+    tried += (tried.empty() ? "" : ", ") + c;
+  }
+  if (handle == nullptr) {
+    return make_error(ErrorCode::kUnavailable,
+                      fmt::format("NVRTC (libnvrtc, the CUDA runtime compiler) was not found (tried {}); install the "
+                                  "CUDA toolkit (https://developer.nvidia.com/cuda-downloads, or the distribution's "
+                                  "cuda-nvrtc package), or set CUDA_HOME or GPUSIM_NVRTC_LIBRARY to point at it",
+                                  tried));
+  }
+  Nvrtc n;
+  std::string missing;
+  decltype(&nvrtcVersion) version = nullptr;
+  decltype(&nvrtcGetNumSupportedArchs) num_archs = nullptr;
+  decltype(&nvrtcGetSupportedArchs) archs = nullptr;
+  load_symbol(handle, "nvrtcVersion", version, missing);
+  load_symbol(handle, "nvrtcGetNumSupportedArchs", num_archs, missing);
+  load_symbol(handle, "nvrtcGetSupportedArchs", archs, missing);
+  load_symbol(handle, "nvrtcGetErrorString", n.get_error_string, missing);
+  load_symbol(handle, "nvrtcCreateProgram", n.create_program, missing);
+  load_symbol(handle, "nvrtcDestroyProgram", n.destroy_program, missing);
+  load_symbol(handle, "nvrtcCompileProgram", n.compile_program, missing);
+  load_symbol(handle, "nvrtcGetProgramLogSize", n.get_program_log_size, missing);
+  load_symbol(handle, "nvrtcGetProgramLog", n.get_program_log, missing);
+  load_symbol(handle, "nvrtcGetCUBINSize", n.get_cubin_size, missing);
+  load_symbol(handle, "nvrtcGetCUBIN", n.get_cubin, missing);
+  load_symbol(handle, "nvrtcGetPTXSize", n.get_ptx_size, missing);
+  load_symbol(handle, "nvrtcGetPTX", n.get_ptx, missing);
+  Dl_info where{};
+  n.info.library = (version != nullptr && dladdr(reinterpret_cast<void*>(version), &where) != 0 && where.dli_fname)
+                       ? where.dli_fname
+                       : "libnvrtc";
+  if (!missing.empty()) {
+    // The handle stays open: unloading NVRTC is not worth the risk of a library that keeps threads.
+    return make_error(ErrorCode::kUnavailable,
+                      fmt::format("{} lacks {}: it is older than CUDA 11.2; install a newer CUDA toolkit's NVRTC",
+                                  n.info.library, missing));
+  }
+  int major = 0;
+  int minor = 0;
+  version(&major, &minor);
+  n.info.version = fmt::format("{}.{}", major, minor);
+  int count = 0;
+  if (num_archs(&count) == NVRTC_SUCCESS && count > 0) {
+    n.arch_numbers.resize(static_cast<size_t>(count));
+    if (archs(n.arch_numbers.data()) != NVRTC_SUCCESS) n.arch_numbers.clear();
+  }
+  std::sort(n.arch_numbers.begin(), n.arch_numbers.end());
+  for (int a : n.arch_numbers) n.info.archs.push_back(fmt::format("sm_{}", a));
+  n.info.include_dir = find_include_dir(n.info.library);
+  return n;
+}
+
+// Loaded once per process; the result (library or reason) never changes afterwards.
+const Result<Nvrtc>& nvrtc() {
+  static const Result<Nvrtc> lib = load_nvrtc();
+  return lib;
+}
+
+struct ProgramDeleter {
+  decltype(&nvrtcDestroyProgram) destroy;
+  void operator()(_nvrtcProgram* p) const {
+    if (p != nullptr) destroy(&p);
+  }
+};
+
+}  // namespace
+
+Result<NvrtcInfo> nvrtc_info() {
+  const auto& n = nvrtc();
+  if (!n) return n.error();
+  return n->info;
+}
+
+bool nvrtc_available(std::string* why) {
+  const auto& n = nvrtc();
+  if (!n && why != nullptr) *why = n.error().message;
+  return n.ok();
+}
+
+Result<std::string> compile_cuda(const KernelSource& src, const std::string& arch, std::string* log) {
+  if (log != nullptr) log->clear();
+  if (src.language != Language::kCudaCpp) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("kernel \"{}\": NVRTC compiles CUDA C++, this source is GLSL", src.name));
+  }
+  const auto& lib = nvrtc();
+  if (!lib) return lib.error();
+  const Nvrtc& n = *lib;
+
+  // "sm_90", "sm_90a", "sm_100f", "compute_90".
+  const bool ptx = arch.rfind("compute_", 0) == 0;
+  const size_t digits_at = ptx ? 8 : (arch.rfind("sm_", 0) == 0 ? 3 : std::string::npos);
+  size_t digits_end = digits_at;
+  while (digits_at != std::string::npos && digits_end < arch.size() && std::isdigit(static_cast<unsigned char>(arch[digits_end]))) {
+    ++digits_end;
+  }
+  const bool well_formed = digits_at != std::string::npos && digits_end > digits_at && digits_end - digits_at <= 4 &&
+                           (digits_end == arch.size() ||
+                            (digits_end + 1 == arch.size() && (arch.back() == 'a' || arch.back() == 'f')));
+  if (!well_formed) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("kernel \"{}\": \"{}\" is not a CUDA target; write sm_XY for a GPU of compute "
+                                  "capability X.Y (sm_80, sm_90) or compute_XY for PTX",
+                                  src.name, arch));
+  }
+  const int number = std::stoi(arch.substr(digits_at, digits_end - digits_at));
+  if (!n.arch_numbers.empty() &&
+      std::find(n.arch_numbers.begin(), n.arch_numbers.end(), number) == n.arch_numbers.end()) {
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("kernel \"{}\": NVRTC {} ({}) cannot compile for {}; it targets {} .. {}. Install a "
+                                  "CUDA toolkit whose NVRTC supports {} (CUDA 12 for sm_50 .. sm_70, a newer one for "
+                                  "new GPUs) and point CUDA_HOME or GPUSIM_NVRTC_LIBRARY at it",
+                                  src.name, n.info.version, n.info.library, arch, n.info.archs.front(),
+                                  n.info.archs.back(), arch));
+  }
+
+  nvrtcProgram raw = nullptr;
+  const std::string file = src.name + ".cu";
+  if (nvrtcResult r = n.create_program(&raw, src.code.c_str(), file.c_str(), 0, nullptr, nullptr); r != NVRTC_SUCCESS) {
+    return make_error(ErrorCode::kDevice, fmt::format("kernel \"{}\": nvrtcCreateProgram failed: {}", src.name,
+                                                      n.get_error_string(r)));
+  }
+  std::unique_ptr<_nvrtcProgram, ProgramDeleter> prog(raw, ProgramDeleter{n.destroy_program});
+
+  std::vector<std::string> options = {"--gpu-architecture=" + arch, "--std=c++17"};
+  if (!n.info.include_dir.empty()) options.push_back("-I" + n.info.include_dir);
+  std::vector<const char*> argv;
+  for (const auto& o : options) argv.push_back(o.c_str());
+  const nvrtcResult compiled = n.compile_program(prog.get(), static_cast<int>(argv.size()), argv.data());
+
+  std::string text;
+  size_t log_size = 0;
+  if (n.get_program_log_size(prog.get(), &log_size) == NVRTC_SUCCESS && log_size > 1) {
+    text.resize(log_size);
+    if (n.get_program_log(prog.get(), text.data()) != NVRTC_SUCCESS) text.clear();
+    while (!text.empty() && (text.back() == '\0' || text.back() == '\n')) text.pop_back();
+  }
+  if (log != nullptr) *log = text;
+  if (compiled != NVRTC_SUCCESS) {
+    std::string hint;
+    if (n.info.include_dir.empty() && text.find("cuda_fp16.h") != std::string::npos) {
+      hint = "; cuda_fp16.h was not found: install the CUDA toolkit's headers or set CUDA_HOME";
+    }
+    return make_error(ErrorCode::kDevice, fmt::format("kernel \"{}\": NVRTC {} failed to compile it for {} ({}){}:\n{}",
+                                                      src.name, n.info.version, arch, n.get_error_string(compiled),
+                                                      hint, text));
+  }
+
+  std::string out;
+  size_t size = 0;
+  nvrtcResult r = ptx ? n.get_ptx_size(prog.get(), &size) : n.get_cubin_size(prog.get(), &size);
+  if (r == NVRTC_SUCCESS) {
+    out.resize(size);
+    r = ptx ? n.get_ptx(prog.get(), out.data()) : n.get_cubin(prog.get(), out.data());
+  }
+  if (r != NVRTC_SUCCESS || out.empty()) {
+    return make_error(ErrorCode::kDevice, fmt::format("kernel \"{}\": NVRTC {} compiled it for {} but returned no {}: {}",
+                                                      src.name, n.info.version, arch, ptx ? "PTX" : "cubin",
+                                                      n.get_error_string(r)));
+  }
+  if (ptx) {
+    while (!out.empty() && out.back() == '\0') out.pop_back();  // the size counts the terminator
+  }
+  return out;
+}
+
+}  // namespace gpusim::backend::cuda
