@@ -1,0 +1,84 @@
+// Codegen: from a plan kernel (a group of fused ops and its TileConfig) to kernel source for the
+// device backends — CUDA C++ (one text for CUDA via NVRTC and HIP via hiprtc) and GLSL compute
+// (Vulkan, via shaderc).
+//
+// Every generator writes its kernel once, in a small C dialect that both languages accept once
+// a per-target prelude is in front of it (dialect.h): buffers are arrays `b0`, `b1`, ... in
+// argument order, loads and stores go through per-buffer macros `LD0(i)` / `ST1(i, v)` (which hide
+// fp16 storage), thread and group ids are `LID_X`, `GRP_X`, ..., `BARRIER()` syncs a group,
+// `SHARED` declares group memory at file scope, `FN` marks helper functions, and math uses the
+// CUDA float names (expf, erff, fmaxf, rsqrtf, ...). Shapes and strides are baked into the text
+// as constants: each kernel is specialized to its shapes, like other JIT code generators, and the
+// backends' compile caches make a repeated shape free.
+//
+// Kernel classes: fused elementwise chains (any catalog elementwise op, broadcasting);
+// GEMM (MatMul, Gemm) and implicit-GEMM convolution, tiled per TileConfig with shared-memory
+// staging and a fused elementwise epilogue; reductions and normalizations (Reduce*, Softmax,
+// LayerNorm, InstanceNorm/GroupNorm, pooling); attention; data movement (Transpose, Concat,
+// Slice, Gather, Expand, Pad, Resize, ...).
+//
+// Usage:
+//   auto k = gpusim::codegen::generate(graph, plan.kernels[i], {});
+//   if (!k) { /* kUnsupported: this fusion or op has no generator; run its nodes one by one */ }
+//   backend::KernelSource src = k->source(backend::Language::kGlsl);
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+#include "gpusim/graph.h"
+#include "gpusim/kernel_work.h"
+#include "gpusim/plan.h"
+#include "gpusim/result.h"
+
+namespace gpusim::codegen {
+
+// How a tensor is stored in a device buffer. Floats are fp32 or fp16 (computed in fp32); integer
+// and bool tensors are int32 on the device (the executor converts int64 data on upload and
+// refuses values outside int32).
+enum class Storage { kF32, kF16, kI32 };
+std::string_view storage_name(Storage s);  // "f32", "f16", "i32"
+int storage_bytes(Storage s);
+
+struct Arg {
+  TensorId tensor = -1;      // the graph tensor this buffer holds (a view root, see GraphIndex)
+  Storage storage = Storage::kF32;
+  int64_t elements = 0;
+  bool written = false;      // outputs: written by the kernel (inputs are read-only)
+};
+
+struct Options {
+  Storage float_storage = Storage::kF32;  // fp16 storage when the plan runs in fp16
+  // Largest threads per group and shared memory the target allows (tiles are clamped to fit).
+  int max_threads = 1024;
+  uint64_t max_shared_bytes = 48 * 1024;
+};
+
+struct Kernel {
+  std::string name;          // a C identifier, unique per source text
+  std::string cls;           // "elementwise", "gemm", "conv", "reduction", "normalization", "attention", "data-movement"
+  std::vector<Arg> args;     // buffer arguments in binding order (`written` marks outputs)
+  std::array<uint32_t, 3> groups{1, 1, 1};
+  std::array<uint32_t, 3> block{64, 1, 1};
+  uint64_t shared_bytes = 0;
+  std::string decls;         // file scope, in the dialect: helper functions, SHARED arrays
+  std::string body;          // the entry point's statements, in the dialect
+
+  // The complete translation unit for a language (prelude, buffer declarations, entry point).
+  backend::KernelSource source(backend::Language lang) const;
+};
+
+// Generates the kernel for plan kernel `k` of graph `g`. kUnsupported, naming the op and the
+// reason, where no generator covers the group (the executor then runs its nodes one by one and,
+// for an op no generator covers, on the host reference — saying so).
+Result<Kernel> generate(const Graph& g, const PlanKernel& k, const Options& opts = {});
+// The same with the graph's index built once by the caller (the executor generates many kernels).
+Result<Kernel> generate(const Graph& g, const GraphIndex& idx, const PlanKernel& k, const Options& opts = {});
+
+// Storage of a graph tensor under these options.
+Storage storage_of(DType t, const Options& opts);
+
+}  // namespace gpusim::codegen

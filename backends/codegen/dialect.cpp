@@ -1,0 +1,166 @@
+// The two faces of the kernel dialect. GLSL gets the CUDA float math names as macros and the
+// functions it lacks (erf, a tanh that does not overflow, fmod with C's sign); CUDA C++ gets GLSL's
+// integer type names and the dialect's id macros. HIP compiles the CUDA text (hiprtc defines the
+// same built-ins), with hip_fp16.h in place of cuda_fp16.h.
+#include "dialect.h"
+
+#include <fmt/format.h>
+
+namespace gpusim::codegen {
+
+std::string_view storage_name(Storage s) {
+  switch (s) {
+    case Storage::kF32: return "f32";
+    case Storage::kF16: return "f16";
+    case Storage::kI32: return "i32";
+  }
+  return "?";
+}
+
+int storage_bytes(Storage s) { return s == Storage::kF16 ? 2 : 4; }
+
+Storage storage_of(DType t, const Options& opts) {
+  return dtype_is_float(t) ? opts.float_storage : Storage::kI32;
+}
+
+namespace {
+
+constexpr const char* kGlslMath = R"(#define expf exp
+#define logf log
+#define sqrtf sqrt
+#define rsqrtf inversesqrt
+#define fabsf abs
+#define fminf min
+#define fmaxf max
+#define powf pow
+#define floorf floor
+#define ceilf ceil
+#define rintf roundEven
+#define truncf trunc
+#define sinf sin
+#define cosf cos
+#define tanf tan
+#define sinhf sinh
+#define coshf cosh
+#define asinf asin
+#define acosf acos
+#define atanf atan
+#define asinhf asinh
+#define acoshf acosh
+#define atanhf atanh
+#define exp2f exp2
+#define log2f log2
+#define INF_F uintBitsToFloat(0x7F800000u)
+#define NAN_F uintBitsToFloat(0x7FC00000u)
+#define FN
+#define SHARED shared
+#define BARRIER() { memoryBarrierShared(); barrier(); }
+#define LID_X int(gl_LocalInvocationID.x)
+#define LID_Y int(gl_LocalInvocationID.y)
+#define LID_Z int(gl_LocalInvocationID.z)
+#define GRP_X int(gl_WorkGroupID.x)
+#define GRP_Y int(gl_WorkGroupID.y)
+#define GRP_Z int(gl_WorkGroupID.z)
+#define NGRP_X int(gl_NumWorkGroups.x)
+#define NGRP_Y int(gl_NumWorkGroups.y)
+#define NGRP_Z int(gl_NumWorkGroups.z)
+float tanhf(float x) { float e = exp(-2.0 * abs(x)); float t = (1.0 - e) / (1.0 + e); return x < 0.0 ? -t : t; }
+float fmodf(float x, float y) { return x - y * trunc(x / y); }
+// erf: a Taylor series below 0.5 (relative error < 1e-8 there), above it the Numerical Recipes
+// erfc approximation (fractional error < 1.2e-7).
+float erff(float x) {
+  float a = abs(x);
+  if (a < 0.5) {
+    float z = x * x;
+    return 1.1283791670955126 * x * (1.0 + z * (-1.0 / 3.0 + z * (0.1 + z * (-1.0 / 42.0 + z * (1.0 / 216.0 - z / 1320.0)))));
+  }
+  float t = 1.0 / (1.0 + 0.5 * a);
+  float y = t * exp(-a * a - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 +
+            t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 +
+            t * (-0.82215223 + t * 0.17087277)))))))));
+  return x < 0.0 ? y - 1.0 : 1.0 - y;
+}
+)";
+
+constexpr const char* kCudaCommon = R"(typedef unsigned int uint;
+#define FN __device__ inline
+#define SHARED __shared__
+#define BARRIER() __syncthreads()
+#define LID_X int(threadIdx.x)
+#define LID_Y int(threadIdx.y)
+#define LID_Z int(threadIdx.z)
+#define GRP_X int(blockIdx.x)
+#define GRP_Y int(blockIdx.y)
+#define GRP_Z int(blockIdx.z)
+#define NGRP_X int(gridDim.x)
+#define NGRP_Y int(gridDim.y)
+#define NGRP_Z int(gridDim.z)
+#define INF_F __int_as_float(0x7f800000)
+#define NAN_F __int_as_float(0x7fc00000)
+)";
+
+}  // namespace
+
+std::string prelude(backend::Language lang, bool fp16_storage) {
+  if (lang == backend::Language::kGlsl) {
+    std::string s = "#version 450\n";
+    if (fp16_storage) s += "#extension GL_EXT_shader_16bit_storage : require\n#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n";
+    return s + kGlslMath;
+  }
+  std::string s;
+  if (fp16_storage) {
+    s += "#if defined(__HIPCC_RTC__) || defined(__HIP_PLATFORM_AMD__)\n#include <hip/hip_fp16.h>\n#else\n#include <cuda_fp16.h>\n#endif\n";
+  }
+  return s + kCudaCommon;
+}
+
+backend::KernelSource Kernel::source(backend::Language lang) const {
+  bool f16 = false;
+  for (const Arg& a : args) f16 = f16 || a.storage == Storage::kF16;
+  backend::KernelSource src;
+  src.name = name;
+  src.language = lang;
+  src.buffers = static_cast<int>(args.size());
+  src.block = block;
+  src.shared_bytes = shared_bytes;
+  src.needs_fp16 = f16;
+  std::string code = prelude(lang, f16);
+  code += fmt::format("#define BLOCK_X {}\n#define BLOCK_Y {}\n#define BLOCK_Z {}\n", block[0], block[1], block[2]);
+  std::string macros;
+  for (size_t k = 0; k < args.size(); ++k) {
+    const Arg& a = args[k];
+    if (a.storage == Storage::kF16) {
+      macros += lang == backend::Language::kGlsl
+                    ? fmt::format("#define LD{0}(i) float(b{0}[(i)])\n#define ST{0}(i, v) b{0}[(i)] = float16_t(v)\n", k)
+                    : fmt::format("#define LD{0}(i) __half2float(b{0}[(i)])\n#define ST{0}(i, v) b{0}[(i)] = __float2half(v)\n", k);
+    } else {
+      macros += fmt::format("#define LD{0}(i) (b{0}[(i)])\n#define ST{0}(i, v) b{0}[(i)] = (v)\n", k);
+    }
+  }
+  if (lang == backend::Language::kGlsl) {
+    code += fmt::format("layout(local_size_x = {}, local_size_y = {}, local_size_z = {}) in;\n", block[0], block[1],
+                        block[2]);
+    for (size_t k = 0; k < args.size(); ++k) {
+      const Arg& a = args[k];
+      const char* type = a.storage == Storage::kF32 ? "float" : a.storage == Storage::kF16 ? "float16_t" : "int";
+      code += fmt::format("layout(std430, binding = {0}) {1}buffer B{0} {{ {2} b{0}[]; }};\n", k,
+                          a.written ? "" : "readonly ", type);
+    }
+    code += macros + decls + "\nvoid main() {\n" + body + "}\n";
+  } else {
+    code += macros + decls;
+    std::string params;
+    for (size_t k = 0; k < args.size(); ++k) {
+      const Arg& a = args[k];
+      const char* type = a.storage == Storage::kF32 ? "float" : a.storage == Storage::kF16 ? "__half" : "int";
+      params += fmt::format("{}{}{}* __restrict__ b{}", k ? ", " : "", a.written ? "" : "const ", type, k);
+    }
+    code += fmt::format("\nextern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", block[0] * block[1] * block[2],
+                        name, params);
+    code += body + "}\n";
+  }
+  src.code = std::move(code);
+  return src;
+}
+
+}  // namespace gpusim::codegen

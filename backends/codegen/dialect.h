@@ -1,0 +1,25 @@
+// The kernel dialect shared by the CUDA C++ and GLSL emitters: a per-target prelude that maps
+// the dialect's names onto each language, and the buffer declarations and entry point around a
+// kernel's body. A generator writes its kernel once; see codegen.h for the names it may use:
+//
+//   LID_X/Y/Z  thread id in the group     GRP_X/Y/Z  group id     NGRP_X/Y/Z  groups launched
+//   BLOCK_X/Y/Z threads per group (constants)
+//   b0, b1 ... the buffers; LDk(i) loads element i of buffer k as float (or int for i32 buffers),
+//   STk(i, v) stores v (converting to fp16 storage where the buffer is fp16)
+//   SHARED float tile[256];   (file scope, in decls)      BARRIER();   (group barrier + fence)
+//   FN float helper(float x) { ... }   (file scope; helpers cannot see the buffers)
+//   math: expf logf sqrtf rsqrtf fabsf fminf fmaxf powf floorf ceilf rintf truncf fmodf sinf cosf
+//         tanf tanhf erff sinhf coshf asinf acosf atanf asinhf acoshf atanhf exp2f log2f,
+//         INF_F, NAN_F; isnan/isinf; int/float casts written int(x) / float(x)
+#pragma once
+
+#include <string>
+
+#include "codegen.h"
+
+namespace gpusim::codegen {
+
+// Everything in front of a kernel's decls: version/includes, the dialect macros and helpers.
+std::string prelude(backend::Language lang, bool fp16_storage);
+
+}  // namespace gpusim::codegen

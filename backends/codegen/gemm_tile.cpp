@@ -1,0 +1,369 @@
+// The tiled GEMM main loop shared by the GEMM and implicit-GEMM convolution generators, the
+// strided operand views, and the epilogue hand-over to the elementwise tail (see gemm_tile.h).
+//
+// Kernel layout (one group per output tile, tiles spread linearly over the grid):
+//   group  -> (bz, tile_m, tile_n); threads form a (bm/tm) x (bn/tn) grid; thread (ty, tx) owns
+//             rows ty + i * (bm/tm) and columns tx + j * (bn/tn) of the tile — strided, so adjacent
+//             threads touch adjacent columns when the epilogue stores.
+//   k-step -> every thread loads elements of the A tile (bm x bk) and the B tile (bk x bn) into
+//             shared memory (zero outside the matrix), a barrier, then bk rank-1 updates of the
+//             register micro-tile from shared memory.
+// With stages = 2 the tiles are double-buffered: tile t+1 is loaded into the other buffer while
+// tile t is consumed, one barrier per k-step instead of two.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "gemm_tile.h"
+
+namespace gpusim::codegen {
+
+int pow2_ceil(int64_t v) {
+  int p = 1;
+  while (p < v && p < (1 << 30)) p *= 2;
+  return p;
+}
+
+int pow2_floor(int64_t v) {
+  int p = 1;
+  while (static_cast<int64_t>(p) * 2 <= v && p < (1 << 30)) p *= 2;
+  return p;
+}
+
+std::string add_term(const std::string& base, const std::string& idx, int64_t stride) {
+  if (stride == 0 || idx == "0") return base.empty() ? "0" : base;
+  const bool simple = idx.find_first_of(" +-*/%") == std::string::npos;
+  const std::string term = stride == 1 ? idx : fmt::format("{} * {}", simple ? idx : "(" + idx + ")", stride);
+  if (base.empty() || base == "0") return term;
+  return base + " + " + term;
+}
+
+std::string batch_offset(const Shape& batch, const Shape& op_batch, const std::vector<int64_t>& strides,
+                         const std::string& flat) {
+  const size_t off = batch.size() - op_batch.size();
+  std::string e;
+  for (size_t j = 0; j < op_batch.size(); ++j) {
+    if (op_batch[j] == 1) continue;
+    e = add_term(e, coord(batch, off + j, flat), strides[j]);
+  }
+  return e.empty() ? "0" : e;
+}
+
+std::string kernel_name(const std::string& prefix, const Node& n) {
+  std::string s = prefix + "_";
+  for (char ch : n.name) {
+    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+    if (ok) {
+      s += ch;
+    } else if (s.back() != '_') {
+      s += '_';
+    }
+    if (s.size() >= 48) break;
+  }
+  while (s.size() > 1 && s.back() == '_') s.pop_back();
+  return s;
+}
+
+GemmTile fit_gemm_tile(const TileConfig& tc, const GemmLoop& L, const Options& opts) {
+  GemmTile t;
+  if (tc.block_m > 0 && tc.block_n > 0 && tc.block_k > 0) {
+    t.bm = pow2_floor(std::min(tc.block_m, 256));
+    t.bn = pow2_floor(std::min(tc.block_n, 256));
+    t.bk = pow2_floor(std::min(tc.block_k, 64));
+  }
+  t.threads = tc.threads > 0 ? pow2_floor(std::min(tc.threads, 1024)) : 256;
+  t.stages = tc.stages >= 2 ? 2 : 1;
+  // No larger than the problem: a 7-row GEMM gets an 8-row tile, not 64 rows of idle threads.
+  t.bm = std::min(t.bm, pow2_ceil(std::max<int64_t>(1, L.m)));
+  t.bn = std::min(t.bn, pow2_ceil(std::max<int64_t>(1, L.n)));
+  t.bk = std::min(t.bk, pow2_ceil(std::max<int64_t>(1, L.k)));
+  const int max_threads = pow2_floor(std::max(1, opts.max_threads));
+  t.threads = std::min(t.threads, max_threads);
+  // At most 64 accumulators per thread: more threads where allowed, else a smaller tile.
+  while (t.bm * t.bn / t.threads > 64) {
+    if (t.threads * 2 <= max_threads) {
+      t.threads *= 2;
+    } else if (t.bm >= t.bn) {
+      t.bm /= 2;
+    } else {
+      t.bn /= 2;
+    }
+  }
+  while (t.shared_bytes() > opts.max_shared_bytes) {
+    if (t.stages > 1) {
+      t.stages = 1;
+    } else if (t.bk > 4) {
+      t.bk /= 2;
+    } else if (std::max(t.bm, t.bn) > 1) {
+      (t.bm >= t.bn ? t.bm : t.bn) /= 2;
+    } else if (t.bk > 1) {
+      t.bk /= 2;
+    } else {
+      break;
+    }
+  }
+  t.threads = std::min(t.threads, t.bm * t.bn);
+  const int e = t.bm * t.bn / t.threads;  // outputs per thread, a power of two
+  t.tm = 1;
+  while (t.tm * 2 * t.tm * 2 <= e && t.tm * 2 <= t.bm) t.tm *= 2;
+  t.tn = e / t.tm;
+  if (t.tn > t.bn) {
+    t.tn = t.bn;
+    t.tm = e / t.bn;
+  }
+  return t;
+}
+
+namespace {
+
+// The loads of the A and B tiles for k-offset `k0` (an int expression) into buffer `buf`.
+// Leading dims of the shared tiles: a tile loaded with k fastest gets one float of padding per
+// k-row, so the threads of a warp storing consecutive k hit different banks.
+int lda(const GemmLoop& L, const GemmTile& t) { return L.a_m_fastest ? t.bm : t.bm + 1; }
+int ldb(const GemmLoop& L, const GemmTile& t) { return L.b_n_fastest ? t.bn : t.bn + 1; }
+
+std::string load_tiles(const GemmLoop& L, const GemmTile& t, const std::string& buf, const std::string& k0) {
+  const int T = t.threads;
+  std::string s;
+  s += fmt::format("    for (int e = LID_X; e < {}; e += {}) {{\n", t.bm * t.bk, T);
+  if (L.a_m_fastest) {
+    s += fmt::format("      int r = e % {0}; int kk = e / {0};\n", t.bm);
+  } else {
+    s += fmt::format("      int r = e / {0}; int kk = e % {0};\n", t.bk);
+  }
+  s += fmt::format("      int gm = m0 + r; int gk = {} + kk;\n", k0);
+  s += "      float av = 0.0f;\n";
+  s += fmt::format("      if (gm < {} && gk < {}) {{ {} }}\n", L.m, L.k, L.load_a);
+  s += fmt::format("      sA[({} * {} + kk) * {} + r] = av;\n", buf, t.bk, lda(L, t));
+  s += "    }\n";
+  s += fmt::format("    for (int e = LID_X; e < {}; e += {}) {{\n", t.bn * t.bk, T);
+  if (L.b_n_fastest) {
+    s += fmt::format("      int c = e % {0}; int kk = e / {0};\n", t.bn);
+  } else {
+    s += fmt::format("      int c = e / {0}; int kk = e % {0};\n", t.bk);
+  }
+  s += fmt::format("      int gn = n0 + c; int gk = {} + kk;\n", k0);
+  s += "      float bv = 0.0f;\n";
+  s += fmt::format("      if (gn < {} && gk < {}) {{ {} }}\n", L.n, L.k, L.load_b);
+  s += fmt::format("      sB[({} * {} + kk) * {} + c] = bv;\n", buf, t.bk, ldb(L, t));
+  s += "    }\n";
+  return s;
+}
+
+std::string compute_tile(const GemmLoop& L, const GemmTile& t, const std::string& buf) {
+  const int rm = t.bm / t.tm, rn = t.bn / t.tn;
+  std::string s;
+  s += fmt::format("    for (int kk = 0; kk < {}; ++kk) {{\n", t.bk);
+  s += fmt::format("      float ra[{}]; float rb[{}];\n", t.tm, t.tn);
+  s += fmt::format("      for (int i = 0; i < {}; ++i) ra[i] = sA[({} * {} + kk) * {} + ty + i * {}];\n", t.tm, buf, t.bk,
+                   lda(L, t), rm);
+  s += fmt::format("      for (int j = 0; j < {}; ++j) rb[j] = sB[({} * {} + kk) * {} + tx + j * {}];\n", t.tn, buf, t.bk,
+                   ldb(L, t), rn);
+  s += fmt::format("      for (int i = 0; i < {}; ++i) {{\n", t.tm);
+  s += fmt::format("        for (int j = 0; j < {}; ++j) acc[i * {} + j] += ra[i] * rb[j];\n", t.tn, t.tn);
+  s += "      }\n    }\n";
+  return s;
+}
+
+}  // namespace
+
+void emit_gemm(const GemmLoop& L, const GemmTile& t, Kernel& k) {
+  const int64_t tiles_m = (L.m + t.bm - 1) / t.bm, tiles_n = (L.n + t.bn - 1) / t.bn;
+  const int64_t total = L.batch * tiles_m * tiles_n;
+  const int64_t ksteps = (L.k + t.bk - 1) / t.bk;
+  const int rn = t.bn / t.tn, rm = t.bm / t.tm;
+  k.block = {static_cast<uint32_t>(t.threads), 1, 1};
+  k.groups = groups_for(std::max<int64_t>(total, 1), 1);
+  const int sa = t.stages * t.bk * lda(L, t), sb = t.stages * t.bk * ldb(L, t);
+  k.shared_bytes = static_cast<uint64_t>(sa + sb) * 4;
+  k.decls += fmt::format("SHARED float sA[{}];\nSHARED float sB[{}];\n", sa, sb);
+  std::string& s = k.body;
+  s += fmt::format("  // GEMM {} x [{} x {} x {}], tile {}x{}x{}, {} threads of {}x{} outputs, {} stage(s)\n", L.batch, L.m,
+                   L.n, L.k, t.bm, t.bn, t.bk, t.threads, t.tm, t.tn, t.stages);
+  s += fmt::format("  int tile = {};\n  if (tile >= {}) return;\n", kLinearGroup, total);
+  s += fmt::format("  int n0 = (tile % {}) * {};\n", tiles_n, t.bn);
+  s += fmt::format("  int m0 = ((tile / {}) % {}) * {};\n", tiles_n, tiles_m, t.bm);
+  s += fmt::format("  int bz = tile / {};\n", tiles_n * tiles_m);
+  s += fmt::format("  int tx = LID_X % {}; int ty = LID_X / {};\n", rn, rn);
+  s += L.setup;
+  s += fmt::format("  float acc[{}];\n  for (int i = 0; i < {}; ++i) acc[i] = 0.0f;\n", t.tm * t.tn, t.tm * t.tn);
+  if (ksteps > 0) {
+    if (t.stages == 1) {
+      s += fmt::format("  for (int kt = 0; kt < {}; ++kt) {{\n", ksteps);
+      s += load_tiles(L, t, "0", fmt::format("kt * {}", t.bk));
+      s += "    BARRIER();\n";
+      s += compute_tile(L, t, "0");
+      s += "    BARRIER();\n  }\n";
+    } else {
+      s += "  {\n" + load_tiles(L, t, "0", "0") + "  }\n  BARRIER();\n";
+      s += fmt::format("  for (int kt = 0; kt < {}; ++kt) {{\n", ksteps);
+      s += "    int cur = kt & 1;\n";
+      s += fmt::format("    if (kt + 1 < {}) {{\n", ksteps);
+      s += load_tiles(L, t, "(1 - cur)", fmt::format("(kt + 1) * {}", t.bk));
+      s += "    }\n";
+      s += compute_tile(L, t, "cur");
+      s += "    BARRIER();\n  }\n";
+    }
+  }
+  s += fmt::format("  for (int i = 0; i < {}; ++i) {{\n", t.tm);
+  s += fmt::format("    int gm = m0 + ty + i * {};\n", rm);
+  s += fmt::format("    if (gm >= {}) continue;\n", L.m);
+  s += fmt::format("    for (int j = 0; j < {}; ++j) {{\n", t.tn);
+  s += fmt::format("      int gn = n0 + tx + j * {};\n", rn);
+  s += fmt::format("      if (gn >= {}) continue;\n", L.n);
+  s += fmt::format("      float acc_v = acc[i * {} + j];\n", t.tn);
+  s += "      {\n" + L.epilogue + "      }\n";
+  s += "    }\n  }\n";
+}
+
+std::string operand_index(const Operand& op, const std::string& pos) {
+  if (op.remap_shape.empty()) return pos;
+  std::string e;
+  for (size_t d = 0; d < op.remap_shape.size(); ++d) e = add_term(e, coord(op.remap_shape, d, pos), op.remap_strides[d]);
+  return e.empty() ? "0" : e;
+}
+
+Result<Operand> resolve_operand(const GenContext& c, const Node& reader, TensorId t, std::vector<size_t>& folded) {
+  Operand op;
+  op.tensor = t;
+  op.shape = c.tensor(t).shape;
+  op.strides = strides_of(op.shape);
+  const TensorId r = c.root(t);
+  const int prod = c.idx.producer[static_cast<size_t>(r)];
+  auto in_group = [&](int node) -> int {
+    for (size_t p = 0; p < c.k.nodes.size(); ++p) {
+      if (c.k.nodes[p] == node) return static_cast<int>(p);
+    }
+    return -1;
+  };
+  const int pos = prod < 0 ? -1 : in_group(prod);
+  if (pos < 0) return op;
+  const Node& p = c.node(static_cast<size_t>(pos));
+  if (p.op_type != "Transpose") {
+    return c.unsupported(reader, fmt::format("its input \"{}\" is computed inside the same kernel by node \"{}\" ({}), "
+                                             "which this generator cannot fold into its operand loads; plan them as "
+                                             "separate kernels",
+                                             c.tensor(t).name, p.name, p.op_type));
+  }
+  const TensorId y = p.outputs[0];
+  const bool reshaped = c.tensor(y).shape != op.shape;  // read through a view (views keep flat order)
+  if (escapes(c, y)) {
+    return c.unsupported(reader, fmt::format("the output of the fused Transpose \"{}\" is also needed outside the "
+                                             "kernel, which a folded transpose never stores",
+                                             p.name));
+  }
+  for (size_t q = 0; q < c.k.nodes.size(); ++q) {
+    const Node& n = c.node(q);
+    if (&n == &reader || static_cast<int>(q) == pos) continue;
+    for (TensorId in : n.inputs) {
+      if (in != kNoTensor && c.root(in) == c.root(y)) {
+        return c.unsupported(reader, fmt::format("the fused Transpose \"{}\" is also read by node \"{}\" in the kernel",
+                                                 p.name, n.name));
+      }
+    }
+  }
+  const TensorId x = p.inputs[0];
+  const int xprod = c.idx.producer[static_cast<size_t>(c.root(x))];
+  if (xprod >= 0 && in_group(xprod) >= 0) {
+    return c.unsupported(reader, fmt::format("the fused Transpose \"{}\" reads a tensor computed inside the kernel", p.name));
+  }
+  const Shape& xs = c.tensor(x).shape;
+  std::vector<int64_t> perm;
+  if (const Attribute* a = p.attr("perm"); a && !a->ints.empty()) {
+    perm = a->ints;
+  } else {
+    for (size_t d = xs.size(); d-- > 0;) perm.push_back(static_cast<int64_t>(d));
+  }
+  if (perm.size() != xs.size() || perm.size() != c.tensor(y).shape.size()) {
+    return c.unsupported(reader, fmt::format("the fused Transpose \"{}\" has perm of {} axes for a rank-{} input", p.name,
+                                             perm.size(), xs.size()));
+  }
+  const auto xst = strides_of(xs);
+  std::vector<int64_t> permuted(perm.size());
+  for (size_t d = 0; d < perm.size(); ++d) {
+    const int64_t a = perm[d] < 0 ? perm[d] + static_cast<int64_t>(xs.size()) : perm[d];
+    if (a < 0 || a >= static_cast<int64_t>(xs.size())) {
+      return c.unsupported(reader, fmt::format("the fused Transpose \"{}\" has perm value {} out of range", p.name, perm[d]));
+    }
+    permuted[d] = xst[static_cast<size_t>(a)];
+  }
+  op.tensor = x;
+  if (reshaped) {
+    op.remap_shape = c.tensor(y).shape;
+    op.remap_strides = permuted;
+  } else {
+    op.strides = permuted;
+  }
+  if (std::find(folded.begin(), folded.end(), static_cast<size_t>(pos)) == folded.end()) {
+    folded.push_back(static_cast<size_t>(pos));
+  }
+  return op;
+}
+
+Result<std::string> gemm_epilogue(const GenContext& c, ArgList& args, size_t anchor_pos, const std::vector<size_t>& folded,
+                                  const std::string& v, const std::string& o) {
+  const Node& a = c.node(anchor_pos);
+  const TensorId y = a.outputs[0];
+  const Shape& ys = c.tensor(y).shape;
+  auto is_folded = [&](size_t p) { return std::find(folded.begin(), folded.end(), p) != folded.end(); };
+  // An inference BatchNormalization reading the anchor's output (batchnorm-fold).
+  int bn_pos = -1;
+  for (size_t p = 0; p < c.k.nodes.size(); ++p) {
+    const Node& n = c.node(p);
+    if (p == anchor_pos || is_folded(p) || n.op_type != "BatchNormalization") continue;
+    if (!n.inputs.empty() && n.inputs[0] != kNoTensor && c.root(n.inputs[0]) == c.root(y)) {
+      bn_pos = static_cast<int>(p);
+      break;
+    }
+  }
+  std::string code;
+  size_t new_anchor = anchor_pos;
+  if (bn_pos >= 0) {
+    const Node& bn = c.node(static_cast<size_t>(bn_pos));
+    if (const Attribute* tm = bn.attr("training_mode"); tm && tm->i != 0) {
+      return c.unsupported(bn, "training-mode BatchNormalization cannot be folded into an epilogue");
+    }
+    if (bn.inputs.size() < 5) return c.unsupported(bn, "BatchNormalization needs scale, B, mean and var inputs");
+    for (size_t k = 1; k < bn.outputs.size(); ++k) {
+      if (bn.outputs[k] != kNoTensor && escapes(c, bn.outputs[k])) {
+        return c.unsupported(bn, "the running mean/var outputs of BatchNormalization are not computed by the epilogue");
+      }
+    }
+    if (c.tensor(bn.inputs[0]).shape != ys || ys.size() < 2) {
+      return c.unsupported(bn, fmt::format("folds only a BatchNormalization of the {} output itself (rank >= 2)", a.op_type));
+    }
+    for (size_t p = 0; p < c.k.nodes.size(); ++p) {
+      const Node& n = c.node(p);
+      if (p == anchor_pos || static_cast<int>(p) == bn_pos || is_folded(p)) continue;
+      for (TensorId in : n.inputs) {
+        if (in != kNoTensor && c.root(in) == c.root(y)) {
+          return c.unsupported(n, fmt::format("reads the output of \"{}\" beside the folded BatchNormalization \"{}\"",
+                                              a.name, bn.name));
+        }
+      }
+    }
+    if (escapes(c, y)) code += "        " + args.store(y, o, v) + "\n";
+    const double eps = bn.attr("epsilon") ? bn.attr("epsilon")->f : 1e-5;
+    auto ld = [&](size_t i) {
+      const TensorId t = bn.inputs[i];
+      return "float(" + args.load(t, c.tensor(t).elements() <= 1 ? "0" : "bnc") + ")";
+    };
+    code += fmt::format("        {{ int bnc = {}; {} = ({} - {}) * ({} * rsqrtf({} + {})) + {}; }}\n", coord(ys, 1, o), v, v,
+                        ld(3), ld(1), ld(4), float_lit(eps), ld(2));
+    new_anchor = static_cast<size_t>(bn_pos);
+  }
+  PlanKernel sub = c.k;
+  sub.nodes.clear();
+  sub.anchor = -1;
+  for (size_t p = 0; p < c.k.nodes.size(); ++p) {
+    if (is_folded(p) || (bn_pos >= 0 && p == anchor_pos)) continue;
+    if (p == new_anchor) sub.anchor = static_cast<int>(sub.nodes.size());
+    sub.nodes.push_back(c.k.nodes[p]);
+  }
+  const GenContext c2{c.g, c.idx, sub, c.opts};
+  auto tail = elementwise_tail(c2, args, sub.anchor, v, o, ys);
+  if (!tail) return tail.error();
+  return code + *tail;
+}
+
+}  // namespace gpusim::codegen

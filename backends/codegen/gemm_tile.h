@@ -1,0 +1,108 @@
+// Inside codegen: what the GEMM, implicit-GEMM convolution and attention generators share — the
+// tiled main loop (shared-memory staging of A and B tiles per k-step, a register micro-tile per
+// thread), the choice of a tile that fits the target, operands read as strided views (so a
+// Transpose fused into the kernel costs nothing: its permutation becomes the operand's strides),
+// and the epilogue that hands each output value to the fused elementwise tail (folding an
+// inference BatchNormalization on the way).
+//
+// A generator describes its GEMM as a GemmLoop — sizes, and the dialect statements that load one
+// element of A and of B and consume one output value — and emit_gemm() writes the kernel around it:
+//
+//   GemmLoop L;  L.batch = 1; L.m = 61; L.n = 7; L.k = 13;
+//   L.load_a = "av = LD0(gm * 13 + gk);";       // gm < m, gk < k are checked by the loop
+//   L.load_b = "bv = LD1(gk * 7 + gn);";
+//   L.epilogue = "ST2(gm * 7 + gn, acc_v);";
+//   GemmTile t = fit_gemm_tile(plan_kernel.tile, L, opts);
+//   emit_gemm(L, t, kernel);                     // fills decls, body, block, groups, shared_bytes
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "generators.h"
+
+namespace gpusim::codegen {
+
+// One GEMM as C[bz][m][n] = sum_k A[bz][m][k] * B[bz][k][n], described by code fragments.
+struct GemmLoop {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  // Statements after the tile's coordinates are known (int `bz`, the batch index), at body scope.
+  std::string setup;
+  // Statements that set float `av` (already 0) from ints `bz`, `gm` < m, `gk` < k.
+  std::string load_a;
+  // Statements that set float `bv` (already 0) from ints `bz`, `gk` < k, `gn` < n.
+  std::string load_b;
+  // Which index varies fastest across the threads loading a tile: the one with unit stride in
+  // memory, so a warp's loads coalesce.
+  bool a_m_fastest = false;
+  bool b_n_fastest = true;
+  // Statements per output element, with ints `bz`, `gm` < m, `gn` < n and float `acc_v`.
+  std::string epilogue;
+};
+
+// The tile actually generated: block_m x block_n outputs per group in a grid of
+// (block_m / tm) x (block_n / tn) threads, each accumulating a tm x tn micro-tile; block_k deep
+// k-steps; stages 1 or 2 (2: double-buffered shared memory, one barrier per k-step).
+struct GemmTile {
+  int bm = 64, bn = 64, bk = 16, tm = 4, tn = 4, threads = 256, stages = 1;
+  uint64_t shared_bytes() const { return static_cast<uint64_t>(stages) * static_cast<uint64_t>(bk) * static_cast<uint64_t>(bm + bn + 2) * 4; }
+};
+
+// The plan's TileConfig made feasible: powers of two, 64x64x16/256 threads where the config is
+// empty, no larger than the problem (rounded up to a power of two), at most 64 accumulators per
+// thread, threads <= opts.max_threads, shared memory <= opts.max_shared_bytes (stages dropped
+// first, then block_k, then the larger of block_m/block_n). split_k and vector_width are not
+// used (see gen_gemm.cpp).
+GemmTile fit_gemm_tile(const TileConfig& t, const GemmLoop& L, const Options& opts);
+
+// Writes the tiled kernel into k: decls (the shared tiles), body, block, groups, shared_bytes.
+// Tiles are spread over the groups linearly (x, then y past 65535 groups).
+void emit_gemm(const GemmLoop& L, const GemmTile& t, Kernel& k);
+
+// An operand as the kernel reads it: element `i` of logical shape `shape` is at
+// p = sum(i[d] * strides[d]) in the buffer of `tensor` (a tensor, loaded through ArgList, which
+// resolves its view root). When `remap_shape` is set (a reshaped view of a fused Transpose), p is
+// instead a flat index over remap_shape (the Transpose's output), whose coordinates have buffer
+// strides `remap_strides`: see operand_index().
+struct Operand {
+  TensorId tensor = kNoTensor;
+  Shape shape;
+  std::vector<int64_t> strides;
+  Shape remap_shape;
+  std::vector<int64_t> remap_strides;
+};
+
+// The buffer index of an operand element from its strided position `pos` (an int variable).
+std::string operand_index(const Operand& op, const std::string& pos);
+
+// The operand a group node reads as input `t`: the tensor itself, or — when a Transpose inside
+// the group produces it (transpose-into-gemm, the K^T of attention), directly or through a view —
+// the Transpose's input with permuted strides; the Transpose's position is added to `folded`. kUnsupported when another node
+// inside the group produces t, or the Transpose's output is needed elsewhere.
+Result<Operand> resolve_operand(const GenContext& c, const Node& reader, TensorId t, std::vector<size_t>& folded);
+
+// The int expression of the offset of batch `flat` (a flat index over batch shape `batch`) in an
+// operand whose leading dims `op_batch` (right-aligned against `batch`, numpy broadcasting) have
+// element strides `strides`.
+std::string batch_offset(const Shape& batch, const Shape& op_batch, const std::vector<int64_t>& strides,
+                         const std::string& flat);
+
+// "base + idx * stride" with the trivial cases folded ("idx", "0", ...).
+std::string add_term(const std::string& base, const std::string& idx, int64_t stride);
+
+// The statements that consume the anchor's output value: float variable `v` at flat index `o`
+// (an int variable) of the output of the node at position `anchor_pos`. Folds a
+// BatchNormalization (inference) that reads the anchor's output into an affine (storing the
+// anchor's output first if something else needs it), then hands over to elementwise_tail for
+// the group's other nodes, leaving out those at positions `folded` (consumed by the generator).
+Result<std::string> gemm_epilogue(const GenContext& c, ArgList& args, size_t anchor_pos, const std::vector<size_t>& folded,
+                                  const std::string& v, const std::string& o);
+
+// A kernel name (C identifier) from a prefix and a node name.
+std::string kernel_name(const std::string& prefix, const Node& n);
+
+// Smallest power of two >= v (v >= 1), and largest <= v.
+int pow2_ceil(int64_t v);
+int pow2_floor(int64_t v);
+
+}  // namespace gpusim::codegen

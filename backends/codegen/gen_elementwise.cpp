@@ -1,0 +1,134 @@
+// Fused elementwise chains, and the elementwise epilogue other generators apply to their output
+// values. Every node of a chain computes at the same flat index (views keep flat indices, so a
+// node whose output is a reshaped view of another's still lines up); inputs from outside the
+// group are loaded with numpy broadcasting against the node's own output shape. Intermediate
+// values live in registers; only tensors read outside the group (or returned) are stored.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "generators.h"
+#include "gpusim/op_catalog.h"
+
+namespace gpusim::codegen {
+
+namespace {
+
+bool in_list(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+}  // namespace
+
+bool escapes(const GenContext& c, TensorId t) {
+  const TensorId r = c.root(t);
+  if (c.idx.graph_output[static_cast<size_t>(r)]) return true;
+  int inside = 0;
+  for (int ni : c.k.nodes) {
+    const Node& n = c.g.nodes[static_cast<size_t>(ni)];
+    for (TensorId in : n.inputs) {
+      if (in != kNoTensor && c.root(in) == r) ++inside;
+    }
+  }
+  return c.idx.readers[static_cast<size_t>(r)] > inside;
+}
+
+Result<std::string> elementwise_tail(const GenContext& c, ArgList& args, int skip, const std::string& value,
+                                     const std::string& index, const Shape& space) {
+  const int64_t n_space = shape_elements(space).value_or(-1);
+  std::map<TensorId, std::pair<std::string, bool>> vals;  // root -> (variable, is int)
+  std::string code;
+  if (skip >= 0) {
+    const Node& a = c.node(static_cast<size_t>(skip));
+    const TensorId out = a.outputs.at(0);
+    const bool out_int = !dtype_is_float(c.tensor(out).dtype);
+    vals[c.root(out)] = {value, out_int};
+    if (escapes(c, out) && !in_list(c.k.recomputed, c.k.nodes[static_cast<size_t>(skip)])) {
+      code += "    " + args.store(out, index, value) + "\n";
+    }
+  }
+  int tmp = 0;
+  for (size_t pos = 0; pos < c.k.nodes.size(); ++pos) {
+    if (static_cast<int>(pos) == skip) continue;
+    const Node& n = c.node(pos);
+    if (op_class(n.domain, n.op_type) != OpClass::kElementwise) {
+      return c.unsupported(n, fmt::format("fused into a {} kernel but not elementwise; only elementwise ops fuse here",
+                                          skip >= 0 ? std::string(c.anchor().op_type) : "elementwise"));
+    }
+    if (n.outputs.empty() || n.outputs[0] == kNoTensor) return c.unsupported(n, "no output");
+    const Tensor& ot = c.tensor(n.outputs[0]);
+    if (ot.elements() != n_space) {
+      return c.unsupported(n, fmt::format("output {} has {} elements, the fused kernel's index space {} has {}; "
+                                          "broadcasting inside a fused chain runs unfused",
+                                          shape_str(ot.shape), ot.elements(), shape_str(space), n_space));
+    }
+    std::vector<std::string> ins;
+    std::vector<bool> ints;
+    for (TensorId t : n.inputs) {
+      if (t == kNoTensor) {
+        ins.emplace_back();
+        ints.push_back(false);
+        continue;
+      }
+      if (auto it = vals.find(c.root(t)); it != vals.end()) {
+        if (c.tensor(t).elements() != n_space) {
+          return c.unsupported(n, "reads a value computed in this kernel with broadcasting");
+        }
+        ins.push_back(it->second.first);
+        ints.push_back(it->second.second);
+        continue;
+      }
+      const Tensor& it = c.tensor(t);
+      if (it.is_sequence || it.dtype == DType::kString) return c.unsupported(n, "sequence or string input");
+      ins.push_back(args.load(t, broadcast_index(ot.shape, it.shape, index)));
+      ints.push_back(args.is_int(t));
+    }
+    bool int_out = false;
+    auto e = scalar_op(c, n, ins, ints, int_out);
+    if (!e) return e.error();
+    const std::string var = fmt::format("e{}", tmp++);
+    code += fmt::format("    {} {} = {};\n", int_out ? "int" : "float", var, *e);
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      const TensorId t = n.outputs[o];
+      if (t == kNoTensor) continue;
+      if (o == 0) {
+        vals[c.root(t)] = {var, int_out};
+        if (escapes(c, t) && !in_list(c.k.recomputed, c.k.nodes[pos])) code += "    " + args.store(t, index, var) + "\n";
+      } else if (n.op_type == "Dropout") {  // the mask: all kept in inference
+        if (escapes(c, t)) code += "    " + args.store(t, index, "1") + "\n";
+      } else {
+        return c.unsupported(n, "second output");
+      }
+    }
+  }
+  return code;
+}
+
+Result<Kernel> gen_elementwise(const GenContext& c) {
+  // The index space: the last node's output (every node must match it in element count).
+  const Node& last = c.node(c.k.nodes.size() - 1);
+  if (last.outputs.empty() || last.outputs[0] == kNoTensor) return c.unsupported(last, "no output");
+  const Shape space = c.tensor(last.outputs[0]).shape;
+  const int64_t n = shape_elements(space).value_or(0);
+  if (n >= (int64_t{1} << 31)) return c.unsupported(last, "over 2^31 elements: 32-bit indexing");
+  Kernel k;
+  ArgList args(c);
+  auto tail = elementwise_tail(c, args, -1, "", "i", space);
+  if (!tail) return tail.error();
+  const uint32_t block = static_cast<uint32_t>(std::clamp(c.k.tile.threads > 0 ? c.k.tile.threads : 256, 32,
+                                                          std::min(1024, c.opts.max_threads)));
+  const int ipt = std::clamp(c.k.tile.items_per_thread, 1, 8);
+  const int64_t threads = (n + ipt - 1) / ipt;
+  k.name = fmt::format("ew_{}", c.k.nodes.front());
+  k.cls = "elementwise";
+  k.block = {block, 1, 1};
+  k.groups = groups_for(threads, block);
+  const int64_t launched = int64_t{k.groups[0]} * k.groups[1] * block;
+  // Each thread takes items_per_thread elements, `launched` apart (coalesced across the group).
+  k.body = fmt::format("  int t = {} * BLOCK_X + LID_X;\n  for (int r = 0; r < {}; ++r) {{\n    int i = t + r * {};\n"
+                       "    if (i >= {}) return;\n{}  }}\n",
+                       kLinearGroup, ipt, launched, n, *tail);
+  k.args = std::move(args.args);
+  return k;
+}
+
+}  // namespace gpusim::codegen

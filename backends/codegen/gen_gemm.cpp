@@ -1,0 +1,300 @@
+// The GEMM generator: MatMul (numpy batching and broadcasting, 1-D operands), Gemm (transA,
+// transB, alpha, beta, C broadcast to [M, N]) and two-operand Einsum as one tiled kernel (gemm_tile.h) with the group's
+// fused epilogue. A Transpose fused into the kernel (transpose-into-gemm) is read through
+// permuted strides instead of being materialized.
+//
+// TileConfig honoured: block_m/n/k (as powers of two, fitted to the problem and the target),
+// threads, stages (2 or more: double-buffered shared memory). Not honoured: split_k (each output
+// is reduced by one group, so the fused epilogue sees the whole sum) and vector_width (the dialect
+// has no vector types; per-thread runs of scalar loads would break the warp-wide coalescing the
+// tile loads get now).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "gemm_tile.h"
+
+namespace gpusim::codegen {
+namespace {
+
+constexpr int64_t kMaxIndex = std::numeric_limits<int32_t>::max();
+
+// Whether t is computed inside the group (then it has no buffer the kernel could read).
+bool produced_in_group(const GenContext& c, TensorId t) {
+  const int p = c.idx.producer[static_cast<size_t>(c.root(t))];
+  return p >= 0 && std::find(c.k.nodes.begin(), c.k.nodes.end(), p) != c.k.nodes.end();
+}
+
+// The statement setting float `var` to operand element (row, col) at batch offset `base`.
+std::string load_stmt(ArgList& args, const Operand& op, const std::string& var, const std::string& base,
+                      const std::string& row, int64_t rs, const std::string& col, int64_t cs) {
+  const std::string pos = add_term(add_term(base, row, rs), col, cs);
+  if (op.remap_shape.empty()) return fmt::format("{} = float({});", var, args.load(op.tensor, pos));
+  return fmt::format("int {0}p = {1}; {0} = float({2});", var, pos, args.load(op.tensor, operand_index(op, var + "p")));
+}
+
+// Einsum with two operands as a batched GEMM: every label is a batch label (both operands and
+// the output), an m label (A and the output), an n label (B and the output) or a k label (summed;
+// a label summed in one operand only is a k label the other operand does not move along). Labels
+// of one class are flattened in output order; a label's coordinate is taken back out of the flat
+// index with constant divisions. Returns the output's flat index expression (from bz, gm, gn).
+Result<std::string> einsum_loop(const GenContext& c, const Node& n, ArgList& args, const Operand& a, const Operand& b,
+                                GemmLoop& L) {
+  const std::string raw = n.attr("equation") ? n.attr("equation")->s : "";
+  std::string eq;  // spaces dropped, "..." as '.'
+  for (size_t p = 0; p < raw.size(); ++p) {
+    if (raw.compare(p, 3, "...") == 0) p += 2;
+    if (raw[p] != ' ') eq += raw[p];
+  }
+  const size_t arrow = eq.find("->");
+  std::vector<std::string> terms(1);
+  for (char ch : eq.substr(0, arrow)) {
+    if (ch == ',') {
+      terms.emplace_back();
+    } else {
+      terms.back().push_back(ch);
+    }
+  }
+  if (terms.size() != 2) return c.unsupported(n, fmt::format("Einsum \"{}\" has {} operands; only two-operand contractions run as a GEMM", raw, terms.size()));
+  const Operand* ops[2] = {&a, &b};
+  size_t ell_rank = 0;
+  size_t er[2];
+  for (size_t i = 0; i < 2; ++i) {
+    const bool e = terms[i].find('.') != std::string::npos;
+    const size_t letters = terms[i].size() - (e ? 1 : 0), rank = ops[i]->shape.size();
+    if (rank < letters || (!e && rank != letters)) return c.unsupported(n, fmt::format("operand {} does not fit \"{}\"", i, terms[i]));
+    er[i] = rank - letters;
+    ell_rank = std::max(ell_rank, er[i]);
+  }
+  // Labels: letters are their char code (< 128); ellipsis dims are 128 + position (right-aligned).
+  auto expand = [&](const std::string& term, size_t e) {
+    std::vector<int> l;
+    for (char ch : term) {
+      if (ch != '.') l.push_back(static_cast<unsigned char>(ch) & 127);
+      for (size_t t = 0; ch == '.' && t < e; ++t) l.push_back(static_cast<int>(128 + ell_rank - e + t));
+    }
+    return l;
+  };
+  const size_t nl = 128 + ell_rank;
+  std::vector<int64_t> size(nl, 1);
+  std::vector<int> in_op(nl, 0);  // bit i: operand i has the label
+  std::vector<std::vector<int>> labels(2);
+  for (size_t i = 0; i < 2; ++i) {
+    labels[i] = expand(terms[i], er[i]);
+    const Shape& sh = ops[i]->shape;
+    for (size_t d = 0; d < sh.size(); ++d) {
+      const auto l = static_cast<size_t>(labels[i][d]);
+      if (in_op[l] & (1 << i)) return c.unsupported(n, fmt::format("Einsum \"{}\" repeats a label in one operand (a diagonal)", raw));
+      if (in_op[l] && size[l] != sh[d] && size[l] != 1 && sh[d] != 1) return c.unsupported(n, "Einsum index sizes disagree");
+      if (!in_op[l] || size[l] == 1) size[l] = sh[d];
+      in_op[l] |= 1 << i;
+    }
+  }
+  std::string implicit = ell_rank > 0 ? "." : "";
+  for (int ch = 0; ch < 128; ++ch) {  // implicit output: the letters used once, alphabetically
+    int count = 0;
+    for (const auto& t : terms) count += static_cast<int>(std::count(t.begin(), t.end(), static_cast<char>(ch)));
+    if (count == 1 && ch != '.') implicit += static_cast<char>(ch);
+  }
+  const std::vector<int> out = expand(arrow != std::string::npos ? eq.substr(arrow + 2) : implicit, ell_rank);
+  std::vector<bool> in_out(nl, false);
+  for (int l : out) {
+    if (in_out[static_cast<size_t>(l)] || !in_op[static_cast<size_t>(l)]) {
+      return c.unsupported(n, fmt::format("Einsum \"{}\": an output label is repeated or in no operand", raw));
+    }
+    in_out[static_cast<size_t>(l)] = true;
+  }
+  // The classes, flattened in output order (k: in A's order, then B's).
+  enum { kBatch, kM, kN, kK };
+  std::vector<int> cls(nl, -1);
+  std::vector<int> members[4];
+  for (int l : out) {
+    const int m = in_op[static_cast<size_t>(l)];
+    cls[static_cast<size_t>(l)] = m == 3 ? kBatch : (m == 1 ? kM : kN);
+    members[cls[static_cast<size_t>(l)]].push_back(l);
+  }
+  for (size_t i = 0; i < 2; ++i) {
+    for (int l : labels[i]) {
+      if (cls[static_cast<size_t>(l)] < 0) {
+        cls[static_cast<size_t>(l)] = kK;
+        members[kK].push_back(l);
+      }
+    }
+  }
+  Shape dims[4];
+  int64_t extent[4];
+  for (int k = 0; k < 4; ++k) {
+    extent[k] = 1;
+    for (int l : members[k]) {
+      dims[k].push_back(size[static_cast<size_t>(l)]);
+      extent[k] *= size[static_cast<size_t>(l)];
+    }
+  }
+  L.batch = extent[kBatch];
+  L.m = extent[kM];
+  L.n = extent[kN];
+  L.k = extent[kK];
+  const Shape& ys = c.tensor(n.outputs[0]).shape;
+  if (L.batch * L.m * L.n != c.tensor(n.outputs[0]).elements() || ys.size() != out.size()) {
+    return c.unsupported(n, fmt::format("output {} does not match Einsum \"{}\"", shape_str(ys), raw));
+  }
+  const char* var[4] = {"bz", "gm", "gn", "gk"};
+  // The coordinate of label l from its class's flat index variable.
+  auto coord_of = [&](int l) {
+    const int k = cls[static_cast<size_t>(l)];
+    const auto it = std::find(members[k].begin(), members[k].end(), l);
+    return coord(dims[k], static_cast<size_t>(it - members[k].begin()), var[k]);
+  };
+  std::string pos[2];
+  int64_t inner_stride[2][4];  // per operand: the stride of its class's innermost label
+  for (size_t i = 0; i < 2; ++i) {
+    for (auto& s : inner_stride[i]) s = -1;
+    const Shape& sh = ops[i]->shape;
+    for (size_t d = 0; d < sh.size(); ++d) {
+      const int l = labels[i][d];
+      const int64_t st = sh[d] == 1 && size[static_cast<size_t>(l)] != 1 ? 0 : ops[i]->strides[d];
+      pos[i] = add_term(pos[i], coord_of(l), st);
+      const int k = cls[static_cast<size_t>(l)];
+      if (members[k].back() == l) inner_stride[i][k] = st;
+    }
+    if (pos[i].empty()) pos[i] = "0";
+  }
+  auto load = [&](size_t i, const char* v) {
+    if (ops[i]->remap_shape.empty()) return fmt::format("{} = float({});", v, args.load(ops[i]->tensor, pos[i]));
+    return fmt::format("int {0}p = {1}; {0} = float({2});", v, pos[i],
+                       args.load(ops[i]->tensor, operand_index(*ops[i], std::string(v) + "p")));
+  };
+  L.load_a = load(0, "av");
+  L.load_b = load(1, "bv");
+  L.a_m_fastest = inner_stride[0][kM] == 1 && inner_stride[0][kK] != 1;
+  L.b_n_fastest = !(inner_stride[1][kK] == 1 && inner_stride[1][kN] != 1);
+  const auto ost = strides_of(ys);
+  std::string o;
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (ys[d] != size[static_cast<size_t>(out[d])]) return c.unsupported(n, "output dims do not match the labels' sizes");
+    o = add_term(o, coord_of(out[d]), ost[d]);
+  }
+  return o.empty() ? std::string("0") : o;
+}
+
+}  // namespace
+
+Result<Kernel> gen_gemm(const GenContext& c) {
+  const Node& n = c.anchor();
+  const auto anchor_pos = static_cast<size_t>(c.k.anchor);
+  if (n.op_type != "MatMul" && n.op_type != "Gemm" && n.op_type != "Einsum") {
+    return c.unsupported(n, "the GEMM generator covers MatMul, Gemm and two-operand Einsum only");
+  }
+  if (n.inputs.size() < 2 || n.inputs[0] == kNoTensor || n.inputs[1] == kNoTensor || n.outputs.empty()) {
+    return c.unsupported(n, "needs two inputs and an output");
+  }
+  const TensorId yt = n.outputs[0];
+  const Shape& ys = c.tensor(yt).shape;
+  for (TensorId t : {n.inputs[0], n.inputs[1], yt}) {
+    if (c.tensor(t).elements() > kMaxIndex) {
+      return c.unsupported(n, fmt::format("tensor \"{}\" has {} elements, past the 32-bit indices generated kernels use",
+                                          c.tensor(t).name, c.tensor(t).elements()));
+    }
+  }
+  ArgList args(c);
+  std::vector<size_t> folded;
+  auto a = resolve_operand(c, n, n.inputs[0], folded);
+  if (!a) return a.error();
+  auto b = resolve_operand(c, n, n.inputs[1], folded);
+  if (!b) return b.error();
+  Shape as = a->shape, bs = b->shape;
+  std::vector<int64_t> ast = a->strides, bst = b->strides;
+
+  GemmLoop L;
+  std::string value = "acc_v";  // the anchor's output value, from the accumulator
+  std::string out_index;        // flat index into the output, from bz, gm, gn
+  if (n.op_type == "Einsum") {
+    if (n.inputs.size() != 2) return c.unsupported(n, "only two-operand Einsum runs as a GEMM");
+    auto o = einsum_loop(c, n, args, *a, *b, L);
+    if (!o) return o.error();
+    out_index = *o;
+  } else if (n.op_type == "MatMul") {
+    if (as.empty() || bs.empty()) return c.unsupported(n, "MatMul operands must have rank >= 1");
+    if (as.size() == 1) {
+      as.insert(as.begin(), 1);
+      ast.insert(ast.begin(), 0);
+    }
+    if (bs.size() == 1) {
+      bs.push_back(1);
+      bst.push_back(0);
+    }
+    const size_t ra = as.size() - 2, rb = bs.size() - 2, r = std::max(ra, rb);
+    L.m = as[ra];
+    L.k = as[ra + 1];
+    L.n = bs[rb + 1];
+    if (bs[rb] != L.k) {
+      return c.unsupported(n, fmt::format("inner dimensions differ ({} vs {})", shape_str(a->shape), shape_str(b->shape)));
+    }
+    Shape batch(r, 1);
+    for (size_t j = 0; j < r; ++j) {
+      const int64_t da = j + ra >= r ? as[j + ra - r] : 1, db = j + rb >= r ? bs[j + rb - r] : 1;
+      if (da != db && da != 1 && db != 1) return c.unsupported(n, "batch dimensions do not broadcast");
+      batch[j] = std::max(da, db);
+    }
+    L.batch = shape_elements(batch).value_or(0);
+    if (L.batch * L.m * L.n != c.tensor(yt).elements()) {
+      return c.unsupported(n, fmt::format("output {} does not match the operands", shape_str(ys)));
+    }
+    const Shape ab(as.begin(), as.begin() + static_cast<std::ptrdiff_t>(ra));
+    const Shape bb(bs.begin(), bs.begin() + static_cast<std::ptrdiff_t>(rb));
+    L.setup = fmt::format("  int a_off = {};\n  int b_off = {};\n", batch_offset(batch, ab, ast, "bz"),
+                          batch_offset(batch, bb, bst, "bz"));
+    L.load_a = load_stmt(args, *a, "av", "a_off", "gm", ast[ra], "gk", ast[ra + 1]);
+    L.load_b = load_stmt(args, *b, "bv", "b_off", "gk", bst[rb], "gn", bst[rb + 1]);
+    L.a_m_fastest = ast[ra + 1] != 1 && ast[ra] == 1;
+    L.b_n_fastest = !(bst[rb + 1] != 1 && bst[rb] == 1);
+    out_index = fmt::format("(bz * {} + gm) * {} + gn", L.m, L.n);
+  } else {  // Gemm
+    if (as.size() != 2 || bs.size() != 2) return c.unsupported(n, "Gemm needs 2-D A and B");
+    const bool ta = n.attr("transA") && n.attr("transA")->i != 0;
+    const bool tb = n.attr("transB") && n.attr("transB")->i != 0;
+    const double alpha = n.attr("alpha") ? n.attr("alpha")->f : 1.0;
+    const double beta = n.attr("beta") ? n.attr("beta")->f : 1.0;
+    L.m = ta ? as[1] : as[0];
+    L.k = ta ? as[0] : as[1];
+    L.n = tb ? bs[0] : bs[1];
+    if ((tb ? bs[1] : bs[0]) != L.k) {
+      return c.unsupported(n, fmt::format("inner dimensions differ ({} vs {})", shape_str(as), shape_str(bs)));
+    }
+    if (L.m * L.n != c.tensor(yt).elements()) return c.unsupported(n, "output does not match [M, N]");
+    const int64_t ars = ta ? ast[1] : ast[0], acs = ta ? ast[0] : ast[1];
+    const int64_t brs = tb ? bst[1] : bst[0], bcs = tb ? bst[0] : bst[1];
+    L.load_a = load_stmt(args, *a, "av", "", "gm", ars, "gk", acs);
+    L.load_b = load_stmt(args, *b, "bv", "", "gk", brs, "gn", bcs);
+    L.a_m_fastest = acs != 1 && ars == 1;
+    L.b_n_fastest = !(bcs != 1 && brs == 1);
+    out_index = fmt::format("gm * {} + gn", L.n);
+    if (alpha != 1.0) value = fmt::format("{} * acc_v", float_lit(alpha));
+    if (n.inputs.size() > 2 && n.inputs[2] != kNoTensor && beta != 0.0) {
+      const TensorId ct = n.inputs[2];
+      const Shape& cs = c.tensor(ct).shape;
+      if (produced_in_group(c, ct)) return c.unsupported(n, "its C input is computed inside the same kernel");
+      if (cs.size() > 2 || (cs.size() == 2 && cs[0] != 1 && cs[0] != L.m) || (!cs.empty() && cs.back() != 1 && cs.back() != L.n)) {
+        return c.unsupported(n, fmt::format("C {} does not broadcast to [{}, {}]", shape_str(cs), L.m, L.n));
+      }
+      const std::string ci = broadcast_index({L.m, L.n}, cs, "o");
+      const std::string cv = "float(" + args.load(ct, ci) + ")";
+      value += " + " + (beta == 1.0 ? cv : float_lit(beta) + " * " + cv);
+    }
+  }
+  auto epi = gemm_epilogue(c, args, anchor_pos, folded, "v", "o");
+  if (!epi) return epi.error();
+  // `o` first: the C term of Gemm indexes by it.
+  L.epilogue = fmt::format("        int o = {};\n        float v = {};\n{}", out_index, value, *epi);
+
+  Kernel k;
+  k.name = kernel_name("gemm", n);
+  k.cls = "gemm";
+  const GemmTile t = fit_gemm_tile(c.k.tile, L, c.opts);
+  emit_gemm(L, t, k);
+  k.args = std::move(args.args);
+  return k;
+}
+
+}  // namespace gpusim::codegen

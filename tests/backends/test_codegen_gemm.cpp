@@ -1,0 +1,596 @@
+// The GEMM (MatMul, Gemm, Einsum), convolution and attention generators: kernels' CUDA text
+// compiles with NVRTC and their GLSL with the Vulkan backend's compiler, and — on every device
+// backend present (lavapipe in CI) — computes what the CPU reference computes, for awkward shapes (1, primes, non-multiples of the
+// tile, tile multiples), with every written buffer pre-filled with NaN so a missed element shows.
+// Device and compiler checks skip with a WARN where the backend or NVRTC is absent.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "backend.h"
+#include "codegen.h"
+#include "gemm_tile.h"
+#include "gpusim/kernel_work.h"
+#include "gpusim/onnx_import.h"
+#include "reference.h"
+#include "support/devices.h"
+#include "support/fixtures.h"
+#include "support/onnx_builder.h"
+#ifdef GPUSIM_HAVE_CUDA
+#include "cuda/nvrtc_compiler.h"
+#endif
+
+using namespace gpusim;
+using Catch::Matchers::Contains;
+constexpr int kF32 = onnx::TensorProto::FLOAT;
+
+namespace {
+
+using test::build_graph;
+
+// A plan kernel of the named nodes (in graph order), anchored on `anchor`.
+PlanKernel plan_kernel(const Graph& g, const std::vector<std::string>& names, const std::string& anchor,
+                       TileConfig tile = {}, std::vector<std::string> fusions = {}) {
+  PlanKernel k;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (const std::string& n : names) {
+      if (g.nodes[i].name == n) k.nodes.push_back(static_cast<int>(i));
+    }
+  }
+  REQUIRE(k.nodes.size() == names.size());
+  for (size_t p = 0; p < k.nodes.size(); ++p) {
+    if (g.nodes[static_cast<size_t>(k.nodes[p])].name == anchor) k.anchor = static_cast<int>(p);
+  }
+  k.tile = tile;
+  k.fusions = std::move(fusions);
+  return k;
+}
+
+// Which compilers see a case beside the Vulkan run (NVRTC takes ~0.2 s a kernel: a few
+// representative cases per generator keep the whole file within seconds).
+enum class Compile { kVulkanOnly, kCuda, kCudaAndFp16 };
+
+// The CUDA text compiles with NVRTC (sm_80); with kCudaAndFp16 also in fp16 storage, whose GLSL
+// the Vulkan backend compiles too.
+void check_compiles(const Graph& g, const PlanKernel& pk, Compile what) {
+  if (what == Compile::kVulkanOnly) return;
+  std::vector<codegen::Storage> storages = {codegen::Storage::kF32};
+  if (what == Compile::kCudaAndFp16) storages.push_back(codegen::Storage::kF16);
+#ifdef GPUSIM_HAVE_CUDA
+  std::string why;
+  if (backend::cuda::nvrtc_available(&why)) {
+    for (codegen::Storage st : storages) {
+      codegen::Options o;
+      o.float_storage = st;
+      auto k = codegen::generate(g, pk, o);
+      REQUIRE(k);
+      const backend::KernelSource src = k->source(backend::Language::kCudaCpp);
+      std::string log;
+      auto bin = backend::cuda::compile_cuda(src, "sm_80", &log);
+      INFO(src.code);
+      REQUIRE(bin);
+    }
+  } else {
+    WARN("NVRTC compile check skipped: " << why);
+  }
+#else
+  WARN("NVRTC compile check skipped: the CUDA backend is not built");
+#endif
+  if (what != Compile::kCudaAndFp16) return;
+  if (backend::Backend* dev = test::device("vulkan")) {
+    codegen::Options o;
+    o.float_storage = codegen::Storage::kF16;
+    auto k = codegen::generate(g, pk, o);
+    REQUIRE(k);
+    const backend::KernelSource src = k->source(backend::Language::kGlsl);
+    INFO(src.code);
+    REQUIRE(dev->compile(src));
+  }
+}
+
+// Runs the kernel on the device (GLSL on Vulkan, CUDA C++ elsewhere) with random inputs and
+// compares every graph output it writes with the CPU reference. Outputs start as NaN.
+void check_on_device(backend::Backend& dev, const Graph& g, const PlanKernel& pk, uint64_t seed = 7) {
+  codegen::Options o;
+  o.max_threads = dev.info().max_threads_per_group;
+  o.max_shared_bytes = dev.info().max_shared_bytes;
+  auto k = codegen::generate(g, pk, o);
+  REQUIRE(k);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> uni(-1.0, 1.0);
+  std::vector<cpu::HostTensor> inputs;
+  for (TensorId t : g.inputs) {
+    cpu::HostTensor h;
+    h.dtype = DType::kFloat32;
+    h.shape = g.tensor(t).shape;
+    h.allocate();
+    // Variances (BatchNormalization) must be positive.
+    const bool positive = g.tensor(t).name == "var";
+    for (double& v : h.r) v = static_cast<double>(static_cast<float>(positive ? 0.1 + std::fabs(uni(rng)) : uni(rng)));
+    inputs.push_back(std::move(h));
+  }
+  auto ref = cpu::run_reference(g, inputs);
+  REQUIRE(ref);
+  const GraphIndex idx = index_graph(g);
+  std::vector<backend::Buffer> bufs;
+  for (const codegen::Arg& a : k->args) {
+    auto b = dev.allocate(static_cast<uint64_t>(std::max<int64_t>(a.elements, 1)) * 4);
+    REQUIRE(b);
+    std::vector<float> data(static_cast<size_t>(a.elements), std::numeric_limits<float>::quiet_NaN());
+    for (size_t i = 0; i < g.inputs.size(); ++i) {
+      if (idx.root[static_cast<size_t>(g.inputs[i])] == a.tensor) {
+        for (size_t e = 0; e < data.size(); ++e) data[e] = static_cast<float>(inputs[i].r[e]);
+      }
+    }
+    REQUIRE(dev.upload(*b, data.data(), data.size() * 4));
+    bufs.push_back(*b);
+  }
+  const bool glsl = dev.info().backend == "vulkan";
+  const backend::KernelSource src = k->source(glsl ? backend::Language::kGlsl : backend::Language::kCudaCpp);
+  INFO(dev.info().backend << " kernel:\n" << src.code);
+  auto h = dev.compile(src);
+  REQUIRE(h);
+  REQUIRE(dev.launch(*h, k->groups, bufs, false));
+  REQUIRE(dev.synchronize());
+  int compared = 0;
+  for (size_t ai = 0; ai < k->args.size(); ++ai) {
+    const codegen::Arg& a = k->args[ai];
+    if (!a.written) continue;
+    for (size_t oi = 0; oi < g.outputs.size(); ++oi) {
+      if (idx.root[static_cast<size_t>(g.outputs[oi])] != a.tensor) continue;
+      std::vector<float> got(static_cast<size_t>(a.elements));
+      REQUIRE(dev.download(bufs[ai], got.data(), got.size() * 4));
+      const cpu::HostTensor& want = ref->outputs[oi];
+      REQUIRE(static_cast<int64_t>(want.r.size()) == a.elements);
+      double worst = 0;
+      int64_t worst_at = 0;
+      for (size_t e = 0; e < got.size(); ++e) {
+        const double err = std::fabs(static_cast<double>(got[e]) - want.r[e]) / (1e-3 + 1e-3 * std::fabs(want.r[e]));
+        if (!(err <= worst)) {
+          worst = std::isnan(err) ? std::numeric_limits<double>::infinity() : err;
+          worst_at = static_cast<int64_t>(e);
+          if (std::isnan(err)) break;
+        }
+      }
+      INFO("output " << g.tensor(g.outputs[oi]).name << " element " << worst_at << ": got "
+                     << got[static_cast<size_t>(worst_at)] << ", reference " << want.r[static_cast<size_t>(worst_at)]);
+      CHECK(worst <= 1.0);
+      ++compared;
+    }
+  }
+  CHECK(compared > 0);
+  for (const auto& b : bufs) dev.release(b);
+}
+
+// Compiles where it can, runs on every device backend present (lavapipe in CI; CUDA/HIP on GPUs).
+void check(const Graph& g, const PlanKernel& pk, Compile what = Compile::kVulkanOnly) {
+  check_compiles(g, pk, what);
+  for (auto& d : test::devices()) check_on_device(*d.dev, g, pk);
+}
+
+// y = MatMul(a [.., M, K], b [.., K, N]) (+ bias, Relu when `epilogue`).
+Graph matmul_graph(const std::vector<int64_t>& as, const std::vector<int64_t>& bs, bool epilogue, int64_t n_bias = 0) {
+  test::OnnxBuilder b;
+  std::vector<test::Dim> ad(as.begin(), as.end()), bd(bs.begin(), bs.end());
+  b.input("a", kF32, ad);
+  b.input("b", kF32, bd);
+  if (epilogue) {
+    b.input("bias", kF32, {n_bias});
+    b.node("MatMul", {"a", "b"}, {"h"}, "mm");
+    b.node("Add", {"h", "bias"}, {"hb"}, "add");
+    b.node("Relu", {"hb"}, {"y"}, "relu");
+  } else {
+    b.node("MatMul", {"a", "b"}, {"y"}, "mm");
+  }
+  b.output("y");
+  return build_graph(b, "mm.onnx");
+}
+
+}  // namespace
+
+TEST_CASE("MatMul kernels match the reference for awkward shapes and tiles", "[codegen]") {
+  struct Dims {
+    int64_t m, n, k;
+  };
+  const TileConfig deflt{};
+  const TileConfig big{128, 64, 8, 256, 2, 1, 1, 1};
+  const TileConfig small{32, 32, 16, 64, 1, 1, 1, 1};
+  const TileConfig odd{48, 40, 12, 100, 3, 4, 4, 1};  // rounded to powers of two; split_k ignored
+  const TileConfig huge{256, 128, 32, 256, 3, 1, 1, 1};  // 128 outputs a thread: more threads
+  struct Case {
+    Dims d;
+    TileConfig tile;
+    Compile compile;
+  };
+  const std::vector<Case> cases = {
+      {{1, 1, 1}, deflt, Compile::kCudaAndFp16}, {{7, 13, 61}, big, Compile::kCuda},
+      {{61, 127, 7}, small, Compile::kVulkanOnly}, {{64, 64, 64}, deflt, Compile::kVulkanOnly},
+      {{127, 61, 13}, odd, Compile::kCuda},       {{13, 7, 1}, big, Compile::kVulkanOnly},
+      {{1, 127, 61}, small, Compile::kVulkanOnly}, {{128, 64, 32}, big, Compile::kVulkanOnly},
+      {{127, 128, 33}, huge, Compile::kCuda},
+  };
+  for (const auto& [d, tile, compile] : cases) {
+    INFO("M " << d.m << " N " << d.n << " K " << d.k << " tile " << tile.block_m << "x" << tile.block_n << "x"
+              << tile.block_k << " stages " << tile.stages);
+    const Graph g = matmul_graph({d.m, d.k}, {d.k, d.n}, false);
+    check(g, plan_kernel(g, {"mm"}, "mm", tile), compile);
+  }
+}
+
+TEST_CASE("MatMul with a fused bias and Relu epilogue", "[codegen]") {
+  const Graph g = matmul_graph({61, 13}, {13, 7}, true, 7);
+  check(g, plan_kernel(g, {"mm", "add", "relu"}, "mm", {64, 64, 16, 256, 2, 1, 1, 1}, {"gemm-epilogue"}),
+        Compile::kCudaAndFp16);
+}
+
+TEST_CASE("MatMul batching broadcasts and 1-D operands", "[codegen]") {
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {
+      {{2, 3, 7, 13}, {13, 5}},     // B shared across the batch
+      {{1, 7, 13}, {3, 13, 5}},     // A broadcast
+      {{2, 1, 7, 13}, {3, 13, 1}},  // both broadcast, N = 1
+      {{13}, {2, 13, 7}},           // 1-D A
+      {{2, 7, 13}, {13}},           // 1-D B
+      {{61}, {61}},                 // dot product
+  };
+  for (const auto& [as, bs] : cases) {
+    INFO(shape_str(as) << " x " << shape_str(bs));
+    const Graph g = matmul_graph(as, bs, false);
+    check(g, plan_kernel(g, {"mm"}, "mm", {32, 32, 8, 64, 2, 1, 1, 1}), as.size() == 1 ? Compile::kCuda : Compile::kVulkanOnly);
+  }
+}
+
+TEST_CASE("Gemm with transposes alpha beta and broadcast C", "[codegen]") {
+  struct G {
+    int ta, tb;
+    float alpha, beta;
+    std::vector<int64_t> c;
+  };
+  const int64_t M = 13, N = 61, K = 7;
+  for (const G& c : {G{0, 0, 1.0f, 1.0f, {N}}, G{1, 0, 0.5f, 2.0f, {M, 1}}, G{0, 1, 1.0f, -1.0f, {}},
+                     G{1, 1, 2.0f, 0.5f, {M, N}}, G{0, 1, 1.0f, 1.0f, {1, N}}}) {
+    INFO("transA " << c.ta << " transB " << c.tb << " C " << shape_str(c.c));
+    test::OnnxBuilder b;
+    b.input("a", kF32, c.ta ? std::vector<test::Dim>{K, M} : std::vector<test::Dim>{M, K});
+    b.input("b", kF32, c.tb ? std::vector<test::Dim>{N, K} : std::vector<test::Dim>{K, N});
+    b.input("c", kF32, std::vector<test::Dim>(c.c.begin(), c.c.end()));
+    b.node("Gemm", {"a", "b", "c"}, {"y"}, "gemm").i("transA", c.ta).i("transB", c.tb).f("alpha", c.alpha).f("beta", c.beta);
+    b.output("y");
+    const Graph g = build_graph(b, "gemm.onnx");
+    check(g, plan_kernel(g, {"gemm"}, "gemm", {64, 32, 8, 128, 1, 1, 1, 1}),
+          c.ta && c.tb ? Compile::kCudaAndFp16 : Compile::kVulkanOnly);
+  }
+}
+
+TEST_CASE("a Transpose fused into a MatMul is read through strides", "[codegen]") {
+  SECTION("2-D") {
+    test::OnnxBuilder b;
+    b.input("x", kF32, {int64_t{13}, int64_t{7}});
+    b.input("w", kF32, {int64_t{13}, int64_t{5}});
+    b.node("Transpose", {"x"}, {"xt"}, "tr").ints("perm", {1, 0});
+    b.node("MatMul", {"xt", "w"}, {"y"}, "mm");
+    b.output("y");
+    const Graph g = build_graph(b, "tr_mm.onnx");
+    check(g, plan_kernel(g, {"tr", "mm"}, "mm", {}, {"transpose-into-gemm"}), Compile::kCuda);
+  }
+  SECTION("batched, into B") {
+    test::OnnxBuilder b;
+    b.input("a", kF32, {int64_t{2}, int64_t{7}, int64_t{13}});
+    b.input("x", kF32, {int64_t{2}, int64_t{5}, int64_t{13}});
+    b.node("Transpose", {"x"}, {"xt"}, "tr").ints("perm", {0, 2, 1});
+    b.node("MatMul", {"a", "xt"}, {"y"}, "mm");
+    b.output("y");
+    const Graph g = build_graph(b, "mm_tr.onnx");
+    check(g, plan_kernel(g, {"tr", "mm"}, "mm", {}, {"transpose-into-gemm"}));
+  }
+  SECTION("a Transpose whose output is also a graph output is not folded") {
+    test::OnnxBuilder b;
+    b.input("x", kF32, {int64_t{13}, int64_t{7}});
+    b.input("w", kF32, {int64_t{13}, int64_t{5}});
+    b.node("Transpose", {"x"}, {"xt"}, "tr").ints("perm", {1, 0});
+    b.node("MatMul", {"xt", "w"}, {"y"}, "mm");
+    b.output("y");
+    b.output("xt");
+    const Graph g = build_graph(b, "tr_mm_out.onnx");
+    auto k = codegen::generate(g, plan_kernel(g, {"tr", "mm"}, "mm"));
+    REQUIRE_FALSE(k);
+    CHECK(k.error().code == ErrorCode::kUnsupported);
+    CHECK_THAT(k.error().message, Contains("node \"mm\" (MatMul)") && Contains("needed outside the kernel"));
+  }
+}
+
+namespace {
+
+struct ConvCase {
+  std::vector<int64_t> x, w;  // input and weight shapes
+  int64_t group = 1;
+  std::vector<int64_t> strides, pads, dilations;
+  std::string auto_pad;
+  bool bias = true;
+  Compile compile = Compile::kVulkanOnly;
+};
+
+Graph conv_graph(const ConvCase& c, bool bn_relu) {
+  test::OnnxBuilder b;
+  b.input("x", kF32, std::vector<test::Dim>(c.x.begin(), c.x.end()));
+  b.input("w", kF32, std::vector<test::Dim>(c.w.begin(), c.w.end()));
+  std::vector<std::string> ins = {"x", "w"};
+  if (c.bias) {
+    b.input("bias", kF32, {c.w[0]});
+    ins.push_back("bias");
+  }
+  auto n = b.node("Conv", ins, {bn_relu ? "h" : "y"}, "conv");
+  n.i("group", c.group);
+  if (!c.strides.empty()) n.ints("strides", c.strides);
+  if (!c.pads.empty()) n.ints("pads", c.pads);
+  if (!c.dilations.empty()) n.ints("dilations", c.dilations);
+  if (!c.auto_pad.empty()) n.s("auto_pad", c.auto_pad);
+  if (bn_relu) {
+    for (const char* p : {"scale", "shift", "mean", "var"}) b.input(p, kF32, {c.w[0]});
+    b.node("BatchNormalization", {"h", "scale", "shift", "mean", "var"}, {"bn_out"}, "bn").f("epsilon", 1e-3f);
+    b.node("Relu", {"bn_out"}, {"y"}, "relu");
+  }
+  b.output("y");
+  return build_graph(b, "conv.onnx");
+}
+
+}  // namespace
+
+TEST_CASE("Conv kernels match the reference: implicit GEMM and direct", "[codegen]") {
+  const std::vector<ConvCase> cases = {
+      {{1, 16, 7, 13}, {32, 16, 3, 3}, 1, {}, {1, 1, 1, 1}, {}, "", true, Compile::kCudaAndFp16},  // implicit GEMM
+      {{2, 16, 13, 7}, {32, 8, 3, 3}, 2, {2, 2}, {1, 0, 0, 1}, {}, "", false},    // groups, stride, asymmetric pads
+      {{1, 16, 13, 13}, {16, 16, 3, 3}, 1, {}, {}, {2, 2}, "SAME_UPPER"},        // dilation, SAME_UPPER
+      {{1, 16, 8, 8}, {16, 16, 2, 2}, 1, {2, 2}, {}, {}, "SAME_LOWER"},          // SAME_LOWER
+      {{1, 3, 13, 13}, {16, 3, 7, 7}, 1, {2, 2}, {3, 3, 3, 3}, {}, ""},            // a stem conv
+      {{1, 8, 7, 13}, {8, 1, 3, 3}, 8, {1, 1}, {1, 1, 1, 1}, {}, "", true, Compile::kCudaAndFp16},  // depthwise: direct
+      {{1, 4, 5, 5}, {3, 4, 1, 1}, 1, {}, {}, {}, "VALID"},                        // tiny: direct kernel
+      {{2, 16, 61}, {16, 16, 5}, 1, {}, {2, 2}, {}, ""},                           // 1-D
+      {{1, 4, 5, 6, 7}, {16, 4, 3, 3, 3}, 1, {}, {1, 1, 1, 1, 1, 1}, {}, "", true, Compile::kCuda},  // 3-D
+      {{1, 1, 1, 1}, {16, 1, 1, 1}, 1, {}, {}, {}, ""},                            // 1x1 everything
+  };
+  for (const ConvCase& c : cases) {
+    INFO("x " << shape_str(c.x) << " w " << shape_str(c.w) << " group " << c.group << " auto_pad " << c.auto_pad);
+    const Graph g = conv_graph(c, false);
+    check(g, plan_kernel(g, {"conv"}, "conv", {64, 32, 16, 128, 2, 1, 1, 1}), c.compile);
+  }
+}
+
+TEST_CASE("Conv with a folded BatchNormalization and Relu", "[codegen]") {
+  for (const ConvCase& c : {ConvCase{{1, 16, 7, 13}, {32, 16, 3, 3}, 1, {}, {1, 1, 1, 1}, {}, ""},
+                            ConvCase{{1, 8, 7, 5}, {8, 1, 3, 3}, 8, {}, {1, 1, 1, 1}, {}, ""}}) {
+    INFO("x " << shape_str(c.x) << " w " << shape_str(c.w));
+    const Graph g = conv_graph(c, true);
+    check(g, plan_kernel(g, {"conv", "bn", "relu"}, "conv", {}, {"batchnorm-fold", "gemm-epilogue"}), Compile::kCuda);
+  }
+}
+
+namespace {
+
+// Attention over q [B, H, Sq, D], k [B, H, Skv, D] (transposed in the graph) or kt [B, H, D, Skv],
+// v [B, H, Skv, Dv]: softmax(q k^T * scale + mask) v, then + residual when `tail`.
+Graph attention_graph(int64_t B, int64_t H, int64_t sq, int64_t skv, int64_t d, int64_t dv, bool transpose, bool tail) {
+  test::OnnxBuilder b;
+  b.input("q", kF32, {B, H, sq, d});
+  if (transpose) {
+    b.input("k", kF32, {B, H, skv, d});
+    b.node("Transpose", {"k"}, {"kt"}, "tr").ints("perm", {0, 1, 3, 2});
+  } else {
+    b.input("kt", kF32, {B, H, d, skv});
+  }
+  b.input("scale", kF32, {});
+  b.input("mask", kF32, {B, int64_t{1}, sq, skv});
+  b.input("v", kF32, {B, H, skv, dv});
+  b.node("MatMul", {"q", "kt"}, {"s"}, "qk");
+  b.node("Mul", {"s", "scale"}, {"ss"}, "scale_mul");
+  b.node("Add", {"ss", "mask"}, {"sm"}, "mask_add");
+  b.node("Softmax", {"sm"}, {"p"}, "softmax").i("axis", -1);
+  b.node("MatMul", {"p", "v"}, {tail ? "o" : "y"}, "pv");
+  if (tail) {
+    b.input("res", kF32, {B, H, sq, dv});
+    b.node("Add", {"o", "res"}, {"y"}, "residual");
+  }
+  b.output("y");
+  return build_graph(b, "attention.onnx");
+}
+
+std::vector<std::string> attention_nodes(bool transpose, bool tail) {
+  std::vector<std::string> n = {"qk", "scale_mul", "mask_add", "softmax", "pv"};
+  if (transpose) n.insert(n.begin(), "tr");
+  if (tail) n.push_back("residual");
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("attention kernels match the reference", "[codegen]") {
+  struct A {
+    int64_t B, H, sq, skv, d, dv;
+    bool transpose, tail;
+    TileConfig tile;
+    Compile compile;
+  };
+  for (const A& a : {A{1, 1, 1, 1, 1, 1, true, false, {}, Compile::kVulkanOnly},
+                     A{2, 3, 7, 13, 16, 8, true, false, {32, 16, 0, 128, 1, 1, 1, 1}, Compile::kCudaAndFp16},
+                     A{1, 2, 61, 61, 8, 8, false, true, {16, 32, 0, 64, 1, 1, 1, 1}, Compile::kCuda},
+                     A{1, 1, 13, 127, 32, 16, true, true, {64, 64, 0, 256, 2, 1, 1, 1}, Compile::kVulkanOnly},
+                     A{1, 2, 32, 32, 16, 16, true, false, {32, 32, 0, 128, 1, 1, 1, 1}, Compile::kVulkanOnly}}) {
+    INFO("B " << a.B << " H " << a.H << " Sq " << a.sq << " Skv " << a.skv << " D " << a.d << " Dv " << a.dv);
+    const Graph g = attention_graph(a.B, a.H, a.sq, a.skv, a.d, a.dv, a.transpose, a.tail);
+    check(g, plan_kernel(g, attention_nodes(a.transpose, a.tail), "qk", a.tile, {"attention"}), a.compile);
+  }
+}
+
+TEST_CASE("attention patterns the generator does not cover are refused with the reason", "[codegen]") {
+  test::OnnxBuilder b;
+  b.input("q", kF32, {int64_t{1}, int64_t{7}, int64_t{8}});
+  b.input("kt", kF32, {int64_t{1}, int64_t{8}, int64_t{7}});
+  b.input("v", kF32, {int64_t{1}, int64_t{7}, int64_t{8}});
+  b.node("MatMul", {"q", "kt"}, {"s"}, "qk");
+  b.node("Softmax", {"s"}, {"p"}, "softmax").i("axis", 1);
+  b.node("MatMul", {"p", "v"}, {"y"}, "pv");
+  b.output("y");
+  const Graph g = build_graph(b, "attention_axis.onnx");
+  auto k = codegen::generate(g, plan_kernel(g, {"qk", "softmax", "pv"}, "qk", {}, {"attention"}));
+  REQUIRE_FALSE(k);
+  CHECK(k.error().code == ErrorCode::kUnsupported);
+  CHECK_THAT(k.error().message, Contains("node \"softmax\" (Softmax)") && Contains("only over the last axis"));
+}
+
+TEST_CASE("GEMM tiles are fitted to the problem and the target's limits", "[codegen]") {
+  codegen::GemmLoop L;
+  L.m = 1000;
+  L.n = 1000;
+  L.k = 1000;
+  codegen::Options o;
+  o.max_threads = 256;
+  o.max_shared_bytes = 16 * 1024;
+  for (const TileConfig& t : {TileConfig{}, TileConfig{256, 256, 64, 1024, 4, 1, 1, 1}, TileConfig{0, 0, 0, 0, 0, 1, 1, 1},
+                              TileConfig{3, 5, 7, 33, 1, 1, 1, 1}}) {
+    INFO("tile " << t.block_m << "x" << t.block_n << "x" << t.block_k << " threads " << t.threads);
+    const codegen::GemmTile f = codegen::fit_gemm_tile(t, L, o);
+    CHECK(f.threads <= 256);
+    CHECK(f.shared_bytes() <= o.max_shared_bytes);
+    CHECK(f.tm * f.tn <= 64);
+    CHECK(f.bm * f.bn == f.threads * f.tm * f.tn);
+    CHECK(f.bm % f.tm == 0);
+    CHECK(f.bn % f.tn == 0);
+  }
+  // An empty config gets the default; a small problem shrinks the tile.
+  const codegen::GemmTile d = codegen::fit_gemm_tile(TileConfig{}, L, {});
+  CHECK((d.bm == 64 && d.bn == 64 && d.bk == 16 && d.threads == 256 && d.tm == 4 && d.tn == 4));
+  L.m = 7;
+  L.n = 1;
+  L.k = 3;
+  const codegen::GemmTile s = codegen::fit_gemm_tile(TileConfig{128, 128, 32, 256, 2, 1, 1, 1}, L, {});
+  CHECK((s.bm == 8 && s.bn == 1 && s.bk == 4 && s.threads == 8));
+  // The generated kernel declares what the limits allow.
+  const Graph g = matmul_graph({300, 200}, {200, 100}, false);
+  auto k = codegen::generate(g, plan_kernel(g, {"mm"}, "mm", {256, 128, 32, 256, 3, 1, 1, 1}), o);
+  REQUIRE(k);
+  CHECK(k->shared_bytes <= o.max_shared_bytes);
+  CHECK(k->block[0] <= 256u);
+}
+
+TEST_CASE("GEMM grids past 65535 groups spread over y", "[codegen]") {
+  const Graph g = matmul_graph({66000, 1, 2}, {66000, 2, 1}, false);
+  const PlanKernel pk = plan_kernel(g, {"mm"}, "mm");
+  auto k = codegen::generate(g, pk);
+  REQUIRE(k);
+  CHECK(k->groups[0] <= 65535u);
+  CHECK(k->groups[1] > 1u);
+  for (auto& d : test::devices()) check_on_device(*d.dev, g, pk);
+}
+
+TEST_CASE("GEMM and Conv generators refuse what they do not cover with the reason", "[codegen]") {
+  SECTION("ConvTranspose") {
+    test::OnnxBuilder b;
+    b.input("x", kF32, {int64_t{1}, int64_t{4}, int64_t{5}, int64_t{5}});
+    b.input("w", kF32, {int64_t{4}, int64_t{2}, int64_t{3}, int64_t{3}});
+    b.node("ConvTranspose", {"x", "w"}, {"y"}, "deconv");
+    b.output("y");
+    const Graph g = build_graph(b, "deconv.onnx");
+    auto k = codegen::generate(g, plan_kernel(g, {"deconv"}, "deconv"));
+    REQUIRE_FALSE(k);
+    CHECK(k.error().code == ErrorCode::kUnsupported);
+    CHECK_THAT(k.error().message, Contains("node \"deconv\" (ConvTranspose)") && Contains("covers Conv only"));
+  }
+  SECTION("an operand computed inside the kernel by a node that cannot fold") {
+    test::OnnxBuilder b;
+    b.input("a", kF32, {int64_t{7}, int64_t{13}});
+    b.input("b", kF32, {int64_t{13}, int64_t{5}});
+    b.node("Relu", {"a"}, {"ar"}, "relu");
+    b.node("MatMul", {"ar", "b"}, {"y"}, "mm");
+    b.output("y");
+    const Graph g = build_graph(b, "relu_mm.onnx");
+    auto k = codegen::generate(g, plan_kernel(g, {"relu", "mm"}, "mm"));
+    REQUIRE_FALSE(k);
+    CHECK_THAT(k.error().message, Contains("node \"mm\" (MatMul)") && Contains("computed inside the same kernel by node \"relu\""));
+  }
+}
+
+TEST_CASE("attention refuses intermediates needed elsewhere and head dims past shared memory", "[codegen]") {
+  SECTION("the scores are a graph output") {
+    test::OnnxBuilder b;
+    b.input("q", kF32, {int64_t{1}, int64_t{7}, int64_t{8}});
+    b.input("kt", kF32, {int64_t{1}, int64_t{8}, int64_t{7}});
+    b.input("v", kF32, {int64_t{1}, int64_t{7}, int64_t{8}});
+    b.node("MatMul", {"q", "kt"}, {"s"}, "qk");
+    b.node("Softmax", {"s"}, {"p"}, "softmax");
+    b.node("MatMul", {"p", "v"}, {"y"}, "pv");
+    b.output("y");
+    b.output("s");
+    const Graph g = build_graph(b, "attention_scores_out.onnx");
+    auto k = codegen::generate(g, plan_kernel(g, {"qk", "softmax", "pv"}, "qk", {}, {"attention"}));
+    REQUIRE_FALSE(k);
+    CHECK_THAT(k.error().message, Contains("node \"qk\" (MatMul)") && Contains("intermediate \"s\"") &&
+                                      Contains("needed outside the kernel"));
+  }
+  SECTION("a head dim that does not fit") {
+    const Graph g = attention_graph(1, 1, 4, 4, 512, 512, false, false);
+    codegen::Options o;
+    o.max_shared_bytes = 4096;
+    auto k = codegen::generate(g, plan_kernel(g, attention_nodes(false, false), "qk", {}, {"attention"}), o);
+    REQUIRE_FALSE(k);
+    CHECK_THAT(k.error().message, Contains("head dims 512 and 512") && Contains("the target allows 4096"));
+  }
+}
+
+TEST_CASE("a fused Transpose read through a Reshape view and attention scores reshaped for the mask", "[codegen]") {
+  SECTION("BERT's context layer: Transpose, Reshape, MatMul") {
+    test::OnnxBuilder b;
+    b.input("x", kF32, {int64_t{1}, int64_t{3}, int64_t{7}, int64_t{5}});
+    b.input("w", kF32, {int64_t{15}, int64_t{13}});
+    b.initializer_i64("shape", {3}, {1, 7, 15});
+    b.node("Transpose", {"x"}, {"xt"}, "tr").ints("perm", {0, 2, 1, 3});
+    b.node("Reshape", {"xt", "shape"}, {"xr"}, "reshape");
+    b.node("MatMul", {"xr", "w"}, {"y"}, "mm");
+    b.output("y");
+    const Graph g = build_graph(b, "tr_reshape_mm.onnx");
+    check(g, plan_kernel(g, {"tr", "mm"}, "mm", {}, {"transpose-into-gemm"}), Compile::kCuda);
+  }
+  SECTION("OPT's scores: [B*H, S, S] viewed as [B, H, S, S] for the mask") {
+    const int64_t B = 2, H = 3, S = 13, D = 8;
+    test::OnnxBuilder b;
+    b.input("q", kF32, {B * H, S, D});
+    b.input("kt", kF32, {B * H, D, S});
+    b.input("mask", kF32, {B, int64_t{1}, S, S});
+    b.input("v", kF32, {B * H, S, D});
+    b.initializer_i64("four", {4}, {B, H, S, S});
+    b.initializer_i64("three", {3}, {B * H, S, S});
+    b.node("MatMul", {"q", "kt"}, {"s"}, "qk");
+    b.node("Reshape", {"s", "four"}, {"s4"}, "r1");
+    b.node("Add", {"s4", "mask"}, {"sm"}, "mask_add");
+    b.node("Reshape", {"sm", "three"}, {"s3"}, "r2");
+    b.node("Softmax", {"s3"}, {"p"}, "softmax").i("axis", -1);
+    b.node("MatMul", {"p", "v"}, {"y"}, "pv");
+    b.output("y");
+    const Graph g = build_graph(b, "opt_attention.onnx");
+    check(g, plan_kernel(g, {"qk", "mask_add", "softmax", "pv"}, "qk", {16, 16, 0, 64, 1, 1, 1, 1}, {"attention"}),
+          Compile::kCuda);
+  }
+}
+
+TEST_CASE("two-operand Einsum runs as a GEMM", "[codegen]") {
+  struct E {
+    std::string eq;
+    std::vector<int64_t> a, b;
+  };
+  for (const E& e : {E{"bhid,bhjd->bhij", {2, 3, 7, 8}, {2, 3, 13, 8}}, E{"ij,jk", {7, 13}, {13, 5}},
+                     E{"...ij,...jk->...ik", {2, 1, 7, 13}, {3, 13, 5}}, E{"ibk,bkj->bji", {7, 2, 13}, {2, 13, 5}},
+                     E{"ij,j->i", {61, 13}, {13}}, E{"i,i->", {127}, {127}}, E{"ij,kj->ik", {7, 1}, {5, 1}}}) {
+    INFO(e.eq << " " << shape_str(e.a) << " " << shape_str(e.b));
+    test::OnnxBuilder b;
+    b.input("a", kF32, std::vector<test::Dim>(e.a.begin(), e.a.end()));
+    b.input("b", kF32, std::vector<test::Dim>(e.b.begin(), e.b.end()));
+    b.node("Einsum", {"a", "b"}, {"y"}, "einsum").s("equation", e.eq);
+    b.output("y");
+    const Graph g = build_graph(b, "einsum.onnx");
+    check(g, plan_kernel(g, {"einsum"}, "einsum", {32, 32, 8, 64, 2, 1, 1, 1}),
+          e.eq == "bhid,bhjd->bhij" ? Compile::kCuda : Compile::kVulkanOnly);
+  }
+}

@@ -1,0 +1,704 @@
+// The reduction/normalization/pooling and data-movement generators: every kernel compiles (GLSL
+// with the Vulkan backend's compiler, a representative set of CUDA texts with NVRTC, fp32 and fp16
+// storage) and — on a Vulkan device (lavapipe in CI) — computes what the CPU reference computes
+// for awkward shapes (1, primes, rows shorter and longer than a group, many rows), integer tensors
+// included, with every written buffer pre-filled with NaN (or an int poison) so a missed element
+// shows. What the generators refuse is refused with the reason. Device and compiler checks skip
+// with a WARN where the backend or NVRTC is absent.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <random>
+
+#include "backend.h"
+#include "codegen.h"
+#include "gpusim/kernel_work.h"
+#include "gpusim/onnx_import.h"
+#include "reference.h"
+#include "support/devices.h"
+#include "support/onnx_builder.h"
+#ifdef GPUSIM_HAVE_CUDA
+#include "cuda/nvrtc_compiler.h"
+#endif
+
+using namespace gpusim;
+using Catch::Matchers::Contains;
+constexpr int kF32 = onnx::TensorProto::FLOAT;
+constexpr int kI64 = onnx::TensorProto::INT64;
+
+namespace {
+
+using Values = std::map<std::string, std::vector<double>>;  // input name -> values (repeated to fill)
+using Attrs = std::function<void(test::NodeRef&)>;
+constexpr int32_t kIntPoison = -1234567891;
+
+std::vector<test::Dim> dims(const std::vector<int64_t>& v) { return {v.begin(), v.end()}; }
+
+Graph import(const test::OnnxBuilder& b, const std::string& file) {
+  auto g = import_onnx(b.write(file));
+  if (!g) FAIL(g.error().message);
+  return std::move(*g);
+}
+
+// A plan kernel of every node that runs on the device, in graph order, anchored on the first.
+PlanKernel all_nodes(const Graph& g) {
+  PlanKernel k;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (runs_on_device(g, g.nodes[i])) k.nodes.push_back(static_cast<int>(i));
+  }
+  REQUIRE(!k.nodes.empty());
+  return k;
+}
+
+// y = op(x, extra...) with x [shape]; `consts` become int64 initializers (axes, pads, starts...).
+Graph op_graph(const std::string& op, int opset, const std::vector<int64_t>& shape, const Attrs& attrs = {},
+               const std::vector<std::string>& extra = {},
+               const std::vector<std::pair<std::string, std::vector<int64_t>>>& consts = {},
+               const std::function<void(test::OnnxBuilder&)>& more = {}) {
+  test::OnnxBuilder b(opset);
+  b.input("x", kF32, dims(shape));
+  for (const auto& [name, v] : consts) {
+    b.initializer_i64(name, name == "k" || name == "axis" ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(v.size())}, v);
+  }
+  if (more) more(b);
+  std::vector<std::string> ins = {"x"};
+  ins.insert(ins.end(), extra.begin(), extra.end());
+  auto n = b.node(op, ins, {"y"}, "n");
+  if (attrs) attrs(n);
+  b.output("y");
+  return import(b, op + ".onnx");
+}
+
+// The CUDA text compiles with NVRTC (sm_80), in fp32 and fp16 storage; the fp16 GLSL compiles on
+// Vulkan too.
+void check_compiles(const Graph& g, const PlanKernel& pk) {
+#ifdef GPUSIM_HAVE_CUDA
+  std::string why;
+  if (backend::cuda::nvrtc_available(&why)) {
+    for (codegen::Storage st : {codegen::Storage::kF32, codegen::Storage::kF16}) {
+      codegen::Options o;
+      o.float_storage = st;
+      auto k = codegen::generate(g, pk, o);
+      REQUIRE(k);
+      const backend::KernelSource src = k->source(backend::Language::kCudaCpp);
+      std::string log;
+      auto bin = backend::cuda::compile_cuda(src, "sm_80", &log);
+      INFO(src.code << "\n" << log);
+      REQUIRE(bin);
+    }
+  } else {
+    WARN("NVRTC compile check skipped: " << why);
+  }
+#else
+  WARN("NVRTC compile check skipped: the CUDA backend is not built");
+#endif
+  if (backend::Backend* dev = test::device("vulkan")) {
+    codegen::Options o;
+    o.float_storage = codegen::Storage::kF16;
+    auto k = codegen::generate(g, pk, o);
+    REQUIRE(k);
+    const backend::KernelSource src = k->source(backend::Language::kGlsl);
+    INFO(src.code);
+    if (dev->info().fp16) REQUIRE(dev->compile(src));
+  }
+}
+
+// Runs the kernel with inputs from `values` (else random: floats in [-1, 1], ints in {0, 1, 2})
+// and compares every graph output it writes with the CPU reference.
+void check_on_device(backend::Backend& dev, const Graph& g, const PlanKernel& pk, const Values& values) {
+  codegen::Options o;
+  o.max_threads = dev.info().max_threads_per_group;
+  o.max_shared_bytes = dev.info().max_shared_bytes;
+  auto k = codegen::generate(g, pk, o);
+  REQUIRE(k);
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> uni(-1.0, 1.0);
+  std::vector<cpu::HostTensor> inputs;
+  for (TensorId t : g.inputs) {
+    const Tensor& tt = g.tensor(t);
+    cpu::HostTensor h;
+    h.dtype = tt.dtype;
+    h.shape = tt.shape;
+    h.allocate();
+    const auto it = values.find(tt.name);
+    for (int64_t e = 0; e < h.elements(); ++e) {
+      const auto u = static_cast<size_t>(e);
+      const double v = it != values.end() ? it->second[u % it->second.size()]
+                       : h.is_real()      ? static_cast<double>(static_cast<float>(uni(rng)))
+                                          : static_cast<double>(rng() % 3);
+      if (h.is_real()) h.r[u] = v;
+      else h.i[u] = static_cast<int64_t>(v);
+    }
+    inputs.push_back(std::move(h));
+  }
+  auto ref = cpu::run_reference(g, inputs);
+  REQUIRE(ref);
+  const GraphIndex idx = index_graph(g);
+  std::vector<backend::Buffer> bufs;
+  for (const codegen::Arg& a : k->args) {
+    const bool is_int = a.storage == codegen::Storage::kI32;
+    std::vector<double> data(static_cast<size_t>(a.elements), std::numeric_limits<double>::quiet_NaN());
+    bool known = a.written;
+    for (size_t i = 0; i < g.inputs.size(); ++i) {
+      if (idx.root[static_cast<size_t>(g.inputs[i])] != a.tensor) continue;
+      for (size_t e = 0; e < data.size(); ++e) data[e] = inputs[i].real(static_cast<int64_t>(e));
+      known = true;
+    }
+    if (const auto& v = g.tensor(a.tensor).value; v && !a.written) {
+      for (size_t e = 0; e < data.size() && static_cast<int64_t>(e) < v->size(); ++e) data[e] = v->as_real(static_cast<int64_t>(e));
+      known = true;
+    }
+    INFO("buffer of " << g.tensor(a.tensor).name);
+    REQUIRE(known);
+    auto b = dev.allocate(static_cast<uint64_t>(std::max<int64_t>(a.elements, 1)) * 4);
+    REQUIRE(b);
+    std::vector<float> f(data.size());
+    std::vector<int32_t> n(data.size());
+    for (size_t e = 0; e < data.size(); ++e) {
+      f[e] = static_cast<float>(data[e]);
+      n[e] = std::isnan(data[e]) ? kIntPoison : static_cast<int32_t>(data[e]);
+    }
+    REQUIRE(dev.upload(*b, is_int ? static_cast<const void*>(n.data()) : f.data(), data.size() * 4));
+    bufs.push_back(*b);
+  }
+  const backend::KernelSource src =
+      k->source(dev.info().backend == "vulkan" ? backend::Language::kGlsl : backend::Language::kCudaCpp);
+  INFO(dev.info().backend << " kernel:\n" << src.code);
+  auto h = dev.compile(src);
+  REQUIRE(h);
+  REQUIRE(dev.launch(*h, k->groups, bufs, false));
+  REQUIRE(dev.synchronize());
+  int compared = 0;
+  for (size_t ai = 0; ai < k->args.size(); ++ai) {
+    const codegen::Arg& a = k->args[ai];
+    if (!a.written) continue;
+    for (size_t oi = 0; oi < g.outputs.size(); ++oi) {
+      if (idx.root[static_cast<size_t>(g.outputs[oi])] != a.tensor) continue;
+      const cpu::HostTensor& want = ref->outputs[oi];
+      REQUIRE(want.elements() == a.elements);
+      std::vector<double> got(static_cast<size_t>(a.elements));
+      if (a.storage == codegen::Storage::kI32) {
+        std::vector<int32_t> d(got.size());
+        REQUIRE(dev.download(bufs[ai], d.data(), d.size() * 4));
+        for (size_t e = 0; e < d.size(); ++e) got[e] = d[e];
+      } else {
+        std::vector<float> d(got.size());
+        REQUIRE(dev.download(bufs[ai], d.data(), d.size() * 4));
+        for (size_t e = 0; e < d.size(); ++e) got[e] = d[e];
+      }
+      double worst = 0;
+      int64_t worst_at = 0;
+      for (size_t e = 0; e < got.size(); ++e) {
+        const double w = want.real(static_cast<int64_t>(e));
+        double err = std::fabs(got[e] - w) / (1e-4 + 2e-4 * std::fabs(w));
+        if (std::isinf(w) && got[e] == w) err = 0;
+        if (!(err <= worst)) {
+          worst = std::isnan(err) ? std::numeric_limits<double>::infinity() : err;
+          worst_at = static_cast<int64_t>(e);
+          if (std::isnan(err)) break;
+        }
+      }
+      INFO("output " << g.tensor(g.outputs[oi]).name << " element " << worst_at << " of " << got.size() << ": got "
+                     << got[static_cast<size_t>(worst_at)] << ", reference " << want.real(worst_at));
+      CHECK(worst <= 1.0);
+      ++compared;
+    }
+  }
+  CHECK(compared > 0);
+  for (const auto& b : bufs) dev.release(b);
+}
+
+// Generates (which must succeed), compiles with NVRTC when asked, runs on every device present.
+void check_kernel(const Graph& g, const PlanKernel& pk, const Values& values = {}, bool nvrtc = false) {
+  auto k = codegen::generate(g, pk);
+  INFO(g.nodes[static_cast<size_t>(pk.nodes[static_cast<size_t>(pk.anchor)])].op_type);
+  REQUIRE(k);
+  if (nvrtc) check_compiles(g, pk);
+  for (auto& d : test::devices()) check_on_device(*d.dev, g, pk, values);
+}
+void check(const Graph& g, const Values& values = {}, bool nvrtc = false) { check_kernel(g, all_nodes(g), values, nvrtc); }
+
+std::string refusal(const Graph& g) {
+  auto k = codegen::generate(g, all_nodes(g));
+  REQUIRE(!k);
+  CHECK(k.error().code == ErrorCode::kUnsupported);
+  return k.error().message;
+}
+
+}  // namespace
+
+// ---- reductions -------------------------------------------------------------------------------
+
+TEST_CASE("Reduce ops over any axes match the reference", "[codegen]") {
+  struct C {
+    const char* op;
+    std::vector<int64_t> shape, axes;
+    int keepdims;
+  };
+  // Rows longer than a group (group scheme), strided reduced axes, every axis, short rows (thread
+  // per row), and a 1-element tensor.
+  const std::vector<C> cases = {
+      {"ReduceSum", {3, 37, 5}, {1}, 1},       {"ReduceMean", {5, 1000}, {-1}, 0},
+      {"ReduceMax", {3, 7, 5}, {0, 2}, 0},     {"ReduceMin", {2, 300}, {}, 1},
+      {"ReduceProd", {4, 6, 9}, {1, 2}, 1},    {"ReduceL1", {61}, {0}, 0},
+      {"ReduceL2", {3, 37, 5}, {0, 1}, 1},     {"ReduceLogSum", {7, 3}, {1}, 0},
+      {"ReduceLogSumExp", {2, 300}, {1}, 1},   {"ReduceSumSquare", {2100, 3, 5}, {1}, 0},
+      {"ReduceSum", {1}, {0}, 1},
+  };
+  for (const C& c : cases) {
+    INFO(c.op << " " << shape_str(c.shape) << " axes " << shape_str(c.axes));
+    const bool has_axes = !c.axes.empty();
+    const Graph g = op_graph(c.op, 18, c.shape, [&](test::NodeRef& n) { n.i("keepdims", c.keepdims); },
+                             has_axes ? std::vector<std::string>{"axes"} : std::vector<std::string>{},
+                             has_axes ? std::vector<std::pair<std::string, std::vector<int64_t>>>{{"axes", c.axes}}
+                                      : std::vector<std::pair<std::string, std::vector<int64_t>>>{});
+    Values v;
+    if (std::string(c.op) == "ReduceProd") v["x"] = {0.9, 1.1, -1.05, 0.97};
+    if (std::string(c.op) == "ReduceLogSum") v["x"] = {0.5, 1.1, 2.0, 0.97};
+    check(g, v, std::string(c.op) == "ReduceLogSumExp");
+  }
+}
+
+TEST_CASE("Reduce axes as attributes before opset 18 and noop_with_empty_axes", "[codegen]") {
+  check(op_graph("ReduceMean", 13, {4, 6, 9}, [](test::NodeRef& n) { n.ints("axes", {0, 2}); }));
+  check(op_graph("ReduceSum", 18, {4, 6}, [](test::NodeRef& n) { n.i("noop_with_empty_axes", 1); }));
+}
+
+TEST_CASE("many rows spread the groups over y and every row is written", "[codegen]") {
+  // 70001 rows of 20: more groups than a grid's x allows, one extra group that must do nothing.
+  const Graph g = op_graph("ReduceSum", 18, {70001, 20}, {}, {"axes"}, {{"axes", {1}}});
+  auto k = codegen::generate(g, all_nodes(g));
+  REQUIRE(k);
+  CHECK(k->groups[1] > 1);
+  CHECK(int64_t{k->groups[0]} * k->groups[1] >= 70001);
+  check(g);
+}
+
+TEST_CASE("huge rows get the largest group and a grid-stride loop", "[codegen]") {
+  // InstanceNormalization as the SD VAE decoder runs it: 32 rows of 2^21 elements.
+  test::OnnxBuilder b(17);
+  b.input("x", kF32, {int64_t{1}, int64_t{32}, int64_t{2097152}});
+  b.input("s", kF32, {int64_t{32}});
+  b.input("bias", kF32, {int64_t{32}});
+  b.node("InstanceNormalization", {"x", "s", "bias"}, {"y"}, "in");
+  b.output("y");
+  const Graph g = import(b, "in_big.onnx");
+  auto k = codegen::generate(g, all_nodes(g));
+  REQUIRE(k);
+  CHECK(k->block[0] == 1024);
+  CHECK(k->groups[0] * k->groups[1] == 32);
+  CHECK_THAT(k->body, Contains("jj += BLOCK_X"));
+  CHECK(k->cls == "normalization");
+}
+
+TEST_CASE("ArgMax and ArgMin with ties and select_last_index", "[codegen]") {
+  check(op_graph("ArgMax", 17, {3, 37, 5}, [](test::NodeRef& n) { n.i("axis", 1); }), {}, true);
+  check(op_graph("ArgMax", 17, {3, 100}, [](test::NodeRef& n) { n.i("axis", 1).i("select_last_index", 1); }),
+        {{"x", {1, 2, 2, 0, 2}}});
+  check(op_graph("ArgMin", 17, {4, 301}, [](test::NodeRef& n) { n.i("axis", -1).i("keepdims", 0); }), {{"x", {1, 0, 2, 0, 2}}});
+}
+
+TEST_CASE("Softmax LogSoftmax and Hardmax along any axis and before opset 13", "[codegen]") {
+  check(op_graph("Softmax", 17, {3, 5, 131}), {}, true);
+  check(op_graph("Softmax", 17, {3, 5, 7}, [](test::NodeRef& n) { n.i("axis", 1); }));
+  check(op_graph("Softmax", 11, {3, 5, 7}, [](test::NodeRef& n) { n.i("axis", 1); }));  // flattened at axis 1
+  check(op_graph("LogSoftmax", 17, {40, 20, 100}, [](test::NodeRef& n) { n.i("axis", 1); }));
+  check(op_graph("Hardmax", 17, {6, 33}), {{"x", {0.5, 2, -1, 2, 0}}});
+  check(op_graph("Softmax", 17, {5, 1}));
+}
+
+// ---- normalizations ---------------------------------------------------------------------------
+
+TEST_CASE("LayerNormalization with its statistics outputs and a fused epilogue", "[codegen]") {
+  {
+    test::OnnxBuilder b(17);
+    b.input("x", kF32, {int64_t{2}, int64_t{3}, int64_t{77}});
+    b.input("s", kF32, {int64_t{77}});
+    b.input("bias", kF32, {int64_t{77}});
+    b.node("LayerNormalization", {"x", "s", "bias"}, {"y", "mean", "inv"}, "ln").i("axis", -1).f("epsilon", 1e-3f);
+    b.output("y");
+    b.output("mean");
+    b.output("inv");
+    check(import(b, "ln.onnx"), {}, true);
+  }
+  {
+    test::OnnxBuilder b(17);  // normalized over two axes, scale without bias
+    b.input("x", kF32, {int64_t{4}, int64_t{3}, int64_t{5}});
+    b.input("s", kF32, {int64_t{3}, int64_t{5}});
+    b.node("LayerNormalization", {"x", "s"}, {"y"}, "ln").i("axis", 1);
+    b.output("y");
+    check(import(b, "ln2.onnx"));
+  }
+  {
+    test::OnnxBuilder b(17);  // norm-epilogue: LayerNorm -> Mul(gamma) -> Relu, only y stored
+    b.input("x", kF32, {int64_t{5}, int64_t{300}});
+    b.input("s", kF32, {int64_t{300}});
+    b.input("bias", kF32, {int64_t{300}});
+    b.input("gamma", kF32, {int64_t{300}});
+    b.node("LayerNormalization", {"x", "s", "bias"}, {"h"}, "ln");
+    b.node("Mul", {"h", "gamma"}, {"hm"}, "mul");
+    b.node("Relu", {"hm"}, {"y"}, "relu");
+    b.output("y");
+    const Graph g = import(b, "ln_epi.onnx");
+    PlanKernel pk = all_nodes(g);
+    pk.fusions = {"norm-epilogue"};
+    auto k = codegen::generate(g, pk);
+    REQUIRE(k);
+    int written = 0;
+    for (const auto& a : k->args) written += a.written ? 1 : 0;
+    CHECK(written == 1);
+    check_kernel(g, pk, {}, true);
+  }
+}
+
+TEST_CASE("elementwise ops fused before a normalization are computed wherever its input is read", "[codegen]") {
+  {
+    test::OnnxBuilder b(17);  // BERT's embeddings: two Adds (one broadcast) -> LayerNorm; h2 is also returned
+    b.input("a", kF32, {int64_t{2}, int64_t{5}, int64_t{64}});
+    b.input("p", kF32, {int64_t{5}, int64_t{64}});
+    b.input("t", kF32, {int64_t{2}, int64_t{5}, int64_t{64}});
+    b.input("s", kF32, {int64_t{64}});
+    b.input("bias", kF32, {int64_t{64}});
+    b.node("Add", {"a", "p"}, {"h1"}, "add1");
+    b.node("Add", {"h1", "t"}, {"h2"}, "add2");
+    b.node("LayerNormalization", {"h2", "s", "bias"}, {"y"}, "ln");
+    b.output("y");
+    b.output("h2");
+    const Graph g = import(b, "ln_prologue.onnx");
+    PlanKernel pk = all_nodes(g);
+    pk.anchor = 2;
+    pk.fusions = {"norm-prologue"};
+    check_kernel(g, pk, {}, true);
+  }
+  {
+    test::OnnxBuilder b(17);  // a residual Add recomputed inside the LayerNorm (Relu reads it elsewhere)
+    b.input("a", kF32, {int64_t{3}, int64_t{300}});
+    b.input("b", kF32, {int64_t{3}, int64_t{300}});
+    b.input("s", kF32, {int64_t{300}});
+    b.node("Add", {"a", "b"}, {"h"}, "add");
+    b.node("LayerNormalization", {"h", "s"}, {"y"}, "ln");
+    b.node("Relu", {"h"}, {"z"}, "relu");
+    b.output("y");
+    b.output("z");
+    const Graph g = import(b, "ln_recompute.onnx");
+    PlanKernel pk;
+    pk.nodes = {0, 1};
+    pk.anchor = 1;
+    pk.recomputed = {0};
+    pk.fusions = {"recompute"};
+    auto k = codegen::generate(g, pk);
+    REQUIRE(k);
+    CHECK(k->args.size() == 4);  // a, b, s, y: h is not stored
+    check_kernel(g, pk);
+  }
+  {
+    test::OnnxBuilder b(17);  // attention-style scores: x * x + mask (broadcast) -> Softmax -> Sqrt
+    b.input("x", kF32, {int64_t{2}, int64_t{3}, int64_t{5}, int64_t{7}});
+    b.input("mask", kF32, {int64_t{2}, int64_t{1}, int64_t{1}, int64_t{7}});
+    b.node("Mul", {"x", "x"}, {"sq"}, "mul");
+    b.node("Add", {"sq", "mask"}, {"h"}, "add");
+    b.node("Softmax", {"h"}, {"p"}, "sm");
+    b.node("Sqrt", {"p"}, {"y"}, "sqrt");
+    b.output("y");
+    const Graph g = import(b, "sm_prologue.onnx");
+    PlanKernel pk = all_nodes(g);
+    pk.anchor = 2;
+    check_kernel(g, pk);
+  }
+  {
+    test::OnnxBuilder b(17);  // LRN reads its neighbours through the prologue too
+    b.input("x", kF32, {int64_t{2}, int64_t{7}, int64_t{3}, int64_t{5}});
+    b.node("Exp", {"x"}, {"r"}, "exp");
+    b.node("LRN", {"r"}, {"y"}, "lrn").i("size", 3);
+    b.output("y");
+    const Graph g = import(b, "lrn_prologue.onnx");
+    PlanKernel pk = all_nodes(g);
+    pk.anchor = 1;
+    check_kernel(g, pk);
+  }
+}
+
+TEST_CASE("group and instance normalization with per-group and per-channel affine", "[codegen]") {
+  auto gn = [](int opset, const std::string& op, std::vector<int64_t> x, int64_t n_affine, int64_t groups, bool silu) {
+    test::OnnxBuilder b(opset);
+    b.input("x", kF32, dims(x));
+    b.input("s", kF32, {n_affine});
+    b.input("bias", kF32, {n_affine});
+    auto n = b.node(op, {"x", "s", "bias"}, {silu ? "h" : "y"}, "gn");
+    if (groups) n.i("num_groups", groups);
+    if (silu) {  // the SD VAE's GroupNorm -> SiLU as x * Sigmoid(x)
+      b.node("Sigmoid", {"h"}, {"sg"}, "sig");
+      b.node("Mul", {"h", "sg"}, {"y"}, "mul");
+    }
+    b.output("y");
+    return import(b, "gn.onnx");
+  };
+  check(gn(17, "InstanceNormalization", {2, 3, 7, 9}, 3, 0, false));
+  check(gn(17, "InstanceNormalization", {1, 2, 300, 301}, 2, 0, true), {}, true);  // rows of 90300
+  check(gn(21, "GroupNormalization", {2, 6, 5, 3}, 6, 3, false));
+  check(gn(18, "GroupNormalization", {2, 6, 5, 3}, 2, 2, false));
+}
+
+TEST_CASE("BatchNormalization LRN LpNormalization and MeanVarianceNormalization", "[codegen]") {
+  {
+    test::OnnxBuilder b(15);
+    b.input("x", kF32, {int64_t{2}, int64_t{3}, int64_t{5}, int64_t{7}});
+    for (const char* n : {"s", "bias", "m", "var"}) b.input(n, kF32, {int64_t{3}});
+    b.node("BatchNormalization", {"x", "s", "bias", "m", "var"}, {"y"}, "bn").f("epsilon", 1e-3f);
+    b.output("y");
+    check(import(b, "bn.onnx"), {{"var", {0.5, 1.5, 2.0}}}, true);
+  }
+  check(op_graph("LRN", 17, {2, 7, 3, 5}, [](test::NodeRef& n) { n.i("size", 4).f("alpha", 1e-2f); }));
+  check(op_graph("LpNormalization", 17, {3, 7, 5}, [](test::NodeRef& n) { n.i("axis", 1).i("p", 1); }));
+  check(op_graph("LpNormalization", 17, {3, 7, 50}));
+  check(op_graph("MeanVarianceNormalization", 17, {2, 3, 4, 5}));
+  check(op_graph("MeanVarianceNormalization", 17, {2, 3, 4, 5}, [](test::NodeRef& n) { n.ints("axes", {1, 3}); }));
+}
+
+TEST_CASE("CumSum forward reverse and exclusive", "[codegen]") {
+  check(op_graph("CumSum", 17, {3, 4, 5}, {}, {"axis"}, {{"axis", {1}}}), {}, true);
+  check(op_graph("CumSum", 17, {3, 4, 5}, [](test::NodeRef& n) { n.i("reverse", 1).i("exclusive", 1); }, {"axis"},
+                 {{"axis", {-1}}}));
+}
+
+// ---- pooling ----------------------------------------------------------------------------------
+
+TEST_CASE("pools with pads dilations ceil_mode auto_pad and MaxPool indices", "[codegen]") {
+  auto win = [](std::vector<int64_t> k, std::vector<int64_t> s) {
+    return [=](test::NodeRef& n) { n.ints("kernel_shape", k).ints("strides", s); };
+  };
+  check(op_graph("MaxPool", 17, {1, 3, 11, 13}, [&](test::NodeRef& n) { win({3, 3}, {2, 2})(n); n.ints("pads", {1, 1, 1, 1}); }), {},
+        true);
+  check(op_graph("MaxPool", 17, {1, 2, 10, 9}, [&](test::NodeRef& n) { win({2, 3}, {2, 2})(n); n.ints("dilations", {2, 1}).i("ceil_mode", 1); }));
+  check(op_graph("MaxPool", 17, {2, 2, 7, 7}, [&](test::NodeRef& n) { win({3, 3}, {2, 2})(n); n.s("auto_pad", "SAME_UPPER"); }));
+  check(op_graph("AveragePool", 17, {1, 3, 11, 13}, [&](test::NodeRef& n) {
+    win({3, 3}, {2, 2})(n);
+    n.ints("pads", {1, 1, 1, 1}).i("count_include_pad", 1);
+  }));
+  check(op_graph("AveragePool", 17, {1, 3, 11, 13}, [&](test::NodeRef& n) { win({3, 3}, {2, 2})(n); n.ints("pads", {1, 1, 1, 1}).i("ceil_mode", 1); }));
+  check(op_graph("AveragePool", 17, {2, 3, 17}, win({4}, {3})));
+  check(op_graph("LpPool", 17, {1, 2, 6, 6}, [](test::NodeRef& n) { n.ints("kernel_shape", {2, 2}).i("p", 3); }));
+  {
+    test::OnnxBuilder b(17);
+    b.input("x", kF32, {int64_t{2}, int64_t{3}, int64_t{6}, int64_t{5}});
+    b.node("MaxPool", {"x"}, {"y", "idx"}, "mp").ints("kernel_shape", {2, 2}).ints("strides", {2, 2}).i("storage_order", 1);
+    b.output("y");
+    b.output("idx");
+    check(import(b, "mp_idx.onnx"));
+  }
+  check(op_graph("GlobalAveragePool", 17, {2, 3, 7, 9}));
+  check(op_graph("GlobalMaxPool", 17, {2, 3, 1, 1}));
+  check(op_graph("GlobalLpPool", 17, {2, 3, 4, 5}));
+}
+
+// ---- data movement ----------------------------------------------------------------------------
+
+TEST_CASE("Transpose Concat Split and Slice", "[codegen]") {
+  check(op_graph("Transpose", 17, {2, 3, 5, 7}, [](test::NodeRef& n) { n.ints("perm", {0, 2, 3, 1}); }), {}, true);
+  check(op_graph("Transpose", 17, {3, 1, 5}));
+  {
+    test::OnnxBuilder b(17);
+    b.input("a", kF32, {int64_t{2}, int64_t{3}, int64_t{5}});
+    b.input("b", kF32, {int64_t{2}, int64_t{1}, int64_t{5}});
+    b.input("c", kF32, {int64_t{2}, int64_t{4}, int64_t{5}});
+    b.node("Concat", {"a", "b", "c"}, {"y"}, "cc").i("axis", -2);
+    b.output("y");
+    check(import(b, "concat.onnx"));
+  }
+  {
+    test::OnnxBuilder b(18);  // three outputs written by one kernel
+    b.input("x", kF32, {int64_t{2}, int64_t{7}, int64_t{3}});
+    b.initializer_i64("sp", {3}, {2, 4, 1});
+    b.node("Split", {"x", "sp"}, {"y0", "y1", "y2"}, "sp").i("axis", 1);
+    for (const char* y : {"y0", "y1", "y2"}) b.output(y);
+    check(import(b, "split.onnx"), {}, true);
+  }
+  // Negative and clamped starts, negative steps.
+  check(op_graph("Slice", 17, {5, 9, 4}, {}, {"st", "en", "ax", "sp"},
+                 {{"st", {1, -1, 100}}, {"en", {4, -100, -100}}, {"ax", {0, 1, 2}}, {"sp", {2, -2, -1}}}));
+  check(op_graph("Slice", 17, {5, 9}, {}, {"st", "en"}, {{"st", {2}}, {"en", {std::numeric_limits<int64_t>::max()}}}));
+}
+
+TEST_CASE("Gather GatherElements and GatherND with negative indices and int data", "[codegen]") {
+  auto gather = [](const std::string& op, int data_type, std::vector<int64_t> xs, std::vector<int64_t> is, const Attrs& a) {
+    test::OnnxBuilder b(17);
+    b.input("x", data_type, dims(xs));
+    b.input("i", kI64, dims(is));
+    auto n = b.node(op, {"x", "i"}, {"y"}, "g");
+    a(n);
+    b.output("y");
+    return import(b, op + ".onnx");
+  };
+  check(gather("Gather", kF32, {4, 5, 3}, {2, 3}, [](test::NodeRef& n) { n.i("axis", 1); }), {{"i", {0, -1, 3, 4, -5, 2}}}, true);
+  check(gather("Gather", kI64, {6, 4}, {3}, [](test::NodeRef& n) { n.i("axis", 0); }),
+        {{"i", {5, 0, -2}}, {"x", {3, -7, 100000, 12, 5}}});
+  check(gather("GatherElements", kF32, {4, 5}, {3, 5}, [](test::NodeRef& n) { n.i("axis", 0); }), {{"i", {0, -1, 3, 2, 1, -4, 2}}});
+  check(gather("GatherND", kF32, {2, 3, 4}, {2, 2, 1}, [](test::NodeRef& n) { n.i("batch_dims", 1); }), {{"i", {1, -1, 0, 2}}});
+  // A constant scalar index is baked into the kernel.
+  test::OnnxBuilder b(17);
+  b.input("x", kF32, {int64_t{4}, int64_t{5}, int64_t{3}});
+  b.initializer_i64("i", {}, {-2});
+  b.node("Gather", {"x", "i"}, {"y"}, "g").i("axis", 0);
+  b.output("y");
+  const Graph g = import(b, "gather_const.onnx");
+  auto k = codegen::generate(g, all_nodes(g));
+  REQUIRE(k);
+  CHECK(k->args.size() == 2);
+  check(g);
+}
+
+TEST_CASE("Expand Tile and Pad in every mode", "[codegen]") {
+  check(op_graph("Expand", 17, {3, 1, 5}, {}, {"sh"}, {{"sh", {2, 3, 4, 5}}}));
+  check(op_graph("Tile", 17, {3, 1, 5}, {}, {"rp"}, {{"rp", {2, 3, 2}}}));
+  check(op_graph("Pad", 17, {3, 4}, {}, {"p", "cv"}, {{"p", {1, 2, 0, 3}}},
+                 [](test::OnnxBuilder& b) { b.node("Constant", {}, {"cv"}, "cvn").tensor("value", test::f32_tensor({}, {1.5f})); }),
+        {}, true);
+  check(op_graph("Pad", 17, {3, 4}, [](test::NodeRef& n) { n.s("mode", "reflect"); }, {"p"}, {{"p", {2, 3, 1, 2}}}));
+  check(op_graph("Pad", 17, {2, 3, 4}, [](test::NodeRef& n) { n.s("mode", "edge"); }, {"p"}, {{"p", {0, 2, 3, 1, 1, 2}}}));
+  check(op_graph("Pad", 19, {2, 3, 4}, [](test::NodeRef& n) { n.s("mode", "wrap"); }, {"p", "", "ax"},
+                 {{"p", {2, 1, 1, 3}}, {"ax", {1, -1}}}));
+  check(op_graph("Pad", 17, {5, 6}, {}, {"p"}, {{"p", {-1, 2, -2, 1}}}));  // negative pads crop
+}
+
+TEST_CASE("Resize and Upsample in nearest linear and cubic modes", "[codegen]") {
+  auto scales = [](std::vector<float> s) {
+    return [s](test::OnnxBuilder& b) {
+      b.node("Constant", {}, {"sc"}, "scn").tensor("value", test::f32_tensor({static_cast<int64_t>(s.size())}, s));
+    };
+  };
+  using P = std::vector<std::pair<std::string, std::vector<int64_t>>>;
+  auto mode = [](std::string m, std::string ctm, std::string nearest = "") {
+    return [=](test::NodeRef& n) {
+      n.s("mode", m);
+      if (!ctm.empty()) n.s("coordinate_transformation_mode", ctm);
+      if (!nearest.empty()) n.s("nearest_mode", nearest);
+    };
+  };
+  // The SD VAE decoder's upsampling: nearest, scale 2.
+  check(op_graph("Resize", 19, {1, 3, 5, 7}, mode("nearest", ""), {"", "sc"}, {}, scales({1, 1, 2, 2})), {}, true);
+  check(op_graph("Resize", 13, {1, 2, 5, 7}, mode("nearest", "asymmetric", "floor"), {"", "sc"}, {}, scales({1, 1, 2, 3})));
+  check(op_graph("Resize", 13, {1, 2, 9, 7}, mode("nearest", "", "ceil"), {"", "sc"}, {}, scales({1, 1, 0.5, 0.75})));
+  check(op_graph("Resize", 13, {1, 2, 5, 6}, mode("nearest", "tf_half_pixel_for_nn", "round_prefer_ceil"), {"", "sc"}, {},
+                 scales({1, 1, 2, 1.5})));
+  check(op_graph("Resize", 13, {2, 3, 5, 7}, mode("linear", ""), {"", "sc"}, {}, scales({1, 1, 2, 1.5})));
+  check(op_graph("Resize", 13, {1, 3, 5, 7}, mode("linear", "align_corners"), {"", "", "sz"}, P{{"sz", {1, 3, 9, 4}}}));
+  check(op_graph("Resize", 13, {1, 3, 5, 1}, mode("linear", "pytorch_half_pixel"), {"", "", "sz"}, P{{"sz", {1, 3, 8, 1}}}));
+  check(op_graph("Resize", 13, {1, 2, 6, 7}, mode("cubic", ""), {"", "sc"}, {}, scales({1, 1, 2, 0.5})), {}, true);
+  check(op_graph("Resize", 13, {1, 2, 6, 7},
+                 [&](test::NodeRef& n) { mode("cubic", "asymmetric")(n); n.i("exclude_outside", 1).f("cubic_coeff_a", -0.5f); },
+                 {"", "sc"}, {}, scales({1, 1, 1.5, 2})));
+  check(op_graph("Resize", 13, {1, 1, 6, 7},
+                 [&](test::NodeRef& n) { mode("linear", "tf_crop_and_resize")(n); n.f("extrapolation_value", 9.f); },
+                 {"roi", "", "sz"}, P{{"sz", {1, 1, 5, 9}}}, [](test::OnnxBuilder& b) {
+                   b.node("Constant", {}, {"roi"}, "roin")
+                       .tensor("value", test::f32_tensor({8}, {0, 0, 0.2f, -0.1f, 1, 1, 1.1f, 0.8f}));
+                 }));
+  check(op_graph("Upsample", 7, {1, 2, 3, 4}, [](test::NodeRef& n) { n.floats("scales", {1, 1, 2, 2}); }));
+  check(op_graph("Upsample", 9, {1, 2, 3, 4}, mode("linear", ""), {"sc"}, {}, scales({1, 1, 2, 2})));
+  check(op_graph("Resize", 10, {1, 2, 3, 4}, mode("nearest", ""), {"sc"}, {}, scales({1, 1, 2, 3})));
+}
+
+TEST_CASE("DepthToSpace SpaceToDepth Trilu OneHot EyeLike and ReverseSequence", "[codegen]") {
+  check(op_graph("DepthToSpace", 17, {2, 8, 3, 5}, [](test::NodeRef& n) { n.i("blocksize", 2); }), {}, true);
+  check(op_graph("DepthToSpace", 17, {2, 8, 3, 5}, [](test::NodeRef& n) { n.i("blocksize", 2).s("mode", "CRD"); }));
+  check(op_graph("SpaceToDepth", 17, {2, 3, 4, 6}, [](test::NodeRef& n) { n.i("blocksize", 2); }));
+  check(op_graph("Trilu", 17, {2, 5, 7}, {}, {"k"}, {{"k", {1}}}));
+  check(op_graph("Trilu", 17, {5, 4}, [](test::NodeRef& n) { n.i("upper", 0); }, {"k"}, {{"k", {-1}}}));
+  check(op_graph("EyeLike", 17, {4, 6}, [](test::NodeRef& n) { n.i("k", 2); }));
+  {
+    test::OnnxBuilder b(17);
+    b.input("i", kI64, {int64_t{2}, int64_t{3}});
+    b.initializer_i64("d", {}, {5});
+    b.input("vals", kF32, {int64_t{2}});
+    b.node("OneHot", {"i", "d", "vals"}, {"y"}, "oh").i("axis", 1);
+    b.output("y");
+    check(import(b, "onehot.onnx"), {{"i", {0, -1, 3, 4, -5, 2}}});
+  }
+  {
+    test::OnnxBuilder b(17);
+    b.input("x", kF32, {int64_t{4}, int64_t{3}, int64_t{2}});
+    b.input("l", kI64, {int64_t{3}});
+    b.node("ReverseSequence", {"x", "l"}, {"y"}, "rs").i("batch_axis", 1).i("time_axis", 0);
+    b.output("y");
+    check(import(b, "revseq.onnx"), {{"l", {4, 1, 2}}});
+  }
+}
+
+// ---- refusals ---------------------------------------------------------------------------------
+
+TEST_CASE("reduction and data-movement generators refuse what they do not cover with the reason", "[codegen]") {
+  {
+    // Axes whose values are not known (the importer folds what it can; a graph edited after import
+    // may still carry such an input).
+    Graph g = op_graph("ReduceSum", 18, {3, 4}, {}, {"axes"}, {{"axes", {1}}});
+    g.tensor(g.nodes.back().inputs[1]).value.reset();
+    CHECK_THAT(refusal(g), Contains("node \"n\" (ReduceSum)") && Contains("axes input is not a constant"));
+  }
+  {
+    test::OnnxBuilder b(17);
+    b.input("x", kF32, {int64_t{3}, int64_t{4}});
+    b.initializer_i64("k", {1}, {2});
+    b.node("TopK", {"x", "k"}, {"v", "i"}, "topk");
+    b.output("v");
+    b.output("i");
+    CHECK_THAT(refusal(import(b, "topk.onnx")), Contains("node \"topk\" (TopK)") && Contains("no generator"));
+  }
+  {
+    test::OnnxBuilder b(17);
+    b.input("x", kF32, {int64_t{4}, int64_t{3}});
+    b.input("i", kI64, {int64_t{2}, int64_t{1}});
+    b.input("u", kF32, {int64_t{2}, int64_t{3}});
+    b.node("ScatterND", {"x", "i", "u"}, {"y"}, "sc");
+    b.output("y");
+    CHECK_THAT(refusal(import(b, "scatter.onnx")), Contains("node \"sc\" (ScatterND)") && Contains("two passes"));
+  }
+  {
+    test::OnnxBuilder b(17);  // an elementwise op fused before a reduction (only normalizations take them)
+    b.input("x", kF32, {int64_t{4}, int64_t{8}});
+    b.node("Relu", {"x"}, {"r"}, "relu");
+    b.node("ReduceMax", {"r"}, {"y"}, "rm");
+    b.output("y");
+    const Graph g = import(b, "prologue.onnx");
+    PlanKernel pk = all_nodes(g);
+    pk.anchor = 1;
+    auto k = codegen::generate(g, pk);
+    REQUIRE(!k);
+    CHECK_THAT(k.error().message, Contains("node \"rm\" (ReduceMax)") && Contains("only before a normalization"));
+  }
+  {
+    test::OnnxBuilder b(17);  // the scan axis computed at run time
+    b.input("x", kF32, {int64_t{8}, int64_t{8}});
+    b.input("ax", kI64, {});
+    b.node("CumSum", {"x", "ax"}, {"y"}, "cs");
+    b.output("y");
+    CHECK_THAT(refusal(import(b, "cumsum_dyn.onnx")), Contains("node \"cs\" (CumSum)") && Contains("axis input must be a constant"));
+  }
+  {
+    test::OnnxBuilder b(15);
+    b.input("x", kF32, {int64_t{2}, int64_t{3}, int64_t{4}});
+    for (const char* n : {"s", "bias", "m", "var"}) b.input(n, kF32, {int64_t{3}});
+    b.node("BatchNormalization", {"x", "s", "bias", "m", "var"}, {"y"}, "bn").i("training_mode", 1);
+    b.output("y");
+    auto g = import_onnx(b.write("bn_train.onnx"));
+    REQUIRE(g);
+    CHECK_THAT(refusal(*g), Contains("node \"bn\" (BatchNormalization)") && Contains("training_mode=1"));
+  }
+  {
+    test::OnnxBuilder b(17);  // data movement does not take fused elementwise ops
+    b.input("x", kF32, {int64_t{3}, int64_t{4}});
+    b.node("Transpose", {"x"}, {"t"}, "tr");
+    b.node("Relu", {"t"}, {"y"}, "relu");
+    b.output("y");
+    CHECK_THAT(refusal(import(b, "tr_relu.onnx")), Contains("node \"tr\" (Transpose)") && Contains("fused with other ops"));
+  }
+  CHECK_THAT(refusal(op_graph("Resize", 18, {1, 1, 4, 4}, [](test::NodeRef& n) { n.s("mode", "linear").i("antialias", 1); },
+                              {"", "", "sz"}, {{"sz", {1, 1, 2, 2}}})),
+             Contains("node \"n\" (Resize)") && Contains("antialias"));
+  CHECK_THAT(refusal(op_graph("LpNormalization", 17, {3, 4}, [](test::NodeRef& n) { n.i("p", 3); })),
+             Contains("only the L1 and L2 norms"));
+}
