@@ -153,9 +153,9 @@ TEST_CASE("run executes a model on the CPU reference and times every node", "[cl
   bool seeded = false;
   for (const auto& n : j["notes"]) seeded = seeded || n.get<std::string>().find("filled from seed") != std::string::npos;
   CHECK(seeded);  // a shape-only model: the run says its weights and input came from the seed
-  const Run bad = run_gpusim("run " + model("resnet50.onnx") + " --backend vulkan");
+  const Run bad = run_gpusim("run " + model("resnet50.onnx") + " --backend metal");
   CHECK(bad.rc == 2);
-  CHECK_THAT(bad.out, Catch::Contains("--backend \"vulkan\" is not available in this build; available: cpu"));
+  CHECK_THAT(bad.out, Catch::Contains("--backend \"metal\" is not a backend; choose cpu, vulkan, cuda or hip"));
 }
 
 TEST_CASE("run feeds inputs from .pb files and reproduces an ONNX test graph", "[cli][run]") {

@@ -1,0 +1,483 @@
+// The executor (see executor.h). Bookkeeping in one place: which tensors the host holds current
+// values of (the CPU reference's HostState), which buffers the device holds current values of, and
+// the moves between them — uploads before a device kernel reads a host value, downloads before a
+// host node reads a device value. Views alias their root's buffer on the device and are reshaped
+// copies on the host.
+#include "executor.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "gpusim/kernel_work.h"
+
+namespace gpusim::exec {
+
+namespace {
+
+uint16_t to_half(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
+  uint32_t mant = x & 0x7fffffu;
+  if (((x >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0u));  // inf/nan
+  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);                                           // overflow
+  if (exp <= 0) {                                                                                         // subnormal
+    if (exp < -10) return static_cast<uint16_t>(sign);
+    mant |= 0x800000u;
+    const int shift = 14 - exp;
+    uint32_t h = mant >> shift;
+    const uint32_t rem = mant & ((1u << shift) - 1);
+    const uint32_t half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1u))) ++h;
+    return static_cast<uint16_t>(sign | h);
+  }
+  uint32_t h = (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
+  const uint32_t rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // round to nearest even (may carry into exp)
+  return static_cast<uint16_t>(sign | h);
+}
+
+float from_half(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  const uint32_t mant = h & 0x3ffu;
+  float f;
+  if (exp == 0) {
+    f = std::ldexp(static_cast<float>(mant), -24);
+    return sign ? -f : f;
+  }
+  uint32_t x;
+  if (exp == 31) {
+    x = sign | 0x7f800000u | (mant << 13);
+  } else {
+    x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+  }
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+cpu::HostTensor from_value(const Tensor& t) {
+  cpu::HostTensor h;
+  h.dtype = t.value->dtype;
+  h.shape = t.value->shape;
+  h.r = t.value->reals;
+  h.i = t.value->ints;
+  return h;
+}
+
+// One device launch, or one node on the host.
+struct Unit {
+  int plan_kernel = 0;
+  bool device = true;
+  backend::KernelHandle handle = 0;
+  std::array<uint32_t, 3> groups{1, 1, 1};
+  std::vector<TensorId> reads, writes;  // roots
+  std::vector<TensorId> args;           // roots, in binding order
+  int node = -1;                        // host units
+  std::string cls;
+};
+
+class Runner {
+ public:
+  Runner(backend::Backend& dev, const Graph& g, const RunOptions& o)
+      : dev_(dev), g_(g), idx_(index_graph(g)), opts_(o), dev_valid_(g.tensors.size(), false) {
+    ropts_.weights = o.weights;
+    ropts_.seed = o.seed;
+    copts_.float_storage = o.fp16_storage ? codegen::Storage::kF16 : codegen::Storage::kF32;
+    copts_.max_threads = dev.info().max_threads_per_group;
+    copts_.max_shared_bytes = dev.info().max_shared_bytes;
+    lang_ = dev.info().backend == "vulkan" ? backend::Language::kGlsl : backend::Language::kCudaCpp;
+  }
+  ~Runner() {
+    for (auto& [t, b] : bufs_) dev_.release(b);
+  }
+
+  Result<RunResult> run(const Plan& plan, const std::vector<cpu::HostTensor>& inputs) {
+    auto st = cpu::initial_state(g_, inputs, ropts_);
+    if (!st) return st.error();
+    st_ = std::move(*st);
+    res_.notes = st_.notes;
+    if (inputs.size() < g_.inputs.size()) {
+      res_.notes.push_back(fmt::format("{} inputs filled from seed {}", g_.inputs.size() - inputs.size(), opts_.seed));
+    }
+    // Values the importer computed (folded shape arithmetic, small constants).
+    for (size_t t = 0; t < g_.tensors.size(); ++t) {
+      if (!st_.ready[t] && g_.tensors[t].value) {
+        st_.vals[t] = from_value(g_.tensors[t]);
+        st_.ready[t] = true;
+      }
+    }
+    if (auto s = lower(plan); !s) return s.error();
+    if (auto s = allocate(); !s) return s.error();
+    const int repeat = std::max(1, opts_.repeat);
+    std::vector<std::vector<double>> per_kernel(plan.kernels.size());
+    for (int r = 0; r <= repeat; ++r) {
+      auto times = run_once();
+      if (!times) return times.error();
+      if (r == 0) continue;  // warm-up
+      for (size_t k = 0; k < times->size(); ++k) per_kernel[k].push_back((*times)[k]);
+    }
+    res_.kernels.resize(plan.kernels.size());
+    for (size_t k = 0; k < plan.kernels.size(); ++k) {
+      KernelTiming& kt = res_.kernels[k];
+      const PlanKernel& pk = plan.kernels[k];
+      kt.plan_kernel = static_cast<int>(k);
+      kt.name = g_.nodes[static_cast<size_t>(pk.nodes.front())].name;
+      for (int ni : pk.nodes) kt.op_type += (kt.op_type.empty() ? "" : "+") + g_.nodes[static_cast<size_t>(ni)].op_type;
+      std::vector<double> v = per_kernel[k];
+      std::sort(v.begin(), v.end());
+      kt.measured_us = v.empty() ? 0 : v[v.size() / 2];
+      kt.min_us = v.empty() ? 0 : v.front();
+      kt.max_us = v.empty() ? 0 : v.back();
+      res_.total_us += kt.measured_us;
+    }
+    for (const Unit& u : units_) {
+      KernelTiming& kt = res_.kernels[static_cast<size_t>(u.plan_kernel)];
+      if (u.device) ++kt.launches;
+      kt.device = kt.device && u.device;
+      if (kt.cls.empty()) kt.cls = u.device ? u.cls : "host";
+    }
+    for (size_t k = 0; k < plan.kernels.size(); ++k) res_.kernels[k].fused_as_planned = !split_[k];
+    for (TensorId t : g_.outputs) {
+      if (auto s = ensure_host(t); !s) return s.error();
+      res_.outputs.push_back(st_.vals[static_cast<size_t>(t)]);
+    }
+    res_.compile = dev_.compile_stats();
+    summarize_fallbacks();
+    return std::move(res_);
+  }
+
+ private:
+  TensorId root(TensorId t) const { return idx_.root[static_cast<size_t>(t)]; }
+
+  // Plan kernels -> units: the generated kernel; else one kernel per node; else the host.
+  Status lower(const Plan& plan) {
+    split_.assign(plan.kernels.size(), false);
+    std::vector<bool> in_plan(g_.nodes.size(), false);
+    for (const PlanKernel& k : plan.kernels) {
+      for (int ni : k.nodes) in_plan[static_cast<size_t>(ni)] = true;
+    }
+    // Nodes outside every kernel that are neither folded nor views (Constants with file data):
+    // computed on the host before the run.
+    for (size_t ni = 0; ni < g_.nodes.size(); ++ni) {
+      const Node& n = g_.nodes[ni];
+      if (in_plan[ni] || runs_on_device(g_, n)) continue;
+      bool ready = true;
+      for (TensorId t : n.outputs) ready = ready && (t == kNoTensor || st_.ready[static_cast<size_t>(t)]);
+      if (ready || is_view(n)) continue;
+      if (auto s = cpu::run_node(g_, ni, st_, ropts_); !s) return s;
+    }
+    for (size_t k = 0; k < plan.kernels.size(); ++k) {
+      const PlanKernel& pk = plan.kernels[k];
+      const int ki = static_cast<int>(k);
+      // A generated kernel that fails to compile is a codegen bug: the run fails, naming it. A
+      // group or op codegen does not cover, or a device limit, falls back (and says so).
+      std::string why;
+      if (auto gen = codegen::generate(g_, idx_, pk, copts_); gen) {
+        auto s = add_device_unit(ki, *gen);
+        if (s) continue;
+        if (s.error().code == ErrorCode::kDevice) return s;
+        why = s.error().message;
+      } else {
+        why = gen.error().message;
+      }
+      if (pk.nodes.size() == 1) {
+        add_host_unit(ki, pk.nodes[0], why);
+        continue;
+      }
+      split_[k] = true;
+      res_.notes.push_back(fmt::format("kernel {} ({} nodes) ran unfused: {}", k, pk.nodes.size(), why));
+      for (int ni : pk.nodes) {
+        PlanKernel one;
+        one.nodes = {ni};
+        auto g1 = codegen::generate(g_, idx_, one, copts_);
+        if (!g1) {
+          add_host_unit(ki, ni, g1.error().message);
+          continue;
+        }
+        auto s = add_device_unit(ki, *g1);
+        if (s) continue;
+        if (s.error().code == ErrorCode::kDevice) return s;
+        add_host_unit(ki, ni, s.error().message);
+      }
+    }
+    return Ok{};
+  }
+
+  bool is_view(const Node& n) const { return !n.folded && !runs_on_device(g_, n); }
+
+  Status add_device_unit(int plan_kernel, const codegen::Kernel& k) {
+    const backend::KernelSource src = k.source(lang_);
+    if (auto s = dev_.can_run(src); !s) return s;
+    auto h = dev_.compile(src);
+    if (!h) return h.error();
+    Unit u;
+    u.plan_kernel = plan_kernel;
+    u.handle = *h;
+    u.groups = k.groups;
+    u.cls = k.cls;
+    for (const codegen::Arg& a : k.args) {
+      u.args.push_back(a.tensor);
+      (a.written ? u.writes : u.reads).push_back(a.tensor);
+    }
+    units_.push_back(std::move(u));
+    return Ok{};
+  }
+
+  void add_host_unit(int plan_kernel, int node, const std::string& why) {
+    Unit u;
+    u.plan_kernel = plan_kernel;
+    u.device = false;
+    u.node = node;
+    units_.push_back(u);
+    const Node& n = g_.nodes[static_cast<size_t>(node)];
+    auto& e = fallbacks_[n.op_type];
+    ++e.first;
+    if (e.second.empty()) e.second = why;
+  }
+
+  void summarize_fallbacks() {
+    for (const auto& [op, e] : fallbacks_) {
+      res_.notes.push_back(fmt::format("{} {} node(s) ran on the host reference: {}", e.first, op, e.second));
+    }
+  }
+
+  codegen::Storage storage(TensorId r) const { return codegen::storage_of(g_.tensor(r).dtype, copts_); }
+
+  Status allocate() {
+    auto need = [&](TensorId r) -> Status {
+      if (bufs_.count(r)) return Ok{};
+      const int64_t n = std::max<int64_t>(1, g_.tensor(r).elements());
+      auto b = dev_.allocate(static_cast<uint64_t>(n * codegen::storage_bytes(storage(r))));
+      if (!b) return b.error();
+      bufs_[r] = *b;
+      return Ok{};
+    };
+    for (const Unit& u : units_) {
+      for (TensorId r : u.args) {
+        if (auto s = need(r); !s) return s;
+      }
+    }
+    if (opts_.poison) {
+      for (const Unit& u : units_) {
+        for (TensorId r : u.writes) {
+          if (auto s = poison(r); !s) return s;
+        }
+      }
+    }
+    return Ok{};
+  }
+
+  Status poison(TensorId r) {
+    const backend::Buffer& b = bufs_.at(r);
+    std::vector<uint8_t> bytes(b.bytes);
+    const codegen::Storage s = storage(r);
+    for (size_t k = 0; k + 1 < bytes.size(); k += static_cast<size_t>(codegen::storage_bytes(s))) {
+      if (s == codegen::Storage::kF16) {
+        const uint16_t nan = 0x7e00;
+        std::memcpy(&bytes[k], &nan, 2);
+      } else {
+        const uint32_t v = s == codegen::Storage::kF32 ? 0x7fc00000u : 0x7fffffffu;
+        std::memcpy(&bytes[k], &v, 4);
+      }
+    }
+    return dev_.upload(b, bytes.data(), bytes.size());
+  }
+
+  // The host value of tensor t, downloading or reshaping as needed.
+  Status ensure_host(TensorId t) {
+    const auto ti = static_cast<size_t>(t);
+    if (st_.ready[ti]) return Ok{};
+    const int p = idx_.producer[ti];
+    const Tensor& tt = g_.tensor(t);
+    if (p >= 0 && is_view(g_.nodes[static_cast<size_t>(p)])) {
+      const TensorId src = g_.nodes[static_cast<size_t>(p)].inputs.at(0);
+      if (auto s = ensure_host(src); !s) return s;
+      st_.vals[ti] = st_.vals[static_cast<size_t>(src)];
+      st_.vals[ti].shape = tt.shape;
+      st_.vals[ti].dtype = tt.dtype;
+      st_.ready[ti] = true;
+      return Ok{};
+    }
+    const TensorId r = root(t);
+    auto it = bufs_.find(r);
+    if (it == bufs_.end() || !dev_valid_[static_cast<size_t>(r)]) {
+      return make_error(ErrorCode::kInvalidModel, fmt::format("{}: tensor \"{}\" is read before any kernel computes it",
+                                                              g_.source_path, tt.name));
+    }
+    const codegen::Storage s = storage(r);
+    const int64_t n = tt.elements();
+    std::vector<uint8_t> bytes(static_cast<size_t>(std::max<int64_t>(1, n) * codegen::storage_bytes(s)));
+    if (auto d = dev_.download(it->second, bytes.data(), bytes.size()); !d) return d;
+    cpu::HostTensor h;
+    h.dtype = tt.dtype;
+    h.shape = tt.shape;
+    h.allocate();
+    for (int64_t k = 0; k < n; ++k) {
+      const auto kk = static_cast<size_t>(k);
+      if (s == codegen::Storage::kF32) {
+        float f;
+        std::memcpy(&f, &bytes[kk * 4], 4);
+        h.r[kk] = f;
+      } else if (s == codegen::Storage::kF16) {
+        uint16_t v;
+        std::memcpy(&v, &bytes[kk * 2], 2);
+        h.r[kk] = from_half(v);
+      } else {
+        int32_t v;
+        std::memcpy(&v, &bytes[kk * 4], 4);
+        if (h.is_real()) h.r[kk] = v; else h.i[kk] = v;
+      }
+    }
+    st_.vals[ti] = std::move(h);
+    st_.ready[ti] = true;
+    return Ok{};
+  }
+
+  // The device buffer of root r holds its current value, uploading the host's if needed.
+  Status ensure_device(TensorId r) {
+    if (dev_valid_[static_cast<size_t>(r)]) return Ok{};
+    if (auto s = ensure_host(r); !s) return s;
+    const cpu::HostTensor& h = st_.vals[static_cast<size_t>(r)];
+    const codegen::Storage s = storage(r);
+    const int64_t n = h.elements();
+    std::vector<uint8_t> bytes(static_cast<size_t>(std::max<int64_t>(1, n) * codegen::storage_bytes(s)));
+    for (int64_t k = 0; k < n; ++k) {
+      const auto kk = static_cast<size_t>(k);
+      if (s == codegen::Storage::kF32) {
+        const auto f = static_cast<float>(h.real(k));
+        std::memcpy(&bytes[kk * 4], &f, 4);
+      } else if (s == codegen::Storage::kF16) {
+        const uint16_t v = to_half(static_cast<float>(h.real(k)));
+        std::memcpy(&bytes[kk * 2], &v, 2);
+      } else {
+        const int64_t v = h.integer(k);
+        if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
+          return make_error(ErrorCode::kUnsupported,
+                            fmt::format("{}: tensor \"{}\" element {} is {}, outside the int32 range the device "
+                                        "kernels use for integer tensors",
+                                        g_.source_path, g_.tensor(r).name, k, v));
+        }
+        const auto v32 = static_cast<int32_t>(v);
+        std::memcpy(&bytes[kk * 4], &v32, 4);
+      }
+    }
+    if (n > 0) {
+      if (auto u = dev_.upload(bufs_.at(r), bytes.data(), bytes.size()); !u) return u;
+    }
+    dev_valid_[static_cast<size_t>(r)] = true;
+    return Ok{};
+  }
+
+  // Tensors whose host copy goes stale when root r is rewritten on the device.
+  void invalidate_host(TensorId r) {
+    for (size_t t = 0; t < g_.tensors.size(); ++t) {
+      if (root(static_cast<TensorId>(t)) == r && g_.tensors[t].role == TensorRole::kActivation && !g_.tensors[t].value) {
+        st_.ready[t] = false;
+      }
+    }
+  }
+
+  // One pass over the units; per plan kernel, its device time (timers) plus host time (wall).
+  Result<std::vector<double>> run_once() {
+    std::vector<double> per_kernel(res_kernel_count(), 0.0);
+    std::vector<int> slot_kernel;
+    for (const Unit& u : units_) {
+      if (u.device) {
+        std::vector<backend::Buffer> args;
+        for (TensorId r : u.reads) {
+          if (auto s = ensure_device(r); !s) return s.error();
+        }
+        for (TensorId r : u.args) args.push_back(bufs_.at(r));
+        auto slot = dev_.launch(u.handle, u.groups, args, true);
+        if (!slot) return slot.error();
+        if (*slot >= 0) {
+          if (static_cast<size_t>(*slot) >= slot_kernel.size()) slot_kernel.resize(static_cast<size_t>(*slot) + 1, -1);
+          slot_kernel[static_cast<size_t>(*slot)] = u.plan_kernel;
+        }
+        for (TensorId r : u.writes) {
+          dev_valid_[static_cast<size_t>(r)] = true;
+          invalidate_host(r);
+        }
+        continue;
+      }
+      const Node& n = g_.nodes[static_cast<size_t>(u.node)];
+      if (auto s = dev_.synchronize(); !s) return s.error();
+      const auto start = std::chrono::steady_clock::now();
+      for (TensorId t : n.inputs) {
+        if (t == kNoTensor) continue;
+        if (auto s = ensure_host(t); !s) return s.error();
+      }
+      if (auto s = cpu::run_node(g_, static_cast<size_t>(u.node), st_, ropts_); !s) return s.error();
+      for (TensorId t : n.outputs) {
+        if (t == kNoTensor) continue;
+        dev_valid_[static_cast<size_t>(root(t))] = false;
+        if (bufs_.count(root(t))) {
+          if (auto s = ensure_device(root(t)); !s) return s.error();
+        }
+      }
+      per_kernel[static_cast<size_t>(u.plan_kernel)] +=
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+    }
+    if (auto s = dev_.synchronize(); !s) return s.error();
+    auto t = dev_.read_timers();
+    if (!t) return t.error();
+    for (size_t s = 0; s < t->size() && s < slot_kernel.size(); ++s) {
+      if (slot_kernel[s] >= 0) per_kernel[static_cast<size_t>(slot_kernel[s])] += (*t)[s];
+    }
+    return per_kernel;
+  }
+
+  size_t res_kernel_count() const { return split_.size(); }
+
+  backend::Backend& dev_;
+  const Graph& g_;
+  GraphIndex idx_;
+  RunOptions opts_;
+  cpu::RunOptions ropts_;
+  codegen::Options copts_;
+  backend::Language lang_;
+  cpu::HostState st_;
+  std::vector<bool> dev_valid_;
+  std::map<TensorId, backend::Buffer> bufs_;
+  std::vector<Unit> units_;
+  std::vector<bool> split_;
+  std::map<std::string, std::pair<int, std::string>> fallbacks_;
+  RunResult res_;
+};
+
+}  // namespace
+
+Result<RunResult> run_plan(backend::Backend& dev, const Graph& g, const Plan& plan,
+                           const std::vector<cpu::HostTensor>& inputs, const RunOptions& opts) {
+  Runner r(dev, g, opts);
+  return r.run(plan, inputs);
+}
+
+double relative_l2(const cpu::HostTensor& a, const cpu::HostTensor& b) {
+  if (a.shape != b.shape || a.is_sequence || b.is_sequence || a.is_string() || b.is_string()) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  double num = 0, den = 0;
+  const int64_t n = b.elements();
+  for (int64_t k = 0; k < n; ++k) {
+    const double x = a.real(k), y = b.real(k);
+    if (std::isnan(x) != std::isnan(y)) return std::numeric_limits<double>::quiet_NaN();
+    if (std::isnan(y) || std::isinf(y)) {
+      if (x != y && !(std::isnan(x) && std::isnan(y))) return std::numeric_limits<double>::quiet_NaN();
+      continue;
+    }
+    num += (x - y) * (x - y);
+    den += y * y;
+  }
+  if (num == 0) return 0;
+  return std::sqrt(num) / std::max(std::sqrt(den), 1e-30);
+}
+
+}  // namespace gpusim::exec

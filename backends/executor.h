@@ -1,0 +1,67 @@
+// The executor: runs a plan for real on a device backend. Each plan kernel becomes generated
+// source (codegen) compiled by the backend; its buffers are the graph's tensors (views share their
+// root's buffer); weights, constants and inputs are uploaded once; every kernel is timed with the
+// device's timers over a warm-up and `repeat` timed runs.
+//
+// What does not run on the device, and says so in `notes`:
+//   - nodes folded at import (shape arithmetic) and constants: computed on the host once;
+//   - a fused plan kernel that codegen has no generator for runs as one kernel per node
+//     (`fused_as_planned` false on its timing);
+//   - a node no generator covers (random, string and sequence ops, ...) runs on the host CPU
+//     reference with its inputs downloaded and its outputs uploaded (`device` false).
+//
+// Usage:
+//   auto dev = gpusim::backend::open("vulkan");
+//   gpusim::exec::RunOptions o;  o.weights = &weights;
+//   auto r = gpusim::exec::run_plan(**dev, graph, plan, inputs, o);
+//   for (auto& k : r->kernels) fmt::print("{} {:.1f} us\n", k.name, k.measured_us);
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+#include "codegen.h"
+#include "gpusim/plan.h"
+#include "reference.h"
+
+namespace gpusim::exec {
+
+struct RunOptions {
+  const std::map<std::string, TensorData>* weights = nullptr;  // from read_model_tensors
+  uint64_t seed = 1;   // inputs and weights not given (the same values the CPU reference uses)
+  int repeat = 3;      // timed runs after one warm-up
+  bool poison = true;  // fill every buffer a kernel writes with NaN / INT_MAX before the warm-up
+  bool fp16_storage = false;  // store floats as fp16 (computed in fp32); set for fp16 plans
+};
+
+struct KernelTiming {
+  int plan_kernel = 0;       // index into Plan::kernels
+  std::string name;          // the first node's name
+  std::string op_type;       // op types, "+"-joined when fused
+  std::string cls;           // generator class, or "host"
+  bool device = true;        // false: ran on the host reference
+  bool fused_as_planned = true;
+  int launches = 0;          // device kernels it took
+  double measured_us = 0;    // median over the timed runs (sum of its launches)
+  double min_us = 0, max_us = 0;
+};
+
+struct RunResult {
+  std::vector<cpu::HostTensor> outputs;  // graph outputs, in order
+  std::vector<KernelTiming> kernels;     // one per plan kernel, in plan order
+  double total_us = 0;                   // sum of the kernels' medians
+  backend::CompileStats compile;
+  std::vector<std::string> notes;
+};
+
+// Runs `plan` (valid for `g`) on `dev`. Inputs in graph-input order (missing ones from the seed).
+Result<RunResult> run_plan(backend::Backend& dev, const Graph& g, const Plan& plan,
+                           const std::vector<cpu::HostTensor>& inputs, const RunOptions& opts);
+
+// Relative L2 error ||a - b|| / max(||b||, tiny) of two tensors of equal shape (b the reference);
+// NaN where shapes differ or `a` holds a NaN the reference does not.
+double relative_l2(const cpu::HostTensor& a, const cpu::HostTensor& b);
+
+}  // namespace gpusim::exec

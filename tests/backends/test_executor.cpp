@@ -1,0 +1,174 @@
+// The executor: what happens around the generated kernels — host fallbacks for ops no generator
+// covers (said in the notes), plan kernels codegen cannot fuse running unfused, views sharing
+// their root's buffer, per-kernel device timing — and `gpusim run` on a device backend with
+// --check, predicted beside measured. Device cases run on every available backend (Vulkan on
+// lavapipe in CI) and skip with a WARN where none is.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "executor.h"
+#include "support/devices.h"
+#include "support/fixtures.h"
+#include "support/onnx_builder.h"
+#include "support/run_cli.h"
+
+using namespace gpusim;
+constexpr int kF32 = onnx::TensorProto::FLOAT;
+
+namespace {
+
+Plan per_op(const Graph& g) {
+  Plan p;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!runs_on_device(g, g.nodes[i])) continue;
+    PlanKernel k;
+    k.nodes = {static_cast<int>(i)};
+    p.kernels.push_back(k);
+  }
+  return p;
+}
+
+double check_against_reference(backend::Backend& dev, const Graph& g, const Plan& plan, exec::RunResult* out = nullptr) {
+  exec::RunOptions o;
+  o.seed = 7;
+  o.repeat = 2;
+  auto r = exec::run_plan(dev, g, plan, {}, o);
+  if (!r) FAIL(r.error().message);
+  cpu::RunOptions ro;
+  ro.seed = 7;
+  auto ref = cpu::run_reference(g, {}, ro);
+  if (!ref) FAIL(ref.error().message);
+  double worst = 0;
+  for (size_t k = 0; k < ref->outputs.size(); ++k) {
+    const double e = exec::relative_l2(r->outputs[k], ref->outputs[k]);
+    worst = std::isnan(e) ? e : std::max(worst, e);
+  }
+  if (out) *out = std::move(*r);
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("relative L2 error catches NaN and shape mismatches", "[executor]") {
+  cpu::HostTensor a, b;
+  a.shape = b.shape = {3};
+  a.r = {1, 2, 3};
+  b.r = {1, 2, 3};
+  CHECK(exec::relative_l2(a, b) == 0);
+  a.r[1] = 2.002;
+  CHECK(exec::relative_l2(a, b) == Approx(0.002 / std::sqrt(14.0)));
+  a.r[1] = std::nan("");
+  CHECK(std::isnan(exec::relative_l2(a, b)));  // an unwritten (poisoned) element fails any tolerance
+  a.shape = {1, 3};
+  a.r = b.r;
+  CHECK(std::isnan(exec::relative_l2(a, b)));
+}
+
+TEST_CASE("an op without a generator runs on the host and the run says so", "[executor][device]") {
+  test::OnnxBuilder b;
+  b.input("x", kF32, {test::Dim{int64_t{4}}, test::Dim{int64_t{6}}});
+  b.node("Relu", {"x"}, {"r"});
+  b.initializer_i64("idx", {1, 6}, {3, 0, 2, 1, 0, 3});
+  b.initializer("upd", kF32, {1, 6});
+  b.node("ScatterElements", {"r", "idx", "upd"}, {"e"}).i("axis", 0);
+  b.node("Neg", {"e"}, {"y"});
+  b.output("y");
+  const Graph g = test::build_graph(b, "exec_fallback.onnx");
+  for (auto& od : test::devices()) {
+    INFO(od.backend);
+    exec::RunResult r;
+    CHECK(check_against_reference(*od.dev, g, per_op(g), &r) < 1e-6);
+    REQUIRE(r.kernels.size() == 3);
+    CHECK(r.kernels[0].device);
+    CHECK_FALSE(r.kernels[1].device);
+    CHECK(r.kernels[1].cls == "host");
+    CHECK(r.kernels[2].device);
+    bool said = false;
+    for (const auto& n : r.notes) said = said || n.find("1 ScatterElements node(s) ran on the host reference") != std::string::npos;
+    CHECK(said);
+  }
+}
+
+TEST_CASE("a fused plan kernel codegen cannot build runs unfused and stays correct", "[executor][device]") {
+  test::OnnxBuilder b;
+  b.input("x", kF32, {test::Dim{int64_t{3}}, test::Dim{int64_t{5}}});
+  b.node("Relu", {"x"}, {"r"});
+  b.node("Transpose", {"r"}, {"t"}).ints("perm", {1, 0});
+  b.node("Sigmoid", {"t"}, {"y"});
+  b.output("y");
+  const Graph g = test::build_graph(b, "exec_split.onnx");
+  Plan p;
+  PlanKernel k;
+  k.nodes = {0, 1, 2};  // a Transpose inside an elementwise chain: no generator fuses that
+  p.kernels.push_back(k);
+  for (auto& od : test::devices()) {
+    INFO(od.backend);
+    exec::RunResult r;
+    CHECK(check_against_reference(*od.dev, g, p, &r) < 1e-6);
+    REQUIRE(r.kernels.size() == 1);
+    CHECK_FALSE(r.kernels[0].fused_as_planned);
+    CHECK(r.kernels[0].launches == 3);
+    CHECK(r.kernels[0].measured_us > 0);
+  }
+}
+
+TEST_CASE("views share their root's buffer across kernels", "[executor][device]") {
+  test::OnnxBuilder b;
+  b.input("x", kF32, {test::Dim{int64_t{2}}, test::Dim{int64_t{3}}, test::Dim{int64_t{4}}});
+  b.node("Exp", {"x"}, {"e"});
+  b.initializer_i64("shape", {2}, {6, 4});
+  b.node("Reshape", {"e", "shape"}, {"v"});
+  b.node("Flatten", {"v"}, {"f"}).i("axis", 1);
+  b.initializer("w", kF32, {4, 3});
+  b.node("MatMul", {"f", "w"}, {"y"});
+  b.output("y");
+  b.output("v");
+  const Graph g = test::build_graph(b, "exec_views.onnx");
+  for (auto& od : test::devices()) {
+    INFO(od.backend);
+    exec::RunResult r;
+    CHECK(check_against_reference(*od.dev, g, per_op(g), &r) < 1e-5);
+    CHECK(r.kernels.size() == 2);  // Exp and MatMul; the views launch nothing
+  }
+}
+
+TEST_CASE("gpusim run on a device backend checks outputs and prints predicted beside measured", "[executor][cli]") {
+  if (test::devices().empty()) return;  // devices() said why
+  const std::string backend = test::devices().front().backend;
+  const std::string model = test::source_dir() + "/models/mobilenet_v2.onnx";
+  const test::Run r = test::run_gpusim("run " + model + " --backend " + backend +
+                                       " --gpu nvidia-rtx-3060 --check --repeat 1 --json");
+  INFO(r.out);
+  REQUIRE(r.rc == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["backend"] == backend);
+  CHECK(j["check"][0]["pass"] == true);
+  CHECK(j["check"][0]["relative_l2"].get<double>() < 1e-3);
+  REQUIRE(j["kernels"].size() > 50);
+  for (const auto& k : j["kernels"]) {
+    CHECK(k["device"] == true);
+    CHECK(k["measured_us"].get<double>() > 0);
+    CHECK(k["predicted_us"].get<double>() > 0);
+  }
+  const test::Run text = test::run_gpusim("run " + model + " --backend " + backend + " --gpu nvidia-rtx-3060 --repeat 1");
+  CHECK_THAT(text.out, Catch::Contains("predicted_us") && Catch::Contains("measured_us") && Catch::Contains("error"));
+}
+
+TEST_CASE("gpusim run names an unavailable backend and what to install", "[executor][cli][errors]") {
+  for (const std::string& b : backend::built_backends()) {
+    auto d = backend::open(b, 0);
+    if (d) continue;
+    const test::Run r = test::run_gpusim("run " + test::source_dir() + "/models/mobilenet_v2.onnx --backend " + b);
+    INFO(r.out);
+    CHECK(r.rc == 1);
+    CHECK_THAT(r.out, Catch::Contains(d.error().message));
+  }
+  auto none = backend::open("vulkan", 99);
+  const auto built = backend::built_backends();
+  if (std::find(built.begin(), built.end(), "vulkan") != built.end()) {
+    REQUIRE_FALSE(none);
+    CHECK(none.error().code == ErrorCode::kUnavailable);
+  }
+}
