@@ -1,15 +1,16 @@
-// The CUDA backend: device discovery, buffers, NVRTC-compiled modules, launches and event timers.
+// The CUDA backend: device discovery, the context, NVRTC-compiled modules; buffers, launches and
+// event timers are GpuBackend's (gpu_common.h), over the driver calls in CudaApi.
 #include "cuda_backend.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
+#include <array>
 #include <cstdint>
-#include <limits>
-#include <unordered_map>
+#include <string>
 
 #include "cuda_driver.h"
+#include "gpu_common.h"
 #include "kernel_disk_cache.h"
 #include "nvrtc_compiler.h"
 
@@ -78,23 +79,50 @@ std::string choose_target(const DeviceInfo& info, const NvrtcInfo& n) {
   return info.arch;
 }
 
-class CudaBackend final : public Backend {
+// The driver calls GpuBackend makes, in its terms (see gpu_common.h).
+struct CudaApi {
+  using Code = CUresult;
+  using Ptr = CUdeviceptr;
+  using Stream = CUstream;
+  using Event = CUevent;
+  using Module = CUmodule;
+  using Function = CUfunction;
+  static constexpr const char* kName = "CUDA";
+  static constexpr CUresult kSuccess = CUDA_SUCCESS;
+  static constexpr CUresult kNotReady = CUDA_ERROR_NOT_READY;
+  static constexpr const char* kUnusableFix =
+      "an error in a kernel leaves the context unusable: fix the kernel, then open the device again";
+
+  const CudaDriver* d = nullptr;
+
+  std::string error(CUresult r) const { return d->error(r); }
+  CUresult alloc(CUdeviceptr* p, uint64_t n) const { return d->MemAlloc(p, n); }
+  CUresult free(CUdeviceptr p) const { return d->MemFree(p); }
+  CUresult upload(CUdeviceptr p, const void* src, uint64_t n, CUstream s) const { return d->MemcpyHtoDAsync(p, src, n, s); }
+  CUresult download(void* dst, CUdeviceptr p, uint64_t n, CUstream s) const { return d->MemcpyDtoHAsync(dst, p, n, s); }
+  CUresult synchronize(CUstream s) const { return d->StreamSynchronize(s); }
+  CUresult destroy_stream(CUstream s) const { return d->StreamDestroy(s); }
+  CUresult unload(CUmodule m) const { return d->ModuleUnload(m); }
+  CUresult create_event(CUevent* e) const { return d->EventCreate(e, CU_EVENT_DEFAULT); }
+  CUresult destroy_event(CUevent e) const { return d->EventDestroy(e); }
+  CUresult record(CUevent e, CUstream s) const { return d->EventRecord(e, s); }
+  CUresult elapsed(float* ms, CUevent a, CUevent b) const { return d->EventElapsedTime(ms, a, b); }
+  CUresult launch(CUfunction fn, std::array<uint32_t, 3> g, std::array<uint32_t, 3> b, CUstream s, void** params) const {
+    return d->LaunchKernel(fn, g[0], g[1], g[2], b[0], b[1], b[2], 0, s, params, nullptr);
+  }
+  static CUdeviceptr offset(CUdeviceptr p, uint64_t bytes) { return p + bytes; }
+};
+
+class CudaBackend final : public gpu::GpuBackend<CudaApi> {
  public:
   CudaBackend(const CudaDriver& d, DeviceInfo info, CUdevice dev, NvrtcInfo nvrtc)
-      : d_(d), info_(std::move(info)), dev_(dev), nvrtc_(std::move(nvrtc)), target_(choose_target(info_, nvrtc_)) {}
+      : GpuBackend(CudaApi{&d}, std::move(info)), d_(d), dev_(dev), nvrtc_(std::move(nvrtc)),
+        target_(choose_target(info_, nvrtc_)) {}
 
   ~CudaBackend() override {
     if (ctx_ == nullptr) return;
     d_.CtxSetCurrent(ctx_);
-    if (stream_ != nullptr) d_.StreamSynchronize(stream_);
-    for (auto& [start, end] : pending_) {
-      free_events_.push_back(start);
-      free_events_.push_back(end);
-    }
-    for (CUevent e : free_events_) d_.EventDestroy(e);
-    for (auto& k : kernels_) d_.ModuleUnload(k.module);
-    for (auto& [id, b] : buffers_) d_.MemFree(b.ptr);
-    if (stream_ != nullptr) d_.StreamDestroy(stream_);
+    teardown();
     d_.CtxSetCurrent(nullptr);
     d_.DevicePrimaryCtxRelease(dev_);
   }
@@ -113,70 +141,15 @@ class CudaBackend final : public Backend {
     return Ok{};
   }
 
-  const DeviceInfo& info() const override { return info_; }
-
-  Result<Buffer> allocate(uint64_t bytes) override {
-    if (auto s = bind(); !s) return s.error();
-    CUdeviceptr ptr = 0;
-    // cuMemAlloc rejects 0 bytes; an empty tensor still gets a distinct, valid buffer.
-    if (CUresult r = d_.MemAlloc(&ptr, std::max<uint64_t>(bytes, 4)); r != CUDA_SUCCESS) {
-      return fail(ErrorCode::kDevice, fmt::format("cannot allocate {} bytes", bytes), r,
-                  fmt::format("the device has {} bytes in all; free buffers or run a smaller batch", info_.memory_bytes));
+ private:
+  Status bind() const override {
+    if (CUresult r = d_.CtxSetCurrent(ctx_); r != CUDA_SUCCESS) {
+      return fail(ErrorCode::kDevice, "cannot make the context current", r, "");
     }
-    const uint64_t id = next_buffer_++;
-    buffers_[id] = {ptr, bytes};
-    return Buffer{id, bytes};
+    return Ok{};
   }
 
-  Status upload(const Buffer& b, const void* src, uint64_t bytes, uint64_t offset) override {
-    auto ptr = range(b, bytes, offset, "upload");
-    if (!ptr) return ptr.error();
-    if (bytes == 0) return Ok{};
-    if (auto s = bind(); !s) return s;
-    if (CUresult r = d_.MemcpyHtoDAsync(*ptr, src, bytes, stream_); r != CUDA_SUCCESS) {
-      return fail(ErrorCode::kDevice, fmt::format("upload of {} bytes to buffer {} failed", bytes, b.id), r, "");
-    }
-    return wait("upload");
-  }
-
-  Status download(const Buffer& b, void* dst, uint64_t bytes, uint64_t offset) override {
-    auto ptr = range(b, bytes, offset, "download");
-    if (!ptr) return ptr.error();
-    if (bytes == 0) return Ok{};
-    if (auto s = bind(); !s) return s;
-    if (CUresult r = d_.MemcpyDtoHAsync(dst, *ptr, bytes, stream_); r != CUDA_SUCCESS) {
-      return fail(ErrorCode::kDevice, fmt::format("download of {} bytes from buffer {} failed", bytes, b.id), r, "");
-    }
-    return wait("download");
-  }
-
-  void release(const Buffer& b) override {
-    auto it = buffers_.find(b.id);
-    if (it == buffers_.end()) return;
-    if (!bind()) return;
-    // cuMemFree waits for work using the memory; the stream is synchronized first so that a
-    // pending kernel never reads freed memory.
-    d_.StreamSynchronize(stream_);
-    d_.MemFree(it->second.ptr);
-    buffers_.erase(it);
-  }
-
-  Result<KernelHandle> compile(const KernelSource& src) override {
-    if (auto s = can_run(src); !s) return s.error();
-    if (src.language != Language::kCudaCpp) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("kernel \"{}\": the CUDA backend compiles CUDA C++, this source is GLSL", src.name));
-    }
-    const uint64_t hash = source_hash(src);
-    const uint64_t key = hash ^ (uint64_t{src.block[0]} * 0x9e3779b97f4a7c15ull) ^
-                         (uint64_t{src.block[1]} << 21) ^ (uint64_t{src.block[2]} << 42);
-    if (auto it = by_key_.find(key); it != by_key_.end()) {
-      ++stats_.cache_hits;
-      return it->second;
-    }
-    if (auto s = bind(); !s) return s.error();
-
-    const auto t0 = std::chrono::steady_clock::now();
+  Result<Loaded> load(const KernelSource& src, uint64_t hash) override {
     const bool ptx = target_.rfind("compute_", 0) == 0;
     const std::string sub = "cuda/" + target_;
     const std::string file = kernel_cache_key(hash, target_, "nvrtc-" + nvrtc_.version + ";" + nvrtc_.include_dir,
@@ -215,193 +188,7 @@ class CudaBackend final : public Backend {
                                     "threads, it asks for {}; add __launch_bounds__({}) or choose a smaller block",
                                     src.name, info_.name, regs, max_threads, threads, threads));
     }
-
-    const auto handle = static_cast<KernelHandle>(kernels_.size());
-    kernels_.push_back({module, fn, src.name, src.buffers, src.block});
-    by_key_[key] = handle;
-    if (from_cache) {
-      ++stats_.cache_hits;
-    } else {
-      ++stats_.compiled;
-      stats_.compile_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    }
-    return handle;
-  }
-
-  Result<int> launch(KernelHandle k, std::array<uint32_t, 3> groups, std::span<const Buffer> args,
-                     bool timed) override {
-    if (k >= kernels_.size()) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("kernel handle {} is not one this CUDA device compiled ({} kernels)", k,
-                                    kernels_.size()));
-    }
-    const Kernel& kernel = kernels_[k];
-    if (args.size() != static_cast<size_t>(kernel.buffers)) {
-      return make_error(ErrorCode::kInvalidArgument, fmt::format("kernel \"{}\" takes {} buffers, the launch passes {}",
-                                                                 kernel.name, kernel.buffers, args.size()));
-    }
-    for (int i = 0; i < 3; ++i) {
-      if (groups[static_cast<size_t>(i)] == 0 || groups[static_cast<size_t>(i)] > info_.max_groups[static_cast<size_t>(i)]) {
-        return make_error(ErrorCode::kInvalidArgument,
-                          fmt::format("kernel \"{}\": {} groups in dimension {}, the device allows 1..{}", kernel.name,
-                                      groups[static_cast<size_t>(i)], "xyz"[i], info_.max_groups[static_cast<size_t>(i)]));
-      }
-    }
-    std::vector<CUdeviceptr> ptrs(args.size());
-    for (size_t i = 0; i < args.size(); ++i) {
-      auto it = buffers_.find(args[i].id);
-      if (it == buffers_.end()) {
-        return make_error(ErrorCode::kInvalidArgument,
-                          fmt::format("kernel \"{}\": argument {} is buffer {}, which this device did not allocate or "
-                                      "has released",
-                                      kernel.name, i, args[i].id));
-      }
-      ptrs[i] = it->second.ptr;
-    }
-    std::vector<void*> params(ptrs.size());
-    for (size_t i = 0; i < ptrs.size(); ++i) params[i] = &ptrs[i];
-    if (auto s = bind(); !s) return s.error();
-
-    CUevent start = nullptr;
-    CUevent end = nullptr;
-    if (timed) {
-      auto a = event();
-      if (!a) return a.error();
-      auto b = event();
-      if (!b) {
-        free_events_.push_back(*a);
-        return b.error();
-      }
-      start = *a;
-      end = *b;
-      if (CUresult r = d_.EventRecord(start, stream_); r != CUDA_SUCCESS) {
-        free_events_.push_back(start);
-        free_events_.push_back(end);
-        return fail(ErrorCode::kDevice, "recording a timer event failed", r, "");
-      }
-    }
-    CUresult r = d_.LaunchKernel(kernel.fn, groups[0], groups[1], groups[2], kernel.block[0], kernel.block[1],
-                                 kernel.block[2], 0, stream_, params.empty() ? nullptr : params.data(), nullptr);
-    if (r != CUDA_SUCCESS) {
-      if (timed) {
-        free_events_.push_back(start);
-        free_events_.push_back(end);
-      }
-      return fail(ErrorCode::kDevice,
-                  fmt::format("launch of kernel \"{}\" ({}x{}x{} groups of {}x{}x{}) failed", kernel.name, groups[0],
-                              groups[1], groups[2], kernel.block[0], kernel.block[1], kernel.block[2]),
-                  r, "");
-    }
-    if (std::find(launched_.begin(), launched_.end(), kernel.name) == launched_.end() && launched_.size() < 8) {
-      launched_.push_back(kernel.name);
-    }
-    if (!timed) return -1;
-    if (CUresult e = d_.EventRecord(end, stream_); e != CUDA_SUCCESS) {
-      free_events_.push_back(start);
-      free_events_.push_back(end);
-      return fail(ErrorCode::kDevice, fmt::format("kernel \"{}\" was launched, but recording its timer failed", kernel.name),
-                  e, "");
-    }
-    pending_.emplace_back(start, end);
-    return static_cast<int>(pending_.size() - 1);
-  }
-
-  Status synchronize() override {
-    if (auto s = bind(); !s) return s;
-    return wait("synchronize");
-  }
-
-  Result<std::vector<double>> read_timers() override {
-    if (auto s = bind(); !s) return s.error();
-    std::vector<double> out;
-    out.reserve(pending_.size());
-    for (size_t i = 0; i < pending_.size(); ++i) {
-      float ms = 0;
-      CUresult r = d_.EventElapsedTime(&ms, pending_[i].first, pending_[i].second);
-      if (r == CUDA_ERROR_NOT_READY) {
-        return make_error(ErrorCode::kInvalidArgument,
-                          fmt::format("CUDA device {}: timer {} has not completed; call synchronize() before "
-                                      "read_timers()",
-                                      info_.index, i));
-      }
-      if (r != CUDA_SUCCESS) return fail(ErrorCode::kDevice, fmt::format("reading timer {} failed", i), r, "");
-      out.push_back(static_cast<double>(ms) * 1000.0);
-    }
-    for (auto& [start, end] : pending_) {
-      free_events_.push_back(start);
-      free_events_.push_back(end);
-    }
-    pending_.clear();
-    return out;
-  }
-
-  CompileStats compile_stats() const override { return stats_; }
-
- private:
-  struct Alloc {
-    CUdeviceptr ptr = 0;
-    uint64_t bytes = 0;
-  };
-  struct Kernel {
-    CUmodule module = nullptr;
-    CUfunction fn = nullptr;
-    std::string name;
-    int buffers = 0;
-    std::array<uint32_t, 3> block{};
-  };
-
-  Error fail(ErrorCode code, const std::string& what, CUresult r, const std::string& fix) const {
-    return make_error(code, fmt::format("CUDA device {} ({}): {}: {}{}{}", info_.index, info_.name, what, d_.error(r),
-                                        fix.empty() ? "" : "; ", fix));
-  }
-
-  Status bind() const {
-    if (CUresult r = d_.CtxSetCurrent(ctx_); r != CUDA_SUCCESS) {
-      return fail(ErrorCode::kDevice, "cannot make the context current", r, "");
-    }
-    return Ok{};
-  }
-
-  // Waits for the stream; an error here is one that an earlier launch raised.
-  Status wait(const char* during) {
-    CUresult r = d_.StreamSynchronize(stream_);
-    std::vector<std::string> names;
-    names.swap(launched_);
-    if (r == CUDA_SUCCESS) return Ok{};
-    std::string kernels;
-    for (const auto& n : names) kernels += (kernels.empty() ? "" : ", ") + n;
-    return fail(ErrorCode::kDevice,
-                fmt::format("{} failed{}", during, kernels.empty() ? "" : " after launches of " + kernels), r,
-                "an error in a kernel leaves the context unusable: fix the kernel, then open the device again");
-  }
-
-  Result<CUdeviceptr> range(const Buffer& b, uint64_t bytes, uint64_t offset, const char* what) const {
-    auto it = buffers_.find(b.id);
-    if (it == buffers_.end()) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("CUDA device {}: {} to buffer {}, which this device did not allocate or has "
-                                    "released",
-                                    info_.index, what, b.id));
-    }
-    if (offset > it->second.bytes || bytes > it->second.bytes - offset) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("CUDA device {}: {} of {} bytes at offset {} overruns buffer {} of {} bytes",
-                                    info_.index, what, bytes, offset, b.id, it->second.bytes));
-    }
-    return it->second.ptr + offset;
-  }
-
-  Result<CUevent> event() {
-    if (!free_events_.empty()) {
-      CUevent e = free_events_.back();
-      free_events_.pop_back();
-      return e;
-    }
-    CUevent e = nullptr;
-    if (CUresult r = d_.EventCreate(&e, CU_EVENT_DEFAULT); r != CUDA_SUCCESS) {
-      return fail(ErrorCode::kDevice, "cannot create a timer event", r, "");
-    }
-    return e;
+    return Loaded{module, fn, from_cache, nullptr};
   }
 
   Status load_module(const std::string& image, CUmodule* module) {
@@ -428,20 +215,10 @@ class CudaBackend final : public Backend {
   }
 
   const CudaDriver& d_;
-  DeviceInfo info_;
   CUdevice dev_ = 0;
   NvrtcInfo nvrtc_;
   std::string target_;
   CUcontext ctx_ = nullptr;
-  CUstream stream_ = nullptr;
-  std::unordered_map<uint64_t, Alloc> buffers_;
-  uint64_t next_buffer_ = 1;
-  std::vector<Kernel> kernels_;
-  std::unordered_map<uint64_t, KernelHandle> by_key_;
-  std::vector<std::pair<CUevent, CUevent>> pending_;
-  std::vector<CUevent> free_events_;
-  std::vector<std::string> launched_;  // kernels launched since the last wait, for error messages
-  CompileStats stats_;
 };
 
 }  // namespace
@@ -453,13 +230,7 @@ Result<std::vector<DeviceInfo>> list_devices() {
   if (CUresult r = d->DeviceGetCount(&count); r != CUDA_SUCCESS) {
     return make_error(ErrorCode::kUnavailable, fmt::format("cuDeviceGetCount failed: {}", d->error(r)));
   }
-  std::vector<DeviceInfo> out;
-  for (int i = 0; i < count; ++i) {
-    auto info = describe(*d, i, nullptr);
-    if (!info) return info.error();
-    out.push_back(std::move(*info));
-  }
-  return out;
+  return gpu::describe_devices(count, [&](int i) { return describe(*d, i, nullptr); });
 }
 
 Result<std::unique_ptr<Backend>> open(int index) {
@@ -470,14 +241,7 @@ Result<std::unique_ptr<Backend>> open(int index) {
     return make_error(ErrorCode::kUnavailable, fmt::format("cuDeviceGetCount failed: {}", d->error(r)));
   }
   if (index < 0 || index >= count) {
-    std::string names;
-    for (int i = 0; i < count; ++i) {
-      auto info = describe(*d, i, nullptr);
-      names += fmt::format("{}{}: {}", i ? ", " : "", i, info ? info->name : "?");
-    }
-    return make_error(ErrorCode::kUnavailable,
-                      fmt::format("CUDA device {} does not exist: the driver sees {} device(s){}{}", index, count,
-                                  count ? ": " : "", names));
+    return gpu::no_such_device("CUDA", "driver", index, count, [&](int i) { return describe(*d, i, nullptr); });
   }
   auto nvrtc = nvrtc_info();
   if (!nvrtc) return nvrtc.error();

@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <memory>
 
+#include "gpu_common.h"
+
 namespace gpusim::backend::cuda {
 
 namespace {
@@ -78,22 +80,9 @@ std::string find_include_dir(const std::string& library) {
   return {};
 }
 
-template <typename F>
-bool load_symbol(void* handle, const char* name, F& fn, std::string& missing) {
-  fn = reinterpret_cast<F>(dlsym(handle, name));
-  if (fn == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(name);
-  return fn != nullptr;
-}
-
 Result<Nvrtc> load_nvrtc() {
-  const std::vector<std::string> candidates = library_candidates();
-  void* handle = nullptr;
   std::string tried;
-  for (const auto& c : candidates) {
-    handle = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle != nullptr) break;
-    tried += (tried.empty() ? "" : ", ") + c;
-  }
+  void* handle = gpu::open_first(library_candidates(), tried);
   if (handle == nullptr) {
     return make_error(ErrorCode::kUnavailable,
                       fmt::format("NVRTC (libnvrtc, the CUDA runtime compiler) was not found (tried {}); install the "
@@ -106,19 +95,19 @@ Result<Nvrtc> load_nvrtc() {
   decltype(&nvrtcVersion) version = nullptr;
   decltype(&nvrtcGetNumSupportedArchs) num_archs = nullptr;
   decltype(&nvrtcGetSupportedArchs) archs = nullptr;
-  load_symbol(handle, "nvrtcVersion", version, missing);
-  load_symbol(handle, "nvrtcGetNumSupportedArchs", num_archs, missing);
-  load_symbol(handle, "nvrtcGetSupportedArchs", archs, missing);
-  load_symbol(handle, "nvrtcGetErrorString", n.get_error_string, missing);
-  load_symbol(handle, "nvrtcCreateProgram", n.create_program, missing);
-  load_symbol(handle, "nvrtcDestroyProgram", n.destroy_program, missing);
-  load_symbol(handle, "nvrtcCompileProgram", n.compile_program, missing);
-  load_symbol(handle, "nvrtcGetProgramLogSize", n.get_program_log_size, missing);
-  load_symbol(handle, "nvrtcGetProgramLog", n.get_program_log, missing);
-  load_symbol(handle, "nvrtcGetCUBINSize", n.get_cubin_size, missing);
-  load_symbol(handle, "nvrtcGetCUBIN", n.get_cubin, missing);
-  load_symbol(handle, "nvrtcGetPTXSize", n.get_ptx_size, missing);
-  load_symbol(handle, "nvrtcGetPTX", n.get_ptx, missing);
+  gpu::load_symbol(handle, "nvrtcVersion", version, missing);
+  gpu::load_symbol(handle, "nvrtcGetNumSupportedArchs", num_archs, missing);
+  gpu::load_symbol(handle, "nvrtcGetSupportedArchs", archs, missing);
+  gpu::load_symbol(handle, "nvrtcGetErrorString", n.get_error_string, missing);
+  gpu::load_symbol(handle, "nvrtcCreateProgram", n.create_program, missing);
+  gpu::load_symbol(handle, "nvrtcDestroyProgram", n.destroy_program, missing);
+  gpu::load_symbol(handle, "nvrtcCompileProgram", n.compile_program, missing);
+  gpu::load_symbol(handle, "nvrtcGetProgramLogSize", n.get_program_log_size, missing);
+  gpu::load_symbol(handle, "nvrtcGetProgramLog", n.get_program_log, missing);
+  gpu::load_symbol(handle, "nvrtcGetCUBINSize", n.get_cubin_size, missing);
+  gpu::load_symbol(handle, "nvrtcGetCUBIN", n.get_cubin, missing);
+  gpu::load_symbol(handle, "nvrtcGetPTXSize", n.get_ptx_size, missing);
+  gpu::load_symbol(handle, "nvrtcGetPTX", n.get_ptx, missing);
   Dl_info where{};
   n.info.library = (version != nullptr && dladdr(reinterpret_cast<void*>(version), &where) != 0 && where.dli_fname)
                        ? where.dli_fname
@@ -150,33 +139,16 @@ const Result<Nvrtc>& nvrtc() {
   return lib;
 }
 
-struct ProgramDeleter {
-  decltype(&nvrtcDestroyProgram) destroy;
-  void operator()(_nvrtcProgram* p) const {
-    if (p != nullptr) destroy(&p);
-  }
-};
+using ProgramDeleter = gpu::ProgramDeleter<_nvrtcProgram, nvrtcResult>;
 
 }  // namespace
 
-Result<NvrtcInfo> nvrtc_info() {
-  const auto& n = nvrtc();
-  if (!n) return n.error();
-  return n->info;
-}
+Result<NvrtcInfo> nvrtc_info() { return gpu::info_of<NvrtcInfo>(nvrtc()); }
 
-bool nvrtc_available(std::string* why) {
-  const auto& n = nvrtc();
-  if (!n && why != nullptr) *why = n.error().message;
-  return n.ok();
-}
+bool nvrtc_available(std::string* why) { return gpu::loaded(nvrtc(), why); }
 
 Result<std::string> compile_cuda(const KernelSource& src, const std::string& arch, std::string* log) {
-  if (log != nullptr) log->clear();
-  if (src.language != Language::kCudaCpp) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("kernel \"{}\": NVRTC compiles CUDA C++, this source is GLSL", src.name));
-  }
+  if (auto s = gpu::accept_cuda_cpp(src, log, "NVRTC compiles CUDA C++"); !s) return s.error();
   const auto& lib = nvrtc();
   if (!lib) return lib.error();
   const Nvrtc& n = *lib;
@@ -222,13 +194,7 @@ Result<std::string> compile_cuda(const KernelSource& src, const std::string& arc
   for (const auto& o : options) argv.push_back(o.c_str());
   const nvrtcResult compiled = n.compile_program(prog.get(), static_cast<int>(argv.size()), argv.data());
 
-  std::string text;
-  size_t log_size = 0;
-  if (n.get_program_log_size(prog.get(), &log_size) == NVRTC_SUCCESS && log_size > 1) {
-    text.resize(log_size);
-    if (n.get_program_log(prog.get(), text.data()) != NVRTC_SUCCESS) text.clear();
-    while (!text.empty() && (text.back() == '\0' || text.back() == '\n')) text.pop_back();
-  }
+  const std::string text = gpu::program_log(prog.get(), n.get_program_log_size, n.get_program_log, NVRTC_SUCCESS);
   if (log != nullptr) *log = text;
   if (compiled != NVRTC_SUCCESS) {
     std::string hint;

@@ -13,6 +13,8 @@
 #include <memory>
 #include <mutex>
 
+#include "gpu_common.h"
+
 namespace gpusim::backend::hip {
 
 namespace {
@@ -37,18 +39,10 @@ struct Hiprtc {
   std::unique_ptr<std::atomic<int>> fp16_guard = std::make_unique<std::atomic<int>>(0);
 };
 
-void* open_first(const std::vector<std::string>& names, std::string& tried) {
-  for (const auto& n : names) {
-    if (void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
-    tried += (tried.empty() ? "" : ", ") + n;
-  }
-  return nullptr;
-}
-
 // The code-object manager's ISAs ("amdgcn-amd-amdhsa--gfx90a" -> "gfx90a") and its version.
 std::vector<std::string> comgr_isas(std::string* version) {
   std::string tried;
-  void* h = open_first({"libamd_comgr.so.3", "libamd_comgr.so.2", "libamd_comgr.so"}, tried);
+  void* h = gpu::open_first({"libamd_comgr.so.3", "libamd_comgr.so.2", "libamd_comgr.so"}, tried);
   if (h == nullptr) return {};
   using Count = int (*)(size_t*);
   using Name = int (*)(size_t, const char**);
@@ -109,10 +103,7 @@ Result<Hiprtc> load_hiprtc() {
   }
   Hiprtc h;
   std::string missing;
-  auto get = [&](const char* name, auto& fn) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(handle, name));
-    if (fn == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(name);
-  };
+  auto get = [&](const char* name, auto& fn) { gpu::load_symbol(handle, name, fn, missing); };
   get("hiprtcGetErrorString", h.get_error_string);
   get("hiprtcCreateProgram", h.create_program);
   get("hiprtcDestroyProgram", h.destroy_program);
@@ -136,7 +127,7 @@ Result<Hiprtc> load_hiprtc() {
   auto runtime_version = reinterpret_cast<RuntimeVersion>(dlsym(handle, "hipRuntimeGetVersion"));
   if (runtime_version == nullptr) {
     std::string ignored;
-    if (void* amdhip = open_first({"libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"}, ignored)) {
+    if (void* amdhip = gpu::open_first({"libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"}, ignored)) {
       runtime_version = reinterpret_cast<RuntimeVersion>(dlsym(amdhip, "hipRuntimeGetVersion"));
     }
   }
@@ -162,12 +153,7 @@ const Result<Hiprtc>& hiprtc() {
   return lib;
 }
 
-struct ProgramDeleter {
-  decltype(&hiprtcDestroyProgram) destroy;
-  void operator()(_hiprtcProgram* p) const {
-    if (p != nullptr) destroy(&p);
-  }
-};
+using ProgramDeleter = gpu::ProgramDeleter<_hiprtcProgram, hiprtcResult>;
 
 // comgr compiles a copy of the source named /tmp/comgr-XXXXXX/input/CompileSource; the log names
 // the kernel's own file instead, as NVRTC's does.
@@ -201,15 +187,7 @@ Attempt compile_once(const Hiprtc& h, const KernelSource& src, const std::vector
     std::lock_guard<std::mutex> lock(*h.compile_mutex);
     a.result = h.compile_program(prog.get(), static_cast<int>(argv.size()), argv.data());
   }
-  size_t log_size = 0;
-  // ROCm 5.2 reports sizes 0 or 1 for an empty log and then writes garbage: read only real logs.
-  if (h.get_program_log_size(prog.get(), &log_size) == HIPRTC_SUCCESS && log_size > 1 && log_size < (64u << 20)) {
-    a.log.resize(log_size);
-    if (h.get_program_log(prog.get(), a.log.data()) != HIPRTC_SUCCESS) a.log.clear();
-    a.log.resize(std::min(a.log.size(), a.log.find('\0')));
-    while (!a.log.empty() && a.log.back() == '\n') a.log.pop_back();
-    a.log = rename_source(std::move(a.log), file);
-  }
+  a.log = rename_source(gpu::program_log(prog.get(), h.get_program_log_size, h.get_program_log, HIPRTC_SUCCESS), file);
   if (a.result != HIPRTC_SUCCESS) return a;
   size_t size = 0;
   a.result = h.get_code_size(prog.get(), &size);
@@ -222,24 +200,12 @@ Attempt compile_once(const Hiprtc& h, const KernelSource& src, const std::vector
 
 }  // namespace
 
-Result<HiprtcInfo> hiprtc_info() {
-  const auto& h = hiprtc();
-  if (!h) return h.error();
-  return h->info;
-}
+Result<HiprtcInfo> hiprtc_info() { return gpu::info_of<HiprtcInfo>(hiprtc()); }
 
-bool hiprtc_available(std::string* why) {
-  const auto& h = hiprtc();
-  if (!h && why != nullptr) *why = h.error().message;
-  return h.ok();
-}
+bool hiprtc_available(std::string* why) { return gpu::loaded(hiprtc(), why); }
 
 Result<std::string> compile_hip(const KernelSource& src, const std::string& arch, std::string* log) {
-  if (log != nullptr) log->clear();
-  if (src.language != Language::kCudaCpp) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("kernel \"{}\": hiprtc compiles CUDA C++ (HIP), this source is GLSL", src.name));
-  }
+  if (auto s = gpu::accept_cuda_cpp(src, log, "hiprtc compiles CUDA C++ (HIP)"); !s) return s.error();
   const auto& lib = hiprtc();
   if (!lib) return lib.error();
   const Hiprtc& h = *lib;
