@@ -7,23 +7,12 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
-#include <cstring>
-#include <limits>
-#include <random>
-
-#include "backend.h"
 #include "codegen.h"
 #include "gemm_tile.h"
-#include "gpusim/kernel_work.h"
 #include "gpusim/onnx_import.h"
-#include "reference.h"
-#include "support/devices.h"
+#include "support/device_check.h"
 #include "support/fixtures.h"
 #include "support/onnx_builder.h"
-#ifdef GPUSIM_HAVE_CUDA
-#include "cuda/nvrtc_compiler.h"
-#endif
 
 using namespace gpusim;
 using Catch::Matchers::Contains;
@@ -32,145 +21,22 @@ constexpr int kF32 = onnx::TensorProto::FLOAT;
 namespace {
 
 using test::build_graph;
+using test::Compile;
+using test::plan_kernel;
 
-// A plan kernel of the named nodes (in graph order), anchored on `anchor`.
-PlanKernel plan_kernel(const Graph& g, const std::vector<std::string>& names, const std::string& anchor,
-                       TileConfig tile = {}, std::vector<std::string> fusions = {}) {
-  PlanKernel k;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    for (const std::string& n : names) {
-      if (g.nodes[i].name == n) k.nodes.push_back(static_cast<int>(i));
-    }
-  }
-  REQUIRE(k.nodes.size() == names.size());
-  for (size_t p = 0; p < k.nodes.size(); ++p) {
-    if (g.nodes[static_cast<size_t>(k.nodes[p])].name == anchor) k.anchor = static_cast<int>(p);
-  }
-  k.tile = tile;
-  k.fusions = std::move(fusions);
-  return k;
+// Random inputs (seed 7); each element within 1e-3 + 1e-3 * |reference| (long sums, summed in
+// another order than the reference's).
+test::KernelCheck gemm_check() {
+  test::KernelCheck c;
+  c.abs_tol = 1e-3;
+  c.rel_tol = 1e-3;
+  return c;
 }
 
-// Which compilers see a case beside the Vulkan run (NVRTC takes ~0.2 s a kernel: a few
-// representative cases per generator keep the whole file within seconds).
-enum class Compile { kVulkanOnly, kCuda, kCudaAndFp16 };
-
-// The CUDA text compiles with NVRTC (sm_80); with kCudaAndFp16 also in fp16 storage, whose GLSL
-// the Vulkan backend compiles too.
-void check_compiles(const Graph& g, const PlanKernel& pk, Compile what) {
-  if (what == Compile::kVulkanOnly) return;
-  std::vector<codegen::Storage> storages = {codegen::Storage::kF32};
-  if (what == Compile::kCudaAndFp16) storages.push_back(codegen::Storage::kF16);
-#ifdef GPUSIM_HAVE_CUDA
-  std::string why;
-  if (backend::cuda::nvrtc_available(&why)) {
-    for (codegen::Storage st : storages) {
-      codegen::Options o;
-      o.float_storage = st;
-      auto k = codegen::generate(g, pk, o);
-      REQUIRE(k);
-      const backend::KernelSource src = k->source(backend::Language::kCudaCpp);
-      std::string log;
-      auto bin = backend::cuda::compile_cuda(src, "sm_80", &log);
-      INFO(src.code);
-      REQUIRE(bin);
-    }
-  } else {
-    WARN("NVRTC compile check skipped: " << why);
-  }
-#else
-  WARN("NVRTC compile check skipped: the CUDA backend is not built");
-#endif
-  if (what != Compile::kCudaAndFp16) return;
-  if (backend::Backend* dev = test::device("vulkan")) {
-    codegen::Options o;
-    o.float_storage = codegen::Storage::kF16;
-    auto k = codegen::generate(g, pk, o);
-    REQUIRE(k);
-    const backend::KernelSource src = k->source(backend::Language::kGlsl);
-    INFO(src.code);
-    REQUIRE(dev->compile(src));
-  }
-}
-
-// Runs the kernel on the device (GLSL on Vulkan, CUDA C++ elsewhere) with random inputs and
-// compares every graph output it writes with the CPU reference. Outputs start as NaN.
-void check_on_device(backend::Backend& dev, const Graph& g, const PlanKernel& pk, uint64_t seed = 7) {
-  codegen::Options o;
-  o.max_threads = dev.info().max_threads_per_group;
-  o.max_shared_bytes = dev.info().max_shared_bytes;
-  auto k = codegen::generate(g, pk, o);
-  REQUIRE(k);
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> uni(-1.0, 1.0);
-  std::vector<cpu::HostTensor> inputs;
-  for (TensorId t : g.inputs) {
-    cpu::HostTensor h;
-    h.dtype = DType::kFloat32;
-    h.shape = g.tensor(t).shape;
-    h.allocate();
-    // Variances (BatchNormalization) must be positive.
-    const bool positive = g.tensor(t).name == "var";
-    for (double& v : h.r) v = static_cast<double>(static_cast<float>(positive ? 0.1 + std::fabs(uni(rng)) : uni(rng)));
-    inputs.push_back(std::move(h));
-  }
-  auto ref = cpu::run_reference(g, inputs);
-  REQUIRE(ref);
-  const GraphIndex idx = index_graph(g);
-  std::vector<backend::Buffer> bufs;
-  for (const codegen::Arg& a : k->args) {
-    auto b = dev.allocate(static_cast<uint64_t>(std::max<int64_t>(a.elements, 1)) * 4);
-    REQUIRE(b);
-    std::vector<float> data(static_cast<size_t>(a.elements), std::numeric_limits<float>::quiet_NaN());
-    for (size_t i = 0; i < g.inputs.size(); ++i) {
-      if (idx.root[static_cast<size_t>(g.inputs[i])] == a.tensor) {
-        for (size_t e = 0; e < data.size(); ++e) data[e] = static_cast<float>(inputs[i].r[e]);
-      }
-    }
-    REQUIRE(dev.upload(*b, data.data(), data.size() * 4));
-    bufs.push_back(*b);
-  }
-  const bool glsl = dev.info().backend == "vulkan";
-  const backend::KernelSource src = k->source(glsl ? backend::Language::kGlsl : backend::Language::kCudaCpp);
-  INFO(dev.info().backend << " kernel:\n" << src.code);
-  auto h = dev.compile(src);
-  REQUIRE(h);
-  REQUIRE(dev.launch(*h, k->groups, bufs, false));
-  REQUIRE(dev.synchronize());
-  int compared = 0;
-  for (size_t ai = 0; ai < k->args.size(); ++ai) {
-    const codegen::Arg& a = k->args[ai];
-    if (!a.written) continue;
-    for (size_t oi = 0; oi < g.outputs.size(); ++oi) {
-      if (idx.root[static_cast<size_t>(g.outputs[oi])] != a.tensor) continue;
-      std::vector<float> got(static_cast<size_t>(a.elements));
-      REQUIRE(dev.download(bufs[ai], got.data(), got.size() * 4));
-      const cpu::HostTensor& want = ref->outputs[oi];
-      REQUIRE(static_cast<int64_t>(want.r.size()) == a.elements);
-      double worst = 0;
-      int64_t worst_at = 0;
-      for (size_t e = 0; e < got.size(); ++e) {
-        const double err = std::fabs(static_cast<double>(got[e]) - want.r[e]) / (1e-3 + 1e-3 * std::fabs(want.r[e]));
-        if (!(err <= worst)) {
-          worst = std::isnan(err) ? std::numeric_limits<double>::infinity() : err;
-          worst_at = static_cast<int64_t>(e);
-          if (std::isnan(err)) break;
-        }
-      }
-      INFO("output " << g.tensor(g.outputs[oi]).name << " element " << worst_at << ": got "
-                     << got[static_cast<size_t>(worst_at)] << ", reference " << want.r[static_cast<size_t>(worst_at)]);
-      CHECK(worst <= 1.0);
-      ++compared;
-    }
-  }
-  CHECK(compared > 0);
-  for (const auto& b : bufs) dev.release(b);
-}
-
-// Compiles where it can, runs on every device backend present (lavapipe in CI; CUDA/HIP on GPUs).
+// Compiles where `what` asks, runs on every device backend present (lavapipe in CI; CUDA/HIP on
+// GPUs) against the CPU reference.
 void check(const Graph& g, const PlanKernel& pk, Compile what = Compile::kVulkanOnly) {
-  check_compiles(g, pk, what);
-  for (auto& d : test::devices()) check_on_device(*d.dev, g, pk);
+  test::check_kernel(g, pk, what, gemm_check());
 }
 
 // y = MatMul(a [.., M, K], b [.., K, N]) (+ bias, Relu when `epilogue`).
@@ -266,15 +132,25 @@ TEST_CASE("Gemm with transposes alpha beta and broadcast C", "[codegen]") {
   }
 }
 
+namespace {
+
+// y = MatMul(Transpose(x [13, 7]), w [13, 5]); the transposed xt is a graph output too when `xt_out`.
+Graph transpose_matmul_graph(bool xt_out) {
+  test::OnnxBuilder b;
+  b.input("x", kF32, {int64_t{13}, int64_t{7}});
+  b.input("w", kF32, {int64_t{13}, int64_t{5}});
+  b.node("Transpose", {"x"}, {"xt"}, "tr").ints("perm", {1, 0});
+  b.node("MatMul", {"xt", "w"}, {"y"}, "mm");
+  b.output("y");
+  if (xt_out) b.output("xt");
+  return build_graph(b, xt_out ? "tr_mm_out.onnx" : "tr_mm.onnx");
+}
+
+}  // namespace
+
 TEST_CASE("a Transpose fused into a MatMul is read through strides", "[codegen]") {
   SECTION("2-D") {
-    test::OnnxBuilder b;
-    b.input("x", kF32, {int64_t{13}, int64_t{7}});
-    b.input("w", kF32, {int64_t{13}, int64_t{5}});
-    b.node("Transpose", {"x"}, {"xt"}, "tr").ints("perm", {1, 0});
-    b.node("MatMul", {"xt", "w"}, {"y"}, "mm");
-    b.output("y");
-    const Graph g = build_graph(b, "tr_mm.onnx");
+    const Graph g = transpose_matmul_graph(false);
     check(g, plan_kernel(g, {"tr", "mm"}, "mm", {}, {"transpose-into-gemm"}), Compile::kCuda);
   }
   SECTION("batched, into B") {
@@ -288,14 +164,7 @@ TEST_CASE("a Transpose fused into a MatMul is read through strides", "[codegen]"
     check(g, plan_kernel(g, {"tr", "mm"}, "mm", {}, {"transpose-into-gemm"}));
   }
   SECTION("a Transpose whose output is also a graph output is not folded") {
-    test::OnnxBuilder b;
-    b.input("x", kF32, {int64_t{13}, int64_t{7}});
-    b.input("w", kF32, {int64_t{13}, int64_t{5}});
-    b.node("Transpose", {"x"}, {"xt"}, "tr").ints("perm", {1, 0});
-    b.node("MatMul", {"xt", "w"}, {"y"}, "mm");
-    b.output("y");
-    b.output("xt");
-    const Graph g = build_graph(b, "tr_mm_out.onnx");
+    const Graph g = transpose_matmul_graph(true);
     auto k = codegen::generate(g, plan_kernel(g, {"tr", "mm"}, "mm"));
     REQUIRE_FALSE(k);
     CHECK(k.error().code == ErrorCode::kUnsupported);
@@ -483,7 +352,7 @@ TEST_CASE("GEMM grids past 65535 groups spread over y", "[codegen]") {
   REQUIRE(k);
   CHECK(k->groups[0] <= 65535u);
   CHECK(k->groups[1] > 1u);
-  for (auto& d : test::devices()) check_on_device(*d.dev, g, pk);
+  test::check_kernel_on_devices(g, pk, gemm_check());
 }
 
 TEST_CASE("GEMM and Conv generators refuse what they do not cover with the reason", "[codegen]") {

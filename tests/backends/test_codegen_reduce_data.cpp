@@ -9,22 +9,14 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
 #include <functional>
 #include <limits>
-#include <map>
-#include <random>
 
-#include "backend.h"
 #include "codegen.h"
-#include "gpusim/kernel_work.h"
 #include "gpusim/onnx_import.h"
-#include "reference.h"
-#include "support/devices.h"
+#include "support/device_check.h"
+#include "support/fixtures.h"
 #include "support/onnx_builder.h"
-#ifdef GPUSIM_HAVE_CUDA
-#include "cuda/nvrtc_compiler.h"
-#endif
 
 using namespace gpusim;
 using Catch::Matchers::Contains;
@@ -33,27 +25,12 @@ constexpr int kI64 = onnx::TensorProto::INT64;
 
 namespace {
 
-using Values = std::map<std::string, std::vector<double>>;  // input name -> values (repeated to fill)
+using Values = test::InputValues;
 using Attrs = std::function<void(test::NodeRef&)>;
-constexpr int32_t kIntPoison = -1234567891;
+using test::all_device_nodes;
+using test::build_graph;
 
 std::vector<test::Dim> dims(const std::vector<int64_t>& v) { return {v.begin(), v.end()}; }
-
-Graph import(const test::OnnxBuilder& b, const std::string& file) {
-  auto g = import_onnx(b.write(file));
-  if (!g) FAIL(g.error().message);
-  return std::move(*g);
-}
-
-// A plan kernel of every node that runs on the device, in graph order, anchored on the first.
-PlanKernel all_nodes(const Graph& g) {
-  PlanKernel k;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (runs_on_device(g, g.nodes[i])) k.nodes.push_back(static_cast<int>(i));
-  }
-  REQUIRE(!k.nodes.empty());
-  return k;
-}
 
 // y = op(x, extra...) with x [shape]; `consts` become int64 initializers (axes, pads, starts...).
 Graph op_graph(const std::string& op, int opset, const std::vector<int64_t>& shape, const Attrs& attrs = {},
@@ -71,160 +48,20 @@ Graph op_graph(const std::string& op, int opset, const std::vector<int64_t>& sha
   auto n = b.node(op, ins, {"y"}, "n");
   if (attrs) attrs(n);
   b.output("y");
-  return import(b, op + ".onnx");
+  return build_graph(b, op + ".onnx");
 }
 
-// The CUDA text compiles with NVRTC (sm_80), in fp32 and fp16 storage; the fp16 GLSL compiles on
-// Vulkan too.
-void check_compiles(const Graph& g, const PlanKernel& pk) {
-#ifdef GPUSIM_HAVE_CUDA
-  std::string why;
-  if (backend::cuda::nvrtc_available(&why)) {
-    for (codegen::Storage st : {codegen::Storage::kF32, codegen::Storage::kF16}) {
-      codegen::Options o;
-      o.float_storage = st;
-      auto k = codegen::generate(g, pk, o);
-      REQUIRE(k);
-      const backend::KernelSource src = k->source(backend::Language::kCudaCpp);
-      std::string log;
-      auto bin = backend::cuda::compile_cuda(src, "sm_80", &log);
-      INFO(src.code << "\n" << log);
-      REQUIRE(bin);
-    }
-  } else {
-    WARN("NVRTC compile check skipped: " << why);
-  }
-#else
-  WARN("NVRTC compile check skipped: the CUDA backend is not built");
-#endif
-  if (backend::Backend* dev = test::device("vulkan")) {
-    codegen::Options o;
-    o.float_storage = codegen::Storage::kF16;
-    auto k = codegen::generate(g, pk, o);
-    REQUIRE(k);
-    const backend::KernelSource src = k->source(backend::Language::kGlsl);
-    INFO(src.code);
-    if (dev->info().fp16) REQUIRE(dev->compile(src));
-  }
-}
-
-// Runs the kernel with inputs from `values` (else random: floats in [-1, 1], ints in {0, 1, 2})
-// and compares every graph output it writes with the CPU reference.
-void check_on_device(backend::Backend& dev, const Graph& g, const PlanKernel& pk, const Values& values) {
-  codegen::Options o;
-  o.max_threads = dev.info().max_threads_per_group;
-  o.max_shared_bytes = dev.info().max_shared_bytes;
-  auto k = codegen::generate(g, pk, o);
-  REQUIRE(k);
-  std::mt19937_64 rng(7);
-  std::uniform_real_distribution<double> uni(-1.0, 1.0);
-  std::vector<cpu::HostTensor> inputs;
-  for (TensorId t : g.inputs) {
-    const Tensor& tt = g.tensor(t);
-    cpu::HostTensor h;
-    h.dtype = tt.dtype;
-    h.shape = tt.shape;
-    h.allocate();
-    const auto it = values.find(tt.name);
-    for (int64_t e = 0; e < h.elements(); ++e) {
-      const auto u = static_cast<size_t>(e);
-      const double v = it != values.end() ? it->second[u % it->second.size()]
-                       : h.is_real()      ? static_cast<double>(static_cast<float>(uni(rng)))
-                                          : static_cast<double>(rng() % 3);
-      if (h.is_real()) h.r[u] = v;
-      else h.i[u] = static_cast<int64_t>(v);
-    }
-    inputs.push_back(std::move(h));
-  }
-  auto ref = cpu::run_reference(g, inputs);
-  REQUIRE(ref);
-  const GraphIndex idx = index_graph(g);
-  std::vector<backend::Buffer> bufs;
-  for (const codegen::Arg& a : k->args) {
-    const bool is_int = a.storage == codegen::Storage::kI32;
-    std::vector<double> data(static_cast<size_t>(a.elements), std::numeric_limits<double>::quiet_NaN());
-    bool known = a.written;
-    for (size_t i = 0; i < g.inputs.size(); ++i) {
-      if (idx.root[static_cast<size_t>(g.inputs[i])] != a.tensor) continue;
-      for (size_t e = 0; e < data.size(); ++e) data[e] = inputs[i].real(static_cast<int64_t>(e));
-      known = true;
-    }
-    if (const auto& v = g.tensor(a.tensor).value; v && !a.written) {
-      for (size_t e = 0; e < data.size() && static_cast<int64_t>(e) < v->size(); ++e) data[e] = v->as_real(static_cast<int64_t>(e));
-      known = true;
-    }
-    INFO("buffer of " << g.tensor(a.tensor).name);
-    REQUIRE(known);
-    auto b = dev.allocate(static_cast<uint64_t>(std::max<int64_t>(a.elements, 1)) * 4);
-    REQUIRE(b);
-    std::vector<float> f(data.size());
-    std::vector<int32_t> n(data.size());
-    for (size_t e = 0; e < data.size(); ++e) {
-      f[e] = static_cast<float>(data[e]);
-      n[e] = std::isnan(data[e]) ? kIntPoison : static_cast<int32_t>(data[e]);
-    }
-    REQUIRE(dev.upload(*b, is_int ? static_cast<const void*>(n.data()) : f.data(), data.size() * 4));
-    bufs.push_back(*b);
-  }
-  const backend::KernelSource src =
-      k->source(dev.info().backend == "vulkan" ? backend::Language::kGlsl : backend::Language::kCudaCpp);
-  INFO(dev.info().backend << " kernel:\n" << src.code);
-  auto h = dev.compile(src);
-  REQUIRE(h);
-  REQUIRE(dev.launch(*h, k->groups, bufs, false));
-  REQUIRE(dev.synchronize());
-  int compared = 0;
-  for (size_t ai = 0; ai < k->args.size(); ++ai) {
-    const codegen::Arg& a = k->args[ai];
-    if (!a.written) continue;
-    for (size_t oi = 0; oi < g.outputs.size(); ++oi) {
-      if (idx.root[static_cast<size_t>(g.outputs[oi])] != a.tensor) continue;
-      const cpu::HostTensor& want = ref->outputs[oi];
-      REQUIRE(want.elements() == a.elements);
-      std::vector<double> got(static_cast<size_t>(a.elements));
-      if (a.storage == codegen::Storage::kI32) {
-        std::vector<int32_t> d(got.size());
-        REQUIRE(dev.download(bufs[ai], d.data(), d.size() * 4));
-        for (size_t e = 0; e < d.size(); ++e) got[e] = d[e];
-      } else {
-        std::vector<float> d(got.size());
-        REQUIRE(dev.download(bufs[ai], d.data(), d.size() * 4));
-        for (size_t e = 0; e < d.size(); ++e) got[e] = d[e];
-      }
-      double worst = 0;
-      int64_t worst_at = 0;
-      for (size_t e = 0; e < got.size(); ++e) {
-        const double w = want.real(static_cast<int64_t>(e));
-        double err = std::fabs(got[e] - w) / (1e-4 + 2e-4 * std::fabs(w));
-        if (std::isinf(w) && got[e] == w) err = 0;
-        if (!(err <= worst)) {
-          worst = std::isnan(err) ? std::numeric_limits<double>::infinity() : err;
-          worst_at = static_cast<int64_t>(e);
-          if (std::isnan(err)) break;
-        }
-      }
-      INFO("output " << g.tensor(g.outputs[oi]).name << " element " << worst_at << " of " << got.size() << ": got "
-                     << got[static_cast<size_t>(worst_at)] << ", reference " << want.real(worst_at));
-      CHECK(worst <= 1.0);
-      ++compared;
-    }
-  }
-  CHECK(compared > 0);
-  for (const auto& b : bufs) dev.release(b);
-}
-
-// Generates (which must succeed), compiles with NVRTC when asked, runs on every device present.
+// Generates (which must succeed), compiles with NVRTC (fp32 and fp16) and the fp16 GLSL when
+// asked, runs on every device present with inputs from `values` (else random).
 void check_kernel(const Graph& g, const PlanKernel& pk, const Values& values = {}, bool nvrtc = false) {
-  auto k = codegen::generate(g, pk);
-  INFO(g.nodes[static_cast<size_t>(pk.nodes[static_cast<size_t>(pk.anchor)])].op_type);
-  REQUIRE(k);
-  if (nvrtc) check_compiles(g, pk);
-  for (auto& d : test::devices()) check_on_device(*d.dev, g, pk, values);
+  test::KernelCheck c;
+  c.values = values;
+  test::check_kernel(g, pk, nvrtc ? test::Compile::kCudaAndFp16 : test::Compile::kVulkanOnly, c);
 }
-void check(const Graph& g, const Values& values = {}, bool nvrtc = false) { check_kernel(g, all_nodes(g), values, nvrtc); }
+void check(const Graph& g, const Values& values = {}, bool nvrtc = false) { check_kernel(g, all_device_nodes(g), values, nvrtc); }
 
 std::string refusal(const Graph& g) {
-  auto k = codegen::generate(g, all_nodes(g));
+  auto k = codegen::generate(g, all_device_nodes(g));
   REQUIRE(!k);
   CHECK(k.error().code == ErrorCode::kUnsupported);
   return k.error().message;
@@ -272,7 +109,7 @@ TEST_CASE("Reduce axes as attributes before opset 18 and noop_with_empty_axes", 
 TEST_CASE("many rows spread the groups over y and every row is written", "[codegen]") {
   // 70001 rows of 20: more groups than a grid's x allows, one extra group that must do nothing.
   const Graph g = op_graph("ReduceSum", 18, {70001, 20}, {}, {"axes"}, {{"axes", {1}}});
-  auto k = codegen::generate(g, all_nodes(g));
+  auto k = codegen::generate(g, all_device_nodes(g));
   REQUIRE(k);
   CHECK(k->groups[1] > 1);
   CHECK(int64_t{k->groups[0]} * k->groups[1] >= 70001);
@@ -287,8 +124,8 @@ TEST_CASE("huge rows get the largest group and a grid-stride loop", "[codegen]")
   b.input("bias", kF32, {int64_t{32}});
   b.node("InstanceNormalization", {"x", "s", "bias"}, {"y"}, "in");
   b.output("y");
-  const Graph g = import(b, "in_big.onnx");
-  auto k = codegen::generate(g, all_nodes(g));
+  const Graph g = build_graph(b, "in_big.onnx");
+  auto k = codegen::generate(g, all_device_nodes(g));
   REQUIRE(k);
   CHECK(k->block[0] == 1024);
   CHECK(k->groups[0] * k->groups[1] == 32);
@@ -324,7 +161,7 @@ TEST_CASE("LayerNormalization with its statistics outputs and a fused epilogue",
     b.output("y");
     b.output("mean");
     b.output("inv");
-    check(import(b, "ln.onnx"), {}, true);
+    check(build_graph(b, "ln.onnx"), {}, true);
   }
   {
     test::OnnxBuilder b(17);  // normalized over two axes, scale without bias
@@ -332,7 +169,7 @@ TEST_CASE("LayerNormalization with its statistics outputs and a fused epilogue",
     b.input("s", kF32, {int64_t{3}, int64_t{5}});
     b.node("LayerNormalization", {"x", "s"}, {"y"}, "ln").i("axis", 1);
     b.output("y");
-    check(import(b, "ln2.onnx"));
+    check(build_graph(b, "ln2.onnx"));
   }
   {
     test::OnnxBuilder b(17);  // norm-epilogue: LayerNorm -> Mul(gamma) -> Relu, only y stored
@@ -344,8 +181,8 @@ TEST_CASE("LayerNormalization with its statistics outputs and a fused epilogue",
     b.node("Mul", {"h", "gamma"}, {"hm"}, "mul");
     b.node("Relu", {"hm"}, {"y"}, "relu");
     b.output("y");
-    const Graph g = import(b, "ln_epi.onnx");
-    PlanKernel pk = all_nodes(g);
+    const Graph g = build_graph(b, "ln_epi.onnx");
+    PlanKernel pk = all_device_nodes(g);
     pk.fusions = {"norm-epilogue"};
     auto k = codegen::generate(g, pk);
     REQUIRE(k);
@@ -369,8 +206,8 @@ TEST_CASE("elementwise ops fused before a normalization are computed wherever it
     b.node("LayerNormalization", {"h2", "s", "bias"}, {"y"}, "ln");
     b.output("y");
     b.output("h2");
-    const Graph g = import(b, "ln_prologue.onnx");
-    PlanKernel pk = all_nodes(g);
+    const Graph g = build_graph(b, "ln_prologue.onnx");
+    PlanKernel pk = all_device_nodes(g);
     pk.anchor = 2;
     pk.fusions = {"norm-prologue"};
     check_kernel(g, pk, {}, true);
@@ -385,7 +222,7 @@ TEST_CASE("elementwise ops fused before a normalization are computed wherever it
     b.node("Relu", {"h"}, {"z"}, "relu");
     b.output("y");
     b.output("z");
-    const Graph g = import(b, "ln_recompute.onnx");
+    const Graph g = build_graph(b, "ln_recompute.onnx");
     PlanKernel pk;
     pk.nodes = {0, 1};
     pk.anchor = 1;
@@ -405,8 +242,8 @@ TEST_CASE("elementwise ops fused before a normalization are computed wherever it
     b.node("Softmax", {"h"}, {"p"}, "sm");
     b.node("Sqrt", {"p"}, {"y"}, "sqrt");
     b.output("y");
-    const Graph g = import(b, "sm_prologue.onnx");
-    PlanKernel pk = all_nodes(g);
+    const Graph g = build_graph(b, "sm_prologue.onnx");
+    PlanKernel pk = all_device_nodes(g);
     pk.anchor = 2;
     check_kernel(g, pk);
   }
@@ -416,8 +253,8 @@ TEST_CASE("elementwise ops fused before a normalization are computed wherever it
     b.node("Exp", {"x"}, {"r"}, "exp");
     b.node("LRN", {"r"}, {"y"}, "lrn").i("size", 3);
     b.output("y");
-    const Graph g = import(b, "lrn_prologue.onnx");
-    PlanKernel pk = all_nodes(g);
+    const Graph g = build_graph(b, "lrn_prologue.onnx");
+    PlanKernel pk = all_device_nodes(g);
     pk.anchor = 1;
     check_kernel(g, pk);
   }
@@ -436,7 +273,7 @@ TEST_CASE("group and instance normalization with per-group and per-channel affin
       b.node("Mul", {"h", "sg"}, {"y"}, "mul");
     }
     b.output("y");
-    return import(b, "gn.onnx");
+    return build_graph(b, "gn.onnx");
   };
   check(gn(17, "InstanceNormalization", {2, 3, 7, 9}, 3, 0, false));
   check(gn(17, "InstanceNormalization", {1, 2, 300, 301}, 2, 0, true), {}, true);  // rows of 90300
@@ -451,7 +288,7 @@ TEST_CASE("BatchNormalization LRN LpNormalization and MeanVarianceNormalization"
     for (const char* n : {"s", "bias", "m", "var"}) b.input(n, kF32, {int64_t{3}});
     b.node("BatchNormalization", {"x", "s", "bias", "m", "var"}, {"y"}, "bn").f("epsilon", 1e-3f);
     b.output("y");
-    check(import(b, "bn.onnx"), {{"var", {0.5, 1.5, 2.0}}}, true);
+    check(build_graph(b, "bn.onnx"), {{"var", {0.5, 1.5, 2.0}}}, true);
   }
   check(op_graph("LRN", 17, {2, 7, 3, 5}, [](test::NodeRef& n) { n.i("size", 4).f("alpha", 1e-2f); }));
   check(op_graph("LpNormalization", 17, {3, 7, 5}, [](test::NodeRef& n) { n.i("axis", 1).i("p", 1); }));
@@ -489,7 +326,7 @@ TEST_CASE("pools with pads dilations ceil_mode auto_pad and MaxPool indices", "[
     b.node("MaxPool", {"x"}, {"y", "idx"}, "mp").ints("kernel_shape", {2, 2}).ints("strides", {2, 2}).i("storage_order", 1);
     b.output("y");
     b.output("idx");
-    check(import(b, "mp_idx.onnx"));
+    check(build_graph(b, "mp_idx.onnx"));
   }
   check(op_graph("GlobalAveragePool", 17, {2, 3, 7, 9}));
   check(op_graph("GlobalMaxPool", 17, {2, 3, 1, 1}));
@@ -508,7 +345,7 @@ TEST_CASE("Transpose Concat Split and Slice", "[codegen]") {
     b.input("c", kF32, {int64_t{2}, int64_t{4}, int64_t{5}});
     b.node("Concat", {"a", "b", "c"}, {"y"}, "cc").i("axis", -2);
     b.output("y");
-    check(import(b, "concat.onnx"));
+    check(build_graph(b, "concat.onnx"));
   }
   {
     test::OnnxBuilder b(18);  // three outputs written by one kernel
@@ -516,7 +353,7 @@ TEST_CASE("Transpose Concat Split and Slice", "[codegen]") {
     b.initializer_i64("sp", {3}, {2, 4, 1});
     b.node("Split", {"x", "sp"}, {"y0", "y1", "y2"}, "sp").i("axis", 1);
     for (const char* y : {"y0", "y1", "y2"}) b.output(y);
-    check(import(b, "split.onnx"), {}, true);
+    check(build_graph(b, "split.onnx"), {}, true);
   }
   // Negative and clamped starts, negative steps.
   check(op_graph("Slice", 17, {5, 9, 4}, {}, {"st", "en", "ax", "sp"},
@@ -532,7 +369,7 @@ TEST_CASE("Gather GatherElements and GatherND with negative indices and int data
     auto n = b.node(op, {"x", "i"}, {"y"}, "g");
     a(n);
     b.output("y");
-    return import(b, op + ".onnx");
+    return build_graph(b, op + ".onnx");
   };
   check(gather("Gather", kF32, {4, 5, 3}, {2, 3}, [](test::NodeRef& n) { n.i("axis", 1); }), {{"i", {0, -1, 3, 4, -5, 2}}}, true);
   check(gather("Gather", kI64, {6, 4}, {3}, [](test::NodeRef& n) { n.i("axis", 0); }),
@@ -545,8 +382,8 @@ TEST_CASE("Gather GatherElements and GatherND with negative indices and int data
   b.initializer_i64("i", {}, {-2});
   b.node("Gather", {"x", "i"}, {"y"}, "g").i("axis", 0);
   b.output("y");
-  const Graph g = import(b, "gather_const.onnx");
-  auto k = codegen::generate(g, all_nodes(g));
+  const Graph g = build_graph(b, "gather_const.onnx");
+  auto k = codegen::generate(g, all_device_nodes(g));
   REQUIRE(k);
   CHECK(k->args.size() == 2);
   check(g);
@@ -617,7 +454,7 @@ TEST_CASE("DepthToSpace SpaceToDepth Trilu OneHot EyeLike and ReverseSequence", 
     b.input("vals", kF32, {int64_t{2}});
     b.node("OneHot", {"i", "d", "vals"}, {"y"}, "oh").i("axis", 1);
     b.output("y");
-    check(import(b, "onehot.onnx"), {{"i", {0, -1, 3, 4, -5, 2}}});
+    check(build_graph(b, "onehot.onnx"), {{"i", {0, -1, 3, 4, -5, 2}}});
   }
   {
     test::OnnxBuilder b(17);
@@ -625,7 +462,7 @@ TEST_CASE("DepthToSpace SpaceToDepth Trilu OneHot EyeLike and ReverseSequence", 
     b.input("l", kI64, {int64_t{3}});
     b.node("ReverseSequence", {"x", "l"}, {"y"}, "rs").i("batch_axis", 1).i("time_axis", 0);
     b.output("y");
-    check(import(b, "revseq.onnx"), {{"l", {4, 1, 2}}});
+    check(build_graph(b, "revseq.onnx"), {{"l", {4, 1, 2}}});
   }
 }
 
@@ -646,7 +483,7 @@ TEST_CASE("reduction and data-movement generators refuse what they do not cover 
     b.node("TopK", {"x", "k"}, {"v", "i"}, "topk");
     b.output("v");
     b.output("i");
-    CHECK_THAT(refusal(import(b, "topk.onnx")), Contains("node \"topk\" (TopK)") && Contains("no generator"));
+    CHECK_THAT(refusal(build_graph(b, "topk.onnx")), Contains("node \"topk\" (TopK)") && Contains("no generator"));
   }
   {
     test::OnnxBuilder b(17);
@@ -655,7 +492,7 @@ TEST_CASE("reduction and data-movement generators refuse what they do not cover 
     b.input("u", kF32, {int64_t{2}, int64_t{3}});
     b.node("ScatterND", {"x", "i", "u"}, {"y"}, "sc");
     b.output("y");
-    CHECK_THAT(refusal(import(b, "scatter.onnx")), Contains("node \"sc\" (ScatterND)") && Contains("two passes"));
+    CHECK_THAT(refusal(build_graph(b, "scatter.onnx")), Contains("node \"sc\" (ScatterND)") && Contains("two passes"));
   }
   {
     test::OnnxBuilder b(17);  // an elementwise op fused before a reduction (only normalizations take them)
@@ -663,8 +500,8 @@ TEST_CASE("reduction and data-movement generators refuse what they do not cover 
     b.node("Relu", {"x"}, {"r"}, "relu");
     b.node("ReduceMax", {"r"}, {"y"}, "rm");
     b.output("y");
-    const Graph g = import(b, "prologue.onnx");
-    PlanKernel pk = all_nodes(g);
+    const Graph g = build_graph(b, "prologue.onnx");
+    PlanKernel pk = all_device_nodes(g);
     pk.anchor = 1;
     auto k = codegen::generate(g, pk);
     REQUIRE(!k);
@@ -676,7 +513,7 @@ TEST_CASE("reduction and data-movement generators refuse what they do not cover 
     b.input("ax", kI64, {});
     b.node("CumSum", {"x", "ax"}, {"y"}, "cs");
     b.output("y");
-    CHECK_THAT(refusal(import(b, "cumsum_dyn.onnx")), Contains("node \"cs\" (CumSum)") && Contains("axis input must be a constant"));
+    CHECK_THAT(refusal(build_graph(b, "cumsum_dyn.onnx")), Contains("node \"cs\" (CumSum)") && Contains("axis input must be a constant"));
   }
   {
     test::OnnxBuilder b(15);
@@ -694,7 +531,7 @@ TEST_CASE("reduction and data-movement generators refuse what they do not cover 
     b.node("Transpose", {"x"}, {"t"}, "tr");
     b.node("Relu", {"t"}, {"y"}, "relu");
     b.output("y");
-    CHECK_THAT(refusal(import(b, "tr_relu.onnx")), Contains("node \"tr\" (Transpose)") && Contains("fused with other ops"));
+    CHECK_THAT(refusal(build_graph(b, "tr_relu.onnx")), Contains("node \"tr\" (Transpose)") && Contains("fused with other ops"));
   }
   CHECK_THAT(refusal(op_graph("Resize", 18, {1, 1, 4, 4}, [](test::NodeRef& n) { n.s("mode", "linear").i("antialias", 1); },
                               {"", "", "sz"}, {{"sz", {1, 1, 2, 2}}})),

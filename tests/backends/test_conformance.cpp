@@ -14,7 +14,7 @@
 
 #include "executor.h"
 #include "gpusim/scheduler.h"
-#include "support/devices.h"
+#include "support/device_check.h"
 #include "support/fixtures.h"
 #include "support/onnx_builder.h"
 
@@ -181,17 +181,6 @@ std::vector<Case> cases() {
   return c;
 }
 
-Plan one_kernel_per_op(const Graph& g) {
-  Plan p;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (!runs_on_device(g, g.nodes[i])) continue;
-    PlanKernel k;
-    k.nodes = {static_cast<int>(i)};
-    p.kernels.push_back(k);
-  }
-  return p;
-}
-
 Plan fused(const Graph& g) {
   const FusionSpace s(g, test::gpu("nvidia-a100-80gb"));
   return s.build(Decision(s.candidates().size(), 1), "conformance");
@@ -237,29 +226,21 @@ TEST_CASE("conformance: every kernel class on every available device backend aga
           const uint64_t seed = (static_cast<uint64_t>(rd()) << 32) | rd();
           INFO(od.backend << " / " << cs.name << " / " << dtype_name(dt) << (fuse ? " / fused" : " / eager")
                           << " / seed " << seed);
-          const Plan plan = fuse ? fused(g) : one_kernel_per_op(g);
+          const Plan plan = fuse ? fused(g) : test::one_kernel_per_op(g);
           exec::RunOptions o;
           o.weights = &*weights;
           o.seed = seed;
           o.repeat = 1;
           o.poison = true;
           o.fp16_storage = dt == DType::kFloat16;
-          auto r = exec::run_plan(dev, g, plan, {}, o);
-          REQUIRE(r);
+          const test::PlanRun r = test::run_plan_against_reference(dev, g, plan, o);
           std::string notes;
-          for (const auto& n : r->notes) notes += n + "\n";
+          for (const auto& n : r.run.notes) notes += n + "\n";
           INFO(notes);
-          for (const auto& k : r->kernels) CHECK(k.device);  // every class has a generator
-          cpu::RunOptions ro;
-          ro.weights = &*weights;
-          ro.seed = seed;
-          auto ref = cpu::run_reference(g, {}, ro);
-          REQUIRE(ref);
-          REQUIRE(r->outputs.size() == ref->outputs.size());
-          for (size_t k = 0; k < ref->outputs.size(); ++k) {
-            const double err = exec::relative_l2(r->outputs[k], ref->outputs[k]);
-            INFO("output " << k << " relative L2 " << err);
-            CHECK(err <= (dt == DType::kFloat32 ? cs.tol_fp32 : cs.tol_fp16));
+          for (const auto& k : r.run.kernels) CHECK(k.device);  // every class has a generator
+          for (size_t k = 0; k < r.errors.size(); ++k) {
+            INFO("output " << k << " relative L2 " << r.errors[k]);
+            CHECK(r.errors[k] <= (dt == DType::kFloat32 ? cs.tol_fp32 : cs.tol_fp16));
           }
         }
       }

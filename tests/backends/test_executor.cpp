@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "executor.h"
-#include "support/devices.h"
+#include "support/device_check.h"
 #include "support/fixtures.h"
 #include "support/onnx_builder.h"
 #include "support/run_cli.h"
@@ -19,34 +19,12 @@ constexpr int kF32 = onnx::TensorProto::FLOAT;
 
 namespace {
 
-Plan per_op(const Graph& g) {
-  Plan p;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (!runs_on_device(g, g.nodes[i])) continue;
-    PlanKernel k;
-    k.nodes = {static_cast<int>(i)};
-    p.kernels.push_back(k);
-  }
-  return p;
-}
-
-double check_against_reference(backend::Backend& dev, const Graph& g, const Plan& plan, exec::RunResult* out = nullptr) {
+// The executor's run beside the CPU reference (seed 7, two timed runs).
+test::PlanRun run_checked(backend::Backend& dev, const Graph& g, const Plan& plan) {
   exec::RunOptions o;
   o.seed = 7;
   o.repeat = 2;
-  auto r = exec::run_plan(dev, g, plan, {}, o);
-  if (!r) FAIL(r.error().message);
-  cpu::RunOptions ro;
-  ro.seed = 7;
-  auto ref = cpu::run_reference(g, {}, ro);
-  if (!ref) FAIL(ref.error().message);
-  double worst = 0;
-  for (size_t k = 0; k < ref->outputs.size(); ++k) {
-    const double e = exec::relative_l2(r->outputs[k], ref->outputs[k]);
-    worst = std::isnan(e) ? e : std::max(worst, e);
-  }
-  if (out) *out = std::move(*r);
-  return worst;
+  return test::run_plan_against_reference(dev, g, plan, o);
 }
 
 }  // namespace
@@ -78,8 +56,9 @@ TEST_CASE("an op without a generator runs on the host and the run says so", "[ex
   const Graph g = test::build_graph(b, "exec_fallback.onnx");
   for (auto& od : test::devices()) {
     INFO(od.backend);
-    exec::RunResult r;
-    CHECK(check_against_reference(*od.dev, g, per_op(g), &r) < 1e-6);
+    const test::PlanRun pr = run_checked(*od.dev, g, test::one_kernel_per_op(g));
+    CHECK(pr.worst() < 1e-6);
+    const exec::RunResult& r = pr.run;
     REQUIRE(r.kernels.size() == 3);
     CHECK(r.kernels[0].device);
     CHECK_FALSE(r.kernels[1].device);
@@ -105,8 +84,9 @@ TEST_CASE("a fused plan kernel codegen cannot build runs unfused and stays corre
   p.kernels.push_back(k);
   for (auto& od : test::devices()) {
     INFO(od.backend);
-    exec::RunResult r;
-    CHECK(check_against_reference(*od.dev, g, p, &r) < 1e-6);
+    const test::PlanRun pr = run_checked(*od.dev, g, p);
+    CHECK(pr.worst() < 1e-6);
+    const exec::RunResult& r = pr.run;
     REQUIRE(r.kernels.size() == 1);
     CHECK_FALSE(r.kernels[0].fused_as_planned);
     CHECK(r.kernels[0].launches == 3);
@@ -128,9 +108,9 @@ TEST_CASE("views share their root's buffer across kernels", "[executor][device]"
   const Graph g = test::build_graph(b, "exec_views.onnx");
   for (auto& od : test::devices()) {
     INFO(od.backend);
-    exec::RunResult r;
-    CHECK(check_against_reference(*od.dev, g, per_op(g), &r) < 1e-5);
-    CHECK(r.kernels.size() == 2);  // Exp and MatMul; the views launch nothing
+    const test::PlanRun pr = run_checked(*od.dev, g, test::one_kernel_per_op(g));
+    CHECK(pr.worst() < 1e-5);
+    CHECK(pr.run.kernels.size() == 2);  // Exp and MatMul; the views launch nothing
   }
 }
 
