@@ -281,6 +281,18 @@ struct Gen {
 
 // ---- Reduce* -----------------------------------------------------------------------------------
 
+// Sets mask[axis] for each (possibly negative) axis; an axis outside the rank is refused.
+Status mark_axes(const Gen& g, const Shape& xs, const std::vector<int64_t>& axes, std::vector<bool>& mask) {
+  for (int64_t a : axes) {
+    int64_t v = a;
+    if (!normalize_axis(v, xs.size()) || xs.empty()) {
+      return g.fail(fmt::format("axis {} is out of range for rank {}", a, xs.size()));
+    }
+    mask[static_cast<size_t>(v)] = true;
+  }
+  return Ok{};
+}
+
 Result<Kernel> reduce(Gen& g) {
   const std::string& op = g.n.op_type;
   const Shape& xs = g.in(0).shape;
@@ -294,13 +306,7 @@ Result<Kernel> reduce(Gen& g) {
   }
   const bool noop = axes.empty() && node_int(g.n, "noop_with_empty_axes", 0) != 0;
   std::vector<bool> mask(xs.size(), axes.empty() && !noop);
-  for (int64_t a : axes) {
-    int64_t v = a;
-    if (!normalize_axis(v, xs.size()) || xs.empty()) {
-      return g.fail(fmt::format("axis {} is out of range for rank {}", a, xs.size()));
-    }
-    mask[static_cast<size_t>(v)] = true;
-  }
+  if (auto s = mark_axes(g, xs, axes, mask); !s) return s.error();
   const Rows r = rows_of_mask(xs, mask);
   RowEmitter e(g.c, r);
   auto xv = input_value(g.c, g.args, "ix", "x", "    ");
@@ -521,13 +527,7 @@ Result<Kernel> mvn(Gen& g) {
   const Shape& xs = g.in(0).shape;
   const std::vector<int64_t> axes = g.n.attr("axes") ? node_ints(g.n, "axes") : std::vector<int64_t>{0, 2, 3};
   std::vector<bool> mask(xs.size(), false);
-  for (int64_t a : axes) {
-    int64_t v = a;
-    if (!normalize_axis(v, xs.size()) || xs.empty()) {
-      return g.fail(fmt::format("axis {} is out of range for rank {}", a, xs.size()));
-    }
-    mask[static_cast<size_t>(v)] = true;
-  }
+  if (auto s = mark_axes(g, xs, axes, mask); !s) return s.error();
   const Rows r = rows_of_mask(xs, mask);
   RowEmitter e(g.c, r);
   auto xv = input_value(g.c, g.args, "ix", "x", "    ");
