@@ -42,6 +42,21 @@ int sole_reader(const GenContext& c, TensorId t) {
   return found;
 }
 
+// The next node of the attention chain: the one group node reading `cur`, which nothing outside
+// the kernel may need (it is never stored).
+Result<int> chain_reader(const GenContext& c, const Node& anchor, TensorId cur) {
+  if (escapes(c, cur)) {
+    return c.unsupported(anchor, fmt::format("intermediate \"{}\" of the attention is needed outside the kernel",
+                                             c.tensor(cur).name));
+  }
+  const int r = sole_reader(c, cur);
+  if (r < 0) {
+    return c.unsupported(anchor, fmt::format("\"{}\" must be read by exactly one node of the attention kernel",
+                                             c.tensor(cur).name));
+  }
+  return r;
+}
+
 bool produced_in_group(const GenContext& c, TensorId t) {
   const int p = c.idx.producer[static_cast<size_t>(c.root(t))];
   return p >= 0 && std::find(c.k.nodes.begin(), c.k.nodes.end(), p) != c.k.nodes.end();
@@ -153,15 +168,9 @@ Result<Kernel> gen_attention(const GenContext& c) {
   std::vector<Step> pre;
   TensorId cur = st;
   for (;;) {
-    if (escapes(c, cur)) {
-      return c.unsupported(anchor, fmt::format("intermediate \"{}\" of the attention is needed outside the kernel",
-                                               c.tensor(cur).name));
-    }
-    const int r = sole_reader(c, cur);
-    if (r < 0) {
-      return c.unsupported(anchor, fmt::format("\"{}\" must be read by exactly one node of the attention kernel",
-                                               c.tensor(cur).name));
-    }
+    const auto reader = chain_reader(c, anchor, cur);
+    if (!reader) return reader.error();
+    const int r = *reader;
     const Node& n = c.node(static_cast<size_t>(r));
     folded.push_back(static_cast<size_t>(r));
     size_t which = 0;
@@ -195,15 +204,9 @@ Result<Kernel> gen_attention(const GenContext& c) {
   // Softmax -> pass-through nodes (Identity, inference Dropout, Cast to float) -> MatMul(P, V).
   cur = sm.outputs[0];
   for (;;) {
-    if (escapes(c, cur)) {
-      return c.unsupported(anchor, fmt::format("intermediate \"{}\" of the attention is needed outside the kernel",
-                                               c.tensor(cur).name));
-    }
-    const int r = sole_reader(c, cur);
-    if (r < 0) {
-      return c.unsupported(anchor, fmt::format("\"{}\" must be read by exactly one node of the attention kernel",
-                                               c.tensor(cur).name));
-    }
+    const auto reader = chain_reader(c, anchor, cur);
+    if (!reader) return reader.error();
+    const int r = *reader;
     const Node& n = c.node(static_cast<size_t>(r));
     if (c.root(n.inputs[0]) != c.root(cur) || !same_rows(n.inputs[0])) {
       return c.unsupported(n, "must read the softmax probabilities as its first input, with the key axis last");
