@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "gemm_tile.h"
+#include "gpusim/einsum.h"
 
 namespace gpusim::codegen {
 namespace {
@@ -42,46 +43,16 @@ std::string load_stmt(ArgList& args, const Operand& op, const std::string& var, 
 Result<std::string> einsum_loop(const GenContext& c, const Node& n, ArgList& args, const Operand& a, const Operand& b,
                                 GemmLoop& L) {
   const std::string raw = n.attr("equation") ? n.attr("equation")->s : "";
-  std::string eq;  // spaces dropped, "..." as '.'
-  for (size_t p = 0; p < raw.size(); ++p) {
-    if (raw.compare(p, 3, "...") == 0) p += 2;
-    if (raw[p] != ' ') eq += raw[p];
-  }
-  const size_t arrow = eq.find("->");
-  std::vector<std::string> terms(1);
-  for (char ch : eq.substr(0, arrow)) {
-    if (ch == ',') {
-      terms.emplace_back();
-    } else {
-      terms.back().push_back(ch);
-    }
-  }
-  if (terms.size() != 2) return c.unsupported(n, fmt::format("Einsum \"{}\" has {} operands; only two-operand contractions run as a GEMM", raw, terms.size()));
+  const EinsumEquation eq = parse_einsum_equation(raw);
+  if (eq.inputs.size() != 2) return c.unsupported(n, fmt::format("Einsum \"{}\" has {} operands; only two-operand contractions run as a GEMM", raw, eq.inputs.size()));
   const Operand* ops[2] = {&a, &b};
-  size_t ell_rank = 0;
-  size_t er[2];
-  for (size_t i = 0; i < 2; ++i) {
-    const bool e = terms[i].find('.') != std::string::npos;
-    const size_t letters = terms[i].size() - (e ? 1 : 0), rank = ops[i]->shape.size();
-    if (rank < letters || (!e && rank != letters)) return c.unsupported(n, fmt::format("operand {} does not fit \"{}\"", i, terms[i]));
-    er[i] = rank - letters;
-    ell_rank = std::max(ell_rank, er[i]);
-  }
-  // Labels: letters are their char code (< 128); ellipsis dims are 128 + position (right-aligned).
-  auto expand = [&](const std::string& term, size_t e) {
-    std::vector<int> l;
-    for (char ch : term) {
-      if (ch != '.') l.push_back(static_cast<unsigned char>(ch) & 127);
-      for (size_t t = 0; ch == '.' && t < e; ++t) l.push_back(static_cast<int>(128 + ell_rank - e + t));
-    }
-    return l;
-  };
-  const size_t nl = 128 + ell_rank;
+  auto lab = einsum_labels(eq, {ops[0]->shape, ops[1]->shape});
+  if (!lab) return c.unsupported(n, lab.error().message);
+  const std::vector<std::vector<int>>& labels = lab->inputs;
+  const size_t nl = lab->count();
   std::vector<int64_t> size(nl, 1);
   std::vector<int> in_op(nl, 0);  // bit i: operand i has the label
-  std::vector<std::vector<int>> labels(2);
   for (size_t i = 0; i < 2; ++i) {
-    labels[i] = expand(terms[i], er[i]);
     const Shape& sh = ops[i]->shape;
     for (size_t d = 0; d < sh.size(); ++d) {
       const auto l = static_cast<size_t>(labels[i][d]);
@@ -91,13 +62,7 @@ Result<std::string> einsum_loop(const GenContext& c, const Node& n, ArgList& arg
       in_op[l] |= 1 << i;
     }
   }
-  std::string implicit = ell_rank > 0 ? "." : "";
-  for (int ch = 0; ch < 128; ++ch) {  // implicit output: the letters used once, alphabetically
-    int count = 0;
-    for (const auto& t : terms) count += static_cast<int>(std::count(t.begin(), t.end(), static_cast<char>(ch)));
-    if (count == 1 && ch != '.') implicit += static_cast<char>(ch);
-  }
-  const std::vector<int> out = expand(arrow != std::string::npos ? eq.substr(arrow + 2) : implicit, ell_rank);
+  const std::vector<int>& out = lab->output;
   std::vector<bool> in_out(nl, false);
   for (int l : out) {
     if (in_out[static_cast<size_t>(l)] || !in_op[static_cast<size_t>(l)]) {

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "gpusim/einsum.h"
 #include "reference.h"
 
 namespace gpusim::cpu {
@@ -356,48 +357,19 @@ Status gemm(KernelArgs& a) {
 Status einsum(KernelArgs& a) {
   HostTensor& y = *a.out[0];
   y.allocate();
-  const std::string raw = a.attr_s("equation", "");
-  std::string eq;  // spaces dropped, "..." as '.'
-  for (size_t p = 0; p < raw.size(); ++p) {
-    if (raw.compare(p, 3, "...") == 0) p += 2;
-    if (raw[p] != ' ') eq += raw[p];
-  }
-  const size_t arrow = eq.find("->"), nin = a.in.size();
-  std::vector<std::string> terms(1);
-  for (char ch : eq.substr(0, arrow)) {
-    if (ch == ',') {
-      terms.emplace_back();
-    } else {
-      terms.back().push_back(ch);
-    }
-  }
-  if (terms.size() != nin) return a.fail("the equation's operand count differs from the inputs");
-  size_t ell_rank = 0;
-  std::vector<size_t> er(nin);  // each operand's ellipsis rank
+  const size_t nin = a.in.size();
+  std::vector<Shape> shapes;
   for (size_t i = 0; i < nin; ++i) {
     if (!a.has(i)) return a.fail("missing operand");
-    const bool e = terms[i].find('.') != std::string::npos;
-    const size_t letters = terms[i].size() - (e ? 1 : 0), rank = a.in[i]->shape.size();
-    if (rank < letters || (!e && rank != letters)) return a.fail(fmt::format("operand {} does not fit \"{}\"", i, terms[i]));
-    er[i] = rank - letters;
-    ell_rank = std::max(ell_rank, er[i]);
+    shapes.push_back(a.in[i]->shape);
   }
-  // Labels: letters are their char code (< 128); ellipsis dims are 128 + position (right-aligned).
-  auto expand = [&](const std::string& term, size_t e) {
-    std::vector<int> l;
-    for (char ch : term) {
-      if (ch != '.') l.push_back(static_cast<unsigned char>(ch) & 127);
-      for (size_t t = 0; ch == '.' && t < e; ++t) l.push_back(static_cast<int>(128 + ell_rank - e + t));
-    }
-    return l;
-  };
-  std::vector<int64_t> size(128 + ell_rank, 1);
+  auto lab = einsum_labels(parse_einsum_equation(a.attr_s("equation", "")), shapes);
+  if (!lab) return a.fail(lab.error().message);
+  const std::vector<std::vector<int>>& labels = lab->inputs;
+  std::vector<int64_t> size(lab->count(), 1);
   std::vector<bool> used(size.size(), false);
-  std::vector<std::vector<int>> labels(nin);
-  std::string implicit = ell_rank > 0 ? "." : "";
   for (size_t i = 0; i < nin; ++i) {
-    labels[i] = expand(terms[i], er[i]);
-    const Shape& sh = a.in[i]->shape;
+    const Shape& sh = shapes[i];
     for (size_t d = 0; d < sh.size(); ++d) {
       const auto l = static_cast<size_t>(labels[i][d]);
       if (used[l] && size[l] != sh[d] && size[l] != 1 && sh[d] != 1) return a.fail("index sizes disagree");
@@ -405,13 +377,8 @@ Status einsum(KernelArgs& a) {
       used[l] = true;
     }
   }
-  for (int c = 0; c < 128; ++c) {  // implicit output: the letters used once, alphabetically
-    int count = 0;
-    for (const auto& t : terms) count += static_cast<int>(std::count(t.begin(), t.end(), static_cast<char>(c)));
-    if (count == 1 && c != '.') implicit += static_cast<char>(c);
-  }
   // Loop order: the output labels, then the summed ones.
-  std::vector<int> order = expand(arrow != std::string::npos ? eq.substr(arrow + 2) : implicit, ell_rank);
+  std::vector<int> order = lab->output;
   const size_t no = order.size();
   for (size_t l = 0; l < used.size(); ++l) {
     if (used[l] && std::find(order.begin(), order.end(), static_cast<int>(l)) == order.end()) {

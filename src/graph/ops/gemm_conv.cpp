@@ -12,6 +12,7 @@
 #include <numeric>
 #include <set>
 
+#include "gpusim/einsum.h"
 #include "ops/registry.h"
 
 namespace gpusim::ops {
@@ -233,49 +234,11 @@ void cost_gemm(const CostContext& c, OpCost& cost) {
 
 // ---- Einsum --------------------------------------------------------------------------------
 
-struct EinsumTerms {
-  std::vector<std::string> inputs;  // letters; '.' stands for the ellipsis dims
-  std::string output;
-};
-
-Result<EinsumTerms> parse_einsum(const InferContext& c, std::string eq, size_t n_inputs) {
-  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
-  EinsumTerms t;
-  const auto arrow = eq.find("->");
-  std::string lhs = eq.substr(0, arrow);
-  auto norm = [](std::string s) {
-    for (size_t p; (p = s.find("...")) != std::string::npos;) s.replace(p, 3, ".");
-    return s;
-  };
-  size_t start = 0;
-  for (size_t p = 0; p <= lhs.size(); ++p) {
-    if (p == lhs.size() || lhs[p] == ',') {
-      t.inputs.push_back(norm(lhs.substr(start, p - start)));
-      start = p + 1;
-    }
-  }
+Result<EinsumEquation> parse_einsum(const InferContext& c, const std::string& eq, size_t n_inputs) {
+  EinsumEquation t = parse_einsum_equation(eq);
   if (t.inputs.size() != n_inputs) {
     return c.fail(fmt::format("equation \"{}\" names {} operands, the node has {} inputs", eq, t.inputs.size(),
                               n_inputs));
-  }
-  if (arrow != std::string::npos) {
-    t.output = norm(eq.substr(arrow + 2));
-  } else {  // implicit output: letters that appear once, alphabetically, after the ellipsis
-    std::map<char, int> count;
-    bool ell = false;
-    for (const auto& in : t.inputs) {
-      for (char ch : in) {
-        if (ch == '.') {
-          ell = true;
-        } else {
-          ++count[ch];
-        }
-      }
-    }
-    if (ell) t.output = ".";
-    for (auto [ch, k] : count) {
-      if (k == 1) t.output += ch;
-    }
   }
   return t;
 }
