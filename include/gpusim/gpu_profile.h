@@ -44,6 +44,8 @@ struct ComputeSpec {
   int max_registers_per_thread = 0;
   double shared_memory_per_unit_kb = 0;
   double shared_memory_per_block_kb = 0;
+  double shared_memory_bandwidth_gbps = 0;  // whole device; 0 until loaded (assumed when not given)
+  double barrier_ns = 0;  // one warp's time in a group barrier; 0 (not modelled) unless given or calibrated
   std::map<Precision, double> vector_tflops;
   std::vector<MatrixPeak> matrix_tflops;
   int matrix_alignment_elements = 8;
@@ -86,6 +88,9 @@ struct HostLinkSpec {
 struct LaunchSpec {
   double overhead_us = -1;       // < 0 until loaded: absent figures are assumed (gpu_profiles/README.md)
   double latency_floor_us = -1;
+  // Device time to start one thread block on a unit; the busiest unit pays it for every block it
+  // runs. Negligible on GPUs (0 unless calibrated); large on CPU-backed devices such as lavapipe.
+  double block_us = 0;
 };
 
 struct PowerSpec {
@@ -98,6 +103,9 @@ struct Efficiency {
   double dram_bandwidth = 0.85;
   double l2_bandwidth = 0.80;
   double vector_flops = 0.80;
+  // GEMM-like kernels on the vector units (SIMT GEMM, implicit-GEMM conv without matrix units):
+  // their register-tiled inner loop reaches its own fraction of the vector peak. < 0: vector_flops.
+  double gemm_vector_flops = -1;
   double matrix_flops = 0.75;
   double host_link = 0.80;
   double launch = 1.00;
@@ -114,8 +122,10 @@ struct CalibratedFigure {
 
 struct Calibration {
   std::string device;
+  std::string driver;
   std::string date;
-  std::map<std::string, CalibratedFigure> figures;  // dotted key, e.g. "efficiency.dram_bandwidth"
+  std::string command;  // the command line that measured it
+  std::map<std::string, CalibratedFigure> figures;  // dotted key: "efficiency.dram_bandwidth", "memory.l2.size_mb"
 };
 
 struct GpuProfile {

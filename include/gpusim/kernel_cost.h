@@ -96,8 +96,9 @@ struct KernelCost {
   double dram_us = 0;
   double l2_us = 0;
   double latency_us = 0;           // pipeline fill: the first loads' round trip
+  double dispatch_us = 0;          // starting blocks: ceil(CTAs / units) x the profile's block_us
   double floor_us = 0;             // the profile's shortest kernel
-  double total_us = 0;             // max(floor, max(compute, dram, l2) + latency)
+  double total_us = 0;             // max(floor, max(compute, dram, l2) + latency + dispatch)
   Bound bound = Bound::kCompute;
 };
 
@@ -114,6 +115,8 @@ struct DeviceModel {
   int max_registers_per_thread = 0;
   double smem_per_unit_bytes = 0;
   double smem_per_block_bytes = 0;
+  double smem_bytes_per_s = 0;  // shared-memory bandwidth, whole device
+  double barrier_s = 0;         // one warp's time in a group barrier (compute.barrier_ns)
   double dram_bytes_per_s = 0;  // sustained: datasheet x efficiency
   double l2_bytes_per_s = 0;
   double l2_size_bytes = 0;
@@ -121,8 +124,10 @@ struct DeviceModel {
   double llc_bytes_per_s = 0;
   double dram_latency_s = 0;
   double floor_s = 0;
+  double block_s = 0;           // per block started on a unit (launch.block_us)
   double fp32_flops_per_s = 0;  // sustained vector fp32
   double vector_eff = 0;
+  double gemm_vector_eff = 0;   // GEMM-like kernels without matrix units
   double matrix_eff = 0;
   int matrix_alignment = 8;
 };

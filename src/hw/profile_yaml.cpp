@@ -67,7 +67,7 @@ const Spec& schema() {
         oneof("schema", {"gpusim.profile/1"}, true),
         str("name", true),
         str("display_name", true),
-        oneof("vendor", {"nvidia", "amd", "intel", "apple"}, true),
+        oneof("vendor", {"nvidia", "amd", "intel", "apple", "cpu"}, true),
         str("architecture", true),
         str("extends"),
         map("compute",
@@ -76,6 +76,7 @@ const Spec& schema() {
              integer("max_blocks_per_unit", 1, 64, true), integer("max_threads_per_block", 64, 2048, true),
              integer("registers_per_unit", 1024, 1048576, true), integer("max_registers_per_thread", 16, 1024, true),
              num("shared_memory_per_unit_kb", 0, 1024, true), num("shared_memory_per_block_kb", 0, 1024, true),
+             positive("shared_memory_bandwidth_gbps"), num("barrier_ns", 0, 1e6),
              vector_tflops, matrix, integer("matrix_alignment_elements", 1, 128)},
             true),
         map("memory",
@@ -87,10 +88,11 @@ const Spec& schema() {
         map("host_link", {oneof("type", {"pcie", "unified"}, true), integer("generation", 1, 6), integer("lanes", 1, 32),
                           positive("bandwidth_gbps")},
             true),
-        map("launch", {num("overhead_us", 0, 1000), num("latency_floor_us", 0, 1000)}),
+        map("launch", {num("overhead_us", 0, 1000), num("latency_floor_us", 0, 1000), num("block_us", 0, 1000)}),
         map("power", {positive("tdp_w", true), positive("idle_w", true)}, true),
         map("efficiency", {num("dram_bandwidth", 0, 1, false, true), num("l2_bandwidth", 0, 1, false, true),
-                           num("vector_flops", 0, 1, false, true), num("matrix_flops", 0, 1, false, true),
+                           num("vector_flops", 0, 1, false, true), num("gemm_vector_flops", 0, 1, false, true),
+                           num("matrix_flops", 0, 1, false, true),
                            num("host_link", 0, 1, false, true), num("launch", 0, 10, false, true)}),
         {"calibrated", Kind::kCalibrated, 0, 0, false, false, {}, {}},
         {"sources", Kind::kStrMap, 0, 0, false, true, {}, {}},
@@ -199,10 +201,12 @@ class Validator {
     return "an empty value";
   }
 
-  // calibrated: {device, date, <group>: {<figure>: {value, p50, p95, repeats, unit}}}
+  // calibrated: {device, date, driver, command, <group>: {<figure>: {value, p50, p95, repeats, unit}}}.
+  // Groups mirror the profile's own mappings; a figure of `memory` is a dotted path in it
+  // ("dram.latency_ns", "l2.size_mb"), checked against the profile schema's range.
   Status check_calibrated(const YAML::Node& n, const std::string& path) {
     if (!n.IsMap()) return fail(path, "is not a mapping");
-    static const std::set<std::string> kGroups = {"efficiency", "launch"};
+    static const std::set<std::string> kGroups = {"efficiency", "launch", "memory", "compute"};
     for (const auto& kv : n) {
       const std::string k = kv.first.as<std::string>();
       const std::string p = join_path(path, k);
@@ -210,13 +214,22 @@ class Validator {
         if (!kv.second.IsScalar()) return fail(p, fmt::format("{} is not a string", show(kv.second)));
         continue;
       }
-      if (!kGroups.count(k)) return fail(p, "unknown key; allowed here: device, date, driver, command, efficiency, launch");
+      if (!kGroups.count(k)) {
+        return fail(p, "unknown key; allowed here: device, date, driver, command, efficiency, launch, memory, compute");
+      }
       if (!kv.second.IsMap()) return fail(p, fmt::format("{} is not a mapping of figure -> {{value, p50, p95, ...}}", show(kv.second)));
       const Spec& target = *find(schema(), k);
       for (const auto& fig : kv.second) {
         const std::string name = fig.first.as<std::string>();
-        const Spec* t = find(target, name);
-        if (!t) return fail(join_path(p, name), fmt::format("unknown key; allowed here: {}", keys(target)));
+        const Spec* t = k == "memory"    ? find_dotted(target, name)
+                        : k == "compute" ? (name == "shared_memory_bandwidth_gbps" || name == "barrier_ns" ? find(target, name) : nullptr)
+                                         : find(target, name);
+        if (!t) {
+          return fail(join_path(p, name), fmt::format("unknown key; allowed here: {}",
+                                                      k == "memory"    ? kCalibratedMemory
+                                                      : k == "compute" ? "shared_memory_bandwidth_gbps, barrier_ns"
+                                                                       : keys(target)));
+        }
         static const Spec kFigure = map("", {num("value", -kInf, kInf, true), num("p50", -kInf, kInf),
                                              num("p95", -kInf, kInf), integer("repeats", 1, 1e12), str("unit")});
         if (auto st = check(fig.second, kFigure, join_path(p, name)); !st) return st;
@@ -226,6 +239,17 @@ class Validator {
       }
     }
     return Ok{};
+  }
+
+  // The memory figures calibration measures: a dotted path below `memory`.
+  static constexpr const char* kCalibratedMemory = "dram.latency_ns, l2.size_mb, l2.bandwidth_gbps, l2.latency_ns, l1.latency_ns";
+  static const Spec* find_dotted(const Spec& memory, const std::string& name) {
+    static const std::set<std::string> kAllowed = {"dram.latency_ns", "l2.size_mb", "l2.bandwidth_gbps", "l2.latency_ns",
+                                                    "l1.latency_ns"};
+    if (!kAllowed.count(name)) return nullptr;
+    const size_t dot = name.find('.');
+    const Spec* level = find(memory, name.substr(0, dot));
+    return level ? find(*level, name.substr(dot + 1)) : nullptr;
   }
 
   std::string file_;
@@ -323,6 +347,8 @@ GpuProfile convert(const YAML::Node& y) {
   p.compute.max_registers_per_thread = static_cast<int>(c["max_registers_per_thread"].as<double>());
   p.compute.shared_memory_per_unit_kb = c["shared_memory_per_unit_kb"].as<double>();
   p.compute.shared_memory_per_block_kb = c["shared_memory_per_block_kb"].as<double>();
+  if (c["shared_memory_bandwidth_gbps"]) p.compute.shared_memory_bandwidth_gbps = c["shared_memory_bandwidth_gbps"].as<double>();
+  if (c["barrier_ns"]) p.compute.barrier_ns = c["barrier_ns"].as<double>();
   for (const auto& kv : c["vector_tflops"]) p.compute.vector_tflops[prec(kv.first)] = kv.second.as<double>();
   if (c["matrix_tflops"]) {
     for (const auto& m : c["matrix_tflops"]) {
@@ -349,6 +375,7 @@ GpuProfile convert(const YAML::Node& y) {
   if (y["launch"]) {
     if (y["launch"]["overhead_us"]) p.launch.overhead_us = y["launch"]["overhead_us"].as<double>();
     if (y["launch"]["latency_floor_us"]) p.launch.latency_floor_us = y["launch"]["latency_floor_us"].as<double>();
+    if (y["launch"]["block_us"]) p.launch.block_us = y["launch"]["block_us"].as<double>();
   }
   p.power.tdp_w = y["power"]["tdp_w"].as<double>();
   p.power.idle_w = y["power"]["idle_w"].as<double>();
@@ -359,6 +386,7 @@ GpuProfile convert(const YAML::Node& y) {
     get("dram_bandwidth", p.efficiency.dram_bandwidth);
     get("l2_bandwidth", p.efficiency.l2_bandwidth);
     get("vector_flops", p.efficiency.vector_flops);
+    get("gemm_vector_flops", p.efficiency.gemm_vector_flops);
     get("matrix_flops", p.efficiency.matrix_flops);
     get("host_link", p.efficiency.host_link);
     get("launch", p.efficiency.launch);
@@ -371,7 +399,9 @@ void apply_calibration(const YAML::Node& cal, GpuProfile& p) {
   Calibration c;
   if (cal["device"]) c.device = cal["device"].as<std::string>();
   if (cal["date"]) c.date = cal["date"].as<std::string>();
-  for (const char* group : {"efficiency", "launch"}) {
+  if (cal["driver"]) c.driver = cal["driver"].as<std::string>();
+  if (cal["command"]) c.command = cal["command"].as<std::string>();
+  for (const char* group : {"efficiency", "launch", "memory", "compute"}) {
     if (!cal[group]) continue;
     for (const auto& kv : cal[group]) {
       const std::string key = kv.first.as<std::string>();
@@ -384,12 +414,22 @@ void apply_calibration(const YAML::Node& cal, GpuProfile& p) {
       c.figures[std::string(group) + "." + key] = f;
       Efficiency& e = p.efficiency;
       double* slot = nullptr;
-      if (std::string(group) == "efficiency") {
+      const std::string g = group;
+      if (g == "efficiency") {
         slot = key == "dram_bandwidth" ? &e.dram_bandwidth : key == "l2_bandwidth" ? &e.l2_bandwidth
              : key == "vector_flops"   ? &e.vector_flops   : key == "matrix_flops" ? &e.matrix_flops
+             : key == "gemm_vector_flops" ? &e.gemm_vector_flops
              : key == "host_link"      ? &e.host_link      : &e.launch;
+      } else if (g == "launch") {
+        slot = key == "overhead_us" ? &p.launch.overhead_us
+             : key == "block_us"    ? &p.launch.block_us : &p.launch.latency_floor_us;
+      } else if (g == "compute") {
+        slot = key == "barrier_ns" ? &p.compute.barrier_ns : &p.compute.shared_memory_bandwidth_gbps;
       } else {
-        slot = key == "overhead_us" ? &p.launch.overhead_us : &p.launch.latency_floor_us;
+        MemorySpec& m = p.memory;
+        slot = key == "dram.latency_ns" ? &m.dram.latency_ns : key == "l2.size_mb" ? &m.l2.size_mb
+             : key == "l2.bandwidth_gbps" ? &m.l2.bandwidth_gbps : key == "l1.latency_ns" ? &m.l1.latency_ns
+             : &m.l2.latency_ns;
       }
       *slot = f.value;
     }
@@ -406,6 +446,8 @@ void apply_assumptions(GpuProfile& p) {
   };
   assume(p.memory.l2.bandwidth_gbps, 3 * p.memory.dram.bandwidth_gbps, "L2 bandwidth = 3 x DRAM bandwidth");
   assume(p.memory.dram.latency_ns, 500, "DRAM latency 500 ns");
+  assume(p.compute.shared_memory_bandwidth_gbps, p.compute.units * 128 * p.compute.boost_clock_mhz * 1e-3,
+         "shared-memory bandwidth = units x 128 B/clock x boost clock");
   assume(p.memory.l2.latency_ns, 200, "L2 latency 200 ns");
   assume(p.memory.l1.latency_ns, 30, "L1 latency 30 ns");
   if (p.memory.infinity_cache.present) {

@@ -95,6 +95,8 @@ void finish(KernelCost& c, const DeviceModel& d, double compute_s, double dram_s
   c.l2_us = l2_s * 1e6;
   c.latency_us = d.dram_latency_s * 1e6;
   c.floor_us = d.floor_s * 1e6;
+  // Starting blocks: the busiest unit starts ceil(CTAs / units) of them, one after another.
+  c.dispatch_us = static_cast<double>(ceil_div(c.ctas, d.units)) * d.block_s * 1e6;
   double body = c.compute_us;
   c.bound = Bound::kCompute;
   if (c.dram_us > body) {
@@ -105,7 +107,7 @@ void finish(KernelCost& c, const DeviceModel& d, double compute_s, double dram_s
     body = c.l2_us;
     c.bound = Bound::kL2;
   }
-  c.total_us = body + c.latency_us;
+  c.total_us = body + c.latency_us + c.dispatch_us;
   if (c.floor_us > c.total_us) {
     c.total_us = c.floor_us;
     c.bound = Bound::kLatency;
@@ -158,8 +160,22 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
                            2.0 * kTranscendentalSlots * w.epilogue_flops.transcendental +
                            2.0 * w.epilogue_flops.compare;
   const double epi_share = static_cast<double>(load) / static_cast<double>(std::max<int64_t>(c.ctas, 1));
-  const double compute_s = static_cast<double>(load) * cta_flops / (rate / d.units * util) +
-                           epi_instr * epi_share / (d.fp32_flops_per_s / d.units * util);
+  double compute_s = static_cast<double>(load) * cta_flops / (rate / d.units * util);
+  if (!c.matrix_units && d.smem_bytes_per_s > 0) {
+    // SIMT main loop: per k, every thread reads its tm x tn micro-tile's tm + tn operands from
+    // shared memory (fp32) and the tile's bm + bn values are stored there; the shared-memory pipe
+    // and the FMA pipe run side by side.
+    const int outputs = std::max(1, t.block_m * t.block_n / std::max(1, threads));
+    int tm = 1;
+    while (tm * 2 * tm * 2 <= outputs) tm *= 2;
+    const int tn = std::max(1, outputs / tm);
+    const double cta_smem = static_cast<double>(k_split) * (static_cast<double>(threads) * (tm + tn) + t.block_m + t.block_n) * 4.0;
+    compute_s = std::max(compute_s, static_cast<double>(load) * cta_smem / (d.smem_bytes_per_s / d.units * util));
+  }
+  compute_s += epi_instr * epi_share / (d.fp32_flops_per_s / d.units * util);
+  // Group barriers: two per k-step (one when double-buffered), each paid by every warp.
+  const double k_steps = static_cast<double>(ceil_div(k_split, std::max(1, t.block_k)));
+  compute_s += static_cast<double>(load) * k_steps * (t.stages >= 2 ? 1 : 2) * warps * d.barrier_s;
 
   // Traffic. Each CTA streams an m-tile of A and an n-tile of B over k; sector-rounded per row.
   const double row_bytes = t.block_k * eb;
@@ -220,7 +236,9 @@ KernelCost attention_cost(const KernelWork& w, const TileConfig& t, const Device
   const double unit_vec = d.fp32_flops_per_s / d.units;
   // Softmax (3 fma, 1 exp, 1 max per score) competes with the MMAs for issue slots.
   const double softmax_s = cta_scores * (3.0 + 2.0 * kTranscendentalSlots + 2.0) / unit_vec;
-  const double compute_s = static_cast<double>(load) * (cta_mma / (rate / d.units) + softmax_s) / util;
+  const double barriers = 2.0 * static_cast<double>(ceil_div(w.kv_seq, std::max(1, t.block_n)));
+  const double compute_s = static_cast<double>(load) * ((cta_mma / (rate / d.units) + softmax_s) / util +
+                                                        barriers * warps * d.barrier_s);
   const double batch = static_cast<double>(w.batch);
   const double q_bytes = batch * w.m * dk * eb, o_bytes = batch * w.m * dv * eb;
   const double kv_bytes = batch * w.kv_seq * (dk + dv) * eb;
@@ -280,7 +298,12 @@ KernelCost streaming_cost(const KernelWork& w, const TileConfig& t, const Device
   const int64_t load = ceil_div(c.ctas, d.units);
   const double util = std::min(1.0, static_cast<double>(std::min(c.ctas_per_unit, load)) * warps / kWarpsToSaturate);
   const double busiest_share = static_cast<double>(load) / static_cast<double>(std::max<int64_t>(c.ctas, 1));
-  const double compute_s = instr * busiest_share / (d.fp32_flops_per_s / d.units * util);
+  double compute_s = instr * busiest_share / (d.fp32_flops_per_s / d.units * util);
+  if (rowwise) {
+    // A tree reduction in shared memory per pass: log2(threads) + 2 barriers, paid by every warp.
+    const double per_pass = std::ceil(std::log2(std::max(2, t.threads))) + 2;
+    compute_s += static_cast<double>(load) * std::max(1, w.passes) * per_pass * warps * d.barrier_s;
+  }
   c.peak_tflops = d.fp32_flops_per_s / d.vector_eff / 1e12;
   const double resident_threads =
       static_cast<double>(std::min<int64_t>(c.ctas, d.units * c.ctas_per_unit)) * warps * d.warp_size;
@@ -314,6 +337,8 @@ DeviceModel make_device(const GpuProfile& p) {
   d.max_registers_per_thread = p.compute.max_registers_per_thread;
   d.smem_per_unit_bytes = p.compute.shared_memory_per_unit_kb * 1024;
   d.smem_per_block_bytes = p.compute.shared_memory_per_block_kb * 1024;
+  d.smem_bytes_per_s = p.compute.shared_memory_bandwidth_gbps * 1e9;
+  d.barrier_s = p.compute.barrier_ns * 1e-9;
   d.dram_bytes_per_s = p.memory.dram.bandwidth_gbps * 1e9 * p.efficiency.dram_bandwidth;
   d.l2_bytes_per_s = p.memory.l2.bandwidth_gbps * 1e9 * p.efficiency.l2_bandwidth;
   d.l2_size_bytes = p.memory.l2.size_mb * 1e6;
@@ -323,7 +348,9 @@ DeviceModel make_device(const GpuProfile& p) {
   }
   d.dram_latency_s = p.memory.dram.latency_ns * 1e-9;
   d.floor_s = p.launch.latency_floor_us * 1e-6;
+  d.block_s = p.launch.block_us * 1e-6;
   d.vector_eff = p.efficiency.vector_flops;
+  d.gemm_vector_eff = p.efficiency.gemm_vector_flops > 0 ? p.efficiency.gemm_vector_flops : p.efficiency.vector_flops;
   d.matrix_eff = p.efficiency.matrix_flops;
   d.fp32_flops_per_s = p.vector_tflops(Precision::kFp32) * 1e12 * d.vector_eff;
   d.matrix_alignment = p.compute.matrix_alignment_elements;
@@ -351,7 +378,7 @@ double gemm_rate(const KernelWork& w, const DeviceModel& d, bool* matrix_units, 
   // Without matrix units, libraries compute narrow types in fp32 when that is faster.
   const double vec = std::max(p.vector_tflops(prec), p.vector_tflops(Precision::kFp32));
   *peak_tflops = vec;
-  return vec * 1e12 * d.vector_eff;
+  return vec * 1e12 * d.gemm_vector_eff;
 }
 
 std::string tile_feasibility(const KernelWork& w, const TileConfig& t, const DeviceModel& d) {

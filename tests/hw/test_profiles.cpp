@@ -193,7 +193,7 @@ TEST_CASE("an unknown nested key lists the keys allowed there", "[profiles][erro
   check_error("  units: 28\n", "  units: 28\n  sms: 28\n",
               "compute.sms: unknown key; allowed here: units, boost_clock_mhz, warp_size, max_threads_per_unit, "
               "max_blocks_per_unit, max_threads_per_block, registers_per_unit, max_registers_per_thread, "
-              "shared_memory_per_unit_kb, shared_memory_per_block_kb, vector_tflops, matrix_tflops, "
+              "shared_memory_per_unit_kb, shared_memory_per_block_kb, shared_memory_bandwidth_gbps, barrier_ns, vector_tflops, matrix_tflops, "
               "matrix_alignment_elements");
   check_error("bandwidth_gbps: 360}", "bandwidth_gbps: 360, clock_mhz: 9000}",
               "memory.dram.clock_mhz: unknown key; allowed here: size_gb, bandwidth_gbps, bus_width_bits, type, "
@@ -249,7 +249,7 @@ TEST_CASE("an integer field rejects a fraction", "[profiles][errors]") {
 }
 
 TEST_CASE("an enum value outside its set lists the allowed values", "[profiles][errors]") {
-  check_error("vendor: nvidia", "vendor: nvida", "vendor: \"nvida\" is not one of nvidia, amd, intel, apple");
+  check_error("vendor: nvidia", "vendor: nvida", "vendor: \"nvida\" is not one of nvidia, amd, intel, apple, cpu");
   check_error("warp_size: 32", "warp_size: 48", "compute.warp_size: \"48\" is not one of 8, 16, 32, 64");
   check_error("schema: gpusim.profile/1", "schema: gpusim.profile/2",
               "schema: \"gpusim.profile/2\" is not one of gpusim.profile/1");
@@ -423,10 +423,17 @@ TEST_CASE("a file that is not a mapping is rejected", "[profiles][errors]") {
 TEST_CASE("a calibrated block with an unknown key is rejected", "[profiles][errors][calibrated]") {
   const std::string tail = "power: {tdp_w: 170, idle_w: 15}\n";
   check_error(tail, tail + "calibrated:\n  device: x\n  voltage: 1\n",
-              "calibrated.voltage: unknown key; allowed here: device, date, driver, command, efficiency, launch");
+              "calibrated.voltage: unknown key; allowed here: device, date, driver, command, efficiency, launch, memory, compute");
   check_error(tail, tail + "calibrated:\n  efficiency:\n    dram_speed: {value: 0.8}\n",
               "calibrated.efficiency.dram_speed: unknown key; allowed here: dram_bandwidth, l2_bandwidth, vector_flops, "
-              "matrix_flops, host_link, launch");
+              "gemm_vector_flops, matrix_flops, host_link, launch");
+  check_error(tail, tail + "calibrated:\n  memory:\n    dram.size_gb: {value: 3}\n",
+              "calibrated.memory.dram.size_gb: unknown key; allowed here: dram.latency_ns, l2.size_mb, l2.bandwidth_gbps, "
+              "l2.latency_ns, l1.latency_ns");
+  check_error(tail, tail + "calibrated:\n  compute:\n    units: {value: 3}\n",
+              "calibrated.compute.units: unknown key; allowed here: shared_memory_bandwidth_gbps, barrier_ns");
+  check_error(tail, tail + "calibrated:\n  memory:\n    l2.size_mb: {value: -2}\n",
+              "calibrated.memory.l2.size_mb.value: -2 is out of range; expected > 0");
   check_error(tail, tail + "calibrated:\n  efficiency:\n    dram_bandwidth: {value: 0.8, p99: 1}\n",
               "calibrated.efficiency.dram_bandwidth.p99: unknown key; allowed here: value, p50, p95, repeats, unit");
   check_error(tail, tail + "calibrated:\n  efficiency:\n    dram_bandwidth: {p50: 3984}\n",
@@ -465,6 +472,33 @@ TEST_CASE("a calibrated figure overrides the efficiency and is recorded", "[prof
   CHECK(l.value == Approx(2.4));
   CHECK(l.repeats == 200);
   CHECK(l.unit.empty());
+}
+
+TEST_CASE("calibrated memory, compute and launch figures override the datasheet", "[profiles][calibrated]") {
+  const std::string tail = "power: {tdp_w: 170, idle_w: 15}\n";
+  const GpuProfile p = load_ok(replace(kBase, tail,
+                                       tail + "calibrated:\n"
+                                              "  driver: \"570.86\"\n"
+                                              "  command: \"gpusim calibrate --backend cuda\"\n"
+                                              "  memory:\n"
+                                              "    dram.latency_ns: {value: 612, p50: 612, p95: 640, unit: ns, repeats: 5}\n"
+                                              "    l2.size_mb: {value: 48.5}\n"
+                                              "    l1.latency_ns: {value: 31}\n"
+                                              "  compute:\n"
+                                              "    shared_memory_bandwidth_gbps: {value: 21000}\n"
+                                              "    barrier_ns: {value: 12}\n"
+                                              "  launch:\n"
+                                              "    block_us: {value: 0.01}\n"));
+  CHECK(p.memory.dram.latency_ns == Approx(612));
+  CHECK(p.memory.l2.size_mb == Approx(48.5));
+  CHECK(p.memory.l1.latency_ns == Approx(31));
+  CHECK(p.compute.shared_memory_bandwidth_gbps == Approx(21000));
+  CHECK(p.compute.barrier_ns == Approx(12));
+  CHECK(p.launch.block_us == Approx(0.01));
+  REQUIRE(p.calibrated);
+  CHECK(p.calibrated->driver == "570.86");
+  CHECK(p.calibrated->command == "gpusim calibrate --backend cuda");
+  CHECK(p.calibrated->figures.at("memory.dram.latency_ns").p95 == Approx(640));
 }
 
 // ---- find_profile -----------------------------------------------------------------------------------
