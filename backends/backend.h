@@ -53,6 +53,7 @@ struct DeviceInfo {
   int max_threads_per_group = 1024;
   uint64_t max_shared_bytes = 49152;  // per group (workgroup shared memory)
   std::array<uint32_t, 3> max_groups{65535, 65535, 65535};
+  uint64_t max_buffer_bytes = UINT64_MAX;  // largest buffer one kernel argument may bind (Vulkan: maxStorageBufferRange)
   bool fp16 = false;          // fp16 arithmetic and 16-bit storage in buffers
   bool fp64 = false;
   bool int64 = false;

@@ -118,6 +118,10 @@ class Runner {
     const int repeat = std::max(1, opts_.repeat);
     std::vector<std::vector<double>> per_kernel(plan.kernels.size());
     for (int r = 0; r <= repeat; ++r) {
+      if (r > 0 && opts_.before_timed_run) {
+        if (auto s = dev_.synchronize(); !s) return s.error();
+        if (auto s = opts_.before_timed_run(); !s) return s.error();
+      }
       auto times = run_once();
       if (!times) return times.error();
       if (r == 0) continue;  // warm-up
@@ -130,6 +134,7 @@ class Runner {
       kt.plan_kernel = static_cast<int>(k);
       kt.name = g_.nodes[static_cast<size_t>(pk.nodes.front())].name;
       for (int ni : pk.nodes) kt.op_type += (kt.op_type.empty() ? "" : "+") + g_.nodes[static_cast<size_t>(ni)].op_type;
+      kt.samples_us = per_kernel[k];
       std::vector<double> v = per_kernel[k];
       std::sort(v.begin(), v.end());
       kt.measured_us = v.empty() ? 0 : v[v.size() / 2];

@@ -17,6 +17,7 @@
 //   for (auto& k : r->kernels) fmt::print("{} {:.1f} us\n", k.name, k.measured_us);
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,6 +35,9 @@ struct RunOptions {
   int repeat = 3;      // timed runs after one warm-up
   bool poison = true;  // fill every buffer a kernel writes with NaN / INT_MAX before the warm-up
   bool fp16_storage = false;  // store floats as fp16 (computed in fp32); set for fp16 plans
+  // Called before every run after the warm-up, with the device idle (calibration flushes the
+  // caches here); an error stops the run.
+  std::function<Status()> before_timed_run;
 };
 
 struct KernelTiming {
@@ -46,6 +50,7 @@ struct KernelTiming {
   int launches = 0;          // device kernels it took
   double measured_us = 0;    // median over the timed runs (sum of its launches)
   double min_us = 0, max_us = 0;
+  std::vector<double> samples_us;  // every timed run, in run order
 };
 
 struct RunResult {

@@ -141,6 +141,7 @@ DeviceCaps query_caps(const Instance& inst, VkPhysicalDevice pd, int index) {
   d.max_shared_bytes = lim.maxComputeSharedMemorySize;
   d.max_groups = {lim.maxComputeWorkGroupCount[0], lim.maxComputeWorkGroupCount[1], lim.maxComputeWorkGroupCount[2]};
   d.compute_units = 0;  // core Vulkan does not say
+  d.max_buffer_bytes = c.props.limits.maxStorageBufferRange;
   for (uint32_t i = 0; i < c.memory.memoryHeapCount; ++i) {
     if (c.memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) {
       d.memory_bytes = std::max<uint64_t>(d.memory_bytes, c.memory.memoryHeaps[i].size);
