@@ -130,28 +130,6 @@ int run_cpu(const Args& a, const Graph& g, const std::vector<cpu::HostTensor>& i
   return 0;
 }
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-// The profile whose display name or name matches the device's name ("NVIDIA H200" -> nvidia-h200).
-std::optional<GpuProfile> profile_for_device(const backend::DeviceInfo& d, const std::vector<std::string>& dirs) {
-  const std::string dev = lower(d.name);
-  std::optional<GpuProfile> best;
-  size_t best_len = 0;
-  for (const auto& e : list_profiles(dirs)) {
-    auto p = load_profile(e.path, dirs);
-    if (!p) continue;
-    const std::string disp = lower(p->display_name);
-    if (!disp.empty() && dev.find(disp) != std::string::npos && disp.size() > best_len) {
-      best = *p;
-      best_len = disp.size();
-    }
-  }
-  return best;
-}
-
 int run_device(const Args& a, const Graph& g0, const std::vector<cpu::HostTensor>& inputs,
                const std::map<std::string, TensorData>& weights) {
   auto dtype = parse_dtype(a.dtype);
@@ -177,7 +155,7 @@ int run_device(const Args& a, const Graph& g0, const std::vector<cpu::HostTensor
     }
     gpu = *p;
   } else {
-    gpu = profile_for_device(info, dirs);
+    gpu = profile_for_device(info.name, dirs);
     if (gpu) {
       notes.push_back(fmt::format("predictions use profile {} (matched the device name; --gpu picks another)", gpu->name));
     } else {

@@ -13,5 +13,6 @@ void add_predict(CLI::App& app, int& rc);
 void add_compare(CLI::App& app, int& rc);
 void add_plan(CLI::App& app, int& rc);
 void add_run(CLI::App& app, int& rc);
+void add_calibrate(CLI::App& app, int& rc);
 
 }  // namespace gpusim::cli

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   gpusim::cli::add_compare(app, rc);
   gpusim::cli::add_plan(app, rc);
   gpusim::cli::add_run(app, rc);
+  gpusim::cli::add_calibrate(app, rc);
   gpusim::cli::add_profiles(app, rc);
   try {
     app.parse(argc, argv);

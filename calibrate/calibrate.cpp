@@ -1,0 +1,367 @@
+#include "calibrate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <unistd.h>
+
+#include "session.h"
+
+namespace gpusim::calibrate {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string today_utc() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+const Figure* find(const std::vector<Figure>& v, const std::string& key) {
+  for (const Figure& f : v) {
+    if (f.key == key && f.measured && f.stats.n > 0) return &f;
+  }
+  return nullptr;
+}
+
+std::string quote(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    o += c;
+  }
+  return o + "\"";
+}
+
+std::string num(double v) { return fmt::format("{:.6g}", v); }
+
+// The figures the profile takes straight from the microbenchmarks (before the fit).
+GpuProfile apply_direct(const GpuProfile& base, const std::vector<Figure>& figs) {
+  GpuProfile p = base;
+  if (auto* f = find(figs, "latency.dram")) p.memory.dram.latency_ns = f->stats.p50;
+  if (auto* f = find(figs, "latency.l2")) p.memory.l2.latency_ns = f->stats.p50;
+  if (auto* f = find(figs, "latency.l1")) p.memory.l1.latency_ns = f->stats.p50;
+  if (auto* f = find(figs, "l2.size")) p.memory.l2.size_mb = f->stats.p50;
+  if (auto* f = find(figs, "shared.bandwidth")) p.compute.shared_memory_bandwidth_gbps = f->stats.p50;
+  if (auto* f = find(figs, "barrier")) p.compute.barrier_ns = f->stats.p50;
+  if (auto* f = find(figs, "launch.overhead")) p.launch.overhead_us = std::clamp(f->stats.p50, 0.0, 1000.0);
+  if (!p.host_link.unified) {
+    const Figure* up = find(figs, "host.upload");
+    const Figure* down = find(figs, "host.download");
+    if (up && down && p.host_link.bandwidth_gbps > 0) {
+      p.efficiency.host_link = std::clamp(std::min(up->stats.p50, down->stats.p50) / p.host_link.bandwidth_gbps, 1e-4, 1.0);
+    }
+  }
+  return p;
+}
+
+// Where the fit starts: each factor as its microbenchmark measures it.
+std::vector<Param> starting_point(const GpuProfile& p, const std::vector<Figure>& figs, const std::vector<Observation>& obs) {
+  std::vector<Param> v = fit_parameters(p, obs);
+  for (Param& x : v) {
+    if (x.key == "efficiency.dram_bandwidth") {
+      if (auto* f = find(figs, "dram.copy")) x.value = f->stats.p50 / p.memory.dram.bandwidth_gbps;
+    } else if (x.key == "efficiency.vector_flops") {
+      if (auto* f = find(figs, "fma.fp32")) x.value = f->stats.p50 / (p.vector_tflops(Precision::kFp32) * 1e3);
+    } else if (x.key == "efficiency.l2_bandwidth") {
+      const Figure* size = find(figs, "l2.size");
+      if (auto* f = find(figs, "l2.bandwidth"); f && size) x.value = f->stats.p50 / p.memory.l2.bandwidth_gbps;
+    } else if (x.key == "launch.block_us") {
+      if (auto* f = find(figs, "launch.per_group")) x.value = f->stats.p50 * p.compute.units;
+    } else if (x.key == "efficiency.gemm_vector_flops") {
+      // The median rate the fitted GEMM-like kernels reached, as a fraction of the vector peak.
+      std::vector<double> rates;
+      for (const Observation& o : obs) {
+        if (o.held_out || (o.cls != "gemm" && o.cls != "conv") || o.stats.p50 <= 0) continue;
+        rates.push_back(2.0 * static_cast<double>(o.work.macs) / (o.stats.p50 * 1e-6) /
+                        (p.vector_tflops(Precision::kFp32) * 1e12));
+      }
+      if (!rates.empty()) {
+        std::nth_element(rates.begin(), rates.begin() + static_cast<std::ptrdiff_t>(rates.size() / 2), rates.end());
+        x.value = rates[rates.size() / 2];
+      }
+    } else if (x.key == "compute.barrier_ns") {
+      if (auto* f = find(figs, "barrier")) x.value = f->stats.p50;
+    } else if (x.key == "launch.latency_floor_us") {
+      if (auto* f = find(figs, "launch.floor")) x.value = f->stats.p50;
+    }
+    x.value = std::clamp(x.value, x.lo, x.hi);
+  }
+  return v;
+}
+
+double param(const std::vector<Param>& v, const std::string& key, double fallback) {
+  for (const Param& p : v) {
+    if (p.key == key) return p.value;
+  }
+  return fallback;
+}
+
+nlohmann::json stats_json(const Stats& s) {
+  return {{"p50", s.p50}, {"p95", s.p95}, {"mean", s.mean}, {"min", s.min}, {"max", s.max},
+          {"cv", s.cv},   {"n", s.n},     {"rounds", s.rounds}, {"noisy", s.noisy}};
+}
+
+nlohmann::json errors_json(const std::vector<ClassError>& v) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const ClassError& e : v) {
+    a.push_back({{"class", e.cls}, {"held_out", e.held_out}, {"kernels", e.kernels},
+                 {"mean_abs_pct", e.mean_abs_pct}, {"max_abs_pct", e.max_abs_pct}});
+  }
+  return a;
+}
+
+}  // namespace
+
+Result<Outcome> run(backend::Backend& dev, const GpuProfile& base, const Options& opts) {
+  const double cache = (base.memory.l2.size_mb + (base.memory.infinity_cache.present ? base.memory.infinity_cache.size_mb : 0)) * 1e6;
+  DeviceTimer timer(dev, static_cast<uint64_t>(std::min(std::clamp(2 * cache, 8e6, 512e6),
+                                                        static_cast<double>(dev.info().max_buffer_bytes))));
+  Session s{timer, base, make_device(base), opts.quick, {}, {}, std::chrono::steady_clock::now(), {}, {}, {}, {}};
+  if (opts.quick) {
+    s.disc.warmup = 1;
+    s.disc.repeats = 7;
+    s.disc.max_rounds = 2;
+  } else {
+    s.disc.warmup = 2;
+    s.disc.repeats = 15;
+    s.disc.max_rounds = 3;
+  }
+  struct Phase {
+    const char* what;
+    Status (*fn)(Session&);
+    double weight;
+  };
+  const Phase phases[] = {{"DRAM bandwidth", bench_dram, 12},      {"cache sweep", bench_cache_sweep, 12},
+                          {"shared memory", bench_shared, 3},       {"barriers", bench_barrier, 2},       {"latency", bench_latency, 6},
+                          {"FMA throughput", bench_fma, 5},         {"matrix units", bench_matrix, 0},
+                          {"launch overhead", bench_launch, 10},    {"host link", bench_host_link, 8},
+                          {"occupancy", bench_occupancy, 12},       {"codegen kernels", bench_codegen_kernels, 32}};
+  double total = 0, done = 0;
+  for (const Phase& p : phases) total += p.weight;
+  for (const Phase& p : phases) {
+    s.progress = [&](double, const std::string& what) {
+      if (opts.progress) opts.progress(done / total, what);
+    };
+    if (opts.progress) opts.progress(done / total, p.what);
+    if (auto st = p.fn(s); !st) {
+      return make_error(st.error().code, fmt::format("calibrate: {} on {}: {}", p.what, dev.info().name, st.error().message));
+    }
+    done += p.weight;
+  }
+  if (opts.progress) opts.progress(1.0, "fitting");
+  Outcome o;
+  o.device = dev.info();
+  o.base = base;
+  o.quick = opts.quick;
+  o.command = opts.command;
+  o.date = opts.date.empty() ? today_utc() : opts.date;
+  for (const Figure& f : s.figures) {
+    if (f.measured && f.stats.noisy) {
+      s.notes.push_back(fmt::format("{} stayed noisy after {} rounds (CV {:.1f} %): flagged; re-run on a quieter machine",
+                                    f.label, f.stats.rounds, 100 * f.stats.cv));
+    }
+  }
+  const GpuProfile direct = apply_direct(base, s.figures);
+  o.fit = fit(direct, s.observations, starting_point(direct, s.figures, s.observations));
+  o.fit.before = fit_parameters(base, s.observations);
+  o.fit.errors_before = class_errors(base, s.observations);
+  o.calibrated = with_parameters(direct, o.fit.after);
+  o.figures = std::move(s.figures);
+  o.observations = std::move(s.observations);
+  o.curves = std::move(s.curves);
+  o.notes = std::move(s.notes);
+  o.elapsed_s = s.elapsed_s();
+  return o;
+}
+
+std::string profile_yaml(const Outcome& o, const std::string& name) {
+  const GpuProfile& c = o.calibrated;
+  std::string y;
+  y += fmt::format("# Written by gpusim calibrate on {} ({} s{}). Raw measurements: {}.measurements.json\n", o.date,
+                   static_cast<int>(std::lround(o.elapsed_s)), o.quick ? ", --quick" : "", name);
+  y += "schema: gpusim.profile/1\n";
+  y += fmt::format("name: {}\n", name);
+  y += fmt::format("display_name: {}\n", quote(o.base.display_name));
+  y += fmt::format("vendor: {}\n", o.base.vendor);
+  y += fmt::format("architecture: {}\n", quote(o.base.architecture));
+  y += fmt::format("extends: {}\n", o.base.name);
+  y += "calibrated:\n";
+  y += fmt::format("  device: {}\n", quote(o.device.name));
+  y += fmt::format("  driver: {}\n", quote(o.device.driver));
+  y += fmt::format("  date: {}\n", o.date);
+  if (!o.command.empty()) y += fmt::format("  command: {}\n", quote(o.command));
+  auto entry = [&](const std::string& key, double value, const Figure* f, const std::string& unit) {
+    if (f) {
+      return fmt::format("    {}: {{value: {}, p50: {}, p95: {}, unit: {}, repeats: {}}}\n", key, num(value), num(f->stats.p50),
+                         num(f->stats.p95), quote(unit), std::max<int64_t>(1, f->stats.n));
+    }
+    return fmt::format("    {}: {{value: {}, unit: {}}}\n", key, num(value), quote(unit));
+  };
+  const auto& figs = o.figures;
+  const auto& after = o.fit.after;
+  y += "  efficiency:\n";
+  y += entry("dram_bandwidth", param(after, "efficiency.dram_bandwidth", c.efficiency.dram_bandwidth), find(figs, "dram.copy"), "GB/s");
+  y += entry("l2_bandwidth", param(after, "efficiency.l2_bandwidth", c.efficiency.l2_bandwidth), find(figs, "l2.bandwidth"), "GB/s");
+  y += entry("vector_flops", param(after, "efficiency.vector_flops", c.efficiency.vector_flops), find(figs, "fma.fp32"), "GFLOP/s");
+  for (const Param& p : after) {
+    if (p.key == "efficiency.matrix_flops") y += entry("matrix_flops", p.value, nullptr, "fraction");
+    if (p.key == "efficiency.gemm_vector_flops") y += entry("gemm_vector_flops", p.value, nullptr, "fraction");
+  }
+  if (!c.host_link.unified && find(figs, "host.upload")) {
+    y += entry("host_link", c.efficiency.host_link, find(figs, "host.upload"), "GB/s");
+  }
+  y += "  launch:\n";
+  if (const Figure* f = find(figs, "launch.overhead")) y += entry("overhead_us", c.launch.overhead_us, f, "us");
+  y += entry("block_us", param(after, "launch.block_us", c.launch.block_us), nullptr, "us");
+  y += entry("latency_floor_us", param(after, "launch.latency_floor_us", c.launch.latency_floor_us), find(figs, "launch.floor"), "us");
+  std::string mem;
+  if (const Figure* f = find(figs, "latency.dram")) mem += entry("dram.latency_ns", f->stats.p50, f, "ns");
+  if (const Figure* f = find(figs, "latency.l2")) mem += entry("l2.latency_ns", f->stats.p50, f, "ns");
+  if (const Figure* f = find(figs, "latency.l1")) mem += entry("l1.latency_ns", f->stats.p50, f, "ns");
+  if (const Figure* f = find(figs, "l2.size")) mem += entry("l2.size_mb", f->stats.p50, f, "MB");
+  if (!mem.empty()) y += "  memory:\n" + mem;
+  std::string comp;
+  if (const Figure* f = find(figs, "shared.bandwidth")) comp += entry("shared_memory_bandwidth_gbps", f->stats.p50, f, "GB/s");
+  comp += entry("barrier_ns", param(after, "compute.barrier_ns", c.compute.barrier_ns), find(figs, "barrier"), "ns");
+  y += "  compute:\n" + comp;
+  return y;
+}
+
+nlohmann::json raw_json(const Outcome& o, const std::string& profile_name) {
+  nlohmann::json j;
+  j["schema"] = "gpusim.calibration/1";
+  j["profile"] = profile_name;
+  j["base"] = o.base.name;
+  j["device"] = {{"backend", o.device.backend}, {"name", o.device.name}, {"vendor", o.device.vendor},
+                 {"driver", o.device.driver}, {"arch", o.device.arch}, {"is_cpu", o.device.is_cpu},
+                 {"memory_bytes", o.device.memory_bytes}, {"subgroup_size", o.device.subgroup_size},
+                 {"clocks", "not exposed by the backend interface"}};
+  j["date"] = o.date;
+  j["command"] = o.command;
+  j["quick"] = o.quick;
+  j["elapsed_s"] = o.elapsed_s;
+  for (const Figure& f : o.figures) {
+    j["figures"].push_back({{"key", f.key}, {"label", f.label}, {"unit", f.unit}, {"measured", f.measured},
+                            {"datasheet", f.peak}, {"stats", stats_json(f.stats)}, {"note", f.note}});
+  }
+  for (const Curve& c : o.curves) {
+    j["curves"].push_back({{"key", c.key}, {"x_unit", c.x_unit}, {"y_unit", c.y_unit}, {"x", c.x}, {"y", c.y}});
+  }
+  const DeviceModel before = make_device(o.base), after = make_device(o.calibrated);
+  for (const Observation& ob : o.observations) {
+    j["observations"].push_back({{"class", ob.cls}, {"name", ob.name}, {"held_out", ob.held_out},
+                                 {"work", to_json(ob.work)}, {"tile", to_json(ob.tile)},
+                                 {"measured_us", stats_json(ob.stats)},
+                                 {"predicted_before_us", predict_us(ob, before)},
+                                 {"predicted_after_us", predict_us(ob, after)}});
+  }
+  nlohmann::json params = nlohmann::json::array();
+  for (size_t i = 0; i < o.fit.after.size(); ++i) {
+    const Param& a = o.fit.after[i];
+    params.push_back({{"key", a.key}, {"before", param(o.fit.before, a.key, 0)}, {"after", a.value}, {"lo", a.lo}, {"hi", a.hi}});
+  }
+  j["fit"] = {{"parameters", params}, {"iterations", o.fit.iterations}, {"fitted_kernels", o.fit.fitted},
+              {"cost_before", o.fit.cost_before}, {"cost_after", o.fit.cost_after},
+              {"errors_before", errors_json(o.fit.errors_before)}, {"errors_after", errors_json(o.fit.errors_after)}};
+  j["notes"] = o.notes;
+  return j;
+}
+
+std::string report(const Outcome& o) {
+  std::string r;
+  r += fmt::format("Calibration of {} ({} backend, {}) against profile {}: {:.1f} s{}\n\n", o.device.name, o.device.backend,
+                   o.device.driver, o.base.name, o.elapsed_s, o.quick ? " (--quick)" : "");
+  r += "Measured                           p50          datasheet     share   p95          CV     runs\n";
+  for (const Figure& f : o.figures) {
+    if (!f.measured) {
+      r += fmt::format("  {:<32} not measured: {}\n", f.label, f.note);
+      continue;
+    }
+    const std::string share = f.peak > 0 ? fmt::format("{:.0f} %", 100 * f.stats.p50 / f.peak) : "";
+    const std::string peak = f.peak > 0 ? fmt::format("{:.4g} {}", f.peak, f.unit) : "";
+    r += fmt::format("  {:<32} {:<12} {:<13} {:<7} {:<12} {:<6} {}{}\n", f.label, fmt::format("{:.4g} {}", f.stats.p50, f.unit),
+                     peak, share, fmt::format("{:.4g}", f.stats.p95), fmt::format("{:.1f}%", 100 * f.stats.cv), f.stats.n,
+                     f.stats.noisy ? "  NOISY" : "");
+  }
+  r += fmt::format("\nFit: least squares over {} kernels ({} iterations), weighted mean squared log error {:.4g} -> {:.4g}\n",
+                   o.fit.fitted, o.fit.iterations, o.fit.cost_before, o.fit.cost_after);
+  for (const Param& p : o.fit.after) {
+    r += fmt::format("  {:<28} {:>10.4g} -> {:.4g}\n", p.key, param(o.fit.before, p.key, 0), p.value);
+  }
+  r += "\nPrediction error per class, mean |predicted - measured| / measured (max):\n";
+  r += "  class          set        kernels   before                 after\n";
+  for (const ClassError& a : o.fit.errors_after) {
+    const ClassError* b = nullptr;
+    for (const ClassError& e : o.fit.errors_before) {
+      if (e.cls == a.cls && e.held_out == a.held_out) b = &e;
+    }
+    r += fmt::format("  {:<14} {:<10} {:>7}   {:<22} {}\n", a.cls, a.held_out ? "held-out" : "fit", a.kernels,
+                     b ? fmt::format("{:.1f} % ({:.0f} %)", b->mean_abs_pct, b->max_abs_pct) : "",
+                     fmt::format("{:.1f} % ({:.0f} %)", a.mean_abs_pct, a.max_abs_pct));
+  }
+  if (!o.notes.empty()) {
+    r += "\nNotes:\n";
+    for (const auto& n : o.notes) r += "  - " + n + "\n";
+  }
+  return r;
+}
+
+Status write_profile(const Outcome& o, const std::string& path, const std::vector<std::string>& dirs) {
+  const fs::path target(path);
+  if (target.extension() != ".yaml") {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("calibrate: --out {}: a profile file must end in .yaml (its name is the profile's name)", path));
+  }
+  const std::string name = target.stem().string();
+  fs::path parent = target.parent_path();
+  if (parent.empty()) parent = ".";
+  std::error_code ec;
+  fs::create_directories(parent, ec);
+  if (ec) {
+    return make_error(ErrorCode::kIo, fmt::format("calibrate: --out {}: cannot create directory {}: {}", path,
+                                                  parent.string(), ec.message()));
+  }
+  const fs::path tmp = parent / fmt::format(".gpusim-calibrate-{}-{}", getpid(), std::random_device{}());
+  fs::create_directory(tmp, ec);
+  if (ec) {
+    return make_error(ErrorCode::kIo, fmt::format("calibrate: --out {}: cannot write in {}: {}", path, parent.string(), ec.message()));
+  }
+  auto fail = [&](const std::string& why) {
+    fs::remove_all(tmp, ec);
+    return make_error(ErrorCode::kIo, fmt::format("calibrate: --out {}: {}; nothing was written", path, why));
+  };
+  const fs::path yaml = tmp / (name + ".yaml");
+  const fs::path json = tmp / (name + ".measurements.json");
+  {
+    std::ofstream f(yaml);
+    f << profile_yaml(o, name);
+    if (!f.flush()) return fail("writing the profile failed");
+  }
+  {
+    std::ofstream f(json);
+    f << raw_json(o, name).dump(1) << "\n";
+    if (!f.flush()) return fail("writing the measurements failed");
+  }
+  std::vector<std::string> search = dirs;
+  auto loaded = load_profile(yaml.string(), search);
+  if (!loaded) return fail("the written profile does not load: " + loaded.error().message);
+  fs::rename(json, parent / json.filename(), ec);
+  if (ec) return fail("cannot move the measurements into place: " + ec.message());
+  fs::rename(yaml, target, ec);
+  if (ec) return fail("cannot move the profile into place: " + ec.message());
+  fs::remove_all(tmp, ec);
+  return Ok{};
+}
+
+}  // namespace gpusim::calibrate

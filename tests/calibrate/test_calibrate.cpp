@@ -1,0 +1,341 @@
+// Calibration: the measurement discipline, the least-squares fit (it must recover parameters
+// from synthetic measurements), the atomic profile writer and its errors, a quick calibration of
+// the lavapipe Vulkan device (the CI tier), and the committed calibrations under
+// gpu_profiles/calibrated/ (predictions must stay within the error recorded when measured).
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "calibrate.h"
+#include "gpusim/kernel_cost.h"
+#include "support/devices.h"
+#include "support/onnx_builder.h"
+#include "support/run_cli.h"
+
+using namespace gpusim;
+using namespace gpusim::calibrate;
+namespace fs = std::filesystem;
+
+namespace {
+
+GpuProfile lavapipe() {
+  auto p = find_profile("lavapipe", default_profile_dirs());
+  REQUIRE(p);
+  return *p;
+}
+
+Observation obs(const std::string& cls, KernelWork w, TileConfig t, double us, bool held_out = false) {
+  Observation o;
+  o.cls = cls;
+  o.name = cls;
+  o.work = w;
+  o.tile = t;
+  o.stats = summarize({us});
+  o.held_out = held_out;
+  return o;
+}
+
+KernelWork stream(double bytes, double fma, int64_t elements) {
+  KernelWork w;
+  w.cls = OpClass::kElementwise;
+  w.bytes_read = static_cast<int64_t>(bytes / 2);
+  w.bytes_written = static_cast<int64_t>(bytes / 2);
+  w.flops.fma = static_cast<int64_t>(fma);
+  w.elements = elements;
+  return w;
+}
+
+// Observations "measured" on a device that behaves exactly like `truth`.
+std::vector<Observation> synthetic(const GpuProfile& truth) {
+  const DeviceModel d = make_device(truth);
+  std::vector<Observation> v;
+  auto add = [&](const std::string& cls, const KernelWork& w, const TileConfig& t, bool held_out) {
+    v.push_back(obs(cls, w, t, kernel_cost(w, t, d).total_us, held_out));
+  };
+  TileConfig st;
+  st.threads = 256;
+  for (int i = 0; i < 6; ++i) {
+    const double n = 1 << (16 + 2 * i);
+    TileConfig many = st;
+    many.items_per_thread = 4;
+    add("dram", stream(8 * n, 0, static_cast<int64_t>(n)), many, i % 2 == 1);
+    add("fma", stream(1024, 4096 * n, static_cast<int64_t>(n / 64)), st, i % 2 == 1);
+    add("launch", stream(0, 0, 256 << i), st, i % 2 == 1);
+    const int64_t s = 64 << (i / 2);
+    KernelWork g = gemm_work(DType::kFloat32, 1, s, s, s);
+    add("gemm", g, TileConfig{64, 64, 8, 256, 2, 1, 1, 1}, i % 2 == 1);
+    KernelWork r;
+    r.cls = OpClass::kReduction;
+    r.rows = 256 << i;
+    r.row_elements = 512;
+    r.passes = 2;
+    r.bytes_read = r.rows * r.row_elements * 4;
+    r.bytes_written = r.rows * 4;
+    r.flops.fma = r.rows * r.row_elements * 3;
+    TileConfig rt = st;
+    rt.threads = 128;
+    add("reduction", r, rt, i % 2 == 1);
+  }
+  return v;
+}
+
+std::string tmp_dir(const std::string& name) {
+  const fs::path d = fs::path(test::temp_dir()) / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d.string();
+}
+
+}  // namespace
+
+TEST_CASE("summarize: median, nearest-rank p95 and coefficient of variation", "[calibrate]") {
+  std::vector<double> v;
+  for (int i = 1; i <= 20; ++i) v.push_back(i);
+  const Stats s = summarize(v);
+  CHECK(s.p50 == Approx(10.5));
+  CHECK(s.p95 == Approx(19));
+  CHECK(s.min == 1);
+  CHECK(s.max == 20);
+  CHECK(s.cv == Approx(5.9161 / 10.5).epsilon(1e-3));
+  CHECK(summarize({}).n == 0);
+}
+
+TEST_CASE("measure: warm-ups are dropped, a noisy round is re-measured, a noisy figure is flagged", "[calibrate]") {
+  Discipline d;
+  d.warmup = 2;
+  d.repeats = 5;
+  d.max_cv = 0.05;
+  d.max_rounds = 3;
+  SECTION("a quiet second round is kept") {
+    // warm-ups 1000, 1000; round 1 noisy; round 2 quiet.
+    std::vector<double> script = {1000, 1000, 1, 10, 1, 10, 1, 5, 5, 5, 5, 5};
+    size_t i = 0;
+    std::vector<double> kept;
+    auto s = measure([&]() -> Result<double> { return script.at(i++); }, d, &kept);
+    REQUIRE(s);
+    CHECK(s->rounds == 2);
+    CHECK_FALSE(s->noisy);
+    CHECK(s->p50 == 5);
+    CHECK(kept == std::vector<double>{5, 5, 5, 5, 5});
+  }
+  SECTION("noise in every round is flagged") {
+    int k = 0;
+    auto s = measure([&]() -> Result<double> { return (k++ % 2) ? 1.0 : 3.0; }, d);
+    REQUIRE(s);
+    CHECK(s->rounds == 3);
+    CHECK(s->noisy);
+  }
+  SECTION("an error stops the measurement") {
+    auto s = measure([&]() -> Result<double> { return make_error(ErrorCode::kDevice, "launch failed"); }, d);
+    REQUIRE_FALSE(s);
+    CHECK(s.error().message == "launch failed");
+  }
+}
+
+TEST_CASE("fit: recovers the efficiency factors and launch figures of a synthetic device", "[calibrate]") {
+  const GpuProfile base = lavapipe();
+  GpuProfile truth = base;
+  truth.efficiency.dram_bandwidth = 0.12;
+  truth.efficiency.vector_flops = 0.3;
+  truth.efficiency.gemm_vector_flops = 0.02;
+  truth.launch.block_us = 0.7;
+  truth.launch.latency_floor_us = 40;
+  truth.compute.barrier_ns = 50;
+  truth.efficiency.l2_bandwidth = 0.5;
+  const std::vector<Observation> o = synthetic(truth);
+  // The fit starts where the microbenchmarks would put it: off by up to 2x.
+  GpuProfile start_profile = base;
+  start_profile.compute.barrier_ns = 50;
+  std::vector<Param> start = fit_parameters(start_profile, o);
+  for (Param& p : start) {
+    if (p.key == "efficiency.dram_bandwidth") p.value = 0.2;
+    if (p.key == "efficiency.vector_flops") p.value = 0.5;
+    if (p.key == "efficiency.gemm_vector_flops") p.value = 0.04;
+    if (p.key == "launch.block_us") p.value = 0.4;
+    if (p.key == "launch.latency_floor_us") p.value = 25;
+    if (p.key == "compute.barrier_ns") p.value = 80;
+  }
+  const FitResult r = fit(base, o, start);
+  INFO("cost " << r.cost_before << " -> " << r.cost_after << " in " << r.iterations << " iterations");
+  CHECK(r.fitted == static_cast<int>(o.size()) / 2);
+  for (const Param& p : r.after) {
+    INFO(p.key << " = " << p.value);
+    if (p.key == "efficiency.dram_bandwidth") CHECK(p.value == Approx(0.12).epsilon(0.02));
+    if (p.key == "efficiency.vector_flops") CHECK(p.value == Approx(0.3).epsilon(0.02));
+    if (p.key == "efficiency.gemm_vector_flops") CHECK(p.value == Approx(0.02).epsilon(0.05));
+    if (p.key == "launch.latency_floor_us") CHECK(p.value == Approx(40).epsilon(0.02));
+  }
+  // Held-out kernels: priced within 2 % after the fit, far off before.
+  for (const ClassError& e : r.errors_after) {
+    INFO(e.cls << (e.held_out ? " held-out" : " fit"));
+    CHECK(e.mean_abs_pct < 2.0);
+  }
+  double before = 0;
+  for (const ClassError& e : r.errors_before) before = std::max(before, e.mean_abs_pct);
+  CHECK(before > 50);
+}
+
+TEST_CASE("observations round-trip through JSON and bad raw data names the field", "[calibrate][errors]") {
+  KernelWork w = gemm_work(DType::kFloat16, 2, 64, 32, 16);
+  w.epilogue_flops.transcendental = 7;
+  TileConfig t{64, 32, 16, 128, 2, 1, 1, 1};
+  auto w2 = work_from_json(to_json(w));
+  auto t2 = tile_from_json(to_json(t));
+  REQUIRE(w2);
+  REQUIRE(t2);
+  CHECK(to_json(*w2) == to_json(w));
+  CHECK(to_json(*t2) == to_json(t));
+  nlohmann::json bad = to_json(w);
+  bad["class"] = "blas";
+  CHECK(work_from_json(bad).error().message ==
+        "raw data: work.class: \"blas\" is not a kernel class (gemm, conv, elementwise, ...)");
+  nlohmann::json bt = to_json(t);
+  bt["threads"] = 0;
+  CHECK(tile_from_json(bt).error().message == "raw data: tile.threads: 0 is not a thread count; expected >= 1");
+}
+
+TEST_CASE("write_profile: atomic, validated, and its errors name the file", "[calibrate][errors]") {
+  Outcome o;
+  o.base = lavapipe();
+  o.calibrated = o.base;
+  o.device.name = "llvmpipe (test)";
+  o.device.driver = "none";
+  o.date = "2026-11-21";
+  o.fit.after = fit_parameters(o.base, {});
+  Figure f{"dram.copy", "DRAM copy bandwidth", "GB/s", summarize({4.0, 4.1, 4.2}), 40, ""};
+  o.figures.push_back(f);
+  const std::string dir = tmp_dir("gpusim_calibrate_write");
+  const auto dirs = default_profile_dirs();
+  SECTION("a written profile loads, extends its base and carries the calibrated block") {
+    const std::string path = dir + "/lavapipe-test.yaml";
+    REQUIRE(write_profile(o, path, dirs));
+    auto p = load_profile(path, dirs);
+    REQUIRE(p);
+    CHECK(p->extends_chain == std::vector<std::string>{"lavapipe"});
+    REQUIRE(p->calibrated);
+    CHECK(p->calibrated->device == "llvmpipe (test)");
+    CHECK(p->calibrated->figures.at("efficiency.dram_bandwidth").p50 == Approx(4.1));
+    CHECK(fs::exists(dir + "/lavapipe-test.measurements.json"));
+    for (const auto& e : fs::directory_iterator(dir)) CHECK(e.path().filename().string().rfind(".gpusim-calibrate", 0) != 0);
+  }
+  SECTION("a file name without .yaml is refused") {
+    auto s = write_profile(o, dir + "/profile.txt", dirs);
+    REQUIRE_FALSE(s);
+    CHECK(s.error().message == "calibrate: --out " + dir +
+                                   "/profile.txt: a profile file must end in .yaml (its name is the profile's name)");
+  }
+  SECTION("a profile that does not load is not written, and nothing is left behind") {
+    // The base cannot be found in these dirs, so the written profile's `extends:` does not resolve.
+    const std::string path = dir + "/orphan.yaml";
+    auto s = write_profile(o, path, {dir});
+    REQUIRE_FALSE(s);
+    CHECK_THAT(s.error().message, Catch::Contains("orphan.yaml: the written profile does not load"));
+    CHECK_THAT(s.error().message, Catch::Contains("nothing was written"));
+    CHECK_FALSE(fs::exists(path));
+    CHECK(fs::is_empty(dir));
+  }
+}
+
+TEST_CASE("gpusim calibrate: bad arguments get clear errors", "[calibrate][cli][errors]") {
+  auto r = test::run_gpusim("calibrate --backend cpu");
+  CHECK(r.rc == 2);
+  CHECK_THAT(r.out, Catch::Contains("--backend \"cpu\" is not a device backend; choose vulkan, cuda or hip"));
+  r = test::run_gpusim("calibrate");
+  CHECK(r.rc == 2);
+  CHECK_THAT(r.out, Catch::Contains("--backend is required"));
+  if (test::device("vulkan")) {
+    r = test::run_gpusim("calibrate --backend vulkan --base no-such-gpu --quick");
+    CHECK(r.rc == 1);
+    CHECK_THAT(r.out, Catch::Contains("--base: ") && Catch::Contains("no-such-gpu"));
+    r = test::run_gpusim("calibrate --backend vulkan --quick --out profile.txt");
+    CHECK(r.rc == 2);
+    CHECK_THAT(r.out, Catch::Contains("--out profile.txt: a profile file must end in .yaml"));
+  }
+}
+
+// The CI tier: a quick calibration of lavapipe, then the held-out kernels priced before and after.
+TEST_CASE("gpusim calibrate --quick on lavapipe: a valid profile that lowers held-out error", "[calibrate][vulkan]") {
+  backend::Backend* dev = test::device("vulkan");
+  if (!dev) return;
+  const GpuProfile base = lavapipe();
+  Options opts;
+  opts.quick = true;
+  opts.command = "test";
+  auto out = run(*dev, base, opts);
+  REQUIRE(out);
+  const std::string rep = report(*out);
+  std::printf("%s\n", rep.c_str());
+  const std::string dir = tmp_dir("gpusim_calibrate_lavapipe");
+  const std::string path = dir + "/lavapipe-ci.yaml";
+  REQUIRE(write_profile(*out, path, default_profile_dirs()));
+  auto p = load_profile(path, default_profile_dirs());
+  REQUIRE(p);
+  REQUIRE(p->calibrated);
+  // Every figure the microbenchmarks promise was measured (matrix units: lavapipe has none).
+  for (const char* key : {"dram.read", "dram.write", "dram.copy", "l2.bandwidth", "shared.bandwidth", "barrier",
+                          "latency.l1", "latency.l2", "latency.dram", "fma.fp32", "fma.int32", "launch.overhead",
+                          "launch.floor", "host.upload", "host.download"}) {
+    bool found = false;
+    for (const Figure& f : out->figures) found = found || (f.key == key && f.measured && f.stats.p50 > 0);
+    INFO(key);
+    CHECK(found);
+  }
+  // The held-out kernels of every codegen class are predicted better after calibration.
+  int classes = 0;
+  for (const ClassError& a : out->fit.errors_after) {
+    if (!a.held_out) continue;
+    for (const ClassError& b : out->fit.errors_before) {
+      if (b.cls != a.cls || !b.held_out) continue;
+      INFO(a.cls << ": " << b.mean_abs_pct << " % -> " << a.mean_abs_pct << " %");
+      CHECK(a.mean_abs_pct < b.mean_abs_pct);
+      ++classes;
+    }
+  }
+  CHECK(classes >= 4);
+  CHECK(out->fit.cost_after < out->fit.cost_before / 4);
+}
+
+// Measurements committed with their profile (gpu_profiles/calibrated/<name>.measurements.json):
+// the held-out kernels, predicted with today's cost model and the committed profile, must stay
+// within the error recorded when they were measured. No device needed.
+TEST_CASE("committed calibrations still predict their held-out kernels", "[calibrate][truth]") {
+  const fs::path dir = fs::path(test::source_dir()) / "gpu_profiles" / "calibrated";
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string fname = e.path().filename().string();
+    if (fname.size() < 18 || fname.substr(fname.size() - 18) != ".measurements.json") continue;
+    ++files;
+    std::ifstream f(e.path());
+    const nlohmann::json j = nlohmann::json::parse(f);
+    const std::string name = j.at("profile");
+    INFO(fname << " (profile " << name << ")");
+    auto p = find_profile(name, default_profile_dirs());
+    REQUIRE(p);
+    const DeviceModel d = make_device(*p);
+    std::map<std::string, std::pair<double, int>> err;  // class -> sum of |error| %, count
+    for (const auto& o : j.at("observations")) {
+      if (!o.at("held_out").get<bool>()) continue;
+      auto w = work_from_json(o.at("work"));
+      auto t = tile_from_json(o.at("tile"));
+      REQUIRE(w);
+      REQUIRE(t);
+      const double meas = o.at("measured_us").at("p50").get<double>();
+      const double pred = kernel_cost(*w, *t, d).total_us;
+      auto& [sum, n] = err[o.at("class").get<std::string>()];
+      sum += 100.0 * std::fabs(pred - meas) / meas;
+      ++n;
+    }
+    REQUIRE(!err.empty());
+    for (const auto& rec : j.at("fit").at("errors_after")) {
+      if (!rec.at("held_out").get<bool>()) continue;
+      const std::string cls = rec.at("class");
+      const double recorded = rec.at("mean_abs_pct");
+      const double now = err.at(cls).first / err.at(cls).second;
+      INFO(cls << ": recorded " << recorded << " %, now " << now << " %");
+      CHECK(now <= recorded * 1.02 + 0.5);
+    }
+  }
+  CHECK(files >= 1);
+}

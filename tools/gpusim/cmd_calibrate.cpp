@@ -1,0 +1,141 @@
+// gpusim calibrate --backend vulkan|cuda|hip [--device N] [--quick] [--base PROFILE] [--out FILE]
+//
+// Measures the device with calibrate/'s microbenchmarks and codegen kernels, fits the base
+// profile's efficiency factors, and writes a profile that `extends:` the base with a `calibrated`
+// block (plus the raw measurements beside it), atomically. Prints a progress bar to stderr and
+// the report to stdout.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "backend.h"
+#include "calibrate.h"
+#include "commands.h"
+#include "common.h"
+
+namespace gpusim::cli {
+namespace {
+
+struct Args {
+  std::string backend;
+  int device = 0;
+  bool quick = false;
+  std::string base, out;
+  std::vector<std::string> profile_dirs;
+  bool json = false;
+};
+
+// A one-line bar on a terminal; a line per step elsewhere (logs, CI).
+void progress(double frac, const std::string& what, double elapsed) {
+  static std::string last;
+  if (isatty(fileno(stderr))) {
+    const int width = 24, filled = static_cast<int>(frac * width + 0.5);
+    fmt::print(stderr, "\r[{}{}] {:3.0f}% {:5.1f} s  {:<60.60}", std::string(static_cast<size_t>(filled), '#'),
+               std::string(static_cast<size_t>(width - filled), '-'), 100 * frac, elapsed, what);
+    if (frac >= 1.0) fmt::print(stderr, "\n");
+  } else if (what != last) {
+    fmt::print(stderr, "[{:3.0f}% {:5.1f} s] {}\n", 100 * frac, elapsed, what);
+  }
+  last = what;
+}
+
+int run(const Args& a, const std::string& command) {
+  if (a.backend != "vulkan" && a.backend != "cuda" && a.backend != "hip") {
+    fmt::print(stderr, "gpusim calibrate: --backend \"{}\" is not a device backend; choose vulkan, cuda or hip\n", a.backend);
+    return 2;
+  }
+  std::vector<std::string> dirs = a.profile_dirs;
+  for (const auto& d : default_profile_dirs()) dirs.push_back(d);
+  if (!a.base.empty() && a.base.size() > 5 && a.base.substr(a.base.size() - 5) == ".yaml") {
+    dirs.push_back(std::filesystem::path(a.base).parent_path().string());
+  }
+  auto dev = backend::open(a.backend, a.device);
+  if (!dev) {
+    fmt::print(stderr, "gpusim calibrate: {}\n", dev.error().message);
+    return exit_code(dev.error());
+  }
+  const backend::DeviceInfo& info = (*dev)->info();
+  GpuProfile base;
+  if (!a.base.empty()) {
+    auto p = find_profile(a.base, dirs);
+    if (!p) {
+      fmt::print(stderr, "gpusim calibrate: --base: {}\n", p.error().message);
+      return 1;
+    }
+    base = *p;
+  } else {
+    auto p = profile_for_device(info.name, dirs, true);
+    if (!p) {
+      fmt::print(stderr,
+                 "gpusim calibrate: no datasheet profile matches device \"{}\"; pass --base NAME with the profile of "
+                 "this GPU (gpusim profiles list), or write one (gpu_profiles/README.md) and pass its path\n",
+                 info.name);
+      return 1;
+    }
+    base = *p;
+  }
+  const std::string out = a.out.empty() ? base.name + "-calibrated.yaml" : a.out;
+  if (std::filesystem::path(out).extension() != ".yaml") {
+    fmt::print(stderr, "gpusim calibrate: --out {}: a profile file must end in .yaml (its name is the profile's name)\n", out);
+    return 2;
+  }
+  fmt::print(stderr, "gpusim calibrate: {} ({}, {}) against profile {}{}\n", info.name, a.backend, info.driver, base.name,
+             a.quick ? ", quick" : "");
+  calibrate::Options o;
+  o.quick = a.quick;
+  o.command = command;
+  const auto start = std::chrono::steady_clock::now();
+  o.progress = [&](double f, const std::string& what) {
+    progress(f, what, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  };
+  auto r = calibrate::run(**dev, base, o);
+  if (!r) {
+    fmt::print(stderr, "\ngpusim calibrate: {}; no profile was written\n", r.error().message);
+    return 1;
+  }
+  if (auto s = calibrate::write_profile(*r, out, dirs); !s) {
+    fmt::print(stderr, "gpusim calibrate: {}\n", s.error().message);
+    return 1;
+  }
+  const std::string stem = std::filesystem::path(out).stem().string();
+  if (a.json) {
+    fmt::print("{}\n", calibrate::raw_json(*r, stem).dump(1));
+  } else {
+    fmt::print("{}\n", calibrate::report(*r));
+    fmt::print("Wrote {} (extends {}) and {}.measurements.json beside it.\n", out, base.name, stem);
+    fmt::print("Use it: gpusim predict MODEL --gpu {}   or   gpusim run MODEL --backend {} --gpu {}\n", out, a.backend, out);
+  }
+  const double budget = a.quick ? 60 : 300;
+  if (r->elapsed_s > budget) {
+    fmt::print(stderr, "gpusim calibrate: took {:.0f} s, over the {} budget of {:.0f} s (a busy machine?)\n", r->elapsed_s,
+               a.quick ? "--quick" : "full", budget);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_calibrate(CLI::App& app, int& rc) {
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("calibrate", "Measure this device and write a calibrated profile (extends the datasheet one)");
+  cmd->add_option("--backend", a->backend, "vulkan, cuda or hip")->required();
+  cmd->add_option("--device", a->device, "Device index within the backend (default 0)");
+  cmd->add_flag("--quick", a->quick, "Fewer sizes and repeats: under a minute");
+  cmd->add_option("--base", a->base, "Datasheet profile to extend (name or .yaml path; default: the one matching the device)");
+  cmd->add_option("--out", a->out, "Profile file to write (default: <base>-calibrated.yaml); raw data goes beside it");
+  cmd->add_option("--profiles", a->profile_dirs, "Extra directories of GPU profiles");
+  cmd->add_flag("--json", a->json, "Print the raw measurements (schema gpusim.calibration/1) instead of the report");
+  cmd->callback([a, &rc, cmd] {
+    std::string command = "gpusim calibrate --backend " + a->backend;
+    if (a->device) command += fmt::format(" --device {}", a->device);
+    if (a->quick) command += " --quick";
+    if (!a->base.empty()) command += " --base " + a->base;
+    if (!a->out.empty()) command += " --out " + a->out;
+    (void)cmd;
+    rc = run(*a, command);
+  });
+}
+
+}  // namespace gpusim::cli
