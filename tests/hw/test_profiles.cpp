@@ -433,7 +433,7 @@ TEST_CASE("a calibrated block with an unknown key is rejected", "[profiles][erro
   check_error(tail, tail + "calibrated:\n  compute:\n    units: {value: 3}\n",
               "calibrated.compute.units: unknown key; allowed here: shared_memory_bandwidth_gbps, barrier_ns");
   check_error(tail, tail + "calibrated:\n  memory:\n    l2.size_mb: {value: -2}\n",
-              "calibrated.memory.l2.size_mb.value: -2 is out of range; expected > 0");
+              "calibrated.memory.l2.size_mb.value: -2 is negative; expected > 0");
   check_error(tail, tail + "calibrated:\n  efficiency:\n    dram_bandwidth: {value: 0.8, p99: 1}\n",
               "calibrated.efficiency.dram_bandwidth.p99: unknown key; allowed here: value, p50, p95, repeats, unit");
   check_error(tail, tail + "calibrated:\n  efficiency:\n    dram_bandwidth: {p50: 3984}\n",
