@@ -20,6 +20,7 @@
 
 #include "backend.h"
 #include "executor.h"
+#include "graphs.h"
 
 namespace {
 
@@ -30,85 +31,21 @@ struct Built {
   Plan plan;
 };
 
-TensorId add(Graph& g, const std::string& name, Shape s, TensorRole role) {
-  Tensor t;
-  t.name = name;
-  t.dtype = DType::kFloat32;
-  t.shape = std::move(s);
-  t.role = role;
-  return g.add_tensor(t);
-}
-
-Node node(const std::string& op, std::vector<TensorId> in, std::vector<TensorId> out) {
-  Node n;
-  n.name = op + "_" + std::to_string(out.front());
-  n.op_type = op;
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  return n;
-}
-
-Built finish(Graph g, std::vector<std::vector<int>> kernels) {
-  g.opset = 17;
-  g.source_path = "bench";
-  Built b{std::move(g), {}};
-  for (auto& k : kernels) {
-    PlanKernel pk;
-    pk.nodes = k;
-    b.plan.kernels.push_back(pk);
-  }
+// The benchmarked kernels are calibration's one-kernel graphs (calibrate/graphs.h).
+Built built(calibrate::OneKernelGraph k) {
+  Built b{std::move(k.g), {}};
+  PlanKernel pk;
+  pk.nodes = k.nodes;
+  b.plan.kernels.push_back(pk);
   return b;
 }
 
-Built gemm(int64_t n) {
-  Graph g;
-  const TensorId a = add(g, "a", {n, n}, TensorRole::kInput);
-  const TensorId w = add(g, "w", {n, n}, TensorRole::kWeight);
-  const TensorId y = add(g, "y", {n, n}, TensorRole::kOutput);
-  g.inputs = {a};
-  g.outputs = {y};
-  g.nodes.push_back(node("MatMul", {a, w}, {y}));
-  return finish(std::move(g), {{0}});
-}
-
-Built conv() {
-  Graph g;
-  const TensorId x = add(g, "x", {1, 64, 56, 56}, TensorRole::kInput);
-  const TensorId w = add(g, "w", {64, 64, 3, 3}, TensorRole::kWeight);
-  const TensorId y = add(g, "y", {1, 64, 56, 56}, TensorRole::kOutput);
-  g.inputs = {x};
-  g.outputs = {y};
-  Node c = node("Conv", {x, w}, {y});
-  Attribute pads;
-  pads.kind = Attribute::Kind::kInts;
-  pads.ints = {1, 1, 1, 1};
-  c.attributes["pads"] = pads;
-  Attribute ks;
-  ks.kind = Attribute::Kind::kInts;
-  ks.ints = {3, 3};
-  c.attributes["kernel_shape"] = ks;
-  g.nodes.push_back(c);
-  return finish(std::move(g), {{0}});
-}
+Built gemm(int64_t n) { return built(calibrate::matmul_graph(n, n, n)); }
+Built conv() { return built(calibrate::conv_graph(64, 64, 56, 3)); }
 
 constexpr int64_t kChain = int64_t{1} << 22;
 
-Built silu_chain() {
-  Graph g;
-  const TensorId x = add(g, "x", {kChain}, TensorRole::kInput);
-  const TensorId k = add(g, "k", {kChain}, TensorRole::kWeight);
-  const TensorId s = add(g, "s", {kChain}, TensorRole::kActivation);
-  const TensorId m = add(g, "m", {kChain}, TensorRole::kActivation);
-  const TensorId mk = add(g, "mk", {kChain}, TensorRole::kActivation);
-  const TensorId y = add(g, "y", {kChain}, TensorRole::kOutput);
-  g.inputs = {x};
-  g.outputs = {y};
-  g.nodes.push_back(node("Sigmoid", {x}, {s}));
-  g.nodes.push_back(node("Mul", {x, s}, {m}));
-  g.nodes.push_back(node("Mul", {m, k}, {mk}));
-  g.nodes.push_back(node("Add", {mk, x}, {y}));
-  return finish(std::move(g), {{0, 1, 2, 3}});
-}
+Built silu_chain() { return built(calibrate::silu_chain_graph(kChain)); }
 
 std::map<std::string, std::unique_ptr<backend::Backend>>& devices() {
   static std::map<std::string, std::unique_ptr<backend::Backend>> d = [] {

@@ -7,20 +7,13 @@
 #include <algorithm>
 
 #include "executor.h"
+#include "graphs.h"
 #include "gpusim/kernel_work.h"
 #include "gpusim/plan.h"
 #include "session.h"
 
 namespace gpusim::calibrate {
 namespace {
-
-struct Case {
-  std::string cls;
-  std::string name;
-  Graph g;
-  std::vector<int> nodes;  // the one kernel: these nodes fused (anchor 0)
-  double work = 0;         // FLOPs or bytes, to order each class by size
-};
 
 TensorId add(Graph& g, const std::string& name, Shape s, TensorRole role) {
   Tensor t;
@@ -54,14 +47,16 @@ Attribute one(int64_t v) {
   return a;
 }
 
-Case finish(std::string cls, std::string name, Graph g, std::vector<int> nodes, double work) {
+OneKernelGraph finish(std::string cls, std::string name, Graph g, std::vector<int> nodes, double work) {
   g.opset = 17;
   g.source_path = "calibration kernel " + name;
   g.name = name;
   return {std::move(cls), std::move(name), std::move(g), std::move(nodes), work};
 }
 
-Case matmul(int64_t m, int64_t n, int64_t k) {
+}  // namespace
+
+OneKernelGraph matmul_graph(int64_t m, int64_t n, int64_t k) {
   Graph g;
   const TensorId a = add(g, "a", {m, k}, TensorRole::kInput);
   const TensorId w = add(g, "w", {k, n}, TensorRole::kWeight);
@@ -72,7 +67,7 @@ Case matmul(int64_t m, int64_t n, int64_t k) {
   return finish("gemm", fmt::format("MatMul {}x{}x{}", m, n, k), std::move(g), {0}, 2.0 * m * n * k);
 }
 
-Case conv(int64_t cin, int64_t cout, int64_t hw, int64_t ks) {
+OneKernelGraph conv_graph(int64_t cin, int64_t cout, int64_t hw, int64_t ks) {
   Graph g;
   const TensorId x = add(g, "x", {1, cin, hw, hw}, TensorRole::kInput);
   const TensorId w = add(g, "w", {cout, cin, ks, ks}, TensorRole::kWeight);
@@ -87,7 +82,7 @@ Case conv(int64_t cin, int64_t cout, int64_t hw, int64_t ks) {
                 2.0 * cin * cout * ks * ks * hw * hw);
 }
 
-Case softmax(int64_t rows, int64_t cols) {
+OneKernelGraph softmax_graph(int64_t rows, int64_t cols) {
   Graph g;
   const TensorId x = add(g, "x", {rows, cols}, TensorRole::kInput);
   const TensorId y = add(g, "y", {rows, cols}, TensorRole::kOutput);
@@ -99,7 +94,7 @@ Case softmax(int64_t rows, int64_t cols) {
   return finish("reduction", fmt::format("Softmax {}x{}", rows, cols), std::move(g), {0}, 8.0 * rows * cols);
 }
 
-Case reduce_mean(int64_t rows, int64_t cols) {
+OneKernelGraph reduce_mean_graph(int64_t rows, int64_t cols) {
   Graph g;
   const TensorId x = add(g, "x", {rows, cols}, TensorRole::kInput);
   const TensorId y = add(g, "y", {rows, 1}, TensorRole::kOutput);
@@ -113,7 +108,7 @@ Case reduce_mean(int64_t rows, int64_t cols) {
 }
 
 // x * sigmoid(x) * k + x, fused into one kernel (a SiLU with a scale and a residual).
-Case chain(int64_t n) {
+OneKernelGraph silu_chain_graph(int64_t n) {
   Graph g;
   const TensorId x = add(g, "x", {n}, TensorRole::kInput);
   const TensorId k = add(g, "k", {n}, TensorRole::kWeight);
@@ -130,33 +125,35 @@ Case chain(int64_t n) {
   return finish("elementwise", fmt::format("SiLU chain x{}", n), std::move(g), {0, 1, 2, 3}, 12.0 * n);
 }
 
-std::vector<Case> cases(bool quick) {
-  std::vector<Case> v;
+namespace {
+
+std::vector<OneKernelGraph> cases(bool quick) {
+  std::vector<OneKernelGraph> v;
   const std::vector<int64_t> gemm = quick ? std::vector<int64_t>{64, 128, 192, 256} : std::vector<int64_t>{64, 96, 128, 192, 256, 320, 384};
-  for (int64_t n : gemm) v.push_back(matmul(n, n, n));
-  v.push_back(matmul(1024, 64, 128));
-  if (!quick) v.push_back(matmul(64, 512, 256));
-  v.push_back(conv(16, 16, 32, 3));
-  v.push_back(conv(32, 32, 28, 3));
-  v.push_back(conv(64, 64, 14, 3));
-  v.push_back(conv(64, 128, 28, 1));
+  for (int64_t n : gemm) v.push_back(matmul_graph(n, n, n));
+  v.push_back(matmul_graph(1024, 64, 128));
+  if (!quick) v.push_back(matmul_graph(64, 512, 256));
+  v.push_back(conv_graph(16, 16, 32, 3));
+  v.push_back(conv_graph(32, 32, 28, 3));
+  v.push_back(conv_graph(64, 64, 14, 3));
+  v.push_back(conv_graph(64, 128, 28, 1));
   if (!quick) {
-    v.push_back(conv(32, 32, 56, 3));
-    v.push_back(conv(128, 128, 14, 3));
+    v.push_back(conv_graph(32, 32, 56, 3));
+    v.push_back(conv_graph(128, 128, 14, 3));
   }
-  v.push_back(softmax(256, 1024));
-  v.push_back(softmax(1024, 256));
-  v.push_back(reduce_mean(512, 2048));
-  v.push_back(reduce_mean(4096, 128));
+  v.push_back(softmax_graph(256, 1024));
+  v.push_back(softmax_graph(1024, 256));
+  v.push_back(reduce_mean_graph(512, 2048));
+  v.push_back(reduce_mean_graph(4096, 128));
   if (!quick) {
-    v.push_back(softmax(64, 4096));
-    v.push_back(reduce_mean(1024, 1024));
+    v.push_back(softmax_graph(64, 4096));
+    v.push_back(reduce_mean_graph(1024, 1024));
   }
   const std::vector<int64_t> el = quick ? std::vector<int64_t>{1 << 16, 1 << 18, 1 << 20, 1 << 22}
                                         : std::vector<int64_t>{1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 21, 1 << 22, 1 << 23};
-  for (int64_t n : el) v.push_back(chain(n));
+  for (int64_t n : el) v.push_back(silu_chain_graph(n));
   // Every other kernel of each class, by size, is held out.
-  std::stable_sort(v.begin(), v.end(), [](const Case& a, const Case& b) {
+  std::stable_sort(v.begin(), v.end(), [](const OneKernelGraph& a, const OneKernelGraph& b) {
     return a.cls != b.cls ? a.cls < b.cls : a.work < b.work;
   });
   return v;
@@ -182,10 +179,10 @@ TileConfig runnable_tile(const KernelWork& w, const DeviceModel& d) {
 }  // namespace
 
 Status bench_codegen_kernels(Session& s) {
-  std::vector<Case> all = cases(s.quick);
+  std::vector<OneKernelGraph> all = cases(s.quick);
   std::map<std::string, int> seen;
   for (size_t i = 0; i < all.size(); ++i) {
-    Case& c = all[i];
+    OneKernelGraph& c = all[i];
     if (s.progress) s.progress(-1, fmt::format("codegen kernel {}/{}: {}", i + 1, all.size(), c.name));
     const GraphIndex idx = index_graph(c.g);
     PlanKernel pk;

@@ -511,7 +511,6 @@ Status bench_host_link(Session& s) {
     bw.p50 = big / 1e3 / per.back().p50;
     bw.p95 = big / 1e3 / per.back().p95;
     bw.mean = big / 1e3 / per.back().mean;
-    std::swap(bw.min, bw.max);
     bw.min = big / 1e3 / per.back().max;
     bw.max = big / 1e3 / per.back().min;
     const std::string dir = up ? "upload" : "download";

@@ -127,13 +127,12 @@ void add_calibrate(CLI::App& app, int& rc) {
   cmd->add_option("--out", a->out, "Profile file to write (default: <base>-calibrated.yaml); raw data goes beside it");
   cmd->add_option("--profiles", a->profile_dirs, "Extra directories of GPU profiles");
   cmd->add_flag("--json", a->json, "Print the raw measurements (schema gpusim.calibration/1) instead of the report");
-  cmd->callback([a, &rc, cmd] {
+  cmd->callback([a, &rc] {
     std::string command = "gpusim calibrate --backend " + a->backend;
     if (a->device) command += fmt::format(" --device {}", a->device);
     if (a->quick) command += " --quick";
     if (!a->base.empty()) command += " --base " + a->base;
     if (!a->out.empty()) command += " --out " + a->out;
-    (void)cmd;
     rc = run(*a, command);
   });
 }
