@@ -176,6 +176,7 @@ Result<Outcome> run(backend::Backend& dev, const GpuProfile& base, const Options
   o.fit = fit(direct, s.observations, starting_point(direct, s.figures, s.observations));
   o.fit.before = fit_parameters(base, s.observations);
   o.fit.errors_before = class_errors(base, s.observations);
+  o.fit.cost_before = fit_cost(base, s.observations);
   o.calibrated = with_parameters(direct, o.fit.after);
   o.figures = std::move(s.figures);
   o.observations = std::move(s.observations);

@@ -43,9 +43,36 @@ struct Problem {
     }
     return r;
   }
+  // Weighted mean squared log error of a whole profile.
+  double cost(const GpuProfile& q) const {
+    const DeviceModel d = make_device(q);
+    double c = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const double l = std::log(std::max(predict_us(*rows[i], d), 1e-6) / std::max(rows[i]->stats.p50, 1e-3));
+      c += weight[i] * l * l;
+    }
+    return c;
+  }
 };
 
+// The observations the fit uses (not held out, measured), each class weighing the same in total.
+Problem problem(const GpuProfile& p, const std::vector<Observation>& obs) {
+  Problem prob{p, {}, {}};
+  std::map<std::string, int> per_class;
+  for (const Observation& o : obs) {
+    if (!o.held_out && o.stats.p50 > 0) ++per_class[o.cls];
+  }
+  for (const Observation& o : obs) {
+    if (o.held_out || o.stats.p50 <= 0) continue;
+    prob.rows.push_back(&o);
+    prob.weight.push_back(1.0 / (per_class[o.cls] * static_cast<double>(per_class.size())));
+  }
+  return prob;
+}
+
 }  // namespace
+
+double fit_cost(const GpuProfile& p, const std::vector<Observation>& obs) { return problem(p, obs).cost(p); }
 
 std::vector<Param> fit_parameters(const GpuProfile& p, const std::vector<Observation>& obs) {
   std::vector<Param> v = {
@@ -113,16 +140,7 @@ FitResult fit(const GpuProfile& p, const std::vector<Observation>& obs, std::vec
   FitResult res;
   res.before = fit_parameters(p, obs);
   for (Param& s : start) s.value = std::clamp(s.value, s.lo, s.hi);
-  Problem prob{p, {}, {}};
-  std::map<std::string, int> per_class;
-  for (const Observation& o : obs) {
-    if (!o.held_out && o.stats.p50 > 0) ++per_class[o.cls];
-  }
-  for (const Observation& o : obs) {
-    if (o.held_out || o.stats.p50 <= 0) continue;
-    prob.rows.push_back(&o);
-    prob.weight.push_back(1.0 / (per_class[o.cls] * static_cast<double>(per_class.size())));
-  }
+  const Problem prob = problem(p, obs);
   res.fitted = static_cast<int>(prob.rows.size());
   const Eigen::Index n = static_cast<Eigen::Index>(start.size());
   Eigen::VectorXd x(n), lo(n), hi(n);
@@ -132,11 +150,7 @@ FitResult fit(const GpuProfile& p, const std::vector<Observation>& obs, std::vec
     lo(j) = std::log(s.lo);
     hi(j) = std::log(s.hi);
   }
-  res.cost_before = prob.residuals(res.before, [&] {
-                          Eigen::VectorXd b(static_cast<Eigen::Index>(res.before.size()));
-                          for (size_t j = 0; j < res.before.size(); ++j) b(static_cast<Eigen::Index>(j)) = std::log(std::max(res.before[j].value, 1e-12));
-                          return b;
-                        }()).squaredNorm();
+  res.cost_before = prob.cost(p);
   Eigen::VectorXd r = prob.residuals(start, x);
   double cost = r.squaredNorm();
   double lambda = 1e-2;

@@ -31,6 +31,10 @@ GpuProfile with_parameters(const GpuProfile& p, const std::vector<Param>& params
 // One observation's prediction on a device (microseconds).
 double predict_us(const Observation& o, const DeviceModel& d);
 
+// The fit's objective for a profile: weighted mean squared log(predicted / measured) over the
+// observations the fit uses (not held out).
+double fit_cost(const GpuProfile& p, const std::vector<Observation>& obs);
+
 struct ClassError {
   std::string cls;
   bool held_out = false;

@@ -48,7 +48,7 @@ int run(const Args& a, const std::string& command) {
   }
   std::vector<std::string> dirs = a.profile_dirs;
   for (const auto& d : default_profile_dirs()) dirs.push_back(d);
-  if (!a.base.empty() && a.base.size() > 5 && a.base.substr(a.base.size() - 5) == ".yaml") {
+  if (std::filesystem::path(a.base).extension() == ".yaml") {
     dirs.push_back(std::filesystem::path(a.base).parent_path().string());
   }
   auto dev = backend::open(a.backend, a.device);
