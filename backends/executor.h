@@ -19,6 +19,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,8 @@ struct RunOptions {
   int repeat = 3;      // timed runs after one warm-up
   bool poison = true;  // fill every buffer a kernel writes with NaN / INT_MAX before the warm-up
   bool fp16_storage = false;  // store floats as fp16 (computed in fp32); set for fp16 plans
+  // The matrix units fp16 GEMM-like kernels use; unset: codegen::matrix_path_for(the device).
+  std::optional<codegen::MatrixPath> matrix;
   // Called before every run after the warm-up, with the device idle (calibration flushes the
   // caches here); an error stops the run.
   std::function<Status()> before_timed_run;

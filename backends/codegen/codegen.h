@@ -50,8 +50,26 @@ struct Arg {
   bool written = false;      // outputs: written by the kernel (inputs are read-only)
 };
 
+// The units a GEMM-like kernel's main loop (GEMM, implicit-GEMM convolution) runs on when the
+// plan is fp16: fp16 products accumulated in fp32, as the simulator prices matrix units. fp32
+// plans stay on the vector units, as the simulator prices them (TF32 is opt-in in every library).
+//  kNone      SIMT register micro-tiles, every target.
+//  kWmma      CUDA warp matrix functions (nvcuda::wmma, m16n16k16 fp16 -> fp32), sm_70 and later.
+//  kMfma      AMD CDNA matrix cores (v_mfma_f32_16x16x16f16, wave64): gfx908, gfx90a, gfx94x.
+//  kPortable  the matrix kernel's tiles, warp fragments and epilogue with each 16x16x16 product
+//             computed by the warp's threads from shared memory. It runs on every target, GLSL
+//             included, so the matrix kernels' structure is checked on lavapipe in CI; it is
+//             never chosen for a device (it is no faster than kNone).
+enum class MatrixPath { kNone, kWmma, kMfma, kPortable };
+std::string_view matrix_path_name(MatrixPath p);  // "none", "wmma", "mfma", "portable"
+// The path codegen uses for fp16 GEMMs on a device: kWmma on CUDA sm_70+, kMfma on CDNA; kNone
+// elsewhere (RDNA3 WMMA and Vulkan cooperative matrices are not generated yet, see README).
+MatrixPath matrix_path_for(const backend::DeviceInfo& d);
+
 struct Options {
   Storage float_storage = Storage::kF32;  // fp16 storage when the plan runs in fp16
+  // Matrix units for GEMM-like kernels; used only with fp16 storage.
+  MatrixPath matrix = MatrixPath::kNone;
   // Largest threads per group and shared memory the target allows (tiles are clamped to fit).
   int max_threads = 1024;
   uint64_t max_shared_bytes = 48 * 1024;
@@ -66,6 +84,7 @@ struct Kernel {
   uint64_t shared_bytes = 0;
   std::string decls;         // file scope, in the dialect: helper functions, SHARED arrays
   std::string body;          // the entry point's statements, in the dialect
+  MatrixPath matrix = MatrixPath::kNone;  // the matrix units its main loop uses (the prelude includes their header)
 
   // The complete translation unit for a language (prelude, buffer declarations, entry point).
   backend::KernelSource source(backend::Language lang) const;

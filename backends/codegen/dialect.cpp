@@ -101,16 +101,40 @@ constexpr const char* kCudaCommon = R"(typedef unsigned int uint;
 
 }  // namespace
 
-std::string prelude(backend::Language lang, bool fp16_storage) {
+std::string_view matrix_path_name(MatrixPath p) {
+  switch (p) {
+    case MatrixPath::kNone: return "none";
+    case MatrixPath::kWmma: return "wmma";
+    case MatrixPath::kMfma: return "mfma";
+    case MatrixPath::kPortable: return "portable";
+  }
+  return "?";
+}
+
+MatrixPath matrix_path_for(const backend::DeviceInfo& d) {
+  if (!d.matrix_units) return MatrixPath::kNone;
+  if (d.backend == "cuda") return MatrixPath::kWmma;  // matrix_units: compute capability 7.0 or later
+  if (d.backend == "hip" && (d.arch == "gfx908" || d.arch == "gfx90a" || d.arch.rfind("gfx94", 0) == 0)) {
+    return MatrixPath::kMfma;
+  }
+  return MatrixPath::kNone;
+}
+
+std::string prelude(backend::Language lang, bool fp16_storage, MatrixPath matrix) {
   if (lang == backend::Language::kGlsl) {
     std::string s = "#version 450\n";
-    if (fp16_storage) s += "#extension GL_EXT_shader_16bit_storage : require\n#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n";
+    if (fp16_storage) {
+      s += "#extension GL_EXT_shader_16bit_storage : require\n#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n"
+           "#define HALF_T float16_t\n#define TO_HALF(x) float16_t(x)\n#define FROM_HALF(x) float(x)\n";
+    }
     return s + kGlslMath;
   }
   std::string s;
   if (fp16_storage) {
-    s += "#if defined(__HIPCC_RTC__) || defined(__HIP_PLATFORM_AMD__)\n#include <hip/hip_fp16.h>\n#else\n#include <cuda_fp16.h>\n#endif\n";
+    s += "#if defined(__HIPCC_RTC__) || defined(__HIP_PLATFORM_AMD__)\n#include <hip/hip_fp16.h>\n#else\n#include <cuda_fp16.h>\n#endif\n"
+         "#define HALF_T __half\n#define TO_HALF(x) __float2half(x)\n#define FROM_HALF(x) __half2float(x)\n";
   }
+  if (matrix == MatrixPath::kWmma) s += "#include <mma.h>\n";
   return s + kCudaCommon;
 }
 
@@ -124,7 +148,8 @@ backend::KernelSource Kernel::source(backend::Language lang) const {
   src.block = block;
   src.shared_bytes = shared_bytes;
   src.needs_fp16 = f16;
-  std::string code = prelude(lang, f16);
+  src.needs_matrix_units = matrix == MatrixPath::kWmma || matrix == MatrixPath::kMfma;
+  std::string code = prelude(lang, f16, matrix);
   code += fmt::format("#define BLOCK_X {}\n#define BLOCK_Y {}\n#define BLOCK_Z {}\n", block[0], block[1], block[2]);
   std::string macros;
   for (size_t k = 0; k < args.size(); ++k) {

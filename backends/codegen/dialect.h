@@ -7,6 +7,7 @@
 //   b0, b1 ... the buffers; LDk(i) loads element i of buffer k as float (or int for i32 buffers),
 //   STk(i, v) stores v (converting to fp16 storage where the buffer is fp16)
 //   SHARED float tile[256];   (file scope, in decls)      BARRIER();   (group barrier + fence)
+//   HALF_T / TO_HALF(x) / FROM_HALF(x)  the fp16 type and conversions (fp16-storage kernels)
 //   FN float helper(float x) { ... }   (file scope; helpers cannot see the buffers)
 //   math: expf logf sqrtf rsqrtf fabsf fminf fmaxf powf floorf ceilf rintf truncf fmodf sinf cosf
 //         tanf tanhf erff sinhf coshf asinf acosf atanf asinhf acoshf atanhf exp2f log2f,
@@ -20,6 +21,8 @@
 namespace gpusim::codegen {
 
 // Everything in front of a kernel's decls: version/includes, the dialect macros and helpers.
-std::string prelude(backend::Language lang, bool fp16_storage);
+// fp16 preludes add HALF_T (the fp16 type, for shared tiles), TO_HALF(x) and FROM_HALF(x); a
+// kWmma prelude includes the CUDA warp matrix header.
+std::string prelude(backend::Language lang, bool fp16_storage, MatrixPath matrix = MatrixPath::kNone);
 
 }  // namespace gpusim::codegen

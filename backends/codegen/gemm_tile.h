@@ -59,6 +59,30 @@ GemmTile fit_gemm_tile(const TileConfig& t, const GemmLoop& L, const Options& op
 // Tiles are spread over the groups linearly (x, then y past 65535 groups).
 void emit_gemm(const GemmLoop& L, const GemmTile& t, Kernel& k);
 
+// The tile of a matrix-unit GEMM (gemm_mma.cpp): bm x bn outputs per group as 16x16 fragments,
+// a wr x wc grid of warps (`lanes` threads each: 64 for MFMA's wavefronts, else 32) each owning
+// fm x fn fragments; 16-deep slices of bk-deep k-steps; stages 1 or 2 as in GemmTile.
+struct MmaTile {
+  int bm = 64, bn = 64, bk = 32, stages = 1, lanes = 32, wr = 2, wc = 2, fm = 2, fn = 2;
+  int threads() const { return wr * wc * lanes; }
+  int lda() const { return bk + 8; }  // fp16 elements; sA is [bm][bk + 8]
+  int ldb() const { return bn + 8; }  // sB is [bk][bn + 8]
+  uint64_t shared_bytes() const;      // the fp16 tiles per stage and a 16x16 fp32 staging tile per warp
+};
+
+// The plan's TileConfig made feasible for opts.matrix: powers of two, at least one 16x16x16
+// fragment, no larger than the problem rounded up to a power of two, at most 128 accumulators
+// per lane, threads and shared memory within opts (stages dropped first, then block_k, then the
+// larger of block_m/block_n).
+MmaTile fit_mma_tile(const TileConfig& t, const GemmLoop& L, const Options& opts);
+
+// Writes the matrix-unit kernel for `path` (kWmma, kMfma or kPortable) into k, as emit_gemm does.
+void emit_gemm_mma(const GemmLoop& L, const MmaTile& t, MatrixPath path, Kernel& k);
+
+// The GEMM kernel the generators emit: on matrix units (opts.matrix) when the floats are fp16,
+// else the SIMT loop.
+void emit_gemm_kernel(const GemmLoop& L, const TileConfig& tc, const Options& opts, Kernel& k);
+
 // An operand as the kernel reads it: element `i` of logical shape `shape` is at
 // p = sum(i[d] * strides[d]) in the buffer of `tensor` (a tensor, loaded through ArgList, which
 // resolves its view root). When `remap_shape` is set (a reshaped view of a fused Transpose), p is

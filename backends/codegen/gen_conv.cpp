@@ -177,8 +177,7 @@ Result<Kernel> gen_conv(const GenContext& c) {
       "        int co = bz * {} + gn;\n        int o = ((gm / {}) * {} + co) * {} + gm % {};\n        float v = acc_v{};\n{}",
       s.mg, s.out_sp, s.m, s.out_sp, s.out_sp, bias("co"), *epi);
   k.name = kernel_name("conv", n);
-  const GemmTile t = fit_gemm_tile(c.k.tile, L, c.opts);
-  emit_gemm(L, t, k);
+  emit_gemm_kernel(L, c.k.tile, c.opts, k);
   k.args = std::move(args.args);
   return k;
 }

@@ -3,6 +3,7 @@
 // fused epilogue. A Transpose fused into the kernel (transpose-into-gemm) is read through
 // permuted strides instead of being materialized.
 //
+// In fp16 with a matrix path (codegen.h) the main loop runs on matrix units (gemm_mma.cpp).
 // TileConfig honoured: block_m/n/k (as powers of two, fitted to the problem and the target),
 // threads, stages (2 or more: double-buffered shared memory). Not honoured: split_k (each output
 // is reduced by one group, so the fused epilogue sees the whole sum) and vector_width (the dialect
@@ -256,8 +257,7 @@ Result<Kernel> gen_gemm(const GenContext& c) {
   Kernel k;
   k.name = kernel_name("gemm", n);
   k.cls = "gemm";
-  const GemmTile t = fit_gemm_tile(c.k.tile, L, c.opts);
-  emit_gemm(L, t, k);
+  emit_gemm_kernel(L, c.k.tile, c.opts, k);
   k.args = std::move(args.args);
   return k;
 }

@@ -1,7 +1,9 @@
 // Codegen: the elementwise generator's structure (fusion keeps intermediates in registers, stores
 // only what escapes), index arithmetic, and — the CI gate for the CUDA and HIP backends, which
 // have no GPU there — every kernel generated for every bundled model, eager and fused, compiled
-// with NVRTC (sm_80, sm_90) and hiprtc (gfx90a, gfx1030). Numerics are checked by the conformance test.
+// with NVRTC (sm_80, sm_90) and hiprtc (gfx90a, gfx1030), and their fp16 GEMMs and convolutions on
+// matrix units (wmma with NVRTC, MFMA with hiprtc for gfx90a). Numerics are checked by the
+// conformance test.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -86,8 +88,11 @@ TEST_CASE("codegen: an op without a generator is refused naming the node", "[cod
 
 namespace {
 
-// Every distinct kernel source codegen produces for a model, eager and with every fusion taken.
-void collect(const Graph& g, std::map<uint64_t, backend::KernelSource>& out, int& unsupported) {
+using Sources = std::map<uint64_t, backend::KernelSource>;
+
+// Every distinct kernel source codegen produces for a model, eager and with every fusion taken;
+// and the fp16 GEMM and convolution kernels on the wmma (CUDA) and MFMA (HIP) matrix paths.
+void collect(const Graph& g, Sources& out, Sources& wmma, Sources& mfma, int& unsupported) {
   const FusionSpace s(g, test::gpu("nvidia-a100-80gb"));
   const GraphIndex idx = index_graph(g);
   for (const Plan& p : {s.eager(), s.build(Decision(s.candidates().size(), 1), "all")}) {
@@ -99,6 +104,16 @@ void collect(const Graph& g, std::map<uint64_t, backend::KernelSource>& out, int
       }
       backend::KernelSource src = r->source(backend::Language::kCudaCpp);
       out.emplace(backend::source_hash(src), std::move(src));
+      if (r->cls != "gemm" && r->cls != "conv") continue;
+      for (auto [path, set] : {std::pair{codegen::MatrixPath::kWmma, &wmma}, std::pair{codegen::MatrixPath::kMfma, &mfma}}) {
+        codegen::Options o;
+        o.float_storage = codegen::Storage::kF16;
+        o.matrix = path;
+        auto m = codegen::generate(g, idx, k, o);
+        if (!m || m->matrix != path) continue;  // a direct (depthwise) convolution has no GEMM loop
+        backend::KernelSource ms = m->source(backend::Language::kCudaCpp);
+        set->emplace(backend::source_hash(ms), std::move(ms));
+      }
     }
   }
 }
@@ -126,16 +141,20 @@ std::string structure(const std::string& code) {
 // Many kernels in one translation unit, so a compiler's fixed start-up cost (NVRTC ~30 ms, hiprtc
 // ~200 ms) is paid once per batch instead of once per kernel: the shared prelude once, then each
 // kernel in its own namespace with its entry point renamed and its macros undefined after it.
-backend::KernelSource batch(const std::vector<const backend::KernelSource*>& ks, size_t first, size_t count) {
+// A batch of wmma kernels starts with the prelude that includes the warp matrix header.
+backend::KernelSource batch(const std::vector<const backend::KernelSource*>& ks, size_t first, size_t count,
+                            codegen::MatrixPath path) {
+  const std::string prem = codegen::prelude(backend::Language::kCudaCpp, true, codegen::MatrixPath::kWmma);
   const std::string pre = codegen::prelude(backend::Language::kCudaCpp, true);
   const std::string pre32 = codegen::prelude(backend::Language::kCudaCpp, false);
   backend::KernelSource out;
   out.name = fmt::format("batch_{}", first);
   out.language = backend::Language::kCudaCpp;
-  out.code = pre;
+  out.code = path == codegen::MatrixPath::kWmma ? prem : pre;
   for (size_t i = first; i < std::min(ks.size(), first + count); ++i) {
     const backend::KernelSource& k = *ks[i];
-    std::string text = k.code.rfind(pre, 0) == 0 ? k.code.substr(pre.size()) : k.code.substr(pre32.size());
+    const std::string& p = k.code.rfind(prem, 0) == 0 ? prem : k.code.rfind(pre, 0) == 0 ? pre : pre32;
+    std::string text = k.code.substr(p.size());
     const std::string entry = ") " + k.name + "(";
     if (auto at = text.find(entry); at != std::string::npos) text.replace(at, entry.size(), ") " + k.name + fmt::format("_{}(", i));
     out.code += fmt::format("namespace k{} {{\n{}\n}}\n", i, text);
@@ -154,33 +173,46 @@ backend::KernelSource batch(const std::vector<const backend::KernelSource*>& ks,
 }  // namespace
 
 void compile_all(bool every) {
-  std::map<uint64_t, backend::KernelSource> sources;
+  Sources sources, wmma, mfma;
   int unsupported = 0;
   for (const char* m : {"resnet50.onnx", "mobilenet_v2.onnx", "vit_b_16.onnx", "bert_base_seq128.onnx",
                         "gpt2_prefill_seq512.onnx", "sd15_vae_decoder_512.onnx", "sd15_unet_64x64.onnx"}) {
-    collect(test::bundled_model(m), sources, unsupported);
+    collect(test::bundled_model(m), sources, wmma, mfma, unsupported);
   }
-  const size_t all = sources.size();
+  const size_t all = sources.size(), all_matrix = wmma.size() + mfma.size();
   if (!every) {  // one kernel per structure
-    std::set<std::string> seen;
-    for (auto it = sources.begin(); it != sources.end();) {
-      it = seen.insert(structure(it->second.code)).second ? std::next(it) : sources.erase(it);
+    // Matrix kernels by the structure of their main loop: their epilogues are the SIMT kernels'
+    // text, compiled there.
+    for (Sources* set : {&sources, &wmma, &mfma}) {
+      std::set<std::string> seen;
+      for (auto it = set->begin(); it != set->end();) {
+        const std::string& code = it->second.code;
+        const std::string key = structure(set == &sources ? code : code.substr(0, code.find("float acc_v")));
+        it = seen.insert(key).second ? std::next(it) : set->erase(it);
+      }
     }
   }
   WARN(all << " distinct generated kernels (eager and fully fused plans of 7 models), compiling "
            << sources.size() << (every ? "" : " (one per structure)") << "; " << unsupported
-           << " plan kernels have no generator and run on the host or unfused");
+           << " plan kernels have no generator and run on the host or unfused; " << all_matrix
+           << " fp16 matrix-unit kernels, compiling " << wmma.size() << " wmma and " << mfma.size() << " MFMA");
   CHECK(sources.size() > (every ? 2000u : 50u));
+  CHECK(!wmma.empty());
+  CHECK(!mfma.empty());
+  // What a target compiles: a set of sources and the matrix path of its batches' prelude.
   struct Target {
     std::string name;
     std::function<Result<std::string>(const backend::KernelSource&)> compile;
+    const Sources* set;
+    codegen::MatrixPath path;
   };
   std::vector<Target> targets;
 #ifdef GPUSIM_HAVE_CUDA
   if (std::string why; backend::cuda::nvrtc_available(&why)) {
     for (const char* arch : {"sm_80", "sm_90"}) {
-      targets.push_back({std::string("nvrtc ") + arch,
-                         [arch](const backend::KernelSource& s) { return backend::cuda::compile_cuda(s, arch); }});
+      auto nvrtc = [arch](const backend::KernelSource& s) { return backend::cuda::compile_cuda(s, arch); };
+      targets.push_back({std::string("nvrtc ") + arch, nvrtc, &sources, codegen::MatrixPath::kNone});
+      targets.push_back({std::string("nvrtc wmma ") + arch, nvrtc, &wmma, codegen::MatrixPath::kWmma});
     }
   } else {
     WARN("NVRTC unavailable, CUDA kernels not compiled: " << why);
@@ -191,27 +223,30 @@ void compile_all(bool every) {
 #ifdef GPUSIM_HAVE_HIP
   if (std::string why; backend::hip::hiprtc_available(&why)) {
     // CDNA2 and RDNA2. The issue asks for gfx1100 (RDNA3); Debian 12's ROCm 5.2 does not know it
-    // (its comgr aborts), so RDNA is covered by gfx1030 until a newer ROCm is packaged.
+    // (its comgr aborts), so RDNA is covered by gfx1030 until a newer ROCm is packaged. MFMA is
+    // CDNA's: gfx90a only.
     for (const char* arch : {"gfx90a", "gfx1030"}) {
-      targets.push_back({std::string("hiprtc ") + arch,
-                         [arch](const backend::KernelSource& s) { return backend::hip::compile_hip(s, arch); }});
+      auto hiprtc = [arch](const backend::KernelSource& s) { return backend::hip::compile_hip(s, arch); };
+      targets.push_back({std::string("hiprtc ") + arch, hiprtc, &sources, codegen::MatrixPath::kNone});
     }
+    targets.push_back({"hiprtc mfma gfx90a", [](const backend::KernelSource& s) { return backend::hip::compile_hip(s, "gfx90a"); },
+                       &mfma, codegen::MatrixPath::kMfma});
   } else {
     WARN("hiprtc unavailable, HIP kernels not compiled: " << why);
   }
 #else
   WARN("the HIP backend is not built: HIP kernels not compiled");
 #endif
-  std::vector<const backend::KernelSource*> list;
-  for (const auto& [h, s] : sources) list.push_back(&s);
   constexpr size_t kBatch = 48;
   for (const Target& t : targets) {
+    std::vector<const backend::KernelSource*> list;
+    for (const auto& [h, s] : *t.set) list.push_back(&s);
     std::atomic<size_t> next{0};
     std::mutex mu;
     std::vector<std::string> failures;
     auto work = [&] {
       for (size_t b = next++; b * kBatch < list.size(); b = next++) {
-        if (t.compile(batch(list, b * kBatch, kBatch))) continue;
+        if (t.compile(batch(list, b * kBatch, kBatch, t.path))) continue;
         // A batch failed: compile its kernels one by one to name the culprits.
         for (size_t i = b * kBatch; i < std::min(list.size(), (b + 1) * kBatch); ++i) {
           if (auto r = t.compile(*list[i]); !r) {

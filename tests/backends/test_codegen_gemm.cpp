@@ -8,11 +8,15 @@
 #include <fmt/format.h>
 
 #include "codegen.h"
+#include "executor.h"
 #include "gemm_tile.h"
 #include "gpusim/onnx_import.h"
 #include "support/device_check.h"
 #include "support/fixtures.h"
 #include "support/onnx_builder.h"
+#ifdef GPUSIM_HAVE_HIP
+#include "hip/hiprtc_compiler.h"
+#endif
 
 using namespace gpusim;
 using Catch::Matchers::Contains;
@@ -461,5 +465,157 @@ TEST_CASE("two-operand Einsum runs as a GEMM", "[codegen]") {
     const Graph g = build_graph(b, "einsum.onnx");
     check(g, plan_kernel(g, {"einsum"}, "einsum", {32, 32, 8, 64, 2, 1, 1, 1}),
           e.eq == "bhid,bhjd->bhij" ? Compile::kCuda : Compile::kVulkanOnly);
+  }
+}
+
+TEST_CASE("matrix-unit GEMM tiles are fitted to the problem and the target's limits", "[codegen][matrix]") {
+  codegen::GemmLoop L;
+  L.m = 1000;
+  L.n = 1000;
+  L.k = 1000;
+  for (codegen::MatrixPath path : {codegen::MatrixPath::kWmma, codegen::MatrixPath::kMfma, codegen::MatrixPath::kPortable}) {
+    codegen::Options o;
+    o.float_storage = codegen::Storage::kF16;
+    o.matrix = path;
+    o.max_threads = 256;
+    o.max_shared_bytes = 16 * 1024;
+    const int lanes = path == codegen::MatrixPath::kMfma ? 64 : 32;
+    for (const TileConfig& t : {TileConfig{}, TileConfig{256, 256, 64, 1024, 4, 1, 1, 1}, TileConfig{0, 0, 0, 0, 0, 1, 1, 1},
+                                TileConfig{3, 5, 7, 33, 1, 1, 1, 1}, TileConfig{128, 128, 32, 256, 3, 1, 1, 1}}) {
+      INFO(codegen::matrix_path_name(path) << " tile " << t.block_m << "x" << t.block_n << "x" << t.block_k
+                                           << " threads " << t.threads);
+      const codegen::MmaTile f = codegen::fit_mma_tile(t, L, o);
+      CHECK(f.lanes == lanes);
+      CHECK(f.threads() <= 256);
+      CHECK(f.shared_bytes() <= o.max_shared_bytes);
+      CHECK(f.fm * f.fn * 256 / lanes <= 128);
+      CHECK(f.bm == 16 * f.wr * f.fm);
+      CHECK(f.bn == 16 * f.wc * f.fn);
+      CHECK((f.bk % 16 == 0 && f.bk >= 16));
+      CHECK(f.lda() % 8 == 0);  // wmma's leading dimension: a multiple of 16 bytes
+      CHECK(f.ldb() % 8 == 0);
+    }
+  }
+  codegen::Options o;
+  o.float_storage = codegen::Storage::kF16;
+  o.matrix = codegen::MatrixPath::kWmma;
+  // An empty config (256 threads): 64x64x32 over eight warps in a 4x2 grid of 1x2 fragments.
+  const codegen::MmaTile d = codegen::fit_mma_tile(TileConfig{}, L, o);
+  CHECK((d.bm == 64 && d.bn == 64 && d.bk == 32 && d.wr == 4 && d.wc == 2 && d.fm == 1 && d.fn == 2 && d.threads() == 256));
+  const codegen::MmaTile d128 = codegen::fit_mma_tile(TileConfig{0, 0, 0, 128, 1, 1, 1, 1}, L, o);
+  CHECK((d128.wr == 2 && d128.wc == 2 && d128.fm == 2 && d128.fn == 2 && d128.threads() == 128));
+  // The simulator's favourite H200 tile keeps its shape: 8 warps of 4x2 fragments, double-buffered.
+  const codegen::MmaTile big = codegen::fit_mma_tile(TileConfig{128, 128, 32, 256, 3, 1, 1, 1}, L, o);
+  CHECK((big.bm == 128 && big.bn == 128 && big.threads() == 256 && big.stages == 2 && big.fm * big.fn == 8));
+  // A tiny problem gets one fragment and one warp.
+  L.m = 7;
+  L.n = 1;
+  L.k = 3;
+  const codegen::MmaTile s = codegen::fit_mma_tile(TileConfig{128, 128, 32, 256, 2, 1, 1, 1}, L, o);
+  CHECK((s.bm == 16 && s.bn == 16 && s.bk == 16 && s.threads() == 32 && s.fm == 1 && s.fn == 1));
+}
+
+namespace {
+
+// The fp16 kernel of plan kernel `pk` on matrix path `path`, in the language of its target.
+backend::KernelSource matrix_source(const Graph& g, const PlanKernel& pk, codegen::MatrixPath path) {
+  codegen::Options o;
+  o.float_storage = codegen::Storage::kF16;
+  o.matrix = path;
+  auto k = codegen::generate(g, pk, o);
+  REQUIRE(k);
+  CHECK(k->matrix == path);
+  const backend::KernelSource src = k->source(backend::Language::kCudaCpp);
+  CHECK(src.needs_matrix_units == (path != codegen::MatrixPath::kPortable));
+  CHECK(src.shared_bytes <= 48u * 1024);
+  return src;
+}
+
+// Runs plan kernel `pk` alone in fp16 through the executor on `path` and compares with the CPU reference.
+void run_fp16(backend::Backend& dev, const Graph& g32, const PlanKernel& pk, codegen::MatrixPath path) {
+  const Graph g = retype(g32, DType::kFloat16);
+  Plan plan;
+  plan.kernels.push_back(pk);
+  exec::RunOptions o;
+  o.seed = 11;
+  o.repeat = 1;
+  o.fp16_storage = true;
+  o.matrix = path;
+  const test::PlanRun r = test::run_plan_against_reference(dev, g, plan, o);
+  for (const auto& k : r.run.kernels) CHECK(k.device);
+  for (double e : r.errors) CHECK(e <= 5e-3);
+}
+
+}  // namespace
+
+TEST_CASE("fp16 GEMMs and convolutions on matrix units: wmma and MFMA compile and the portable path matches the reference",
+          "[codegen][matrix]") {
+  struct MmCase {
+    std::vector<int64_t> a, b;
+    TileConfig tile;
+  };
+  const std::vector<MmCase> mms = {
+      {{1, 1}, {1, 1}, {}},                                             // one element: one padded fragment
+      {{7, 61}, {61, 13}, {128, 128, 32, 256, 3, 1, 1, 1}},              // primes, double-buffered, shrunk tile
+      {{127, 33}, {33, 64}, {64, 32, 16, 64, 1, 1, 1, 1}},               // k past one 16-deep slice
+      {{2, 3, 17, 19}, {2, 3, 19, 5}, {32, 64, 64, 128, 2, 1, 1, 1}},    // batched
+      {{130, 96}, {96, 80}, {128, 64, 32, 256, 2, 1, 1, 1}},             // several tiles, a ragged edge
+  };
+  std::vector<std::pair<Graph, PlanKernel>> kernels;
+  for (const MmCase& c : mms) {
+    Graph g = matmul_graph(c.a, c.b, true, c.b.back());
+    const PlanKernel pk = plan_kernel(g, {"mm", "add", "relu"}, "mm", c.tile);
+    kernels.emplace_back(std::move(g), pk);
+  }
+  for (const ConvCase& c : {ConvCase{{1, 16, 7, 13}, {32, 16, 3, 3}, 1, {}, {1, 1, 1, 1}, {}, ""},
+                            ConvCase{{2, 16, 13, 7}, {32, 8, 3, 3}, 2, {2, 2}, {1, 0, 0, 1}, {}, "", false},
+                            ConvCase{{1, 24, 5, 7}, {40, 24, 1, 1}, 1, {}, {}, {}, ""}}) {
+    Graph g = conv_graph(c, false);
+    const PlanKernel pk = plan_kernel(g, {"conv"}, "conv", {64, 64, 32, 128, 2, 1, 1, 1});
+    kernels.emplace_back(std::move(g), pk);
+  }
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const auto& [g32, pk] = kernels[i];
+    INFO("case " << i);
+    const Graph g = retype(g32, DType::kFloat16);
+    const backend::KernelSource wmma = matrix_source(g, pk, codegen::MatrixPath::kWmma);
+    CHECK(wmma.code.find("nvcuda::wmma::mma_sync") != std::string::npos);
+    CHECK(wmma.code.find("#include <mma.h>") != std::string::npos);
+    const backend::KernelSource mfma = matrix_source(g, pk, codegen::MatrixPath::kMfma);
+    CHECK(mfma.code.find("__builtin_amdgcn_mfma_f32_16x16x16f16") != std::string::npos);
+#ifdef GPUSIM_HAVE_CUDA
+    if (std::string why; backend::cuda::nvrtc_available(&why)) {
+      for (const char* arch : {"sm_80", "sm_90"}) {
+        std::string log;
+        INFO(arch << "\n" << wmma.code);
+        CHECK(backend::cuda::compile_cuda(wmma, arch, &log));
+        INFO(log);
+      }
+    } else {
+      WARN("NVRTC unavailable, wmma kernels not compiled: " << why);
+    }
+#endif
+#ifdef GPUSIM_HAVE_HIP
+    if (std::string why; backend::hip::hiprtc_available(&why)) {
+      std::string log;
+      auto bin = backend::hip::compile_hip(mfma, "gfx90a", &log);
+      INFO(mfma.code << "\n" << log);
+      CHECK(bin);
+    } else {
+      WARN("hiprtc unavailable, MFMA kernels not compiled: " << why);
+    }
+#endif
+    for (auto& d : test::devices()) {
+      if (!d.dev->info().fp16) {
+        WARN(d.backend << ": no fp16 storage on " << d.dev->info().name << "; matrix kernels not run");
+        continue;
+      }
+      const codegen::MatrixPath own = codegen::matrix_path_for(d.dev->info());
+      for (codegen::MatrixPath path : {codegen::MatrixPath::kPortable, own}) {
+        if (path == codegen::MatrixPath::kNone) continue;
+        INFO(d.backend << " on matrix path " << codegen::matrix_path_name(path));
+        run_fp16(*d.dev, g32, pk, path);
+      }
+    }
   }
 }

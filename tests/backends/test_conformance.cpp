@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <optional>
 #include <random>
 
 #include "executor.h"
@@ -222,9 +223,19 @@ TEST_CASE("conformance: every kernel class on every available device backend aga
           continue;
         }
         const Graph g = dt == DType::kFloat32 ? *g0 : retype(*g0, dt);
+        // fp16 GEMMs and convolutions run on matrix units where the device has a path; both that
+        // and the SIMT loop are checked. Where it has none, the portable matrix kernel (the same
+        // tiles and fragments, computed by the warp's threads) stands in, so CI checks its structure.
+        std::vector<std::optional<codegen::MatrixPath>> paths = {std::nullopt};
+        if (dt == DType::kFloat16 && (cs.cls == "gemm" || cs.cls == "conv")) {
+          const codegen::MatrixPath own = codegen::matrix_path_for(dev.info());
+          paths = {codegen::MatrixPath::kNone, own == codegen::MatrixPath::kNone ? codegen::MatrixPath::kPortable : own};
+        }
+        for (const auto& mpath : paths)
         for (bool fuse : {false, true}) {
           const uint64_t seed = (static_cast<uint64_t>(rd()) << 32) | rd();
           INFO(od.backend << " / " << cs.name << " / " << dtype_name(dt) << (fuse ? " / fused" : " / eager")
+                          << (mpath ? " / matrix path " + std::string(codegen::matrix_path_name(*mpath)) : "")
                           << " / seed " << seed);
           const Plan plan = fuse ? fused(g) : test::one_kernel_per_op(g);
           exec::RunOptions o;
@@ -233,6 +244,7 @@ TEST_CASE("conformance: every kernel class on every available device backend aga
           o.repeat = 1;
           o.poison = true;
           o.fp16_storage = dt == DType::kFloat16;
+          o.matrix = mpath;
           const test::PlanRun r = test::run_plan_against_reference(dev, g, plan, o);
           std::string notes;
           for (const auto& n : r.run.notes) notes += n + "\n";

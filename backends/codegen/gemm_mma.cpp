@@ -1,0 +1,262 @@
+// The matrix-unit GEMM main loop (see gemm_tile.h): the GEMM and implicit-GEMM convolution
+// generators' kernel when the plan is fp16 and the target has a matrix path (codegen.h).
+//
+// Kernel layout (one group per output tile, tiles spread linearly over the grid, as the SIMT loop):
+//   shared  sA[stages][bm][bk + 8] and sB[stages][bk][bn + 8] in fp16 (row-major; the 8-element
+//           pad keeps wmma's 16-byte leading-dimension rule and spreads banks), and one 16x16
+//           fp32 staging tile per warp for the epilogue.
+//   warps   a wr x wc grid; warp (wy, wx) owns fm x fn 16x16 output fragments, rows
+//           (wy * fm + i) * 16 and columns (wx * fn + j) * 16 of the tile.
+//   k-step  every thread converts and stores its share of the A and B tiles (zero outside the
+//           matrix), a barrier, then per 16-deep slice: load fm A and fn B fragments, fm x fn
+//           matrix products into the fp32 accumulator fragments.
+//   end     each fragment goes to the warp's staging tile, and the warp's lanes hand its 256
+//           values to the fused epilogue (so it sees plain (gm, gn, acc_v), as after the SIMT loop).
+//
+// The fragment operations are macros (MMA_DECL, MMA_ZERO, MMA_LOAD_A/B, MMA_MMA, MMA_STORE)
+// defined per path in the kernel's decls, so the body is one text for every path:
+//   wmma      nvcuda::wmma fragments (opaque layouts; load/store through the API);
+//   mfma      __builtin_amdgcn_mfma_f32_16x16x16f16 on wave64; lane l holds A[l % 16][4 (l / 16) + q],
+//             B[4 (l / 16) + q][l % 16] and D[4 (l / 16) + q][l % 16], q = 0..3 (AMD's
+//             matrix instruction layout for this instruction);
+//   portable  lane l of a 32-thread warp owns elements q * 32 + l (q = 0..7) of each 16x16
+//             fragment and computes them from shared memory: the same data flow without matrix
+//             units, in any dialect target.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "gemm_tile.h"
+
+namespace gpusim::codegen {
+
+namespace {
+
+// Accumulator values one lane holds: at most this many (registers for everything else).
+constexpr int kMaxAccPerLane = 128;
+
+int lanes_of(MatrixPath p) { return p == MatrixPath::kMfma ? 64 : 32; }
+
+// The fragment macros of a path, for a tile with F = fm * fn accumulators.
+std::string fragment_macros(MatrixPath p, const MmaTile& t) {
+  const int F = t.fm * t.fn;
+  std::string s = fmt::format("#define MMA_LDA {}\n#define MMA_LDB {}\n", t.lda(), t.ldb());
+  switch (p) {
+    case MatrixPath::kWmma:
+      s += "#define MMA_HALF __half\n#define MMA_TO_HALF(x) __float2half(x)\n#define MMA_ALIGN __align__(32)\n";
+      s += fmt::format(
+          "#define MMA_DECL nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> mma_acc[{}]; "
+          "nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, __half, nvcuda::wmma::row_major> mma_a[{}]; "
+          "nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 16, __half, nvcuda::wmma::row_major> mma_b[{}];\n",
+          F, t.fm, t.fn);
+      s += "#define MMA_ZERO(f) nvcuda::wmma::fill_fragment(mma_acc[f], 0.0f);\n";
+      s += "#define MMA_LOAD_A(fi, fo) nvcuda::wmma::load_matrix_sync(mma_a[fi], sA + (fo), MMA_LDA);\n";
+      s += "#define MMA_LOAD_B(fj, fo) nvcuda::wmma::load_matrix_sync(mma_b[fj], sB + (fo), MMA_LDB);\n";
+      s += "#define MMA_MMA(f, fi, fj) nvcuda::wmma::mma_sync(mma_acc[f], mma_a[fi], mma_b[fj], mma_acc[f]);\n";
+      s += "#define MMA_STORE(f, co) nvcuda::wmma::store_matrix_sync(sC + (co), mma_acc[f], 16, nvcuda::wmma::mem_row_major);\n";
+      s += "#define MMA_UNROLL _Pragma(\"unroll\")\n";
+      break;
+    case MatrixPath::kMfma:
+      s += "typedef _Float16 mma_h4 __attribute__((ext_vector_type(4)));\n";
+      s += "typedef float mma_f4 __attribute__((ext_vector_type(4)));\n";
+      s += "#define MMA_HALF _Float16\n#define MMA_TO_HALF(x) ((_Float16)(x))\n#define MMA_ALIGN __attribute__((aligned(16)))\n";
+      s += fmt::format("#define MMA_DECL mma_f4 mma_acc[{}]; mma_h4 mma_a[{}]; mma_h4 mma_b[{}];\n", F, t.fm, t.fn);
+      s += "#define MMA_ZERO(f) { for (int mq = 0; mq < 4; ++mq) mma_acc[f][mq] = 0.0f; }\n";
+      s += "#define MMA_LOAD_A(fi, fo) { for (int mq = 0; mq < 4; ++mq) mma_a[fi][mq] = sA[(fo) + (mma_l % 16) * MMA_LDA + (mma_l / 16) * 4 + mq]; }\n";
+      s += "#define MMA_LOAD_B(fj, fo) { for (int mq = 0; mq < 4; ++mq) mma_b[fj][mq] = sB[(fo) + ((mma_l / 16) * 4 + mq) * MMA_LDB + mma_l % 16]; }\n";
+      s += "#define MMA_MMA(f, fi, fj) mma_acc[f] = __builtin_amdgcn_mfma_f32_16x16x16f16(mma_a[fi], mma_b[fj], mma_acc[f], 0, 0, 0);\n";
+      s += "#define MMA_STORE(f, co) { for (int mq = 0; mq < 4; ++mq) sC[(co) + ((mma_l / 16) * 4 + mq) * 16 + mma_l % 16] = mma_acc[f][mq]; }\n";
+      s += "#define MMA_UNROLL _Pragma(\"unroll\")\n";
+      break;
+    case MatrixPath::kPortable:
+    case MatrixPath::kNone:
+      s += "#define MMA_HALF HALF_T\n#define MMA_TO_HALF(x) TO_HALF(x)\n#define MMA_ALIGN\n";
+      s += fmt::format("#define MMA_DECL float mma_acc[{}]; int mma_a[{}]; int mma_b[{}];\n", F * 8, t.fm, t.fn);
+      s += "#define MMA_ZERO(f) { for (int mq = 0; mq < 8; ++mq) mma_acc[(f) * 8 + mq] = 0.0f; }\n";
+      s += "#define MMA_LOAD_A(fi, fo) mma_a[fi] = (fo);\n";
+      s += "#define MMA_LOAD_B(fj, fo) mma_b[fj] = (fo);\n";
+      s += "#define MMA_MMA(f, fi, fj) { for (int mq = 0; mq < 8; ++mq) { int mr = mq * 2 + mma_l / 16; int mc = mma_l % 16; "
+           "float ms = 0.0f; for (int mt = 0; mt < 16; ++mt) ms += FROM_HALF(sA[mma_a[fi] + mr * MMA_LDA + mt]) * "
+           "FROM_HALF(sB[mma_b[fj] + mt * MMA_LDB + mc]); mma_acc[(f) * 8 + mq] += ms; } }\n";
+      s += "#define MMA_STORE(f, co) { for (int mq = 0; mq < 8; ++mq) sC[(co) + mq * 32 + mma_l] = mma_acc[(f) * 8 + mq]; }\n";
+      s += "#define MMA_UNROLL\n";
+      break;
+  }
+  return s;
+}
+
+// The loads of the A and B tiles for k-offset `k0` (an int expression) into stage `buf`.
+std::string load_tiles(const GemmLoop& L, const MmaTile& t, const std::string& buf, const std::string& k0) {
+  const int T = t.threads();
+  std::string s;
+  s += fmt::format("    for (int e = LID_X; e < {}; e += {}) {{\n", t.bm * t.bk, T);
+  s += L.a_m_fastest ? fmt::format("      int r = e % {0}; int kk = e / {0};\n", t.bm)
+                     : fmt::format("      int r = e / {0}; int kk = e % {0};\n", t.bk);
+  s += fmt::format("      int gm = m0 + r; int gk = {} + kk;\n", k0);
+  s += "      float av = 0.0f;\n";
+  s += fmt::format("      if (gm < {} && gk < {}) {{ {} }}\n", L.m, L.k, L.load_a);
+  s += fmt::format("      sA[({} * {} + r) * {} + kk] = MMA_TO_HALF(av);\n", buf, t.bm, t.lda());
+  s += "    }\n";
+  s += fmt::format("    for (int e = LID_X; e < {}; e += {}) {{\n", t.bn * t.bk, T);
+  s += L.b_n_fastest ? fmt::format("      int c = e % {0}; int kk = e / {0};\n", t.bn)
+                     : fmt::format("      int c = e / {0}; int kk = e % {0};\n", t.bk);
+  s += fmt::format("      int gn = n0 + c; int gk = {} + kk;\n", k0);
+  s += "      float bv = 0.0f;\n";
+  s += fmt::format("      if (gn < {} && gk < {}) {{ {} }}\n", L.n, L.k, L.load_b);
+  s += fmt::format("      sB[({} * {} + kk) * {} + c] = MMA_TO_HALF(bv);\n", buf, t.bk, t.ldb());
+  s += "    }\n";
+  return s;
+}
+
+// The matrix products of one k-step from stage `buf`.
+std::string compute_tile(const MmaTile& t, const std::string& buf) {
+  std::string s;
+  s += fmt::format("    for (int ks = 0; ks < {}; ++ks) {{\n", t.bk / 16);
+  s += fmt::format("      MMA_UNROLL for (int i = 0; i < {}; ++i) MMA_LOAD_A(i, ({} * {} + (wy * {} + i) * 16) * {} + ks * 16)\n",
+                   t.fm, buf, t.bm, t.fm, t.lda());
+  s += fmt::format("      MMA_UNROLL for (int j = 0; j < {}; ++j) MMA_LOAD_B(j, ({} * {} + ks * 16) * {} + (wx * {} + j) * 16)\n",
+                   t.fn, buf, t.bk, t.ldb(), t.fn);
+  s += fmt::format("      MMA_UNROLL for (int i = 0; i < {}; ++i) {{\n", t.fm);
+  s += fmt::format("        MMA_UNROLL for (int j = 0; j < {}; ++j) MMA_MMA(i * {} + j, i, j)\n", t.fn, t.fn);
+  s += "      }\n    }\n";
+  return s;
+}
+
+}  // namespace
+
+uint64_t MmaTile::shared_bytes() const {
+  const auto tiles = static_cast<uint64_t>(stages) * static_cast<uint64_t>(bm * lda() + bk * ldb()) * 2;
+  return tiles + static_cast<uint64_t>(wr * wc) * 256 * 4;
+}
+
+MmaTile fit_mma_tile(const TileConfig& tc, const GemmLoop& L, const Options& opts) {
+  MmaTile t;
+  t.lanes = lanes_of(opts.matrix);
+  if (tc.block_m > 0 && tc.block_n > 0) {
+    t.bm = pow2_floor(std::min(tc.block_m, 256));
+    t.bn = pow2_floor(std::min(tc.block_n, 256));
+  }
+  if (tc.block_k > 0) t.bk = pow2_floor(std::min(tc.block_k, 64));
+  t.bm = std::max(16, std::min(t.bm, pow2_ceil(std::max<int64_t>(1, L.m))));
+  t.bn = std::max(16, std::min(t.bn, pow2_ceil(std::max<int64_t>(1, L.n))));
+  t.bk = std::max(16, std::min(t.bk, pow2_ceil(std::max<int64_t>(1, L.k))));
+  t.stages = tc.stages >= 2 ? 2 : 1;
+  const int max_warps = std::max(1, pow2_floor(std::max(1, opts.max_threads)) / t.lanes);
+  int warps = std::min(max_warps, std::max(1, (tc.threads > 0 ? pow2_floor(std::min(tc.threads, 1024)) : 128) / t.lanes));
+  auto frags = [&] { return (t.bm / 16) * (t.bn / 16); };
+  auto shrink = [&] {  // the larger side; false when both are one fragment
+    if (std::max(t.bm, t.bn) <= 16) return false;
+    (t.bm >= t.bn ? t.bm : t.bn) /= 2;
+    return true;
+  };
+  // Accumulators per lane within the register budget: more warps where allowed, else a smaller tile.
+  while (frags() / std::min(warps, frags()) * (256 / t.lanes) > kMaxAccPerLane) {
+    if (warps * 2 <= max_warps) {
+      warps *= 2;
+    } else if (!shrink()) {
+      break;
+    }
+  }
+  warps = std::min(warps, frags());
+  auto fits = [&] {
+    t.wr = warps;  // an upper bound on the staging tiles while fitting
+    t.wc = 1;
+    return t.shared_bytes() <= opts.max_shared_bytes;
+  };
+  while (!fits()) {
+    if (t.stages > 1) {
+      t.stages = 1;
+    } else if (t.bk > 16) {
+      t.bk /= 2;
+    } else if (shrink()) {
+      warps = std::min(warps, frags());
+    } else if (warps > 1) {
+      warps /= 2;
+    } else {
+      break;
+    }
+  }
+  // The warp grid: split the side with more fragments per warp.
+  t.wr = 1;
+  t.wc = 1;
+  while (t.wr * t.wc < warps) {
+    if ((t.bm / 16) / t.wr >= (t.bn / 16) / t.wc && (t.bm / 16) / t.wr > 1) {
+      t.wr *= 2;
+    } else {
+      t.wc *= 2;
+    }
+  }
+  t.fm = t.bm / 16 / t.wr;
+  t.fn = t.bn / 16 / t.wc;
+  return t;
+}
+
+void emit_gemm_mma(const GemmLoop& L, const MmaTile& t, MatrixPath path, Kernel& k) {
+  const int64_t tiles_m = (L.m + t.bm - 1) / t.bm, tiles_n = (L.n + t.bn - 1) / t.bn;
+  const int64_t total = L.batch * tiles_m * tiles_n;
+  const int64_t ksteps = (L.k + t.bk - 1) / t.bk;
+  const int warps = t.wr * t.wc, per_lane = 256 / t.lanes;
+  k.matrix = path;
+  k.block = {static_cast<uint32_t>(t.threads()), 1, 1};
+  k.groups = groups_for(std::max<int64_t>(total, 1), 1);
+  k.shared_bytes = t.shared_bytes();
+  k.decls += fragment_macros(k.matrix, t);
+  k.decls += fmt::format("SHARED MMA_ALIGN MMA_HALF sA[{}];\nSHARED MMA_ALIGN MMA_HALF sB[{}];\nSHARED MMA_ALIGN float sC[{}];\n",
+                         t.stages * t.bm * t.lda(), t.stages * t.bk * t.ldb(), warps * 256);
+  std::string& s = k.body;
+  s += fmt::format("  // GEMM {} x [{} x {} x {}] on matrix units ({}), tile {}x{}x{}, {}x{} warps of {} lanes with {}x{} "
+                   "16x16 fragments, {} stage(s)\n",
+                   L.batch, L.m, L.n, L.k, matrix_path_name(k.matrix), t.bm, t.bn, t.bk, t.wr, t.wc, t.lanes, t.fm, t.fn,
+                   t.stages);
+  s += fmt::format("  int tile = {};\n  if (tile >= {}) return;\n", kLinearGroup, total);
+  s += fmt::format("  int n0 = (tile % {}) * {};\n", tiles_n, t.bn);
+  s += fmt::format("  int m0 = ((tile / {}) % {}) * {};\n", tiles_n, tiles_m, t.bm);
+  s += fmt::format("  int bz = tile / {};\n", tiles_n * tiles_m);
+  s += fmt::format("  int warp = LID_X / {0}; int mma_l = LID_X % {0};\n", t.lanes);
+  s += fmt::format("  int wy = warp / {0}; int wx = warp % {0};\n", t.wc);
+  s += L.setup;
+  s += "  MMA_DECL\n";
+  s += fmt::format("  MMA_UNROLL for (int f = 0; f < {}; ++f) MMA_ZERO(f)\n", t.fm * t.fn);
+  if (ksteps > 0) {
+    if (t.stages == 1) {
+      s += fmt::format("  for (int kt = 0; kt < {}; ++kt) {{\n", ksteps);
+      s += load_tiles(L, t, "0", fmt::format("kt * {}", t.bk));
+      s += "    BARRIER();\n";
+      s += compute_tile(t, "0");
+      s += "    BARRIER();\n  }\n";
+    } else {
+      s += "  {\n" + load_tiles(L, t, "0", "0") + "  }\n  BARRIER();\n";
+      s += fmt::format("  for (int kt = 0; kt < {}; ++kt) {{\n", ksteps);
+      s += "    int cur = kt & 1;\n";
+      s += fmt::format("    if (kt + 1 < {}) {{\n", ksteps);
+      s += load_tiles(L, t, "(1 - cur)", fmt::format("(kt + 1) * {}", t.bk));
+      s += "    }\n";
+      s += compute_tile(t, "cur");
+      s += "    BARRIER();\n  }\n";
+    }
+  }
+  // Epilogue: fragment by fragment through the warp's staging tile. The loops have the same trip
+  // counts in every thread, so the barriers are in uniform control flow.
+  s += fmt::format("  for (int i = 0; i < {}; ++i) {{\n", t.fm);
+  s += fmt::format("    for (int j = 0; j < {}; ++j) {{\n", t.fn);
+  s += fmt::format("      MMA_STORE(i * {} + j, warp * 256)\n", t.fn);
+  s += "      BARRIER();\n";
+  s += fmt::format("      for (int q = 0; q < {}; ++q) {{\n", per_lane);
+  s += fmt::format("        int e = q * {} + mma_l;\n", t.lanes);
+  s += fmt::format("        int gm = m0 + (wy * {} + i) * 16 + e / 16;\n", t.fm);
+  s += fmt::format("        int gn = n0 + (wx * {} + j) * 16 + e % 16;\n", t.fn);
+  s += fmt::format("        if (gm < {} && gn < {}) {{\n", L.m, L.n);
+  s += "          float acc_v = sC[warp * 256 + e];\n";
+  s += "          {\n" + L.epilogue + "          }\n";
+  s += "        }\n      }\n      BARRIER();\n    }\n  }\n";
+}
+
+void emit_gemm_kernel(const GemmLoop& L, const TileConfig& tc, const Options& opts, Kernel& k) {
+  if (opts.matrix != MatrixPath::kNone && opts.float_storage == Storage::kF16) {
+    emit_gemm_mma(L, fit_mma_tile(tc, L, opts), opts.matrix, k);
+    return;
+  }
+  emit_gemm(L, fit_gemm_tile(tc, L, opts), k);
+}
+
+}  // namespace gpusim::codegen
