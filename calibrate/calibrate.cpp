@@ -127,7 +127,8 @@ Result<Outcome> run(backend::Backend& dev, const GpuProfile& base, const Options
   const double cache = (base.memory.l2.size_mb + (base.memory.infinity_cache.present ? base.memory.infinity_cache.size_mb : 0)) * 1e6;
   DeviceTimer timer(dev, static_cast<uint64_t>(std::min(std::clamp(2 * cache, 8e6, 512e6),
                                                         static_cast<double>(dev.info().max_buffer_bytes))));
-  Session s{timer, base, make_device(base), opts.quick, {}, {}, std::chrono::steady_clock::now(), {}, {}, {}, {}};
+  Session s{timer,           base, make_device(base), opts.quick, {}, opts.matrix, opts.matrix_sizes, {},
+            std::chrono::steady_clock::now(), {}, {}, {}, {}};
   if (opts.quick) {
     s.disc.warmup = 1;
     s.disc.repeats = 7;
@@ -144,7 +145,7 @@ Result<Outcome> run(backend::Backend& dev, const GpuProfile& base, const Options
   };
   const Phase phases[] = {{"DRAM bandwidth", bench_dram, 12},      {"cache sweep", bench_cache_sweep, 12},
                           {"shared memory", bench_shared, 3},       {"barriers", bench_barrier, 2},       {"latency", bench_latency, 6},
-                          {"FMA throughput", bench_fma, 5},         {"matrix units", bench_matrix, 0},
+                          {"FMA throughput", bench_fma, 5},         {"matrix units", bench_matrix, 4},
                           {"launch overhead", bench_launch, 10},    {"host link", bench_host_link, 8},
                           {"occupancy", bench_occupancy, 12},       {"codegen kernels", bench_codegen_kernels, 32}};
   double total = 0, done = 0;

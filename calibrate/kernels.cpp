@@ -159,8 +159,9 @@ std::vector<OneKernelGraph> cases(bool quick) {
   return v;
 }
 
-// The base model's best tile among those codegen runs as priced: codegen does not split K and
-// has no vector types (backends/codegen/gen_gemm.cpp), so split_k is 1 and vector_width 1.
+}  // namespace
+
+// Codegen does not split K and has no vector types, so split_k is 1 and vector_width 1.
 TileConfig runnable_tile(const KernelWork& w, const DeviceModel& d) {
   TileConfig best;
   double best_us = -1;
@@ -175,8 +176,6 @@ TileConfig runnable_tile(const KernelWork& w, const DeviceModel& d) {
   }
   return best_us < 0 ? choose_tile(w, d) : best;
 }
-
-}  // namespace
 
 Status bench_codegen_kernels(Session& s) {
   std::vector<OneKernelGraph> all = cases(s.quick);

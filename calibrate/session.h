@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,10 @@ struct Session {
   DeviceModel model;  // of the base profile: sizes buffers, picks tiles
   bool quick = false;
   Discipline disc;
+  // The matrix microbenchmark's path and GEMM sizes; unset / empty: the device's path
+  // (codegen::matrix_path_for) and the default sizes. Tests run the portable path small.
+  std::optional<codegen::MatrixPath> matrix;
+  std::vector<int64_t> matrix_sizes;
   std::function<void(double, const std::string&)> progress;  // fraction done, what runs now
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
 
@@ -50,7 +55,7 @@ Status bench_shared(Session& s);        // shared-memory bandwidth
 Status bench_barrier(Session& s);       // group barrier cost per warp
 Status bench_latency(Session& s);       // pointer chase in L1-, L2- and DRAM-sized footprints
 Status bench_fma(Session& s);           // FMA throughput per dtype
-Status bench_matrix(Session& s);        // matrix units (reported as not measured where codegen has none)
+Status bench_matrix(Session& s);        // fp16 GEMMs on the device's matrix path (not measured where codegen has none)
 Status bench_launch(Session& s);        // launch overhead a + b * CTAs, the shortest kernel
 Status bench_host_link(Session& s);     // upload and download bandwidth and latency against size
 Status bench_occupancy(Session& s);     // copy bandwidth against thread groups in flight
@@ -58,5 +63,9 @@ Status bench_occupancy(Session& s);     // copy bandwidth against thread groups 
 // The codegen kernels (kernels.cpp): GEMMs, convolutions, reductions and elementwise chains of
 // several sizes run through the executor; every other one of each class is held out of the fit.
 Status bench_codegen_kernels(Session& s);
+
+// The base model's best tile for `w` among those codegen runs as priced: split_k 1 and
+// vector_width 1 (backends/codegen/gen_gemm.cpp).
+TileConfig runnable_tile(const KernelWork& w, const DeviceModel& d);
 
 }  // namespace gpusim::calibrate

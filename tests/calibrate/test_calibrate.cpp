@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "calibrate.h"
+#include "session.h"
 #include "gpusim/kernel_cost.h"
 #include "support/devices.h"
 #include "support/onnx_builder.h"
@@ -338,4 +339,52 @@ TEST_CASE("committed calibrations still predict their held-out kernels", "[calib
     }
   }
   CHECK(files >= 1);
+}
+
+// The matrix-unit microbenchmark on lavapipe: it has no matrix units, so the portable path (the
+// matrix kernels' tiles and fragments on plain threads) stands in for the code path, with a
+// datasheet matrix peak added to the base profile so there is a figure to measure.
+TEST_CASE("the matrix microbenchmark times fp16 GEMMs on a matrix path and feeds the fit", "[calibrate][vulkan]") {
+  backend::Backend* dev = test::device("vulkan");
+  if (dev == nullptr) return;
+  if (!dev->info().fp16) {
+    WARN("no fp16 storage on " << dev->info().name << ": matrix microbenchmark not run");
+    return;
+  }
+  GpuProfile base = lavapipe();
+  base.compute.matrix_tflops.push_back({Precision::kFp16, Precision::kFp32, 0.5});
+  base.compute.matrix_tflops.push_back({Precision::kFp16, Precision::kFp16, 1.0});  // codegen accumulates in fp32: skipped
+  base.compute.matrix_tflops.push_back({Precision::kInt8, Precision::kInt32, 2.0});
+  DeviceTimer timer(*dev, 8u << 20);
+  Session s{timer, base, make_device(base), true, {}, codegen::MatrixPath::kPortable, {32, 64, 96}, {},
+            std::chrono::steady_clock::now(), {}, {}, {}, {}};
+  s.disc.warmup = 1;
+  s.disc.repeats = 3;
+  s.disc.max_rounds = 1;
+  REQUIRE(bench_matrix(s));
+  REQUIRE(s.figures.size() == 2);
+  const Figure& f = s.figures[0];
+  CHECK(f.key == "matrix.fp16");
+  CHECK(f.measured);
+  CHECK(f.stats.p50 > 0);
+  CHECK_THAT(f.note, Catch::Contains("portable path"));
+  CHECK_FALSE(s.figures[1].measured);
+  CHECK_THAT(s.figures[1].note, Catch::StartsWith("not measured"));  // int8: lavapipe has no matrix units at all
+  REQUIRE(s.observations.size() == 3);
+  int held_out = 0;
+  for (const Observation& o : s.observations) {
+    CHECK(o.cls == "gemm fp16");
+    CHECK(o.work.dtype == DType::kFloat16);
+    CHECK(kernel_cost(o.work, o.tile, s.model).matrix_units);  // priced on the matrix units
+    CHECK(o.stats.p50 > 0);
+    held_out += o.held_out;
+  }
+  CHECK(held_out == 1);
+  // The device's own path: lavapipe reports no matrix units, and the figure says so.
+  Session own{timer, base, make_device(base), true, {}, std::nullopt, {}, {}, std::chrono::steady_clock::now(), {}, {}, {}, {}};
+  REQUIRE(bench_matrix(own));
+  REQUIRE_FALSE(own.figures.empty());
+  CHECK_FALSE(own.figures[0].measured);
+  CHECK_THAT(own.figures[0].note, Catch::Contains("no matrix units"));
+  CHECK(own.observations.empty());
 }
