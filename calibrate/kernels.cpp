@@ -161,22 +161,6 @@ std::vector<OneKernelGraph> cases(bool quick) {
 
 }  // namespace
 
-// Codegen does not split K and has no vector types, so split_k is 1 and vector_width 1.
-TileConfig runnable_tile(const KernelWork& w, const DeviceModel& d) {
-  TileConfig best;
-  double best_us = -1;
-  for (TileConfig t : tile_menu(w, d)) {
-    if (t.split_k != 1) continue;
-    t.vector_width = 1;
-    const KernelCost c = kernel_cost(w, t, d);
-    if (c.feasible && (best_us < 0 || c.total_us < best_us)) {
-      best = t;
-      best_us = c.total_us;
-    }
-  }
-  return best_us < 0 ? choose_tile(w, d) : best;
-}
-
 Status bench_codegen_kernels(Session& s) {
   std::vector<OneKernelGraph> all = cases(s.quick);
   std::map<std::string, int> seen;
@@ -187,7 +171,7 @@ Status bench_codegen_kernels(Session& s) {
     PlanKernel pk;
     pk.nodes = c.nodes;
     KernelWork work = group_work(c.g, idx, pk.nodes, 0);
-    pk.tile = runnable_tile(work, s.model);
+    pk.tile = codegen::generated_tile(work, s.model);
     Plan plan;
     plan.kernels.push_back(pk);
     exec::RunOptions o;

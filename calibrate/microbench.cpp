@@ -437,7 +437,7 @@ Status bench_matrix(Session& s) {
       PlanKernel pk;
       pk.nodes = c.nodes;
       const KernelWork work = group_work(c.g, idx, pk.nodes, 0);
-      pk.tile = runnable_tile(work, s.model);
+      pk.tile = codegen::generated_tile(work, s.model);
       Plan plan;
       plan.kernels.push_back(pk);
       exec::RunOptions o;

@@ -64,8 +64,4 @@ Status bench_occupancy(Session& s);     // copy bandwidth against thread groups 
 // several sizes run through the executor; every other one of each class is held out of the fit.
 Status bench_codegen_kernels(Session& s);
 
-// The base model's best tile for `w` among those codegen runs as priced: split_k 1 and
-// vector_width 1 (backends/codegen/gen_gemm.cpp).
-TileConfig runnable_tile(const KernelWork& w, const DeviceModel& d);
-
 }  // namespace gpusim::calibrate

@@ -51,4 +51,25 @@ Result<Kernel> generate(const Graph& g, const PlanKernel& k, const Options& opts
   return generate(g, idx, k, opts);
 }
 
+TileConfig as_generated(TileConfig t) {
+  t.split_k = 1;
+  t.vector_width = 1;
+  return t;
+}
+
+TileConfig generated_tile(const KernelWork& w, const DeviceModel& d) {
+  TileConfig best;
+  double best_us = -1;
+  for (const TileConfig& m : tile_menu(w, d)) {
+    if (m.split_k != 1) continue;  // its split-free twin is in the menu too
+    const TileConfig t = as_generated(m);
+    const KernelCost c = kernel_cost(w, t, d);
+    if (c.feasible && (best_us < 0 || c.total_us < best_us)) {
+      best = t;
+      best_us = c.total_us;
+    }
+  }
+  return best_us < 0 ? as_generated(choose_tile(w, d)) : best;
+}
+
 }  // namespace gpusim::codegen

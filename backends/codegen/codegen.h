@@ -30,6 +30,7 @@
 
 #include "backend.h"
 #include "gpusim/graph.h"
+#include "gpusim/kernel_cost.h"
 #include "gpusim/kernel_work.h"
 #include "gpusim/plan.h"
 #include "gpusim/result.h"
@@ -96,6 +97,15 @@ struct Kernel {
 Result<Kernel> generate(const Graph& g, const PlanKernel& k, const Options& opts = {});
 // The same with the graph's index built once by the caller (the executor generates many kernels).
 Result<Kernel> generate(const Graph& g, const GraphIndex& idx, const PlanKernel& k, const Options& opts = {});
+
+// What codegen generates of a plan's TileConfig: split_k and vector_width are not honoured (a
+// GEMM reduces all of K in one group, so its fused epilogue sees the whole sum; the dialect has
+// no vector types), so a tile runs — and is priced by `gpusim run` — as this: split_k 1,
+// vector_width 1, the rest kept.
+TileConfig as_generated(TileConfig t);
+// The cost model's best tile for `w` on `d` among those codegen generates as priced (the
+// eager plans of `gpusim run` and calibration's kernels use it).
+TileConfig generated_tile(const KernelWork& w, const DeviceModel& d);
 
 // Storage of a graph tensor under these options.
 Storage storage_of(DType t, const Options& opts);

@@ -6,9 +6,12 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "executor.h"
+#include "gpusim/kernel_work.h"
+#include "gpusim/onnx_import.h"
 #include "support/device_check.h"
 #include "support/fixtures.h"
 #include "support/onnx_builder.h"
@@ -151,4 +154,46 @@ TEST_CASE("gpusim run names an unavailable backend and what to install", "[execu
     REQUIRE_FALSE(none);
     CHECK(none.error().code == ErrorCode::kUnavailable);
   }
+}
+
+TEST_CASE("gpusim run prices the tiles codegen generates: no split-K and scalar loads", "[executor][cli]") {
+  // A GEMM that leaves an H200's SMs idle: the cost model's own choice splits K.
+  test::OnnxBuilder b;
+  b.input("a", kF32, {test::Dim{int64_t{64}}, test::Dim{int64_t{4096}}});
+  b.initializer("w", kF32, {4096, 64});
+  b.node("MatMul", {"a", "w"}, {"y"}, "mm");
+  b.output("y");
+  const std::string model = b.write("run_split_k.onnx");
+  auto g = import_onnx(model);
+  REQUIRE(g);
+  const DeviceModel h200 = make_device(test::gpu("nvidia-h200"));
+  const KernelWork w = *node_work(*g, g->nodes[0]);
+  REQUIRE(choose_tile(w, h200).split_k > 1);
+  const TileConfig t = codegen::generated_tile(w, h200);
+  CHECK(t.split_k == 1);
+  CHECK(t.vector_width == 1);
+  CHECK(kernel_cost(w, t, h200).feasible);
+  CHECK(codegen::as_generated({64, 64, 8, 256, 2, 8, 4, 1}).split_k == 1);
+  if (test::devices().empty()) return;  // devices() said why
+  // A plan file asking for split-K runs it unsplit, predicts that, and says so.
+  Plan p;
+  PlanKernel k;
+  k.nodes = {0};
+  k.tile = {64, 64, 8, 256, 2, 8, 1, 1};
+  p.kernels.push_back(k);
+  const std::string plan_file = test::temp_dir() + "/run_split_k.plan.json";
+  {
+    std::ofstream f(plan_file);
+    f << plan_to_json(p, *g);
+  }
+  const std::string backend = test::devices().front().backend;
+  const test::Run r = test::run_gpusim("run " + model + " --backend " + backend + " --plan " + plan_file +
+                                       " --gpu nvidia-h200 --repeat 1 --check --json");
+  INFO(r.out);
+  REQUIRE(r.rc == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  bool said = false;
+  for (const auto& n : j["notes"]) said = said || n.get<std::string>().find("split_k 1 and vector_width 1") != std::string::npos;
+  CHECK(said);
+  CHECK(j["kernels"][0]["predicted_us"].get<double>() > 0);
 }

@@ -18,6 +18,7 @@
 #include "common.h"
 #include "executor.h"
 #include "format.h"
+#include "gpusim/kernel_work.h"
 #include "gpusim/predict.h"
 #include "gpusim/tensor_data.h"
 #include "reference.h"
@@ -182,7 +183,13 @@ int run_device(const Args& a, const Graph& g0, const std::vector<cpu::HostTensor
     plan = std::move(*p);
     if (a.dtype != "fp32" || !plan.dtype) plan.dtype = *dtype;
   } else if (gpu) {
-    plan = eager_plan(*dtype == DType::kFloat32 ? g0 : retype(g0, *dtype), make_device(*gpu));
+    // One kernel per op, each with the cost model's best tile among those codegen generates as
+    // priced (no split-K, scalar loads), so the prediction prices the kernel that runs.
+    const Graph gt = *dtype == DType::kFloat32 ? g0 : retype(g0, *dtype);
+    const DeviceModel dm = make_device(*gpu);
+    plan = eager_plan(gt, dm);
+    const GraphIndex idx = index_graph(gt);
+    for (PlanKernel& k : plan.kernels) k.tile = codegen::generated_tile(group_work(gt, idx, k.nodes, k.anchor), dm);
     plan.dtype = *dtype;
   } else {
     for (size_t i = 0; i < g0.nodes.size(); ++i) {
@@ -194,6 +201,18 @@ int run_device(const Args& a, const Graph& g0, const std::vector<cpu::HostTensor
     plan.dtype = *dtype;
   }
   const Graph g = plan.dtype && *plan.dtype != DType::kFloat32 ? retype(g0, *plan.dtype) : g0;
+  // A plan file's split-K and vector widths are not generated: price each tile as it runs.
+  int regenerated = 0;
+  for (PlanKernel& k : plan.kernels) {
+    const TileConfig t = codegen::as_generated(k.tile);
+    regenerated += t.split_k != k.tile.split_k || t.vector_width != k.tile.vector_width;
+    k.tile = t;
+  }
+  if (regenerated > 0) {
+    notes.push_back(fmt::format("{} kernel(s) of the plan ask for split-K or vector loads, which codegen does not "
+                                "generate yet: they run, and are predicted, with split_k 1 and vector_width 1",
+                                regenerated));
+  }
   if (gpu) {
     if (auto v = validate_plan(plan, g, make_device(*gpu)); !v) {
       fmt::print(stderr, "gpusim run: {}\n", v.error().message);
