@@ -161,24 +161,32 @@ std::vector<OneKernelGraph> cases(bool quick) {
 
 }  // namespace
 
+Result<exec::RunResult> run_kernel_graph(Session& s, const OneKernelGraph& c, exec::RunOptions o, KernelWork* work,
+                                         TileConfig* tile) {
+  const GraphIndex idx = index_graph(c.g);
+  PlanKernel pk;
+  pk.nodes = c.nodes;
+  *work = group_work(c.g, idx, pk.nodes, 0);
+  pk.tile = codegen::generated_tile(*work, s.model);
+  *tile = pk.tile;
+  Plan plan;
+  plan.kernels.push_back(pk);
+  o.repeat = std::max(3, s.disc.repeats / 2);
+  o.before_timed_run = [&s]() { return s.timer.flush(); };
+  return exec::run_plan(s.dev(), c.g, plan, {}, o);
+}
+
 Status bench_codegen_kernels(Session& s) {
   std::vector<OneKernelGraph> all = cases(s.quick);
   std::map<std::string, int> seen;
   for (size_t i = 0; i < all.size(); ++i) {
     OneKernelGraph& c = all[i];
     if (s.progress) s.progress(-1, fmt::format("codegen kernel {}/{}: {}", i + 1, all.size(), c.name));
-    const GraphIndex idx = index_graph(c.g);
-    PlanKernel pk;
-    pk.nodes = c.nodes;
-    KernelWork work = group_work(c.g, idx, pk.nodes, 0);
-    pk.tile = codegen::generated_tile(work, s.model);
-    Plan plan;
-    plan.kernels.push_back(pk);
     exec::RunOptions o;
-    o.repeat = std::max(3, s.disc.repeats / 2);
     o.seed = 17 + i;
-    o.before_timed_run = [&]() { return s.timer.flush(); };
-    auto r = exec::run_plan(s.dev(), c.g, plan, {}, o);
+    KernelWork work;
+    TileConfig tile;
+    auto r = run_kernel_graph(s, c, o, &work, &tile);
     if (!r) return r.error();
     const exec::KernelTiming& kt = r->kernels.front();
     if (!kt.device || kt.launches != 1 || !kt.fused_as_planned) {
@@ -191,7 +199,7 @@ Status bench_codegen_kernels(Session& s) {
     ob.name = c.name;
     ob.held_out = seen[c.cls]++ % 2 == 1;
     ob.work = work;
-    ob.tile = pk.tile;
+    ob.tile = tile;
     ob.stats = summarize(kt.samples_us);
     s.observations.push_back(std::move(ob));
   }

@@ -433,20 +433,13 @@ Status bench_matrix(Session& s) {
       c.g = retype(c.g, DType::kFloat16);
       c.name = fmt::format("MatMul fp16 {0}x{0}x{0}", n);
       if (s.progress) s.progress(-1, fmt::format("matrix units: {} ({})", c.name, codegen::matrix_path_name(path)));
-      const GraphIndex idx = index_graph(c.g);
-      PlanKernel pk;
-      pk.nodes = c.nodes;
-      const KernelWork work = group_work(c.g, idx, pk.nodes, 0);
-      pk.tile = codegen::generated_tile(work, s.model);
-      Plan plan;
-      plan.kernels.push_back(pk);
       exec::RunOptions o;
-      o.repeat = std::max(3, s.disc.repeats / 2);
       o.seed = 29 + i;
       o.fp16_storage = true;
       o.matrix = path;
-      o.before_timed_run = [&]() { return s.timer.flush(); };
-      auto r = exec::run_plan(s.dev(), c.g, plan, {}, o);
+      KernelWork work;
+      TileConfig tile;
+      auto r = run_kernel_graph(s, c, o, &work, &tile);
       if (!r) return r.error();
       const exec::KernelTiming& kt = r->kernels.front();
       if (!kt.device || kt.launches != 1) {
@@ -458,7 +451,7 @@ Status bench_matrix(Session& s) {
       ob.name = c.name;
       ob.held_out = i % 2 == 1;
       ob.work = work;
-      ob.tile = pk.tile;
+      ob.tile = tile;
       ob.stats = summarize(kt.samples_us);
       std::vector<double> rate;
       for (double us : kt.samples_us) rate.push_back(c.work / std::max(us, 1e-3) / 1e6);  // TFLOP/s

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "device_timer.h"
+#include "executor.h"
+#include "graphs.h"
 #include "gpusim/gpu_profile.h"
 #include "gpusim/kernel_cost.h"
 #include "observation.h"
@@ -63,5 +65,12 @@ Status bench_occupancy(Session& s);     // copy bandwidth against thread groups 
 // The codegen kernels (kernels.cpp): GEMMs, convolutions, reductions and elementwise chains of
 // several sizes run through the executor; every other one of each class is held out of the fit.
 Status bench_codegen_kernels(Session& s);
+
+// Runs one-kernel graph `c` through the executor as `gpusim run` runs it: the base model's best
+// tile among those codegen generates, caches flushed before every timed run, the session's
+// repeats; `o` carries the seed, storage and matrix path. `work` and `tile` receive what the
+// simulator prices.
+Result<exec::RunResult> run_kernel_graph(Session& s, const OneKernelGraph& c, exec::RunOptions o, KernelWork* work,
+                                         TileConfig* tile);
 
 }  // namespace gpusim::calibrate

@@ -217,24 +217,8 @@ void emit_gemm_mma(const GemmLoop& L, const MmaTile& t, MatrixPath path, Kernel&
   s += L.setup;
   s += "  MMA_DECL\n";
   s += fmt::format("  MMA_UNROLL for (int f = 0; f < {}; ++f) MMA_ZERO(f)\n", t.fm * t.fn);
-  if (ksteps > 0) {
-    if (t.stages == 1) {
-      s += fmt::format("  for (int kt = 0; kt < {}; ++kt) {{\n", ksteps);
-      s += load_tiles(L, t, "0", fmt::format("kt * {}", t.bk));
-      s += "    BARRIER();\n";
-      s += compute_tile(t, "0");
-      s += "    BARRIER();\n  }\n";
-    } else {
-      s += "  {\n" + load_tiles(L, t, "0", "0") + "  }\n  BARRIER();\n";
-      s += fmt::format("  for (int kt = 0; kt < {}; ++kt) {{\n", ksteps);
-      s += "    int cur = kt & 1;\n";
-      s += fmt::format("    if (kt + 1 < {}) {{\n", ksteps);
-      s += load_tiles(L, t, "(1 - cur)", fmt::format("(kt + 1) * {}", t.bk));
-      s += "    }\n";
-      s += compute_tile(t, "cur");
-      s += "    BARRIER();\n  }\n";
-    }
-  }
+  s += k_loop(ksteps, t.bk, t.stages, [&](const std::string& buf, const std::string& k0) { return load_tiles(L, t, buf, k0); },
+              [&](const std::string& buf) { return compute_tile(t, buf); });
   // Epilogue: fragment by fragment through the warp's staging tile. The loops have the same trip
   // counts in every thread, so the barriers are in uniform control flow.
   s += fmt::format("  for (int i = 0; i < {}; ++i) {{\n", t.fm);

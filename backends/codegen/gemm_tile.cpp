@@ -187,24 +187,8 @@ void emit_gemm(const GemmLoop& L, const GemmTile& t, Kernel& k) {
   s += fmt::format("  int tx = LID_X % {}; int ty = LID_X / {};\n", rn, rn);
   s += L.setup;
   s += fmt::format("  float acc[{}];\n  for (int i = 0; i < {}; ++i) acc[i] = 0.0f;\n", t.tm * t.tn, t.tm * t.tn);
-  if (ksteps > 0) {
-    if (t.stages == 1) {
-      s += fmt::format("  for (int kt = 0; kt < {}; ++kt) {{\n", ksteps);
-      s += load_tiles(L, t, "0", fmt::format("kt * {}", t.bk));
-      s += "    BARRIER();\n";
-      s += compute_tile(L, t, "0");
-      s += "    BARRIER();\n  }\n";
-    } else {
-      s += "  {\n" + load_tiles(L, t, "0", "0") + "  }\n  BARRIER();\n";
-      s += fmt::format("  for (int kt = 0; kt < {}; ++kt) {{\n", ksteps);
-      s += "    int cur = kt & 1;\n";
-      s += fmt::format("    if (kt + 1 < {}) {{\n", ksteps);
-      s += load_tiles(L, t, "(1 - cur)", fmt::format("(kt + 1) * {}", t.bk));
-      s += "    }\n";
-      s += compute_tile(L, t, "cur");
-      s += "    BARRIER();\n  }\n";
-    }
-  }
+  s += k_loop(ksteps, t.bk, t.stages, [&](const std::string& buf, const std::string& k0) { return load_tiles(L, t, buf, k0); },
+              [&](const std::string& buf) { return compute_tile(L, t, buf); });
   s += fmt::format("  for (int i = 0; i < {}; ++i) {{\n", t.tm);
   s += fmt::format("    int gm = m0 + ty + i * {};\n", rm);
   s += fmt::format("    if (gm >= {}) continue;\n", L.m);
@@ -214,6 +198,29 @@ void emit_gemm(const GemmLoop& L, const GemmTile& t, Kernel& k) {
   s += fmt::format("      float acc_v = acc[i * {} + j];\n", t.tn);
   s += "      {\n" + L.epilogue + "      }\n";
   s += "    }\n  }\n";
+}
+
+std::string k_loop(int64_t ksteps, int bk, int stages, const std::function<std::string(const std::string&, const std::string&)>& load,
+                   const std::function<std::string(const std::string&)>& compute) {
+  if (ksteps <= 0) return {};
+  std::string s;
+  if (stages == 1) {
+    s += fmt::format("  for (int kt = 0; kt < {}; ++kt) {{\n", ksteps);
+    s += load("0", fmt::format("kt * {}", bk));
+    s += "    BARRIER();\n";
+    s += compute("0");
+    s += "    BARRIER();\n  }\n";
+    return s;
+  }
+  s += "  {\n" + load("0", "0") + "  }\n  BARRIER();\n";
+  s += fmt::format("  for (int kt = 0; kt < {}; ++kt) {{\n", ksteps);
+  s += "    int cur = kt & 1;\n";
+  s += fmt::format("    if (kt + 1 < {}) {{\n", ksteps);
+  s += load("(1 - cur)", fmt::format("(kt + 1) * {}", bk));
+  s += "    }\n";
+  s += compute("cur");
+  s += "    BARRIER();\n  }\n";
+  return s;
 }
 
 std::string operand_index(const Operand& op, const std::string& pos) {

@@ -16,6 +16,7 @@
 //   emit_gemm(L, t, kernel);                     // fills decls, body, block, groups, shared_bytes
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,14 @@ MmaTile fit_mma_tile(const TileConfig& t, const GemmLoop& L, const Options& opts
 
 // Writes the matrix-unit kernel for `path` (kWmma, kMfma or kPortable) into k, as emit_gemm does.
 void emit_gemm_mma(const GemmLoop& L, const MmaTile& t, MatrixPath path, Kernel& k);
+
+// The k-loop both main loops share: `ksteps` steps of `bk`; with one stage, load (into stage
+// "0", at k-offset "kt * bk"), barrier, compute, barrier; with two, the first tile is loaded up
+// front and step kt loads tile kt + 1 into the other stage while computing its own, one barrier
+// per step. `load(buf, k0)` and `compute(buf)` return statements for stage `buf`.
+std::string k_loop(int64_t ksteps, int bk, int stages,
+                   const std::function<std::string(const std::string&, const std::string&)>& load,
+                   const std::function<std::string(const std::string&)>& compute);
 
 // The GEMM kernel the generators emit: on matrix units (opts.matrix) when the floats are fp16,
 // else the SIMT loop.
