@@ -127,8 +127,8 @@ Result<Outcome> run(backend::Backend& dev, const GpuProfile& base, const Options
   const double cache = (base.memory.l2.size_mb + (base.memory.infinity_cache.present ? base.memory.infinity_cache.size_mb : 0)) * 1e6;
   DeviceTimer timer(dev, static_cast<uint64_t>(std::min(std::clamp(2 * cache, 8e6, 512e6),
                                                         static_cast<double>(dev.info().max_buffer_bytes))));
-  Session s{timer,           base, make_device(base), opts.quick, {}, opts.matrix, opts.matrix_sizes, {},
-            std::chrono::steady_clock::now(), {}, {}, {}, {}};
+  Session s(timer, base);
+  s.quick = opts.quick;
   if (opts.quick) {
     s.disc.warmup = 1;
     s.disc.repeats = 7;

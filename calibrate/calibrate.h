@@ -21,14 +21,12 @@
 #pragma once
 
 #include <functional>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "backend.h"
-#include "codegen.h"
 #include "fit.h"
 #include "gpusim/gpu_profile.h"
 #include "observation.h"
@@ -41,11 +39,6 @@ struct Options {
   std::string date;       // YYYY-MM-DD (default: today, UTC)
   // Progress: fraction done (0..1) and what runs now; called between measurements.
   std::function<void(double, const std::string&)> progress;
-  // The matrix-unit microbenchmark's codegen path and square GEMM sizes. Unset / empty: the
-  // device's own path (codegen::matrix_path_for) at 1024-4096. Tests set the portable path at
-  // small sizes to run it on lavapipe.
-  std::optional<codegen::MatrixPath> matrix;
-  std::vector<int64_t> matrix_sizes;
 };
 
 struct Outcome {

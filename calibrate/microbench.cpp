@@ -12,8 +12,6 @@
 
 #include "executor.h"
 #include "graphs.h"
-#include "gpusim/kernel_work.h"
-#include "gpusim/plan.h"
 #include "session.h"
 
 namespace gpusim::calibrate {

@@ -19,6 +19,9 @@
 namespace gpusim::calibrate {
 
 struct Session {
+  // The base profile's device model; everything else starts empty or default.
+  Session(DeviceTimer& t, const GpuProfile& b) : timer(t), base(b), model(make_device(b)) {}
+
   DeviceTimer& timer;
   const GpuProfile& base;
   DeviceModel model;  // of the base profile: sizes buffers, picks tiles

@@ -158,10 +158,11 @@ MmaTile fit_mma_tile(const TileConfig& tc, const GemmLoop& L, const Options& opt
     }
   }
   warps = std::min(warps, frags());
-  auto fits = [&] {
-    t.wr = warps;  // an upper bound on the staging tiles while fitting
-    t.wc = 1;
-    return t.shared_bytes() <= opts.max_shared_bytes;
+  auto fits = [&] {  // with one staging tile per warp, whatever the warp grid
+    MmaTile u = t;
+    u.wr = warps;
+    u.wc = 1;
+    return u.shared_bytes() <= opts.max_shared_bytes;
   };
   while (!fits()) {
     if (t.stages > 1) {

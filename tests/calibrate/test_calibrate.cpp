@@ -369,8 +369,10 @@ TEST_CASE("the matrix microbenchmark times fp16 GEMMs on a matrix path and feeds
   base.compute.matrix_tflops.push_back({Precision::kFp16, Precision::kFp16, 1.0});  // codegen accumulates in fp32: skipped
   base.compute.matrix_tflops.push_back({Precision::kInt8, Precision::kInt32, 2.0});
   DeviceTimer timer(*dev, 8u << 20);
-  Session s{timer, base, make_device(base), true, {}, codegen::MatrixPath::kPortable, {32, 64, 96}, {},
-            std::chrono::steady_clock::now(), {}, {}, {}, {}};
+  Session s(timer, base);
+  s.quick = true;
+  s.matrix = codegen::MatrixPath::kPortable;
+  s.matrix_sizes = {32, 64, 96};
   s.disc.warmup = 1;
   s.disc.repeats = 3;
   s.disc.max_rounds = 1;
@@ -394,7 +396,8 @@ TEST_CASE("the matrix microbenchmark times fp16 GEMMs on a matrix path and feeds
   }
   CHECK(held_out == 1);
   // The device's own path: lavapipe reports no matrix units, and the figure says so.
-  Session own{timer, base, make_device(base), true, {}, std::nullopt, {}, {}, std::chrono::steady_clock::now(), {}, {}, {}, {}};
+  Session own(timer, base);
+  own.quick = true;
   REQUIRE(bench_matrix(own));
   REQUIRE_FALSE(own.figures.empty());
   CHECK_FALSE(own.figures[0].measured);
@@ -424,7 +427,6 @@ class CompileOnlyDevice : public backend::Backend {
   Result<backend::KernelHandle> compile(const backend::KernelSource& src) override {
     if (auto it = handles_.find(backend::source_hash(src)); it != handles_.end()) return it->second;
     if (auto st = can_run(src); !st) return st.error();
-    std::string log;
     auto bin = compile_(src);
     if (!bin) {
       failures.push_back(src.name + ": " + bin.error().message);
