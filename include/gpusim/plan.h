@@ -42,8 +42,10 @@ struct Plan {
   std::vector<std::string> decisions;  // why: one line per fusion or offload decision
 };
 
-// One kernel per run-time op, each with the cost model's best tile (the baseline plan).
-Plan eager_plan(const Graph& g, const DeviceModel& d);
+// One kernel per run-time op, each with the cost model's best tile (the baseline plan), or the
+// tile `choose` picks (gpusim run picks among the tiles codegen generates).
+using TileChooser = TileConfig (*)(const KernelWork&, const DeviceModel&);
+Plan eager_plan(const Graph& g, const DeviceModel& d, TileChooser choose = choose_tile);
 
 // Every run-time node in exactly one kernel (or listed as recomputed), producers before consumers,
 // at most one anchor class per kernel, every tile feasible on the device. The message lists every

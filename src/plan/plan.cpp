@@ -11,7 +11,7 @@ namespace gpusim {
 
 bool runs_on_device(const Graph& g, const Node& n) { return node_work(g, n).has_value(); }
 
-Plan eager_plan(const Graph& g, const DeviceModel& d) {
+Plan eager_plan(const Graph& g, const DeviceModel& d, TileChooser choose) {
   Plan p;
   p.model = g.source_path;
   p.gpu = d.profile ? d.profile->name : "";
@@ -20,7 +20,7 @@ Plan eager_plan(const Graph& g, const DeviceModel& d) {
     if (!w) continue;
     PlanKernel k;
     k.nodes = {static_cast<int>(i)};
-    k.tile = choose_tile(*w, d);
+    k.tile = choose(*w, d);
     p.kernels.push_back(std::move(k));
   }
   return p;

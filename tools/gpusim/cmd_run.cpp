@@ -18,7 +18,6 @@
 #include "common.h"
 #include "executor.h"
 #include "format.h"
-#include "gpusim/kernel_work.h"
 #include "gpusim/predict.h"
 #include "gpusim/tensor_data.h"
 #include "reference.h"
@@ -185,11 +184,7 @@ int run_device(const Args& a, const Graph& g0, const std::vector<cpu::HostTensor
   } else if (gpu) {
     // One kernel per op, each with the cost model's best tile among those codegen generates as
     // priced (no split-K, scalar loads), so the prediction prices the kernel that runs.
-    const Graph gt = *dtype == DType::kFloat32 ? g0 : retype(g0, *dtype);
-    const DeviceModel dm = make_device(*gpu);
-    plan = eager_plan(gt, dm);
-    const GraphIndex idx = index_graph(gt);
-    for (PlanKernel& k : plan.kernels) k.tile = codegen::generated_tile(group_work(gt, idx, k.nodes, k.anchor), dm);
+    plan = eager_plan(*dtype == DType::kFloat32 ? g0 : retype(g0, *dtype), make_device(*gpu), codegen::generated_tile);
     plan.dtype = *dtype;
   } else {
     for (size_t i = 0; i < g0.nodes.size(); ++i) {
