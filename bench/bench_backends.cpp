@@ -3,7 +3,8 @@
 // ceilings:
 //   BM_Gemm/<backend>/N      square fp32 MatMul N x N x N (codegen's tiled GEMM); GFLOP/s
 //   BM_Conv/<backend>        ResNet-50's 3x3 conv, 1x64x56x56 -> 64 channels (implicit GEMM); GFLOP/s
-//   BM_SiluChain/<backend>   x * sigmoid(x) * k + x over 4 Mi fp32, one fused kernel; GB/s moved
+//   BM_SiluChain/<backend>/vwV  x * sigmoid(x) * k + x over 4 Mi fp32, one fused kernel taking V
+//                            consecutive elements a step (vector_width: float4 loads at V = 4); GB/s moved
 //   BM_Copy/<backend>        a plain copy of the same buffer (the bandwidth ceiling); GB/s
 //   BM_EigenGemm/N           the CPU's own GEMM (Eigen, one thread): lavapipe's ceiling per core
 //   BM_HostMemcpy            host memcpy of 16 MiB: lavapipe's bandwidth ceiling
@@ -45,7 +46,11 @@ Built conv() { return built(calibrate::conv_graph(64, 64, 56, 3)); }
 
 constexpr int64_t kChain = int64_t{1} << 22;
 
-Built silu_chain() { return built(calibrate::silu_chain_graph(kChain)); }
+Built silu_chain(int vector_width) {
+  Built b = built(calibrate::silu_chain_graph(kChain));
+  b.plan.kernels[0].tile.vector_width = vector_width;
+  return b;
+}
 
 std::map<std::string, std::unique_ptr<backend::Backend>>& devices() {
   static std::map<std::string, std::unique_ptr<backend::Backend>> d = [] {
@@ -176,12 +181,16 @@ int main(int argc, char** argv) {
         ->UseManualTime()
         ->Iterations(2)
         ->Unit(benchmark::kMillisecond);
-    static const Built ch = silu_chain();
-    benchmark::RegisterBenchmark(fmt::format("BM_SiluChain/{}", name).c_str(),
-                                 [d](benchmark::State& s) { run(s, *d, ch, 12.0 * kChain, "GB/s"); })
-        ->UseManualTime()
-        ->Iterations(3)
-        ->Unit(benchmark::kMillisecond);
+    for (int vw : {1, 2, 4}) {
+      static std::map<int, Built> chains;
+      if (!chains.count(vw)) chains.emplace(vw, silu_chain(vw));
+      const Built* ch = &chains.at(vw);
+      benchmark::RegisterBenchmark(fmt::format("BM_SiluChain/{}/vw{}", name, vw).c_str(),
+                                   [d, ch](benchmark::State& s) { run(s, *d, *ch, 12.0 * kChain, "GB/s"); })
+          ->UseManualTime()
+          ->Iterations(3)
+          ->Unit(benchmark::kMillisecond);
+    }
     benchmark::RegisterBenchmark(fmt::format("BM_Copy/{}", name).c_str(), BM_Copy, d)
         ->UseManualTime()
         ->Iterations(3)

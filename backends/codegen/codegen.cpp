@@ -51,9 +51,16 @@ Result<Kernel> generate(const Graph& g, const PlanKernel& k, const Options& opts
   return generate(g, idx, k, opts);
 }
 
-TileConfig as_generated(TileConfig t) {
+int vector_lanes(int vector_width, int64_t elements) {
+  int w = 1;
+  while (w * 2 <= std::min(vector_width, 8)) w *= 2;
+  while (w > 1 && elements % w != 0) w /= 2;
+  return w;
+}
+
+TileConfig as_generated(TileConfig t, const KernelWork& w) {
   t.split_k = 1;
-  t.vector_width = 1;
+  t.vector_width = w.cls == OpClass::kElementwise ? vector_lanes(t.vector_width, w.elements) : 1;
   return t;
 }
 
@@ -62,14 +69,14 @@ TileConfig generated_tile(const KernelWork& w, const DeviceModel& d) {
   double best_us = -1;
   for (const TileConfig& m : tile_menu(w, d)) {
     if (m.split_k != 1) continue;  // its split-free twin is in the menu too
-    const TileConfig t = as_generated(m);
+    const TileConfig t = as_generated(m, w);
     const KernelCost c = kernel_cost(w, t, d);
     if (c.feasible && (best_us < 0 || c.total_us < best_us)) {
       best = t;
       best_us = c.total_us;
     }
   }
-  return best_us < 0 ? as_generated(choose_tile(w, d)) : best;
+  return best_us < 0 ? as_generated(choose_tile(w, d), w) : best;
 }
 
 }  // namespace gpusim::codegen

@@ -5,7 +5,7 @@
 // Every generator writes its kernel once, in a small C dialect that both languages accept once
 // a per-target prelude is in front of it (dialect.h): buffers are arrays `b0`, `b1`, ... in
 // argument order, loads and stores go through per-buffer macros `LD0(i)` / `ST1(i, v)` (which hide
-// fp16 storage), thread and group ids are `LID_X`, `GRP_X`, ..., `BARRIER()` syncs a group,
+// fp16 storage; `LDV0` / `STV1` move up to 16 bytes of consecutive elements at once), thread and group ids are `LID_X`, `GRP_X`, ..., `BARRIER()` syncs a group,
 // `SHARED` declares group memory at file scope, `FN` marks helper functions, and math uses the
 // CUDA float names (expf, erff, fmaxf, rsqrtf, ...). Shapes and strides are baked into the text
 // as constants: each kernel is specialized to its shapes, like other JIT code generators, and the
@@ -49,6 +49,9 @@ struct Arg {
   Storage storage = Storage::kF32;
   int64_t elements = 0;
   bool written = false;      // outputs: written by the kernel (inputs are read-only)
+  // Elements per vector access (2, 4 or 8: at most 16 bytes) where the kernel also reads or
+  // writes the buffer in vectors through LDVk / STVk (dialect.h); 0: scalar access only.
+  int vector = 0;
 };
 
 // The units a GEMM-like kernel's main loop (GEMM, implicit-GEMM convolution) runs on when the
@@ -98,11 +101,16 @@ Result<Kernel> generate(const Graph& g, const PlanKernel& k, const Options& opts
 // The same with the graph's index built once by the caller (the executor generates many kernels).
 Result<Kernel> generate(const Graph& g, const GraphIndex& idx, const PlanKernel& k, const Options& opts = {});
 
-// What codegen generates of a plan's TileConfig: split_k and vector_width are not honoured (a
-// GEMM reduces all of K in one group, so its fused epilogue sees the whole sum; the dialect has
-// no vector types), so a tile runs — and is priced by `gpusim run` — as this: split_k 1,
-// vector_width 1, the rest kept.
-TileConfig as_generated(TileConfig t);
+// The elements per thread-step a fused elementwise kernel generates for a tile's vector_width
+// over `elements` output elements: vector_width rounded down to a power of two, at most 8, and
+// halved until it divides `elements` (so every vector access is whole and aligned).
+int vector_lanes(int vector_width, int64_t elements);
+// What codegen generates of a plan's TileConfig for kernel work `w`, so that a tile runs — and is
+// priced by `gpusim run` — as this: split_k 1 (a GEMM reduces all of K in one group, so its fused
+// epilogue sees the whole sum); vector_width as vector_lanes() for fused elementwise kernels, 1
+// for the other classes (GEMM-like kernels take their load widths from the tile shape, and
+// reductions, normalizations and data movement load scalars); the rest kept.
+TileConfig as_generated(TileConfig t, const KernelWork& w);
 // The cost model's best tile for `w` on `d` among those codegen generates as priced (the
 // eager plans of `gpusim run` and calibration's kernels use it).
 TileConfig generated_tile(const KernelWork& w, const DeviceModel& d);

@@ -99,6 +99,55 @@ constexpr const char* kCudaCommon = R"(typedef unsigned int uint;
 #define NAN_F __int_as_float(0x7fc00000)
 )";
 
+// LDVk(i, a, o) loads the arg's `vector` consecutive elements from element i (a multiple of
+// `vector`) into a[o], a[o + 1], ...; STVk(i, a, o) stores them. One access of at most 16 bytes:
+// floats and ints as vec2/vec4 (float2/float4, int2/int4), fp16 as packed pairs in uint/uvec2/
+// uvec4 (GLSL unpackHalf2x16/packHalf2x16, CUDA __half2). GLSL reads the buffer through a second
+// view of its binding (the block BVk, array bkv), declared by Kernel::source.
+std::string vector_macros(backend::Language lang, const Arg& a, size_t k) {
+  static const char* kComp[] = {"x", "y", "z", "w"};
+  const bool glsl = lang == backend::Language::kGlsl;
+  const bool f16 = a.storage == Storage::kF16;
+  const int words = f16 ? a.vector / 2 : a.vector;  // components of the vector type
+  std::string load, store;
+  if (f16) {
+    const std::string vt = glsl ? (words == 1 ? "uint" : fmt::format("uvec{}", words)) : (words == 1 ? "uint" : fmt::format("uint{}", words));
+    load = glsl ? fmt::format("{} v_ = b{}v[(i) / {}];", vt, k, a.vector)
+                : fmt::format("{} v_ = reinterpret_cast<const {}*>(b{})[(i) / {}];", vt, vt, k, a.vector);
+    store = fmt::format("{} v_;", vt);
+    for (int w = 0; w < words; ++w) {
+      const std::string comp = words == 1 ? "v_" : fmt::format("v_.{}", kComp[w]);
+      load += glsl ? fmt::format(" {{ vec2 h_ = unpackHalf2x16({}); a[(o) + {}] = h_.x; a[(o) + {}] = h_.y; }}", comp, 2 * w, 2 * w + 1)
+                   : fmt::format(" {{ float2 h_ = __half22float2(*reinterpret_cast<const __half2*>(&{})); a[(o) + {}] = h_.x; "
+                                 "a[(o) + {}] = h_.y; }}", comp, 2 * w, 2 * w + 1);
+      store += glsl ? fmt::format(" {} = packHalf2x16(vec2(a[(o) + {}], a[(o) + {}]));", comp, 2 * w, 2 * w + 1)
+                    : fmt::format(" {{ __half2 h_ = __floats2half2_rn(a[(o) + {}], a[(o) + {}]); {} = *reinterpret_cast<uint*>(&h_); }}",
+                                  2 * w, 2 * w + 1, comp);
+    }
+    store += glsl ? fmt::format(" b{}v[(i) / {}] = v_;", k, a.vector)
+                  : fmt::format(" reinterpret_cast<{}*>(b{})[(i) / {}] = v_;", vt, k, a.vector);
+  } else {
+    const bool i32 = a.storage == Storage::kI32;
+    const std::string vt = glsl ? fmt::format("{}vec{}", i32 ? "i" : "", words) : fmt::format("{}{}", i32 ? "int" : "float", words);
+    load = glsl ? fmt::format("{} v_ = b{}v[(i) / {}];", vt, k, words)
+                : fmt::format("{} v_ = reinterpret_cast<const {}*>(b{})[(i) / {}];", vt, vt, k, words);
+    store = fmt::format("{} v_;", vt);
+    for (int w = 0; w < words; ++w) {
+      load += fmt::format(" a[(o) + {}] = v_.{};", w, kComp[w]);
+      store += fmt::format(" v_.{} = a[(o) + {}];", kComp[w], w);
+    }
+    store += glsl ? fmt::format(" b{}v[(i) / {}] = v_;", k, words)
+                  : fmt::format(" reinterpret_cast<{}*>(b{})[(i) / {}] = v_;", vt, k, words);
+  }
+  return fmt::format("#define LDV{0}(i, a, o) {{ {1} }}\n#define STV{0}(i, a, o) {{ {2} }}\n", k, load, store);
+}
+
+// The GLSL type of a vector view's elements (see vector_macros).
+std::string glsl_vector_type(const Arg& a) {
+  if (a.storage == Storage::kF16) return a.vector == 2 ? "uint" : fmt::format("uvec{}", a.vector / 2);
+  return fmt::format("{}vec{}", a.storage == Storage::kI32 ? "i" : "", a.vector);
+}
+
 }  // namespace
 
 std::string_view matrix_path_name(MatrixPath p) {
@@ -161,6 +210,7 @@ backend::KernelSource Kernel::source(backend::Language lang) const {
     } else {
       macros += fmt::format("#define LD{0}(i) (b{0}[(i)])\n#define ST{0}(i, v) b{0}[(i)] = (v)\n", k);
     }
+    if (a.vector > 1) macros += vector_macros(lang, a, k);
   }
   if (lang == backend::Language::kGlsl) {
     code += fmt::format("layout(local_size_x = {}, local_size_y = {}, local_size_z = {}) in;\n", block[0], block[1],
@@ -170,6 +220,10 @@ backend::KernelSource Kernel::source(backend::Language lang) const {
       const char* type = a.storage == Storage::kF32 ? "float" : a.storage == Storage::kF16 ? "float16_t" : "int";
       code += fmt::format("layout(std430, binding = {0}) {1}buffer B{0} {{ {2} b{0}[]; }};\n", k,
                           a.written ? "" : "readonly ", type);
+      if (a.vector > 1) {  // a second view of the same binding, for the vector accesses
+        code += fmt::format("layout(std430, binding = {0}) {1}buffer BV{0} {{ {2} b{0}v[]; }};\n", k,
+                            a.written ? "" : "readonly ", glsl_vector_type(a));
+      }
     }
     code += macros + decls + "\nvoid main() {\n" + body + "}\n";
   } else {

@@ -6,6 +6,10 @@
 //   BLOCK_X/Y/Z threads per group (constants)
 //   b0, b1 ... the buffers; LDk(i) loads element i of buffer k as float (or int for i32 buffers),
 //   STk(i, v) stores v (converting to fp16 storage where the buffer is fp16)
+//   LDVk(i, a, o) / STVk(i, a, o)  (buffers with Arg::vector = V > 1) load / store V consecutive
+//   elements from element i (a multiple of V) into / from a[o] ... a[o + V - 1] (a float or int
+//   array) as one access of at most 16 bytes (float4, int4, fp16 packed in uint4; GLSL through a
+//   second view `bkv` of the binding)
 //   SHARED float tile[256];   (file scope, in decls)      BARRIER();   (group barrier + fence)
 //   HALF_T / TO_HALF(x) / FROM_HALF(x)  the fp16 type and conversions (fp16-storage kernels)
 //   FN float helper(float x) { ... }   (file scope; helpers cannot see the buffers)

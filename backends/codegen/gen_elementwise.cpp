@@ -3,10 +3,15 @@
 // node whose output is a reshaped view of another's still lines up); inputs from outside the
 // group are loaded with numpy broadcasting against the node's own output shape. Intermediate
 // values live in registers; only tensors read outside the group (or returned) are stored.
+//
+// The tile's vector_width sets how many consecutive elements a thread takes per step (as
+// vector_lanes() allows): the chain runs once per lane in a constant-trip loop the compilers
+// unroll, with contiguous inputs loaded and every stored output written as whole vectors around it.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "generators.h"
 #include "gpusim/op_catalog.h"
@@ -16,6 +21,46 @@ namespace gpusim::codegen {
 namespace {
 
 bool in_list(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+// Elements of `in` (broadcast to `out`) that are consecutive in memory along consecutive output
+// elements: the product of the trailing dims both shapes share (right-aligned); 1 for a scalar.
+int64_t contiguous_run(const Shape& out, const Shape& in) {
+  if (shape_elements(in).value_or(0) <= 1 || in.size() > out.size()) return 1;
+  const size_t off = out.size() - in.size();
+  int64_t run = 1;
+  for (size_t a = out.size(); a-- > off && out[a] == in[a - off];) run *= out[a];
+  return run;
+}
+
+// Loads and stores of a vector step (see Lanes in generators.h): arrays filled before the lane
+// loop and stored after it.
+class LaneArrays {
+ public:
+  LaneArrays(ArgList& args, Lanes& l) : args_(args), l_(l) {}
+  // The per-lane expression of input t (consecutive over the step), loaded at `base`.
+  std::string load(TensorId t, const std::string& base) {
+    const std::string key = fmt::format("{}@{}", args_.input(t), base);
+    auto it = loaded_.find(key);
+    if (it != loaded_.end()) return it->second;
+    const std::string arr = fmt::format("x{}", loaded_.size());
+    l_.pre += fmt::format("    {} {}[{}]; {}\n", args_.is_int(t) ? "int" : "float", arr, l_.width,
+                          args_.load_vector(t, base, arr, l_.width));
+    return loaded_[key] = fmt::format("{}[{}]", arr, l_.lane);
+  }
+  // The per-lane statement storing `value` into output t.
+  std::string store(TensorId t, const std::string& value) {
+    const bool is_int = args_.is_int(t);
+    const std::string arr = fmt::format("y{}", args_.output(t));
+    l_.pre += fmt::format("    {} {}[{}];\n", is_int ? "int" : "float", arr, l_.width);
+    l_.post += "    " + args_.store_vector(t, l_.base, arr, l_.width) + "\n";
+    return fmt::format("{}[{}] = {}({});", arr, l_.lane, is_int ? "int" : "float", value);
+  }
+
+ private:
+  ArgList& args_;
+  Lanes& l_;
+  std::map<std::string, std::string> loaded_;
+};
 
 }  // namespace
 
@@ -33,8 +78,11 @@ bool escapes(const GenContext& c, TensorId t) {
 }
 
 Result<std::string> elementwise_tail(const GenContext& c, ArgList& args, int skip, const std::string& value,
-                                     const std::string& index, const Shape& space) {
+                                     const std::string& index, const Shape& space, Lanes* lanes) {
   const int64_t n_space = shape_elements(space).value_or(-1);
+  std::optional<LaneArrays> vec;
+  if (lanes && lanes->width > 1) vec.emplace(args, *lanes);
+  auto store = [&](TensorId t, const std::string& v) { return vec ? vec->store(t, v) : args.store(t, index, v); };
   std::map<TensorId, std::pair<std::string, bool>> vals;  // root -> (variable, is int)
   std::string code;
   if (skip >= 0) {
@@ -43,7 +91,7 @@ Result<std::string> elementwise_tail(const GenContext& c, ArgList& args, int ski
     const bool out_int = !dtype_is_float(c.tensor(out).dtype);
     vals[c.root(out)] = {value, out_int};
     if (escapes(c, out) && !in_list(c.k.recomputed, c.k.nodes[static_cast<size_t>(skip)])) {
-      code += "    " + args.store(out, index, value) + "\n";
+      code += "    " + store(out, value) + "\n";
     }
   }
   int tmp = 0;
@@ -79,7 +127,11 @@ Result<std::string> elementwise_tail(const GenContext& c, ArgList& args, int ski
       }
       const Tensor& it = c.tensor(t);
       if (it.is_sequence || it.dtype == DType::kString) return c.unsupported(n, "sequence or string input");
-      ins.push_back(args.load(t, broadcast_index(ot.shape, it.shape, index)));
+      if (vec && contiguous_run(ot.shape, it.shape) % lanes->width == 0) {
+        ins.push_back(vec->load(t, broadcast_index(ot.shape, it.shape, lanes->base)));
+      } else {
+        ins.push_back(args.load(t, broadcast_index(ot.shape, it.shape, index)));
+      }
       ints.push_back(args.is_int(t));
     }
     bool int_out = false;
@@ -92,9 +144,9 @@ Result<std::string> elementwise_tail(const GenContext& c, ArgList& args, int ski
       if (t == kNoTensor) continue;
       if (o == 0) {
         vals[c.root(t)] = {var, int_out};
-        if (escapes(c, t) && !in_list(c.k.recomputed, c.k.nodes[pos])) code += "    " + args.store(t, index, var) + "\n";
+        if (escapes(c, t) && !in_list(c.k.recomputed, c.k.nodes[pos])) code += "    " + store(t, var) + "\n";
       } else if (n.op_type == "Dropout") {  // the mask: all kept in inference
-        if (escapes(c, t)) code += "    " + args.store(t, index, "1") + "\n";
+        if (escapes(c, t)) code += "    " + store(t, "1") + "\n";
       } else {
         return c.unsupported(n, "second output");
       }
@@ -112,21 +164,33 @@ Result<Kernel> gen_elementwise(const GenContext& c) {
   if (n >= (int64_t{1} << 31)) return c.unsupported(last, "over 2^31 elements: 32-bit indexing");
   Kernel k;
   ArgList args(c);
-  auto tail = elementwise_tail(c, args, -1, "", "i", space);
+  // vector_width consecutive elements per thread-step (vector loads and stores where contiguous).
+  Lanes lanes;
+  lanes.width = vector_lanes(c.k.tile.vector_width, n);
+  auto tail = elementwise_tail(c, args, -1, "", "i", space, &lanes);
   if (!tail) return tail.error();
   const uint32_t block = static_cast<uint32_t>(std::clamp(c.k.tile.threads > 0 ? c.k.tile.threads : 256, 32,
                                                           std::min(1024, c.opts.max_threads)));
   const int ipt = std::clamp(c.k.tile.items_per_thread, 1, 8);
-  const int64_t threads = (n + ipt - 1) / ipt;
+  const int w = lanes.width;
+  const int64_t steps = n / w;  // w divides n
+  const int64_t threads = (steps + ipt - 1) / ipt;
   k.name = fmt::format("ew_{}", c.k.nodes.front());
   k.cls = "elementwise";
   k.block = {block, 1, 1};
   k.groups = groups_for(threads, block);
   const int64_t launched = int64_t{k.groups[0]} * k.groups[1] * block;
-  // Each thread takes items_per_thread elements, `launched` apart (coalesced across the group).
-  k.body = fmt::format("  int t = {} * BLOCK_X + LID_X;\n  for (int r = 0; r < {}; ++r) {{\n    int i = t + r * {};\n"
-                       "    if (i >= {}) return;\n{}  }}\n",
-                       kLinearGroup, ipt, launched, n, *tail);
+  // Each thread takes items_per_thread steps, `launched` steps apart (coalesced across the group);
+  // a step is w consecutive elements from i0.
+  if (w == 1) {
+    k.body = fmt::format("  int t = {} * BLOCK_X + LID_X;\n  for (int r = 0; r < {}; ++r) {{\n    int i = t + r * {};\n"
+                         "    if (i >= {}) return;\n{}  }}\n",
+                         kLinearGroup, ipt, launched, n, *tail);
+  } else {
+    k.body = fmt::format("  int t = {} * BLOCK_X + LID_X;\n  for (int r = 0; r < {}; ++r) {{\n    int i0 = (t + r * {}) * {};\n"
+                         "    if (i0 >= {}) return;\n{}    for (int j = 0; j < {}; ++j) {{\n    int i = i0 + j;\n{}    }}\n{}  }}\n",
+                         kLinearGroup, ipt, launched, w, n, lanes.pre, w, *tail, lanes.post);
+  }
   k.args = std::move(args.args);
   return k;
 }

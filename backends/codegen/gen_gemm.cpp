@@ -6,9 +6,10 @@
 // In fp16 with a matrix path (codegen.h) the main loop runs on matrix units (gemm_mma.cpp).
 // TileConfig honoured: block_m/n/k (as powers of two, fitted to the problem and the target),
 // threads, stages (2 or more: double-buffered shared memory). Not honoured: split_k (each output
-// is reduced by one group, so the fused epilogue sees the whole sum) and vector_width (the dialect
-// has no vector types; per-thread runs of scalar loads would break the warp-wide coalescing the
-// tile loads get now).
+// is reduced by one group, so the fused epilogue sees the whole sum) and vector_width (the cost
+// model prices GEMM tiles without it; operands are strided views and implicit-GEMM gathers, so
+// vector loads of the tiles would need alignment and contiguity cases the loop does not split
+// out yet).
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -2,6 +2,7 @@
 // constants, float literals, and launch geometry.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -46,6 +47,26 @@ std::string ArgList::store(TensorId t, const std::string& index, const std::stri
   // Integer tensors hold int32 on the device; a float value is converted (bool results are 0/1).
   if (is_int(t)) return fmt::format("ST{}({}, int({}));", k, index, value);
   return fmt::format("ST{}({}, float({}));", k, index, value);
+}
+
+std::string ArgList::vector_access(int k, const char* macro, const std::string& base, const std::string& array,
+                                   int width) {
+  Arg& a = args[static_cast<size_t>(k)];
+  const int chunk = std::min(width, a.storage == Storage::kF16 ? 8 : 4);  // 16 bytes at most
+  a.vector = chunk;
+  std::string s;
+  for (int o = 0; o < width; o += chunk) {
+    s += fmt::format("{}{}({}, {}, {}); ", macro, k, o == 0 ? base : fmt::format("{} + {}", base, o), array, o);
+  }
+  return s;
+}
+
+std::string ArgList::load_vector(TensorId t, const std::string& base, const std::string& array, int width) {
+  return vector_access(input(t), "LDV", base, array, width);
+}
+
+std::string ArgList::store_vector(TensorId t, const std::string& base, const std::string& array, int width) {
+  return vector_access(output(t), "STV", base, array, width);
 }
 
 std::vector<int64_t> strides_of(const Shape& s) {

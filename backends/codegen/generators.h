@@ -36,11 +36,17 @@ class ArgList {
   // integer ones), and a store statement.
   std::string load(TensorId t, const std::string& index);
   std::string store(TensorId t, const std::string& index, const std::string& value);
+  // Statements loading (storing) `width` consecutive elements of t's buffer, from element `base`
+  // (an int expression, a multiple of width), into (from) the float or int array `array`: vector
+  // accesses of at most 16 bytes each (Arg::vector, LDVk/STVk in dialect.h).
+  std::string load_vector(TensorId t, const std::string& base, const std::string& array, int width);
+  std::string store_vector(TensorId t, const std::string& base, const std::string& array, int width);
   bool is_int(TensorId t) const { return !dtype_is_float(c_.tensor(t).dtype); }
   std::vector<Arg> args;
 
  private:
   int find_or_add(TensorId t, bool written);
+  std::string vector_access(int k, const char* macro, const std::string& base, const std::string& array, int width);
   const GenContext& c_;
 };
 
@@ -65,8 +71,21 @@ inline const char* kLinearGroup = "(GRP_Y * NGRP_X + GRP_X)";
 // their other inputs with broadcasting, and store each tensor the group must write: those read
 // outside the group or returned by the graph (the anchor's output too, when so). kUnsupported when
 // a node is not elementwise or its output does not have the shape of the index space.
+//
+// With `lanes` (gen_elementwise only, skip = -1), the statements run once per lane of a vector
+// step: `index` (defined by the caller as i0 + j, j < lanes->width) covers width consecutive
+// elements from i0 (a multiple of width). Inputs that are contiguous over the step (same shape as
+// the output, or broadcast with a run of equal trailing dims that width divides) are read as
+// arrays loaded before the lane loop (lanes->pre, vector loads) and indexed by lanes->lane;
+// stored values go into arrays stored after it (lanes->post, vector stores). Other inputs are
+// loaded per lane.
+struct Lanes {
+  int width = 1;
+  std::string base = "i0", lane = "j";
+  std::string pre, post;  // filled by elementwise_tail
+};
 Result<std::string> elementwise_tail(const GenContext& c, ArgList& args, int skip, const std::string& value,
-                                     const std::string& index, const Shape& space);
+                                     const std::string& index, const Shape& space, Lanes* lanes = nullptr);
 
 // Whether tensor t (a group node's output) must be stored: read by a node outside the group, or
 // (through views) a graph output.

@@ -62,6 +62,79 @@ TEST_CASE("codegen: an elementwise chain is one kernel storing only what escapes
   }
 }
 
+TEST_CASE("codegen: an elementwise kernel takes vector_width elements a step with vector accesses", "[codegen]") {
+  test::OnnxBuilder b;
+  b.input("x", kF32, {test::Dim{int64_t{2}}, test::Dim{int64_t{6}}, test::Dim{int64_t{16}}});
+  b.initializer("y", kF32, {16});    // contiguous over a step: a vector load
+  b.initializer("s", kF32, {6, 1});  // one value per 16-element row: loaded per lane
+  b.node("Add", {"x", "y"}, {"a"});
+  b.node("Mul", {"a", "s"}, {"m"});
+  b.node("Less", {"m", "x"}, {"c"});
+  b.output("m");
+  b.output("c");
+  const Graph g = test::build_graph(b, "cg_vector.onnx");
+  PlanKernel k;
+  k.nodes = {0, 1, 2};
+  for (int vw : {1, 2, 4, 8}) {
+    k.tile.vector_width = vw;
+    for (auto st : {codegen::Storage::kF32, codegen::Storage::kF16}) {
+      INFO("vector_width " << vw << " storage " << codegen::storage_name(st));
+      codegen::Options o;
+      o.float_storage = st;
+      auto r = codegen::generate(g, k, o);
+      REQUIRE(r);
+      // 192 elements in steps of vw, 256 threads a group.
+      CHECK(r->groups[0] == static_cast<uint32_t>((192 / vw + 255) / 256));
+      // x, y, s, m, c in first-use order; all but s (and only with vw > 1) in vectors of at most 16 bytes.
+      REQUIRE(r->args.size() == 5);
+      const int chunk = vw == 1 ? 0 : std::min(vw, st == codegen::Storage::kF16 ? 8 : 4);
+      for (size_t a = 0; a < 5; ++a) {
+        const bool is_s = a == 2;
+        const bool is_c = a == 4;  // bool: int32 storage, 4 bytes
+        CHECK(r->args[a].vector == (is_s || vw == 1 ? 0 : is_c ? std::min(vw, 4) : chunk));
+      }
+      for (auto lang : {backend::Language::kGlsl, backend::Language::kCudaCpp}) {
+        const std::string code = r->source(lang).code;
+        CHECK((code.find("LDV0(") != std::string::npos) == (vw > 1));
+        CHECK(code.find("LDV2(") == std::string::npos);
+        CHECK((code.find("STV4(") != std::string::npos) == (vw > 1));
+        if (lang == backend::Language::kGlsl) CHECK((code.find("buffer BV0") != std::string::npos) == (vw > 1));
+      }
+#ifdef GPUSIM_HAVE_CUDA
+      if (std::string why; backend::cuda::nvrtc_available(&why)) {
+        std::string log;
+        const auto src = r->source(backend::Language::kCudaCpp);
+        INFO(src.code);
+        CHECK(backend::cuda::compile_cuda(src, "sm_80", &log));
+        INFO(log);
+      }
+#endif
+#ifdef GPUSIM_HAVE_HIP
+      if (std::string why; backend::hip::hiprtc_available(&why) && vw == 8) {
+        const auto src = r->source(backend::Language::kCudaCpp);
+        INFO(src.code);
+        CHECK(backend::hip::compile_hip(src, "gfx90a"));
+      }
+#endif
+    }
+  }
+  // A width that does not divide the elements falls back to one that does.
+  const Graph g6 = [&] {
+    test::OnnxBuilder b6;
+    b6.input("x", kF32, {test::Dim{int64_t{6}}});
+    b6.node("Relu", {"x"}, {"y"});
+    b6.output("y");
+    return test::build_graph(b6, "cg_vector6.onnx");
+  }();
+  PlanKernel k6;
+  k6.nodes = {0};
+  k6.tile.vector_width = 8;
+  auto r6 = codegen::generate(g6, k6);
+  REQUIRE(r6);
+  CHECK(r6->args[0].vector == 2);
+  CHECK(r6->body.find("* 2;") != std::string::npos);
+}
+
 TEST_CASE("codegen: broadcast index arithmetic", "[codegen]") {
   CHECK(codegen::broadcast_index({2, 3, 5}, {2, 3, 5}, "i") == "i");
   CHECK(codegen::broadcast_index({2, 3, 5}, {5}, "i") == "((i % 5))");
@@ -104,6 +177,14 @@ void collect(const Graph& g, Sources& out, Sources& wmma, Sources& mfma, int& un
       }
       backend::KernelSource src = r->source(backend::Language::kCudaCpp);
       out.emplace(backend::source_hash(src), std::move(src));
+      if (r->cls == "elementwise" && k.tile.vector_width > 1) {  // the fp16 vector accesses (packed __half2) too
+        codegen::Options o;
+        o.float_storage = codegen::Storage::kF16;
+        if (auto h = codegen::generate(g, idx, k, o)) {
+          backend::KernelSource hs = h->source(backend::Language::kCudaCpp);
+          out.emplace(backend::source_hash(hs), std::move(hs));
+        }
+      }
       if (r->cls != "gemm" && r->cls != "conv") continue;
       for (auto [path, set] : {std::pair{codegen::MatrixPath::kWmma, &wmma}, std::pair{codegen::MatrixPath::kMfma, &mfma}}) {
         codegen::Options o;

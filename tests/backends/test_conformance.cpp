@@ -73,6 +73,22 @@ std::vector<Case> cases() {
                  b.node("Add", {"w", "cf"}, {"z"});
                  b.output("z");
                }});
+  // 192 elements: every vector width divides it. y is contiguous over a vector step (a run of 16
+  // equal trailing dims), s is not (one value per 16-element row), the bool c and the int32 cast
+  // are stored as int vectors, and eager plans load c back as one.
+  c.push_back({"elementwise vector lanes broadcast and int", "elementwise", 1e-6, 2e-3, [](test::OnnxBuilder& b) {
+                 b.input("x", kF32, {d(2), d(6), d(16)});
+                 b.initializer("y", kF32, {16});
+                 b.initializer("s", kF32, {6, 1});
+                 b.node("Add", {"x", "y"}, {"a"});
+                 b.node("Mul", {"a", "s"}, {"m"});
+                 b.node("Less", {"x", "y"}, {"c"});
+                 b.node("Where", {"c", "m", "x"}, {"z"});
+                 b.node("Cast", {"c"}, {"q"}).i("to", onnx::TensorProto::INT32);
+                 b.output("z");
+                 b.output("c");
+                 b.output("q");
+               }});
   for (auto [m, k, n] : {std::array<int64_t, 3>{1, 1, 1}, {7, 13, 61}, {127, 64, 33}, {64, 64, 64}}) {
     c.push_back({fmt::format("gemm matmul {}x{}x{}", m, k, n), "gemm", 1e-5, 5e-3, [m, k, n](test::OnnxBuilder& b) {
                    b.input("a", kF32, {d(m), d(k)});
@@ -231,13 +247,21 @@ TEST_CASE("conformance: every kernel class on every available device backend aga
           const codegen::MatrixPath own = codegen::matrix_path_for(dev.info());
           paths = {codegen::MatrixPath::kNone, own == codegen::MatrixPath::kNone ? codegen::MatrixPath::kPortable : own};
         }
+        // Elementwise kernels also run with each vector width forced on every kernel (0: the
+        // plan's own); widths that do not divide a kernel's elements fall back to one that does.
+        std::vector<int> widths = {0};
+        if (cs.cls == "elementwise") widths = {0, 2, 4, 8};
         for (const auto& mpath : paths)
+        for (int vw : widths)
         for (bool fuse : {false, true}) {
           const uint64_t seed = (static_cast<uint64_t>(rd()) << 32) | rd();
           INFO(od.backend << " / " << cs.name << " / " << dtype_name(dt) << (fuse ? " / fused" : " / eager")
                           << (mpath ? " / matrix path " + std::string(codegen::matrix_path_name(*mpath)) : "")
-                          << " / seed " << seed);
-          const Plan plan = fuse ? fused(g) : test::one_kernel_per_op(g);
+                          << (vw ? " / vector width " + std::to_string(vw) : "") << " / seed " << seed);
+          Plan plan = fuse ? fused(g) : test::one_kernel_per_op(g);
+          if (vw) {
+            for (PlanKernel& k : plan.kernels) k.tile.vector_width = vw;
+          }
           exec::RunOptions o;
           o.weights = &*weights;
           o.seed = seed;

@@ -156,7 +156,7 @@ TEST_CASE("gpusim run names an unavailable backend and what to install", "[execu
   }
 }
 
-TEST_CASE("gpusim run prices the tiles codegen generates: no split-K and scalar loads", "[executor][cli]") {
+TEST_CASE("gpusim run prices the tiles codegen generates: no split-K and vector widths only where generated", "[executor][cli]") {
   // A GEMM that leaves an H200's SMs idle: the cost model's own choice splits K.
   test::OnnxBuilder b;
   b.input("a", kF32, {test::Dim{int64_t{64}}, test::Dim{int64_t{4096}}});
@@ -173,7 +173,19 @@ TEST_CASE("gpusim run prices the tiles codegen generates: no split-K and scalar 
   CHECK(t.split_k == 1);
   CHECK(t.vector_width == 1);
   CHECK(kernel_cost(w, t, h200).feasible);
-  CHECK(codegen::as_generated({64, 64, 8, 256, 2, 8, 4, 1}).split_k == 1);
+  const TileConfig asked{64, 64, 8, 256, 2, 8, 4, 1};
+  CHECK(codegen::as_generated(asked, w).split_k == 1);
+  CHECK(codegen::as_generated(asked, w).vector_width == 1);  // GEMMs take their load widths from the tile shape
+  KernelWork ew;
+  ew.cls = OpClass::kElementwise;
+  ew.elements = 6 * 1024;
+  CHECK(codegen::as_generated(asked, ew).vector_width == 4);
+  ew.elements = 6;  // 4 does not divide it: 2 does
+  CHECK(codegen::as_generated(asked, ew).vector_width == 2);
+  CHECK(codegen::vector_lanes(16, 1024) == 8);
+  CHECK(codegen::vector_lanes(3, 1024) == 2);
+  CHECK(codegen::vector_lanes(8, 7) == 1);
+  CHECK(codegen::vector_lanes(0, 8) == 1);
   if (test::devices().empty()) return;  // devices() said why
   // A plan file asking for split-K runs it unsplit, predicts that, and says so.
   Plan p;
@@ -193,7 +205,7 @@ TEST_CASE("gpusim run prices the tiles codegen generates: no split-K and scalar 
   REQUIRE(r.rc == 0);
   const auto j = nlohmann::json::parse(r.out);
   bool said = false;
-  for (const auto& n : j["notes"]) said = said || n.get<std::string>().find("split_k 1 and vector_width 1") != std::string::npos;
+  for (const auto& n : j["notes"]) said = said || n.get<std::string>().find("split_k 1 and the vector width that runs") != std::string::npos;
   CHECK(said);
   CHECK(j["kernels"][0]["predicted_us"].get<double>() > 0);
 }

@@ -196,16 +196,22 @@ int run_device(const Args& a, const Graph& g0, const std::vector<cpu::HostTensor
     plan.dtype = *dtype;
   }
   const Graph g = plan.dtype && *plan.dtype != DType::kFloat32 ? retype(g0, *plan.dtype) : g0;
-  // A plan file's split-K and vector widths are not generated: price each tile as it runs.
+  // A plan file's split-K is not generated, nor vector widths outside fused elementwise kernels
+  // (or ones that do not divide the kernel's elements): price each tile as it runs.
   int regenerated = 0;
+  const GraphIndex idx = index_graph(g);
   for (PlanKernel& k : plan.kernels) {
-    const TileConfig t = codegen::as_generated(k.tile);
+    if (k.nodes.empty() || k.anchor < 0 || k.anchor >= static_cast<int>(k.nodes.size())) continue;  // validate_plan says why
+    const bool attention = std::find(k.fusions.begin(), k.fusions.end(), "attention") != k.fusions.end();
+    const TileConfig t =
+        codegen::as_generated(k.tile, group_work(g, idx, k.nodes, k.anchor, attention, k.recomputed));
     regenerated += t.split_k != k.tile.split_k || t.vector_width != k.tile.vector_width;
     k.tile = t;
   }
   if (regenerated > 0) {
-    notes.push_back(fmt::format("{} kernel(s) of the plan ask for split-K or vector loads, which codegen does not "
-                                "generate yet: they run, and are predicted, with split_k 1 and vector_width 1",
+    notes.push_back(fmt::format("{} kernel(s) of the plan ask for split-K, or for a vector width that codegen does not "
+                                "generate for their class and size: they run, and are predicted, with split_k 1 and "
+                                "the vector width that runs (1 outside fused elementwise kernels)",
                                 regenerated));
   }
   if (gpu) {
