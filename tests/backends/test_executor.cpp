@@ -130,11 +130,18 @@ TEST_CASE("gpusim run on a device backend checks outputs and prints predicted be
   CHECK(j["check"][0]["pass"] == true);
   CHECK(j["check"][0]["relative_l2"].get<double>() < 1e-3);
   REQUIRE(j["kernels"].size() > 50);
+  int vectorized = 0;
   for (const auto& k : j["kernels"]) {
     CHECK(k["device"] == true);
     CHECK(k["measured_us"].get<double>() > 0);
     CHECK(k["predicted_us"].get<double>() > 0);
+    // The tile that ran: vector widths only in elementwise kernels (MobileNetV2's Clip(0, 6)
+    // activations, whose element counts are multiples of 4).
+    const int vw = k["tile"]["vector_width"].get<int>();
+    if (k["class"] != "elementwise") CHECK(vw == 1);
+    vectorized += vw > 1;
   }
+  CHECK(vectorized > 0);
   const test::Run text = test::run_gpusim("run " + model + " --backend " + backend + " --gpu nvidia-rtx-3060 --repeat 1");
   CHECK_THAT(text.out, Catch::Contains("predicted_us") && Catch::Contains("measured_us") && Catch::Contains("error"));
 }

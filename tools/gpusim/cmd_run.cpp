@@ -271,6 +271,11 @@ int run_device(const Args& a, const Graph& g0, const std::vector<cpu::HostTensor
     nlohmann::json j = {{"kernel", k.plan_kernel}, {"name", k.name}, {"op_type", k.op_type}, {"class", k.cls},
                         {"device", k.device}, {"fused_as_planned", k.fused_as_planned}, {"launches", k.launches},
                         {"measured_us", k.measured_us}, {"min_us", k.min_us}, {"max_us", k.max_us}};
+    // The tile it ran with (and was priced for): the plan's, as codegen generates it.
+    const TileConfig& t = plan.kernels.at(static_cast<size_t>(k.plan_kernel)).tile;
+    j["tile"] = {{"block_m", t.block_m}, {"block_n", t.block_n}, {"block_k", t.block_k}, {"threads", t.threads},
+                 {"stages", t.stages}, {"split_k", t.split_k}, {"vector_width", t.vector_width},
+                 {"items_per_thread", t.items_per_thread}};
     if (pred) {
       j["predicted_us"] = p;
       j["error_pct"] = k.measured_us > 0 ? 100 * (p - k.measured_us) / k.measured_us : 0.0;
