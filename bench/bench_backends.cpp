@@ -1,7 +1,8 @@
 // Backend benchmarks (issue: real execution). Generated kernels timed with each device's own
 // timers (Vulkan timestamp queries, CUDA/HIP events) through the executor, against the device's
 // ceilings:
-//   BM_Gemm/<backend>/N      square fp32 MatMul N x N x N (codegen's tiled GEMM); GFLOP/s
+//   BM_Gemm/<backend>/N/vwV  square fp32 MatMul N x N x N (codegen's tiled GEMM, operand tiles
+//                            loaded V elements at a time); GFLOP/s
 //   BM_Conv/<backend>        ResNet-50's 3x3 conv, 1x64x56x56 -> 64 channels (implicit GEMM); GFLOP/s
 //   BM_SiluChain/<backend>/vwV  x * sigmoid(x) * k + x over 4 Mi fp32, one fused kernel taking V
 //                            consecutive elements a step (vector_width: float4 loads at V = 4); GB/s moved
@@ -41,7 +42,11 @@ Built built(calibrate::OneKernelGraph k) {
   return b;
 }
 
-Built gemm(int64_t n) { return built(calibrate::matmul_graph(n, n, n)); }
+Built gemm(int64_t n, int vector_width) {
+  Built b = built(calibrate::matmul_graph(n, n, n));
+  b.plan.kernels[0].tile.vector_width = vector_width;
+  return b;
+}
 Built conv() { return built(calibrate::conv_graph(64, 64, 56, 3)); }
 
 constexpr int64_t kChain = int64_t{1} << 22;
@@ -164,12 +169,12 @@ BENCHMARK(BM_HostMemcpy)->Unit(benchmark::kMillisecond);
 int main(int argc, char** argv) {
   for (auto& [name, dev] : devices()) {
     backend::Backend* d = dev.get();
-    for (int64_t n : {256, 512}) {
+    for (auto [n, vw] : {std::pair<int64_t, int>{256, 1}, {256, 4}, {512, 1}, {512, 4}}) {
       static std::vector<Built> keep;
       keep.reserve(16);
-      keep.push_back(gemm(n));
+      keep.push_back(gemm(n, vw));
       const Built* b = &keep.back();
-      benchmark::RegisterBenchmark(fmt::format("BM_Gemm/{}/{}", name, n).c_str(),
+      benchmark::RegisterBenchmark(fmt::format("BM_Gemm/{}/{}/vw{}", name, n, vw).c_str(),
                                    [d, b, n](benchmark::State& s) { run(s, *d, *b, 2.0 * n * n * n, "GFLOP/s"); })
           ->UseManualTime()
           ->Iterations(2)

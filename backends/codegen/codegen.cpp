@@ -60,7 +60,13 @@ int vector_lanes(int vector_width, int64_t elements) {
 
 TileConfig as_generated(TileConfig t, const KernelWork& w) {
   t.split_k = 1;
-  t.vector_width = w.cls == OpClass::kElementwise ? vector_lanes(t.vector_width, w.elements) : 1;
+  if (w.cls == OpClass::kElementwise) {
+    t.vector_width = vector_lanes(t.vector_width, w.elements);
+  } else if ((w.cls == OpClass::kGemm || w.cls == OpClass::kConv) && t.vector_width > 1) {
+    t.vector_width = vector_lanes(t.vector_width, 8);  // a power of two, at most 8; narrowed per operand
+  } else {
+    t.vector_width = 1;
+  }
   return t;
 }
 

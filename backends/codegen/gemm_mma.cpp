@@ -87,25 +87,14 @@ std::string fragment_macros(MatrixPath p, const MmaTile& t) {
 
 // The loads of the A and B tiles for k-offset `k0` (an int expression) into stage `buf`.
 std::string load_tiles(const GemmLoop& L, const MmaTile& t, const std::string& buf, const std::string& k0) {
-  const int T = t.threads();
-  std::string s;
-  s += fmt::format("    for (int e = LID_X; e < {}; e += {}) {{\n", t.bm * t.bk, T);
-  s += L.a_m_fastest ? fmt::format("      int r = e % {0}; int kk = e / {0};\n", t.bm)
-                     : fmt::format("      int r = e / {0}; int kk = e % {0};\n", t.bk);
-  s += fmt::format("      int gm = m0 + r; int gk = {} + kk;\n", k0);
-  s += "      float av = 0.0f;\n";
-  s += fmt::format("      if (gm < {} && gk < {}) {{ {} }}\n", L.m, L.k, L.load_a);
-  s += fmt::format("      sA[({} * {} + r) * {} + kk] = MMA_TO_HALF(av);\n", buf, t.bm, t.lda());
-  s += "    }\n";
-  s += fmt::format("    for (int e = LID_X; e < {}; e += {}) {{\n", t.bn * t.bk, T);
-  s += L.b_n_fastest ? fmt::format("      int c = e % {0}; int kk = e / {0};\n", t.bn)
-                     : fmt::format("      int c = e / {0}; int kk = e % {0};\n", t.bk);
-  s += fmt::format("      int gn = n0 + c; int gk = {} + kk;\n", k0);
-  s += "      float bv = 0.0f;\n";
-  s += fmt::format("      if (gn < {} && gk < {}) {{ {} }}\n", L.n, L.k, L.load_b);
-  s += fmt::format("      sB[({} * {} + kk) * {} + c] = MMA_TO_HALF(bv);\n", buf, t.bk, t.ldb());
-  s += "    }\n";
-  return s;
+  auto store_a = [&](const std::string& r, const std::string& kk, const std::string& v) {
+    return fmt::format("sA[({} * {} + {}) * {} + {}] = MMA_TO_HALF({});", buf, t.bm, r, t.lda(), kk, v);
+  };
+  auto store_b = [&](const std::string& c, const std::string& kk, const std::string& v) {
+    return fmt::format("sB[({} * {} + {}) * {} + {}] = MMA_TO_HALF({});", buf, t.bk, kk, t.ldb(), c, v);
+  };
+  return operand_tile_load(L, true, t.bm, t.bk, t.threads(), k0, store_a) +
+         operand_tile_load(L, false, t.bn, t.bk, t.threads(), k0, store_b);
 }
 
 // The matrix products of one k-step from stage `buf`.

@@ -114,6 +114,49 @@ GemmTile fit_gemm_tile(const TileConfig& tc, const GemmLoop& L, const Options& o
   return t;
 }
 
+int gemm_vector_width(const TileConfig& t, Storage storage) {
+  const int cap = storage == Storage::kF16 ? 8 : 4;
+  int w = 1;
+  while (w * 2 <= std::min(t.vector_width, cap)) w *= 2;
+  return w;
+}
+
+std::string operand_tile_load(const GemmLoop& L, bool is_a, int p, int bk, int T, const std::string& k0,
+                              const std::function<std::string(const std::string&, const std::string&, const std::string&)>& store) {
+  const bool p_fastest = is_a ? L.a_m_fastest : L.b_n_fastest;
+  const char* pv = is_a ? "r" : "c";
+  const char* gv = is_a ? "gm" : "gn";
+  const char* base = is_a ? "m0" : "n0";
+  const char* val = is_a ? "av" : "bv";
+  const int64_t extent = is_a ? L.m : L.n;
+  int vec = std::max(1, is_a ? L.a_vec : L.b_vec);
+  while (vec > (p_fastest ? p : bk)) vec /= 2;  // the tile's extent along the fastest index (powers of two)
+  std::string s;
+  if (vec <= 1) {
+    s += fmt::format("    for (int e = LID_X; e < {}; e += {}) {{\n", p * bk, T);
+    s += p_fastest ? fmt::format("      int {} = e % {}; int kk = e / {};\n", pv, p, p)
+                   : fmt::format("      int {} = e / {}; int kk = e % {};\n", pv, bk, bk);
+    s += fmt::format("      int {} = {} + {}; int gk = {} + kk;\n", gv, base, pv, k0);
+    s += fmt::format("      float {} = 0.0f;\n", val);
+    s += fmt::format("      if ({} < {} && gk < {}) {{ {} }}\n", gv, extent, L.k, is_a ? L.load_a : L.load_b);
+    s += "      " + store(pv, "kk", val) + "\n    }\n";
+    return s;
+  }
+  // vec consecutive elements a thread along the fastest index; the extent along it is a multiple
+  // of vec, so a vector starting inside the matrix lies wholly inside it.
+  const int per = (p_fastest ? p : bk) / vec;
+  s += fmt::format("    for (int e = LID_X; e < {}; e += {}) {{\n", p * bk / vec, T);
+  s += p_fastest ? fmt::format("      int {} = (e % {}) * {}; int kk = e / {};\n", pv, per, vec, per)
+                 : fmt::format("      int {} = e / {}; int kk = (e % {}) * {};\n", pv, per, per, vec);
+  s += fmt::format("      int {} = {} + {}; int gk = {} + kk;\n", gv, base, pv, k0);
+  s += fmt::format("      float {}_v[{}];\n", val, vec);
+  s += fmt::format("      if ({} < {} && gk < {}) {{ {} }} else {{ for (int v = 0; v < {}; ++v) {}_v[v] = 0.0f; }}\n", gv,
+                   extent, L.k, is_a ? L.load_a_vec : L.load_b_vec, vec, val);
+  s += fmt::format("      for (int v = 0; v < {}; ++v) {}\n    }}\n", vec,
+                   store(p_fastest ? std::string(pv) + " + v" : pv, p_fastest ? "kk" : "kk + v", std::string(val) + "_v[v]"));
+  return s;
+}
+
 namespace {
 
 // The loads of the A and B tiles for k-offset `k0` (an int expression) into buffer `buf`.
@@ -123,31 +166,14 @@ int lda(const GemmLoop& L, const GemmTile& t) { return L.a_m_fastest ? t.bm : t.
 int ldb(const GemmLoop& L, const GemmTile& t) { return L.b_n_fastest ? t.bn : t.bn + 1; }
 
 std::string load_tiles(const GemmLoop& L, const GemmTile& t, const std::string& buf, const std::string& k0) {
-  const int T = t.threads;
-  std::string s;
-  s += fmt::format("    for (int e = LID_X; e < {}; e += {}) {{\n", t.bm * t.bk, T);
-  if (L.a_m_fastest) {
-    s += fmt::format("      int r = e % {0}; int kk = e / {0};\n", t.bm);
-  } else {
-    s += fmt::format("      int r = e / {0}; int kk = e % {0};\n", t.bk);
-  }
-  s += fmt::format("      int gm = m0 + r; int gk = {} + kk;\n", k0);
-  s += "      float av = 0.0f;\n";
-  s += fmt::format("      if (gm < {} && gk < {}) {{ {} }}\n", L.m, L.k, L.load_a);
-  s += fmt::format("      sA[({} * {} + kk) * {} + r] = av;\n", buf, t.bk, lda(L, t));
-  s += "    }\n";
-  s += fmt::format("    for (int e = LID_X; e < {}; e += {}) {{\n", t.bn * t.bk, T);
-  if (L.b_n_fastest) {
-    s += fmt::format("      int c = e % {0}; int kk = e / {0};\n", t.bn);
-  } else {
-    s += fmt::format("      int c = e / {0}; int kk = e % {0};\n", t.bk);
-  }
-  s += fmt::format("      int gn = n0 + c; int gk = {} + kk;\n", k0);
-  s += "      float bv = 0.0f;\n";
-  s += fmt::format("      if (gn < {} && gk < {}) {{ {} }}\n", L.n, L.k, L.load_b);
-  s += fmt::format("      sB[({} * {} + kk) * {} + c] = bv;\n", buf, t.bk, ldb(L, t));
-  s += "    }\n";
-  return s;
+  auto store_a = [&](const std::string& r, const std::string& kk, const std::string& v) {
+    return fmt::format("sA[({} * {} + {}) * {} + {}] = {};", buf, t.bk, kk, lda(L, t), r, v);
+  };
+  auto store_b = [&](const std::string& c, const std::string& kk, const std::string& v) {
+    return fmt::format("sB[({} * {} + {}) * {} + {}] = {};", buf, t.bk, kk, ldb(L, t), c, v);
+  };
+  return operand_tile_load(L, true, t.bm, t.bk, t.threads, k0, store_a) +
+         operand_tile_load(L, false, t.bn, t.bk, t.threads, k0, store_b);
 }
 
 std::string compute_tile(const GemmLoop& L, const GemmTile& t, const std::string& buf) {

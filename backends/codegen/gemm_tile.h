@@ -39,7 +39,26 @@ struct GemmLoop {
   bool b_n_fastest = true;
   // Statements per output element, with ints `bz`, `gm` < m, `gn` < n and float `acc_v`.
   std::string epilogue;
+  // Vector loads of the tiles (the tile's vector_width), where the generator has proved them
+  // whole and aligned: the operand's fastest index (k, or m when a_m_fastest; for B n when
+  // b_n_fastest, else k) has unit stride and an extent a_vec divides, and every other stride and
+  // offset is a multiple of a_vec. `load_a_vec` fills float array `av_v[a_vec]` with the elements
+  // from (bz, gm, gk) on along that index (ArgList::load_vector); B likewise with `bv_v`. 0 or 1:
+  // scalar loads.
+  int a_vec = 0, b_vec = 0;
+  std::string load_a_vec, load_b_vec;
 };
+
+// The widest vector load (in elements, a power of two: 16 bytes at most) a tile's vector_width
+// asks for, for elements of `storage`.
+int gemm_vector_width(const TileConfig& t, Storage storage);
+
+// One operand's tile load for k-offset `k0`: `T` threads fill a `p` x `bk` tile (p = bm for A, bn
+// for B) from the loop's load statements, with vector loads when the loop has them (narrowed to
+// the tile's extent along the fastest index). `store(pi, kk, value)` returns the statement that
+// puts `value` at tile position (pi, kk), pi and kk being int expressions.
+std::string operand_tile_load(const GemmLoop& L, bool is_a, int p, int bk, int T, const std::string& k0,
+                              const std::function<std::string(const std::string&, const std::string&, const std::string&)>& store);
 
 // The tile actually generated: block_m x block_n outputs per group in a grid of
 // (block_m / tm) x (block_n / tn) threads, each accumulating a tm x tn micro-tile; block_k deep

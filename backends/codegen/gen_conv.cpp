@@ -171,6 +171,12 @@ Result<Kernel> gen_conv(const GenContext& c) {
   L.a_m_fastest = true;  // neighbouring output pixels read neighbouring input pixels
   L.load_b = fmt::format("bv = float({});", args.load(wt, fmt::format("(bz * {} + gn) * {} + gk", s.mg, L.k)));
   L.b_n_fastest = false;  // a weight row is contiguous along k
+  // The tile's vector width loads weight rows in vectors where K is a multiple of it (the im2col
+  // gather of A stays scalar).
+  if (const int vw = gemm_vector_width(c.k.tile, storage_of(c.tensor(wt).dtype, c.opts)); vw > 1 && L.k % vw == 0) {
+    L.b_vec = vw;
+    L.load_b_vec = args.load_vector(wt, fmt::format("(bz * {} + gn) * {} + gk", s.mg, L.k), "bv_v", vw);
+  }
   auto epi = gemm_epilogue(c, args, anchor_pos, folded, "v", "o");
   if (!epi) return epi.error();
   L.epilogue = fmt::format(

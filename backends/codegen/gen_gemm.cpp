@@ -5,11 +5,10 @@
 //
 // In fp16 with a matrix path (codegen.h) the main loop runs on matrix units (gemm_mma.cpp).
 // TileConfig honoured: block_m/n/k (as powers of two, fitted to the problem and the target),
-// threads, stages (2 or more: double-buffered shared memory). Not honoured: split_k (each output
-// is reduced by one group, so the fused epilogue sees the whole sum) and vector_width (the cost
-// model prices GEMM tiles without it; operands are strided views and implicit-GEMM gathers, so
-// vector loads of the tiles would need alignment and contiguity cases the loop does not split
-// out yet).
+// threads, stages (2 or more: double-buffered shared memory), vector_width (MatMul and Gemm
+// operands whose fastest index is contiguous, with extents and strides the width divides, load
+// their tiles in vectors of up to 16 bytes; others, and Einsum's, load scalars). Not honoured:
+// split_k (each output is reduced by one group, so the fused epilogue sees the whole sum).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -35,6 +34,27 @@ std::string load_stmt(ArgList& args, const Operand& op, const std::string& var, 
   const std::string pos = add_term(add_term(base, row, rs), col, cs);
   if (op.remap_shape.empty()) return fmt::format("{} = float({});", var, args.load(op.tensor, pos));
   return fmt::format("int {0}p = {1}; {0} = float({2});", var, pos, args.load(op.tensor, operand_index(op, var + "p")));
+}
+
+// Vector loads of a strided operand element (row, col) at batch offset `base` (whose terms have
+// `batch_strides` over dims of `batch_shape`): sets *vec and *stmt (filling array `arr`) when the
+// fastest index (col, or row when `row_fastest`) has unit stride and an extent `want` divides,
+// and the other stride and the batch strides are multiples of it; leaves them unset otherwise
+// (scalar loads). Buffers start 16-byte aligned, so such vectors are aligned.
+void vector_operand(const GenContext& c, ArgList& args, const Operand& op, int want, const std::string& base,
+                    const Shape& batch_shape, const std::vector<int64_t>& batch_strides, const std::string& row, int64_t rs,
+                    int64_t rows, const std::string& col, int64_t cs, int64_t cols, bool row_fastest, const char* arr,
+                    int* vec, std::string* stmt) {
+  if (want <= 1 || !op.remap_shape.empty()) return;
+  const int64_t fast_stride = row_fastest ? rs : cs, other_stride = row_fastest ? cs : rs;
+  const int64_t fast_extent = row_fastest ? rows : cols;
+  if (fast_stride != 1 || fast_extent % want != 0 || other_stride % want != 0) return;
+  for (size_t d = 0; d < batch_shape.size(); ++d) {
+    if (batch_shape[d] != 1 && batch_strides[d] % want != 0) return;
+  }
+  (void)c;
+  *vec = want;
+  *stmt = args.load_vector(op.tensor, add_term(add_term(base, row, rs), col, cs), arr, want);
 }
 
 // Einsum with two operands as a batched GEMM: every label is a batch label (both operands and
@@ -174,6 +194,9 @@ Result<Kernel> gen_gemm(const GenContext& c) {
   std::vector<int64_t> ast = a->strides, bst = b->strides;
 
   GemmLoop L;
+  // The tile's vector width, per operand storage (Einsum operands load scalars).
+  const int vec_a = gemm_vector_width(c.k.tile, storage_of(c.tensor(a->tensor).dtype, c.opts));
+  const int vec_b = gemm_vector_width(c.k.tile, storage_of(c.tensor(b->tensor).dtype, c.opts));
   std::string value = "acc_v";  // the anchor's output value, from the accumulator
   std::string out_index;        // flat index into the output, from bz, gm, gn
   if (n.op_type == "Einsum") {
@@ -216,6 +239,12 @@ Result<Kernel> gen_gemm(const GenContext& c) {
     L.load_b = load_stmt(args, *b, "bv", "b_off", "gk", bst[rb], "gn", bst[rb + 1]);
     L.a_m_fastest = ast[ra + 1] != 1 && ast[ra] == 1;
     L.b_n_fastest = !(bst[rb + 1] != 1 && bst[rb] == 1);
+    const std::vector<int64_t> abst(ast.begin(), ast.begin() + static_cast<std::ptrdiff_t>(ra));
+    const std::vector<int64_t> bbst(bst.begin(), bst.begin() + static_cast<std::ptrdiff_t>(rb));
+    vector_operand(c, args, *a, vec_a, "a_off", ab, abst, "gm", ast[ra], L.m, "gk", ast[ra + 1], L.k, L.a_m_fastest, "av_v",
+                   &L.a_vec, &L.load_a_vec);
+    vector_operand(c, args, *b, vec_b, "b_off", bb, bbst, "gk", bst[rb], L.k, "gn", bst[rb + 1], L.n, !L.b_n_fastest, "bv_v",
+                   &L.b_vec, &L.load_b_vec);
     out_index = fmt::format("(bz * {} + gm) * {} + gn", L.m, L.n);
   } else {  // Gemm
     if (as.size() != 2 || bs.size() != 2) return c.unsupported(n, "Gemm needs 2-D A and B");
@@ -236,6 +265,10 @@ Result<Kernel> gen_gemm(const GenContext& c) {
     L.load_b = load_stmt(args, *b, "bv", "", "gk", brs, "gn", bcs);
     L.a_m_fastest = acs != 1 && ars == 1;
     L.b_n_fastest = !(bcs != 1 && brs == 1);
+    vector_operand(c, args, *a, vec_a, "", {}, {}, "gm", ars, L.m, "gk", acs, L.k, L.a_m_fastest, "av_v", &L.a_vec,
+                   &L.load_a_vec);
+    vector_operand(c, args, *b, vec_b, "", {}, {}, "gk", brs, L.k, "gn", bcs, L.n, !L.b_n_fastest, "bv_v", &L.b_vec,
+                   &L.load_b_vec);
     out_index = fmt::format("gm * {} + gn", L.n);
     if (alpha != 1.0) value = fmt::format("{} * acc_v", float_lit(alpha));
     if (n.inputs.size() > 2 && n.inputs[2] != kNoTensor && beta != 0.0) {

@@ -29,8 +29,9 @@
 
 namespace gpusim {
 
-// How a kernel is scheduled. GEMM-like kernels use block_m/n/k, stages and split_k; the others use
-// threads, vector_width and items_per_thread.
+// How a kernel is scheduled. GEMM-like kernels use block_m/n/k, stages and split_k (and
+// vector_width as the widest operand tile load, which their price does not depend on); the
+// others use threads, vector_width and items_per_thread.
 struct TileConfig {
   int block_m = 0;
   int block_n = 0;

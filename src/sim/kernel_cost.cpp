@@ -430,12 +430,17 @@ std::vector<TileConfig> tile_menu(const KernelWork& w, const DeviceModel& d) {
     static const Shape3 kVectorTiles[] = {{128, 128, 256, 2}, {128, 64, 256, 2}, {64, 128, 256, 2},
                                           {64, 64, 256, 2},   {64, 32, 128, 2},  {32, 32, 64, 2}};
     const int bk = matrix ? static_cast<int>(64 / eb) : 8;
+    // Operand tiles load in vectors of up to 16 bytes where K allows (codegen narrows the width
+    // per operand to what its strides allow). The price does not depend on it: the model assumes
+    // a GEMM's global loads are issued in wide accesses hidden behind its math and traffic.
+    int vw = 1;
+    while (vw * 2 * eb <= 16 && w.k % (vw * 2) == 0) vw *= 2;
     auto add = [&](const Shape3& s) {
       const int64_t tiles = w.batch * ceil_div(w.m, s.m) * ceil_div(w.n, s.n);
       for (int split : {1, 2, 4, 8, 16}) {
         // Split-K only pays when the tiles alone leave units idle; each split needs a k-tile.
         if (split > 1 && (tiles * split > 2 * d.units || w.k < static_cast<int64_t>(bk) * split)) break;
-        menu.push_back({s.m, s.n, bk, s.threads, s.stages, split, 1, 1});
+        menu.push_back({s.m, s.n, bk, s.threads, s.stages, split, vw, 1});
       }
     };
     if (matrix) {

@@ -111,6 +111,26 @@ std::vector<Case> cases() {
                  b.node("Gemm", {"a", "w", "bias"}, {"y"}).i("transB", 1).f("alpha", 0.5f);
                  b.output("y");
                }});
+  // Extents and strides multiples of 8, so every vector width applies: A read along m (transA),
+  // B along k (transB), batch offsets, and weight rows of a convolution with K = 8 * 3 * 3.
+  c.push_back({"gemm transA transB aligned", "gemm", 1e-5, 5e-3, [](test::OnnxBuilder& b) {
+                 b.input("a", kF32, {d(24), d(16)});
+                 b.initializer("w", kF32, {40, 24});
+                 b.node("Gemm", {"a", "w"}, {"y"}).i("transA", 1).i("transB", 1);
+                 b.output("y");
+               }});
+  c.push_back({"gemm batched matmul aligned", "gemm", 1e-5, 5e-3, [](test::OnnxBuilder& b) {
+                 b.input("a", kF32, {d(2), d(3), d(16), d(24)});
+                 b.input("bm", kF32, {d(2), d(3), d(24), d(40)});
+                 b.node("MatMul", {"a", "bm"}, {"y"});
+                 b.output("y");
+               }});
+  c.push_back({"conv 3x3 aligned channels", "conv", 1e-5, 5e-3, [](test::OnnxBuilder& b) {
+                 b.input("x", kF32, {d(1), d(8), d(9), d(7)});
+                 b.initializer("w", kF32, {16, 8, 3, 3});
+                 b.node("Conv", {"x", "w"}, {"y"}).ints("pads", {1, 1, 1, 1});
+                 b.output("y");
+               }});
   c.push_back({"conv 3x3 stride 2 pad 1 with bias and relu", "conv", 1e-5, 5e-3, [](test::OnnxBuilder& b) {
                  b.input("x", kF32, {d(1), d(3), d(13), d(11)});
                  b.initializer("w", kF32, {5, 3, 3, 3});
@@ -247,10 +267,12 @@ TEST_CASE("conformance: every kernel class on every available device backend aga
           const codegen::MatrixPath own = codegen::matrix_path_for(dev.info());
           paths = {codegen::MatrixPath::kNone, own == codegen::MatrixPath::kNone ? codegen::MatrixPath::kPortable : own};
         }
-        // Elementwise kernels also run with each vector width forced on every kernel (0: the
-        // plan's own); widths that do not divide a kernel's elements fall back to one that does.
+        // Elementwise, GEMM and convolution kernels also run with each vector width forced on
+        // every kernel (0: the plan's own); an elementwise kernel narrows a width that does not
+        // divide its elements, a GEMM loads an operand whose strides do not allow it in scalars.
         std::vector<int> widths = {0};
         if (cs.cls == "elementwise") widths = {0, 2, 4, 8};
+        if (cs.cls == "gemm" || cs.cls == "conv") widths = {0, 1, 8};
         for (const auto& mpath : paths)
         for (int vw : widths)
         for (bool fuse : {false, true}) {
