@@ -62,6 +62,8 @@ TileConfig as_generated(TileConfig t, const KernelWork& w) {
   t.split_k = 1;
   if (w.cls == OpClass::kElementwise) {
     t.vector_width = vector_lanes(t.vector_width, w.elements);
+  } else if ((w.cls == OpClass::kReduction || w.cls == OpClass::kNormalization) && w.rows > 0) {
+    t.vector_width = vector_lanes(t.vector_width, w.row_elements);  // narrowed to 1 where rows are not contiguous
   } else if ((w.cls == OpClass::kGemm || w.cls == OpClass::kConv) && t.vector_width > 1) {
     t.vector_width = vector_lanes(t.vector_width, 8);  // a power of two, at most 8; narrowed per operand
   } else {

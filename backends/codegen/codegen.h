@@ -107,10 +107,12 @@ Result<Kernel> generate(const Graph& g, const GraphIndex& idx, const PlanKernel&
 int vector_lanes(int vector_width, int64_t elements);
 // What codegen generates of a plan's TileConfig for kernel work `w`, so that a tile runs — and is
 // priced by `gpusim run` — as this: split_k 1 (a GEMM reduces all of K in one group, so its fused
-// epilogue sees the whole sum); vector_width as vector_lanes() for fused elementwise kernels, a
-// power of two up to 8 for GEMMs and convolutions (the widest tile load, narrowed per operand to
-// 16 bytes and to what its strides allow), 1 for the other classes (reductions, normalizations,
-// attention and data movement load scalars); the rest kept.
+// epilogue sees the whole sum); vector_width as vector_lanes() for fused elementwise kernels and
+// (over the row length) for row reductions and normalizations, whose kernels narrow it to 1
+// where a row is not contiguous, is handled a thread per row, or has a fused prologue; a power
+// of two up to 8 for GEMMs and convolutions (the widest tile load, narrowed per operand to 16
+// bytes and to what its strides allow); 1 for the other classes (attention and data movement
+// load scalars); the rest kept.
 TileConfig as_generated(TileConfig t, const KernelWork& w);
 // The cost model's best tile for `w` on `d` among those codegen generates as priced (the
 // eager plans of `gpusim run` and calibration's kernels use it).

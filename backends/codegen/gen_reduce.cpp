@@ -176,7 +176,7 @@ constexpr const char* kCombineFns =
 
 // ---- the row emitter -------------------------------------------------------------------------
 
-RowEmitter::RowEmitter(const GenContext& c, const Rows& r) : rows_(r) {
+RowEmitter::RowEmitter(const GenContext& c, const Rows& r) : c_(c), rows_(r) {
   const uint32_t cap = pow2_at_most(std::min(c.opts.max_threads, 1024));
   const bool strided = !r.lst.empty() && r.lst.back() != 1;
   per_thread_ = r.len <= 16 || (strided && r.rows >= 2048 && r.len <= 4096);
@@ -201,9 +201,24 @@ std::string RowEmitter::start() const {
 }
 
 std::string RowEmitter::loop(const std::string& body) const {
+  if (vec_ > 1) {  // steps of vec_ contiguous elements (input_x); the lanes run the body in order
+    return fmt::format("  for (int jj0 = LID_X * {0}; jj0 < {1}; jj0 += BLOCK_X * {0}) {{\n    float xv_[{0}]; {2}\n"
+                       "    for (int vv = 0; vv < {0}; ++vv) {{\n    int jj = jj0 + vv;\n    int ix = xb + jj;\n{3}    }}\n  }}\n",
+                       vec_, rows_.len, vec_load_, body);
+  }
   const std::string head = per_thread_ ? fmt::format("  for (int jj = 0; jj < {}; ++jj) {{\n", rows_.len)
                                        : fmt::format("  for (int jj = LID_X; jj < {}; jj += BLOCK_X) {{\n", rows_.len);
   return head + fmt::format("    int ix = xb + {};\n", rows_.offset("jj")) + body + "  }\n";
+}
+
+Result<std::string> RowEmitter::input_x(ArgList& args) {
+  const int w = vector_lanes(c_.k.tile.vector_width, rows_.len);
+  bool ok = w > 1 && !per_thread_ && c_.k.anchor == 0 && rows_.lsz.size() == 1 && rows_.lst[0] == 1;
+  for (int64_t st : rows_.rst) ok = ok && st % w == 0;
+  if (!ok) return input_value(c_, args, "ix", "x", "    ");
+  vec_ = w;
+  vec_load_ = args.load_vector(c_.anchor().inputs.at(0), "xb + jj0", "xv_", w);
+  return std::string("    float x = xv_[vv];\n");
 }
 
 std::string RowEmitter::combine(const std::string& var, const std::string& fn) {
@@ -309,7 +324,7 @@ Result<Kernel> reduce(Gen& g) {
   if (auto s = mark_axes(g, xs, axes, mask); !s) return s.error();
   const Rows r = rows_of_mask(xs, mask);
   RowEmitter e(g.c, r);
-  auto xv = input_value(g.c, g.args, "ix", "x", "    ");
+  auto xv = e.input_x(g.args);
   if (!xv) return xv.error();
   const std::string& load = *xv;
   std::string body;
@@ -391,7 +406,7 @@ Result<Kernel> softmax(Gen& g) {
                : rows_split(outer, xs[static_cast<size_t>(a)], shape_elements(Shape(xs.begin() + a + 1, xs.end())).value_or(0));
   }
   RowEmitter e(g.c, r);
-  auto xv = input_value(g.c, g.args, "ix", "x", "    ");
+  auto xv = e.input_x(g.args);
   if (!xv) return xv.error();
   const std::string& load = *xv;
   std::string body;
@@ -436,7 +451,7 @@ Result<Kernel> layernorm(Gen& g) {
   const int64_t cols = shape_elements(Shape(xs.begin() + a, xs.end())).value_or(0);
   const Rows r = rows_split(rows, cols, 1);
   RowEmitter e(g.c, r);
-  auto xv = input_value(g.c, g.args, "ix", "x", "    ");
+  auto xv = e.input_x(g.args);
   if (!xv) return xv.error();
   const std::string& load = *xv;
   std::string body = mean_inv(e, load, cols, node_float(g.n, "epsilon", 1e-5));
@@ -480,7 +495,7 @@ Result<Kernel> groupnorm(Gen& g) {
   const int64_t cpg = ch / groups, len = cpg * spatial;
   const Rows r = rows_split(nb * groups, len, 1);
   RowEmitter e(g.c, r);
-  auto xv = input_value(g.c, g.args, "ix", "x", "    ");
+  auto xv = e.input_x(g.args);
   if (!xv) return xv.error();
   const std::string& load = *xv;
   std::string body = mean_inv(e, load, len, node_float(g.n, "epsilon", 1e-5));
@@ -511,7 +526,7 @@ Result<Kernel> lpnorm(Gen& g) {
   const Rows r = rows_split(shape_elements(Shape(xs.begin(), xs.begin() + a)).value_or(0), xs[static_cast<size_t>(a)],
                             shape_elements(Shape(xs.begin() + a + 1, xs.end())).value_or(0));
   RowEmitter e(g.c, r);
-  auto xv = input_value(g.c, g.args, "ix", "x", "    ");
+  auto xv = e.input_x(g.args);
   if (!xv) return xv.error();
   const std::string& load = *xv;
   std::string body = e.pass("sm", "0.0f", "rd_add", load, p == 1 ? "fabsf(x)" : "x * x");
@@ -530,7 +545,7 @@ Result<Kernel> mvn(Gen& g) {
   if (auto s = mark_axes(g, xs, axes, mask); !s) return s.error();
   const Rows r = rows_of_mask(xs, mask);
   RowEmitter e(g.c, r);
-  auto xv = input_value(g.c, g.args, "ix", "x", "    ");
+  auto xv = e.input_x(g.args);
   if (!xv) return xv.error();
   const std::string& load = *xv;
   std::string body = e.pass("sm", "0.0f", "rd_add", load, "x");
@@ -552,7 +567,7 @@ Result<Kernel> global_pool(Gen& g) {
   const int64_t sp = shape_elements(Shape(xs.begin() + 2, xs.end())).value_or(0);
   const Rows r = rows_split(xs[0] * xs[1], sp, 1);
   RowEmitter e(g.c, r);
-  auto xv = input_value(g.c, g.args, "ix", "x", "    ");
+  auto xv = e.input_x(g.args);
   if (!xv) return xv.error();
   const std::string& load = *xv;
   const std::string& op = g.n.op_type;

@@ -42,6 +42,12 @@ class RowEmitter {
   bool per_thread() const { return per_thread_; }
   // for each element jj of the row (this thread's share of it): `body` with ix defined.
   std::string loop(const std::string& body) const;
+  // Statements defining `float x` = the anchor's first input at ix inside loop(): input_value(),
+  // or — where the tile's vector_width applies (a group per row, the reduced dims contiguous,
+  // row length and row strides multiples of the width, no fused prologue) — the element of a
+  // vector loaded at the head of each loop step, so every thread reads whole 16-byte runs.
+  Result<std::string> input_x(ArgList& args);
+  int vector_width() const { return vec_; }
   // Combines each thread's `var` with fn (an FN (float, float) -> float) across the group; after
   // it every thread holds the row's value. Nothing in the thread-per-row scheme.
   std::string combine(const std::string& var, const std::string& fn);
@@ -58,7 +64,10 @@ class RowEmitter {
 
  private:
   std::string start() const;
+  const GenContext& c_;
   Rows rows_;
+  int vec_ = 1;
+  std::string vec_load_;  // the loop head's vector load of x
   bool per_thread_ = false;
   uint32_t block_ = 256;
   bool need_f_ = false, need_i_ = false;

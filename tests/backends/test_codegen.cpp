@@ -177,7 +177,8 @@ void collect(const Graph& g, Sources& out, Sources& wmma, Sources& mfma, int& un
       }
       backend::KernelSource src = r->source(backend::Language::kCudaCpp);
       out.emplace(backend::source_hash(src), std::move(src));
-      if (r->cls == "elementwise" && k.tile.vector_width > 1) {  // the fp16 vector accesses (packed __half2) too
+      const bool streams = r->cls == "elementwise" || r->cls == "reduction" || r->cls == "normalization";
+      if (streams && k.tile.vector_width > 1) {  // the fp16 vector accesses (packed __half2) too
         codegen::Options o;
         o.float_storage = codegen::Storage::kF16;
         if (auto h = codegen::generate(g, idx, k, o)) {

@@ -179,6 +179,21 @@ std::vector<Case> cases() {
                  b.node("Mul", {"y", "gamma"}, {"z"});
                  b.output("z");
                }});
+  // Rows of 64 and 128 contiguous elements, so the row loads take every vector width; the
+  // middle-axis sum is not contiguous and loads scalars whatever the width.
+  c.push_back({"reduction aligned rows softmax layernorm argmax", "normalization", 1e-5, 5e-3, [](test::OnnxBuilder& b) {
+                 b.input("x", kF32, {d(3), d(5), d(128)});
+                 b.node("Softmax", {"x"}, {"s"}).i("axis", -1);
+                 b.initializer("g", kF32, {128});
+                 b.initializer("bb", kF32, {128});
+                 b.node("LayerNormalization", {"x", "g", "bb"}, {"y"}).i("axis", -1).f("epsilon", 1e-5f);
+                 b.node("ReduceMax", {"x"}, {"mx"}).ints("axes", {2}).i("keepdims", 1);
+                 b.node("ReduceSum", {"x"}, {"ms"}).ints("axes", {1}).i("keepdims", 1);
+                 b.node("Add", {"s", "y"}, {"z"});
+                 b.node("Add", {"mx", "ms"}, {"w"});
+                 b.output("z");
+                 b.output("w");
+               }});
   c.push_back({"reduction pooling", "reduction", 1e-6, 2e-3, [](test::OnnxBuilder& b) {
                  b.input("x", kF32, {d(1), d(3), d(11), d(11)});
                  b.node("MaxPool", {"x"}, {"p"}).ints("kernel_shape", {3, 3}).ints("strides", {2, 2}).ints("pads", {1, 1, 1, 1});
@@ -267,12 +282,14 @@ TEST_CASE("conformance: every kernel class on every available device backend aga
           const codegen::MatrixPath own = codegen::matrix_path_for(dev.info());
           paths = {codegen::MatrixPath::kNone, own == codegen::MatrixPath::kNone ? codegen::MatrixPath::kPortable : own};
         }
-        // Elementwise, GEMM and convolution kernels also run with each vector width forced on
-        // every kernel (0: the plan's own); an elementwise kernel narrows a width that does not
-        // divide its elements, a GEMM loads an operand whose strides do not allow it in scalars.
+        // Elementwise, GEMM, convolution, reduction and normalization kernels also run with each
+        // vector width forced on every kernel (0: the plan's own); an elementwise kernel narrows a
+        // width that does not divide its elements, a GEMM loads an operand whose strides do not
+        // allow it in scalars, a row reduction whose rows are not contiguous too.
         std::vector<int> widths = {0};
         if (cs.cls == "elementwise") widths = {0, 2, 4, 8};
         if (cs.cls == "gemm" || cs.cls == "conv") widths = {0, 1, 8};
+        if (cs.cls == "reduction" || cs.cls == "normalization") widths = {0, 1, 8};
         for (const auto& mpath : paths)
         for (int vw : widths)
         for (bool fuse : {false, true}) {
