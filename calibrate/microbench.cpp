@@ -134,7 +134,8 @@ Status bench_dram(Session& s) {
                    {*a, *b}, n * 4.0, 0});
   cases.push_back({"dram.write", "DRAM write",
                    kernel("gpusim_dram_write", {vout(n)},
-                          loop + "    for (int c = 0; c < 4; ++c) v[c] = float((i + c) & 1023) + 0.5;\n    STV0(i, v, 0);\n  }\n"),
+                          loop + fmt::format("    for (int c = 0; c < {}; ++c) v[c] = float((i + c) & 1023) + 0.5;\n", kVec) +
+                              "    STV0(i, v, 0);\n  }\n"),
                    {*b}, 0, n * 4.0});
   cases.push_back({"dram.copy", "DRAM copy",
                    kernel("gpusim_dram_copy", {vin(n), vout(n)}, loop + "    LDV0(i, v, 0);\n    STV1(i, v, 0);\n  }\n"),

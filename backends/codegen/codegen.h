@@ -5,7 +5,8 @@
 // Every generator writes its kernel once, in a small C dialect that both languages accept once
 // a per-target prelude is in front of it (dialect.h): buffers are arrays `b0`, `b1`, ... in
 // argument order, loads and stores go through per-buffer macros `LD0(i)` / `ST1(i, v)` (which hide
-// fp16 storage; `LDV0` / `STV1` move up to 16 bytes of consecutive elements at once), thread and group ids are `LID_X`, `GRP_X`, ..., `BARRIER()` syncs a group,
+// fp16 storage; `LDV0` / `STV1` move up to 16 bytes of consecutive elements at once), thread and
+// group ids are `LID_X`, `GRP_X`, ..., `BARRIER()` syncs a group,
 // `SHARED` declares group memory at file scope, `FN` marks helper functions, and math uses the
 // CUDA float names (expf, erff, fmaxf, rsqrtf, ...). Shapes and strides are baked into the text
 // as constants: each kernel is specialized to its shapes, like other JIT code generators, and the

@@ -109,36 +109,37 @@ std::string vector_macros(backend::Language lang, const Arg& a, size_t k) {
   const bool glsl = lang == backend::Language::kGlsl;
   const bool f16 = a.storage == Storage::kF16;
   const int words = f16 ? a.vector / 2 : a.vector;  // components of the vector type
-  std::string load, store;
+  std::string vt;                                   // the vector type
   if (f16) {
-    const std::string vt = glsl ? (words == 1 ? "uint" : fmt::format("uvec{}", words)) : (words == 1 ? "uint" : fmt::format("uint{}", words));
-    load = glsl ? fmt::format("{} v_ = b{}v[(i) / {}];", vt, k, a.vector)
-                : fmt::format("{} v_ = reinterpret_cast<const {}*>(b{})[(i) / {}];", vt, vt, k, a.vector);
-    store = fmt::format("{} v_;", vt);
-    for (int w = 0; w < words; ++w) {
-      const std::string comp = words == 1 ? "v_" : fmt::format("v_.{}", kComp[w]);
-      load += glsl ? fmt::format(" {{ vec2 h_ = unpackHalf2x16({}); a[(o) + {}] = h_.x; a[(o) + {}] = h_.y; }}", comp, 2 * w, 2 * w + 1)
-                   : fmt::format(" {{ float2 h_ = __half22float2(*reinterpret_cast<const __half2*>(&{})); a[(o) + {}] = h_.x; "
-                                 "a[(o) + {}] = h_.y; }}", comp, 2 * w, 2 * w + 1);
-      store += glsl ? fmt::format(" {} = packHalf2x16(vec2(a[(o) + {}], a[(o) + {}]));", comp, 2 * w, 2 * w + 1)
-                    : fmt::format(" {{ __half2 h_ = __floats2half2_rn(a[(o) + {}], a[(o) + {}]); {} = *reinterpret_cast<uint*>(&h_); }}",
-                                  2 * w, 2 * w + 1, comp);
-    }
-    store += glsl ? fmt::format(" b{}v[(i) / {}] = v_;", k, a.vector)
-                  : fmt::format(" reinterpret_cast<{}*>(b{})[(i) / {}] = v_;", vt, k, a.vector);
+    vt = words == 1 ? "uint" : fmt::format("{}{}", glsl ? "uvec" : "uint", words);
+  } else if (glsl) {
+    vt = fmt::format("{}vec{}", a.storage == Storage::kI32 ? "i" : "", words);
   } else {
-    const bool i32 = a.storage == Storage::kI32;
-    const std::string vt = glsl ? fmt::format("{}vec{}", i32 ? "i" : "", words) : fmt::format("{}{}", i32 ? "int" : "float", words);
-    load = glsl ? fmt::format("{} v_ = b{}v[(i) / {}];", vt, k, words)
-                : fmt::format("{} v_ = reinterpret_cast<const {}*>(b{})[(i) / {}];", vt, vt, k, words);
-    store = fmt::format("{} v_;", vt);
-    for (int w = 0; w < words; ++w) {
-      load += fmt::format(" a[(o) + {}] = v_.{};", w, kComp[w]);
-      store += fmt::format(" v_.{} = a[(o) + {}];", kComp[w], w);
-    }
-    store += glsl ? fmt::format(" b{}v[(i) / {}] = v_;", k, words)
-                  : fmt::format(" reinterpret_cast<{}*>(b{})[(i) / {}] = v_;", vt, k, words);
+    vt = fmt::format("{}{}", a.storage == Storage::kI32 ? "int" : "float", words);
   }
+  const std::string at = fmt::format("[(i) / {}]", a.vector);
+  std::string load = glsl ? fmt::format("{} v_ = b{}v{};", vt, k, at)
+                          : fmt::format("{} v_ = reinterpret_cast<const {}*>(b{}){};", vt, vt, k, at);
+  std::string store = fmt::format("{} v_;", vt);
+  for (int w = 0; w < words; ++w) {
+    const std::string c = words == 1 ? "v_" : fmt::format("v_.{}", kComp[w]);
+    if (!f16) {
+      load += fmt::format(" a[(o) + {}] = {};", w, c);
+      store += fmt::format(" {} = a[(o) + {}];", c, w);
+      continue;
+    }
+    // Two fp16 values per 32-bit word, the lower-addressed one in the low half.
+    const std::string lo = fmt::format("a[(o) + {}]", 2 * w), hi = fmt::format("a[(o) + {}]", 2 * w + 1);
+    if (glsl) {
+      load += fmt::format(" {{ vec2 h_ = unpackHalf2x16({}); {} = h_.x; {} = h_.y; }}", c, lo, hi);
+      store += fmt::format(" {} = packHalf2x16(vec2({}, {}));", c, lo, hi);
+    } else {
+      load += fmt::format(" {{ float2 h_ = __half22float2(*reinterpret_cast<const __half2*>(&{})); {} = h_.x; {} = h_.y; }}",
+                          c, lo, hi);
+      store += fmt::format(" {{ __half2 h_ = __floats2half2_rn({}, {}); {} = *reinterpret_cast<uint*>(&h_); }}", lo, hi, c);
+    }
+  }
+  store += glsl ? fmt::format(" b{}v{} = v_;", k, at) : fmt::format(" reinterpret_cast<{}*>(b{}){} = v_;", vt, k, at);
   return fmt::format("#define LDV{0}(i, a, o) {{ {1} }}\n#define STV{0}(i, a, o) {{ {2} }}\n", k, load, store);
 }
 

@@ -41,7 +41,7 @@ std::string load_stmt(ArgList& args, const Operand& op, const std::string& var, 
 // fastest index (col, or row when `row_fastest`) has unit stride and an extent `want` divides,
 // and the other stride and the batch strides are multiples of it; leaves them unset otherwise
 // (scalar loads). Buffers start 16-byte aligned, so such vectors are aligned.
-void vector_operand(const GenContext& c, ArgList& args, const Operand& op, int want, const std::string& base,
+void vector_operand(ArgList& args, const Operand& op, int want, const std::string& base,
                     const Shape& batch_shape, const std::vector<int64_t>& batch_strides, const std::string& row, int64_t rs,
                     int64_t rows, const std::string& col, int64_t cs, int64_t cols, bool row_fastest, const char* arr,
                     int* vec, std::string* stmt) {
@@ -52,7 +52,6 @@ void vector_operand(const GenContext& c, ArgList& args, const Operand& op, int w
   for (size_t d = 0; d < batch_shape.size(); ++d) {
     if (batch_shape[d] != 1 && batch_strides[d] % want != 0) return;
   }
-  (void)c;
   *vec = want;
   *stmt = args.load_vector(op.tensor, add_term(add_term(base, row, rs), col, cs), arr, want);
 }
@@ -241,9 +240,9 @@ Result<Kernel> gen_gemm(const GenContext& c) {
     L.b_n_fastest = !(bst[rb + 1] != 1 && bst[rb] == 1);
     const std::vector<int64_t> abst(ast.begin(), ast.begin() + static_cast<std::ptrdiff_t>(ra));
     const std::vector<int64_t> bbst(bst.begin(), bst.begin() + static_cast<std::ptrdiff_t>(rb));
-    vector_operand(c, args, *a, vec_a, "a_off", ab, abst, "gm", ast[ra], L.m, "gk", ast[ra + 1], L.k, L.a_m_fastest, "av_v",
+    vector_operand(args, *a, vec_a, "a_off", ab, abst, "gm", ast[ra], L.m, "gk", ast[ra + 1], L.k, L.a_m_fastest, "av_v",
                    &L.a_vec, &L.load_a_vec);
-    vector_operand(c, args, *b, vec_b, "b_off", bb, bbst, "gk", bst[rb], L.k, "gn", bst[rb + 1], L.n, !L.b_n_fastest, "bv_v",
+    vector_operand(args, *b, vec_b, "b_off", bb, bbst, "gk", bst[rb], L.k, "gn", bst[rb + 1], L.n, !L.b_n_fastest, "bv_v",
                    &L.b_vec, &L.load_b_vec);
     out_index = fmt::format("(bz * {} + gm) * {} + gn", L.m, L.n);
   } else {  // Gemm
@@ -265,9 +264,9 @@ Result<Kernel> gen_gemm(const GenContext& c) {
     L.load_b = load_stmt(args, *b, "bv", "", "gk", brs, "gn", bcs);
     L.a_m_fastest = acs != 1 && ars == 1;
     L.b_n_fastest = !(bcs != 1 && brs == 1);
-    vector_operand(c, args, *a, vec_a, "", {}, {}, "gm", ars, L.m, "gk", acs, L.k, L.a_m_fastest, "av_v", &L.a_vec,
+    vector_operand(args, *a, vec_a, "", {}, {}, "gm", ars, L.m, "gk", acs, L.k, L.a_m_fastest, "av_v", &L.a_vec,
                    &L.load_a_vec);
-    vector_operand(c, args, *b, vec_b, "", {}, {}, "gk", brs, L.k, "gn", bcs, L.n, !L.b_n_fastest, "bv_v", &L.b_vec,
+    vector_operand(args, *b, vec_b, "", {}, {}, "gk", brs, L.k, "gn", bcs, L.n, !L.b_n_fastest, "bv_v", &L.b_vec,
                    &L.load_b_vec);
     out_index = fmt::format("gm * {} + gn", L.n);
     if (alpha != 1.0) value = fmt::format("{} * acc_v", float_lit(alpha));
