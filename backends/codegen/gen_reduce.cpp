@@ -5,10 +5,13 @@
 // A row reduction sees its input as R rows of L elements: element j of row r lives at
 // base(r) + offset(j), two mixed-radix expressions over the kept and the reduced dims (adjacent
 // dims of one kind merged) with the input's strides baked in. Two schemes:
-//   - group per row (rows of more than a few elements): BLOCK_X threads (a power of two) stride
-//     over the row, then a shared-memory tree combines their partials; every pass is one such
-//     loop + tree, so mean/variance are two passes (like the CPU reference) and softmax three.
-//     Huge rows (InstanceNorm of an SD VAE: 2M elements per row) get 1024 threads.
+//   - segments of a group per row (rows of more than a few elements): the tile's threads (a
+//     power of two) take as many rows as the cost model packs into a CTA (threads x vector width
+//     x items per thread over the row length, a power of two); each row's segment of threads
+//     strides over it (vector_width elements a step where rows are contiguous), then a
+//     shared-memory tree over the segment combines their partials; every pass is one such loop +
+//     tree, so mean/variance are two passes (like the CPU reference) and softmax three. Long rows
+//     get a group each.
 //   - thread per row (short rows, or rows whose reduced dims are not innermost so that adjacent
 //     threads read adjacent addresses): a plain loop, no shared memory.
 // Accumulation is fp32. Outputs of normalizations go through the fused elementwise epilogue
@@ -182,12 +185,18 @@ RowEmitter::RowEmitter(const GenContext& c, const Rows& r) : c_(c), rows_(r) {
   per_thread_ = r.len <= 16 || (strided && r.rows >= 2048 && r.len <= 4096);
   if (per_thread_) {
     block_ = std::min<uint32_t>(128, cap);
+    seg_ = 1;
   } else {
-    const uint32_t lim = std::min<uint32_t>(r.len >= 65536 ? 1024 : 256, cap);
-    block_ = std::min<uint32_t>(32, cap);
-    while (block_ < r.len && block_ < lim) block_ *= 2;
+    // The tile's threads (a power of two), and as many rows per group as the cost model packs
+    // into a CTA: threads x vector width x items per thread elements, over the row length,
+    // rounded down to a power of two. Each row gets a segment of block_ / rows threads.
+    block_ = std::min<uint32_t>(pow2_at_most(c.k.tile.threads > 0 ? c.k.tile.threads : 256), cap);
     // The tree needs 8 bytes of shared memory a thread (value and index).
     while (block_ > 1 && uint64_t{block_} * 8 > c.opts.max_shared_bytes) block_ /= 2;
+    const int64_t per = int64_t{block_} * vector_lanes(c.k.tile.vector_width, r.len) *
+                        std::max(1, c.k.tile.items_per_thread);
+    const int64_t packed = std::clamp<int64_t>(per / std::max<int64_t>(1, r.len), 1, block_);
+    seg_ = block_ / pow2_at_most(static_cast<int>(packed));
   }
 }
 
@@ -196,18 +205,25 @@ std::string RowEmitter::start() const {
     return fmt::format("  int rw = {} * BLOCK_X + LID_X;\n  if (rw >= {}) return;\n  int xb = {};\n", kLinearGroup,
                        rows_.rows, rows_.base("rw"));
   }
-  return fmt::format("  int rw = {};\n  if (rw >= {}) return;\n  int xb = {};\n", kLinearGroup, rows_.rows,
-                     rows_.base("rw"));
+  if (seg_ == block_) {  // a row per group: the whole group returns together
+    return fmt::format("  int rw = {};\n  if (rw >= {}) return;\n  const int lane = LID_X;\n  const bool live = true;\n"
+                       "  int xb = {};\n",
+                       kLinearGroup, rows_.rows, rows_.base("rw"));
+  }
+  // Rows packed a segment each: a segment past the last row stays for the barriers, idle.
+  return fmt::format("  int rw = {} * {} + LID_X / {};\n  const int lane = LID_X % {};\n  const bool live = rw < {};\n"
+                     "  int xb = {};\n",
+                     kLinearGroup, block_ / seg_, seg_, seg_, rows_.rows, rows_.base("rw"));
 }
 
 std::string RowEmitter::loop(const std::string& body) const {
   if (vec_ > 1) {  // steps of vec_ contiguous elements (input_x); the lanes run the body in order
-    return fmt::format("  for (int jj0 = LID_X * {0}; jj0 < {1}; jj0 += BLOCK_X * {0}) {{\n    float xv_[{0}]; {2}\n"
+    return fmt::format("  for (int jj0 = lane * {0}; live && jj0 < {1}; jj0 += {4}) {{\n    float xv_[{0}]; {2}\n"
                        "    for (int vv = 0; vv < {0}; ++vv) {{\n    int jj = jj0 + vv;\n    int ix = xb + jj;\n{3}    }}\n  }}\n",
-                       vec_, rows_.len, vec_load_, body);
+                       vec_, rows_.len, vec_load_, body, seg_ * vec_);
   }
   const std::string head = per_thread_ ? fmt::format("  for (int jj = 0; jj < {}; ++jj) {{\n", rows_.len)
-                                       : fmt::format("  for (int jj = LID_X; jj < {}; jj += BLOCK_X) {{\n", rows_.len);
+                                       : fmt::format("  for (int jj = lane; live && jj < {}; jj += {}) {{\n", rows_.len, seg_);
   return head + fmt::format("    int ix = xb + {};\n", rows_.offset("jj")) + body + "  }\n";
 }
 
@@ -222,31 +238,31 @@ Result<std::string> RowEmitter::input_x(ArgList& args) {
 }
 
 std::string RowEmitter::combine(const std::string& var, const std::string& fn) {
-  if (per_thread_) return "";
+  if (seg_ == 1) return "";
   need_f_ = true;
   return fmt::format(
       "  rd_f[LID_X] = {0};\n  BARRIER();\n"
-      "  for (int s = BLOCK_X / 2; s > 0; s = s / 2) {{\n"
-      "    if (LID_X < s) rd_f[LID_X] = {1}(rd_f[LID_X], rd_f[LID_X + s]);\n    BARRIER();\n  }}\n"
-      "  {0} = rd_f[0];\n  BARRIER();\n",
-      var, fn);
+      "  for (int s = {2} / 2; s > 0; s = s / 2) {{\n"
+      "    if (lane < s) rd_f[LID_X] = {1}(rd_f[LID_X], rd_f[LID_X + s]);\n    BARRIER();\n  }}\n"
+      "  {0} = rd_f[LID_X - lane];\n  BARRIER();\n",
+      var, fn, seg_);
 }
 
 std::string RowEmitter::combine_arg(const std::string& v, const std::string& i) {
-  if (per_thread_) return "";
+  if (seg_ == 1) return "";
   need_f_ = need_i_ = true;
   return fmt::format(
       "  rd_f[LID_X] = {0};\n  rd_i[LID_X] = {1};\n  BARRIER();\n"
-      "  for (int s = BLOCK_X / 2; s > 0; s = s / 2) {{\n"
-      "    if (LID_X < s && rd_beats(rd_f[LID_X], rd_i[LID_X], rd_f[LID_X + s], rd_i[LID_X + s])) {{\n"
+      "  for (int s = {2} / 2; s > 0; s = s / 2) {{\n"
+      "    if (lane < s && rd_beats(rd_f[LID_X], rd_i[LID_X], rd_f[LID_X + s], rd_i[LID_X + s])) {{\n"
       "      rd_f[LID_X] = rd_f[LID_X + s];\n      rd_i[LID_X] = rd_i[LID_X + s];\n    }}\n    BARRIER();\n  }}\n"
-      "  {0} = rd_f[0];\n  {1} = rd_i[0];\n  BARRIER();\n",
-      v, i);
+      "  {0} = rd_f[LID_X - lane];\n  {1} = rd_i[LID_X - lane];\n  BARRIER();\n",
+      v, i, seg_);
 }
 
 std::string RowEmitter::once(const std::string& stmts) const {
   if (per_thread_) return stmts;
-  return "  if (LID_X == 0) {\n" + stmts + "  }\n";
+  return "  if (lane == 0 && live) {\n" + stmts + "  }\n";
 }
 
 std::string RowEmitter::pass(const std::string& var, const std::string& init, const std::string& fn,
@@ -260,7 +276,8 @@ void RowEmitter::finish(Kernel& k, std::string decls, std::string body) const {
   if (need_f_) shared += "SHARED float rd_f[BLOCK_X];\n";
   if (need_i_) shared += "SHARED int rd_i[BLOCK_X];\n";
   k.block = {block_, 1, 1};
-  k.groups = per_thread_ ? groups_for(rows_.rows, block_) : groups_for(rows_.rows * block_, block_);
+  const int64_t packed = block_ / seg_;  // rows per group (1 row a thread in the per-thread scheme)
+  k.groups = groups_for((rows_.rows + packed - 1) / packed * block_, block_);
   k.shared_bytes = (need_f_ ? block_ * 4 : 0) + (need_i_ ? block_ * 4 : 0);
   k.decls = shared + kCombineFns + decls;
   k.body = start() + body;

@@ -67,6 +67,7 @@ class RowEmitter {
   const GenContext& c_;
   Rows rows_;
   int vec_ = 1;
+  uint32_t seg_ = 1;  // threads per row: a power of two; block_ / seg_ rows per group
   std::string vec_load_;  // the loop head's vector load of x
   bool per_thread_ = false;
   uint32_t block_ = 256;

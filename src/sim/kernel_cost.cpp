@@ -264,7 +264,10 @@ KernelCost streaming_cost(const KernelWork& w, const TileConfig& t, const Device
   const int64_t per_cta = static_cast<int64_t>(t.threads) * t.vector_width * t.items_per_thread;
   int64_t rows_per_cta = 1;
   if (rowwise) {
-    rows_per_cta = std::max<int64_t>(1, per_cta / std::max<int64_t>(1, w.row_elements));
+    // Rows packed into a CTA, a power of two up to one per thread, each reduced by its own
+    // segment of threads (as codegen's row kernels do).
+    const int64_t fit = std::clamp<int64_t>(per_cta / std::max<int64_t>(1, w.row_elements), 1, std::max(1, t.threads));
+    while (rows_per_cta * 2 <= fit) rows_per_cta *= 2;
     c.ctas = ceil_div(w.rows, rows_per_cta);
   } else {
     c.ctas = std::max<int64_t>(1, ceil_div(std::max<int64_t>(w.elements, 1), per_cta));
@@ -300,8 +303,10 @@ KernelCost streaming_cost(const KernelWork& w, const TileConfig& t, const Device
   const double busiest_share = static_cast<double>(load) / static_cast<double>(std::max<int64_t>(c.ctas, 1));
   double compute_s = instr * busiest_share / (d.fp32_flops_per_s / d.units * util);
   if (rowwise) {
-    // A tree reduction in shared memory per pass: log2(threads) + 2 barriers, paid by every warp.
-    const double per_pass = std::ceil(std::log2(std::max(2, t.threads))) + 2;
+    // A tree reduction in shared memory per pass over each row's segment of threads:
+    // log2(segment) + 2 barriers, paid by every warp.
+    const double segment = static_cast<double>(t.threads) / static_cast<double>(rows_per_cta);
+    const double per_pass = std::ceil(std::log2(std::max(2.0, segment))) + 2;
     compute_s += static_cast<double>(load) * std::max(1, w.passes) * per_pass * warps * d.barrier_s;
   }
   c.peak_tflops = d.fp32_flops_per_s / d.vector_eff / 1e12;

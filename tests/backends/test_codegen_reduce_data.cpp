@@ -107,16 +107,25 @@ TEST_CASE("Reduce axes as attributes before opset 18 and noop_with_empty_axes", 
 }
 
 TEST_CASE("many rows spread the groups over y and every row is written", "[codegen]") {
-  // 70001 rows of 20: more groups than a grid's x allows, one extra group that must do nothing.
+  // 70001 rows of 20 in groups of 32 threads, a row each: more groups than a grid's x allows,
+  // one extra group that must do nothing.
   const Graph g = op_graph("ReduceSum", 18, {70001, 20}, {}, {"axes"}, {{"axes", {1}}});
-  auto k = codegen::generate(g, all_device_nodes(g));
+  PlanKernel pk = all_device_nodes(g);
+  pk.tile.threads = 32;
+  auto k = codegen::generate(g, pk);
   REQUIRE(k);
   CHECK(k->groups[1] > 1);
   CHECK(int64_t{k->groups[0]} * k->groups[1] >= 70001);
+  // 256 threads take 8 rows of 20 a group (256 / 20 = 12, rounded down to a power of two), in
+  // segments of 32 threads; the last group has 1 row and 7 idle segments.
+  auto packed = codegen::generate(g, all_device_nodes(g));
+  REQUIRE(packed);
+  CHECK(int64_t{packed->groups[0]} * packed->groups[1] == (70001 + 7) / 8);
+  CHECK_THAT(packed->body, Contains("LID_X / 32") && Contains("live"));
   check(g);
 }
 
-TEST_CASE("huge rows get the largest group and a grid-stride loop", "[codegen]") {
+TEST_CASE("a huge row takes a group of the tile's threads and a strided loop", "[codegen]") {
   // InstanceNormalization as the SD VAE decoder runs it: 32 rows of 2^21 elements.
   test::OnnxBuilder b(17);
   b.input("x", kF32, {int64_t{1}, int64_t{32}, int64_t{2097152}});
@@ -125,11 +134,13 @@ TEST_CASE("huge rows get the largest group and a grid-stride loop", "[codegen]")
   b.node("InstanceNormalization", {"x", "s", "bias"}, {"y"}, "in");
   b.output("y");
   const Graph g = build_graph(b, "in_big.onnx");
-  auto k = codegen::generate(g, all_device_nodes(g));
+  PlanKernel pk = all_device_nodes(g);
+  pk.tile.threads = 1024;
+  auto k = codegen::generate(g, pk);
   REQUIRE(k);
   CHECK(k->block[0] == 1024);
   CHECK(k->groups[0] * k->groups[1] == 32);
-  CHECK_THAT(k->body, Contains("jj += BLOCK_X"));
+  CHECK_THAT(k->body, Contains("jj += 1024"));
   CHECK(k->cls == "normalization");
 }
 
