@@ -12,8 +12,9 @@
 //     shared-memory tree over the segment combines their partials; every pass is one such loop +
 //     tree, so mean/variance are two passes (like the CPU reference) and softmax three. Long rows
 //     get a group each.
-//   - thread per row (short rows, or rows whose reduced dims are not innermost so that adjacent
-//     threads read adjacent addresses): a plain loop, no shared memory.
+//   - thread per row (rows of 16 elements or fewer, or rows whose reduced dims are not innermost
+//     so that adjacent threads read adjacent addresses): a plain loop in groups of the tile's
+//     threads, no shared memory.
 // Accumulation is fp32. Outputs of normalizations go through the fused elementwise epilogue
 // (norm-epilogue) when the plan kernel has one; elementwise ops before a normalization
 // (norm-prologue, or ops recomputed into it) are evaluated in registers wherever its input is read,
@@ -183,8 +184,8 @@ RowEmitter::RowEmitter(const GenContext& c, const Rows& r) : c_(c), rows_(r) {
   const uint32_t cap = pow2_at_most(std::min(c.opts.max_threads, 1024));
   const bool strided = !r.lst.empty() && r.lst.back() != 1;
   per_thread_ = r.len <= 16 || (strided && r.rows >= 2048 && r.len <= 4096);
-  if (per_thread_) {
-    block_ = std::min<uint32_t>(128, cap);
+  if (per_thread_) {  // a row a thread: groups of the tile's threads
+    block_ = std::min<uint32_t>(pow2_at_most(c.k.tile.threads > 0 ? c.k.tile.threads : 128), cap);
     seg_ = 1;
   } else {
     // The tile's threads (a power of two), and as many rows per group as the cost model packs

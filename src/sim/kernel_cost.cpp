@@ -266,7 +266,10 @@ KernelCost streaming_cost(const KernelWork& w, const TileConfig& t, const Device
   if (rowwise) {
     // Rows packed into a CTA, a power of two up to one per thread, each reduced by its own
     // segment of threads (as codegen's row kernels do).
-    const int64_t fit = std::clamp<int64_t>(per_cta / std::max<int64_t>(1, w.row_elements), 1, std::max(1, t.threads));
+    // Rows of 16 elements or fewer go a row a thread.
+    const int64_t fit = w.row_elements <= 16 ? std::max(1, t.threads)
+                                              : std::clamp<int64_t>(per_cta / std::max<int64_t>(1, w.row_elements), 1,
+                                                                    std::max(1, t.threads));
     while (rows_per_cta * 2 <= fit) rows_per_cta *= 2;
     c.ctas = ceil_div(w.rows, rows_per_cta);
   } else {
@@ -306,7 +309,7 @@ KernelCost streaming_cost(const KernelWork& w, const TileConfig& t, const Device
     // A tree reduction in shared memory per pass over each row's segment of threads:
     // log2(segment) + 2 barriers, paid by every warp.
     const double segment = static_cast<double>(t.threads) / static_cast<double>(rows_per_cta);
-    const double per_pass = std::ceil(std::log2(std::max(2.0, segment))) + 2;
+    const double per_pass = segment >= 2 ? std::ceil(std::log2(segment)) + 2 : 0;  // a row a thread: no tree
     compute_s += static_cast<double>(load) * std::max(1, w.passes) * per_pass * warps * d.barrier_s;
   }
   c.peak_tflops = d.fp32_flops_per_s / d.vector_eff / 1e12;

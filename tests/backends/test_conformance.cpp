@@ -75,14 +75,16 @@ std::vector<Case> cases() {
                }});
   // 192 elements: every vector width divides it. y is contiguous over a vector step (a run of 16
   // equal trailing dims), s is not (one value per 16-element row), the bool c and the int32 cast
-  // are stored as int vectors, and eager plans load c back as one.
+  // are stored as int vectors, and eager plans load c back as one. c compares with zero, which
+  // fp16 rounding cannot flip (a comparison of two random values can, against the reference).
   c.push_back({"elementwise vector lanes broadcast and int", "elementwise", 1e-6, 2e-3, [](test::OnnxBuilder& b) {
                  b.input("x", kF32, {d(2), d(6), d(16)});
                  b.initializer("y", kF32, {16});
                  b.initializer("s", kF32, {6, 1});
                  b.node("Add", {"x", "y"}, {"a"});
                  b.node("Mul", {"a", "s"}, {"m"});
-                 b.node("Less", {"x", "y"}, {"c"});
+                 b.initializer("zero", kF32, {});
+                 b.node("Less", {"x", "zero"}, {"c"});
                  b.node("Where", {"c", "m", "x"}, {"z"});
                  b.node("Cast", {"c"}, {"q"}).i("to", onnx::TensorProto::INT32);
                  b.output("z");
@@ -254,11 +256,12 @@ TEST_CASE("conformance: every kernel class on every available device backend aga
         *b.graph().add_initializer() = test::f32_tensor({4}, {1, 1, 2, 2});
         b.graph().mutable_initializer(b.graph().initializer_size() - 1)->set_name("sc");
       }
-      for (const char* tn : {"r2", "one", "lo", "hi", "scale"}) {
+      for (const char* tn : {"r2", "one", "lo", "hi", "scale", "zero"}) {
         for (auto& init : *b.graph().mutable_initializer()) {
           if (init.name() != tn || init.float_data_size() > 0) continue;
           const float v = std::string(tn) == "r2" ? 1.41421356f : std::string(tn) == "one" ? 1.0f
-                          : std::string(tn) == "lo" ? -0.2f : std::string(tn) == "hi" ? 0.3f : 0.25f;
+                          : std::string(tn) == "lo" ? -0.2f : std::string(tn) == "hi" ? 0.3f
+                          : std::string(tn) == "zero" ? 0.0f : 0.25f;
           init.add_float_data(v);
         }
       }

@@ -131,6 +131,26 @@ TEST_CASE("wave quantization: SMs + 1 CTAs cost about two waves", "[sim]") {
   }
 }
 
+TEST_CASE("row kernels pack rows into CTAs as codegen does", "[sim]") {
+  const DeviceModel d = make_device(profile("nvidia-h100-sxm"));
+  KernelWork r;
+  r.cls = OpClass::kReduction;
+  r.rows = 10000;
+  r.row_elements = 100;
+  r.bytes_read = 4 * r.rows * r.row_elements;
+  r.bytes_written = 4 * r.rows;
+  // 256 threads x 4 wide x 1 over 100 elements = 10 rows, rounded down to 8, 32 threads a row.
+  const KernelCost packed = kernel_cost(r, {0, 0, 0, 256, 1, 1, 4, 1}, d);
+  CHECK(packed.ctas == (10000 + 7) / 8);
+  // Rows of 16 or fewer go a row a thread, whatever the width: 256 rows a CTA.
+  r.row_elements = 12;
+  const KernelCost per_thread = kernel_cost(r, {0, 0, 0, 256, 1, 1, 1, 1}, d);
+  CHECK(per_thread.ctas == (10000 + 255) / 256);
+  // A row a group for long rows.
+  r.row_elements = 100000;
+  CHECK(kernel_cost(r, {0, 0, 0, 256, 1, 1, 4, 1}, d).ctas == 10000);
+}
+
 TEST_CASE("matrix units need an eligible dtype and aligned dims", "[sim]") {
   const DeviceModel d = make_device(profile("nvidia-a100-40gb"));
   bool mma = false;
