@@ -35,6 +35,19 @@ codegen::Kernel kernel(const std::string& name, std::vector<codegen::Arg> args, 
 
 codegen::Arg in(int64_t n, Storage s = Storage::kF32) { return {-1, s, n, false}; }
 codegen::Arg out(int64_t n, Storage s = Storage::kF32) { return {-1, s, n, true}; }
+// The fp32 streams' step: 4 floats, one 16-byte access (LDVk/STVk), as generated elementwise
+// kernels take them at the cost model's vector width.
+constexpr int kVec = 4;
+codegen::Arg vin(int64_t n) { return {-1, Storage::kF32, n, false, kVec}; }
+codegen::Arg vout(int64_t n) { return {-1, Storage::kF32, n, true, kVec}; }
+// The head of a stream loop: `steps` steps of kVec floats per thread into float v[kVec], `threads`
+// steps apart (coalesced), element index `i`; with `n` > 0 a thread stops at element n. The
+// caller writes the step's statements and closes the loop.
+std::string stream_steps(int64_t steps, int64_t threads, int64_t n = 0) {
+  return fmt::format("  const int tid = GRP_X * BLOCK_X + LID_X;\n  float v[{}];\n"
+                     "  for (int j = 0; j < {}; ++j) {{\n    const int i = (tid + j * {}) * {};\n{}",
+                     kVec, steps, threads, kVec, n > 0 ? fmt::format("    if (i >= {}) return;\n", n) : "");
+}
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -100,7 +113,6 @@ uint32_t Session::full_groups() const {
 // `ipt` steps per thread strided by the thread count so each warp's accesses coalesce, as many
 // groups as that takes.
 Status bench_dram(Session& s) {
-  constexpr int kVec = 4;
   int ipt = 4;
   int64_t n = dram_elements(s);
   const uint64_t max_groups = s.dev().info().max_groups[0];
@@ -113,11 +125,7 @@ Status bench_dram(Session& s) {
   auto b = s.timer.scratch(static_cast<uint64_t>(n) * 4);
   if (!a) return a.error();
   if (!b) return b.error();
-  const std::string loop = fmt::format("  const int tid = GRP_X * BLOCK_X + LID_X;\n  float v[{}];\n"
-                                       "  for (int j = 0; j < {}; ++j) {{\n    const int i = (tid + j * {}) * {};\n",
-                                       kVec, ipt, threads, kVec);
-  auto vin = [](int64_t e) { codegen::Arg x = in(e); x.vector = kVec; return x; };
-  auto vout = [](int64_t e) { codegen::Arg x = out(e); x.vector = kVec; return x; };
+  const std::string loop = stream_steps(ipt, threads);
   struct Case {
     const char* key;
     const char* label;
@@ -602,8 +610,6 @@ Status bench_occupancy(Session& s) {
   if (!b) return b.error();
   // Shaped like the DRAM streams (and generated elementwise kernels): 16-byte steps, a fixed
   // number per thread, strided by the thread count; one kernel per group count.
-  codegen::Arg src = in(n), dst = out(n);
-  src.vector = dst.vector = 4;
   Curve curve{"occupancy", "thread groups", "GB/s", {}, {}};
   Discipline d = s.disc;
   d.repeats = std::max(3, d.repeats / 2);
@@ -613,12 +619,9 @@ Status bench_occupancy(Session& s) {
   for (uint32_t c : counts) {
     if (s.progress) s.progress(-1, fmt::format("bandwidth against occupancy, {} groups", c));
     const int64_t threads = int64_t{c} * kThreads;
-    const int64_t steps = ceil_div(n / 4, threads);
-    auto h = s.timer.compile(kernel(fmt::format("gpusim_occupancy_copy_{}", c), {src, dst},
-                                    fmt::format("  const int tid = GRP_X * BLOCK_X + LID_X;\n  float v[4];\n"
-                                                "  for (int j = 0; j < {}; ++j) {{\n    const int i = (tid + j * {}) * 4;\n"
-                                                "    if (i >= {}) return;\n    LDV0(i, v, 0);\n    STV1(i, v, 0);\n  }}\n",
-                                                steps, threads, n)));
+    const int64_t steps = ceil_div(n / kVec, threads);
+    auto h = s.timer.compile(kernel(fmt::format("gpusim_occupancy_copy_{}", c), {vin(n), vout(n)},
+                                    stream_steps(steps, threads, n) + "    LDV0(i, v, 0);\n    STV1(i, v, 0);\n  }\n"));
     if (!h) return h.error();
     Stats fig;
     auto st = timed(s, *h, {c, 1, 1}, {*a, *b}, true, n * 8.0 / 1e3, &fig, &d);
@@ -627,7 +630,7 @@ Status bench_occupancy(Session& s) {
     curve.y.push_back(fig.p50);
     Observation o = streaming("occupancy", fmt::format("copy {} over {} groups", mib(n * 4.0), c), n * 4.0, n * 4.0, 0, n,
                               c, kThreads, *st);
-    o.tile.vector_width = 4;
+    o.tile.vector_width = kVec;
     o.tile.items_per_thread = static_cast<int>(std::max<int64_t>(1, steps));
     // A CPU device (lavapipe) runs a group's invocations one SIMD chunk after another through
     // the whole kernel, so with thousands of steps a thread each chunk walks the entire buffer
