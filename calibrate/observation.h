@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpusim/kernel_cost.h"
+#include "gpusim/work_json.h"
 #include "measure.h"
 
 namespace gpusim::calibrate {
@@ -41,7 +42,7 @@ struct Curve {
 };
 
 // KernelWork and TileConfig to and from JSON (the raw data file keeps them so predictions can be
-// recomputed without the device).
+// recomputed without the device); errors begin "raw data: ". The shared codec: gpusim/work_json.h.
 nlohmann::json to_json(const KernelWork& w);
 nlohmann::json to_json(const TileConfig& t);
 Result<KernelWork> work_from_json(const nlohmann::json& j);

@@ -10,7 +10,7 @@ pkgs=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   libyaml-cpp-dev libeigen3-dev nlohmann-json3-dev catch2
   libvulkan-dev mesa-vulkan-drivers libshaderc-dev glslang-tools glslang-dev spirv-tools
-  libamdhip64-dev libcli11-dev libfmt-dev libcpp-httplib-dev libsqlite3-dev
+  libamdhip64-dev libcli11-dev libfmt-dev libcpp-httplib-dev libsqlite3-dev liblzma-dev
   libbenchmark-dev pybind11-dev
 )
 if [[ "${1:-}" == "--python" ]]; then

@@ -20,6 +20,7 @@
 #include "format.h"
 #include "gpusim/predict.h"
 #include "gpusim/tensor_data.h"
+#include "gpusim/work_json.h"
 #include "reference.h"
 
 namespace gpusim::cli {
@@ -277,6 +278,16 @@ int run_device(const Args& a, const Graph& g0, const std::vector<cpu::HostTensor
                  {"stages", t.stages}, {"split_k", t.split_k}, {"vector_width", t.vector_width},
                  {"items_per_thread", t.items_per_thread}};
     if (pred) {
+      // What the kernel computes, so the measurement store can re-predict it (gpusim truth import).
+      const PlannedKernel& pk = pred->kernels.at(static_cast<size_t>(k.plan_kernel));
+      j["work"] = work_to_json(pk.work);
+      std::vector<std::string> fused;
+      for (size_t at = 0, next = 0; at <= pk.op_type.size(); at = next + 1) {
+        next = pk.op_type.find('+', at);
+        if (next == std::string::npos) next = pk.op_type.size();
+        fused.push_back(pk.op_type.substr(at, next - at));
+      }
+      j["fused_ops"] = fused;
       j["predicted_us"] = p;
       j["error_pct"] = k.measured_us > 0 ? 100 * (p - k.measured_us) / k.measured_us : 0.0;
     }

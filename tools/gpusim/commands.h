@@ -14,5 +14,7 @@ void add_compare(CLI::App& app, int& rc);
 void add_plan(CLI::App& app, int& rc);
 void add_run(CLI::App& app, int& rc);
 void add_calibrate(CLI::App& app, int& rc);
+void add_validate(CLI::App& app, int& rc);
+void add_truth(CLI::App& app, int& rc);
 
 }  // namespace gpusim::cli

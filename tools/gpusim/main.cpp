@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   gpusim::cli::add_plan(app, rc);
   gpusim::cli::add_run(app, rc);
   gpusim::cli::add_calibrate(app, rc);
+  gpusim::cli::add_validate(app, rc);
+  gpusim::cli::add_truth(app, rc);
   gpusim::cli::add_profiles(app, rc);
   try {
     app.parse(argc, argv);

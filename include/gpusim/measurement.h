@@ -1,0 +1,123 @@
+// The measurement store: one schema for a measured kernel or op, kept in SQLite.
+//
+// A Measurement says what ran (the op and its dims, or the kernel gpusim generated: its work, fused
+// group and tile), where (GPU, driver, clocks, backend, the runtime that launched it), how it was
+// timed (timer, repeats, the statistic reported, p50/p95) and what was measured, with its source.
+// Published data (the NeuSight CSVs), `gpusim run --json`, calibration's raw data and, later, the
+// autotuner and the Dojo all write here; `gpusim validate` reads from here.
+//
+// A record's identity (`measurement_key`) is a hash of everything in it except when it was
+// imported: the same record imported twice is one record, while two runs of the same kernel (two
+// different measured times) are two. Imports run in one transaction: a failed import leaves the
+// store as it was.
+//
+// Usage:
+//   auto store = gpusim::MeasurementStore::open("truth.db");
+//   auto recs = gpusim::read_measurements("../shared/truth");          // CSV(.xz) or JSON or a dir
+//   auto added = store->insert(*recs, "gpusim truth import ../shared/truth");  // duplicates skipped
+//   auto back = store->query({.gpu = "Tesla T4"});
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpusim/dtype.h"
+#include "gpusim/kernel_cost.h"
+#include "gpusim/result.h"
+
+namespace gpusim {
+
+struct Measurement {
+  // --- what ran
+  // The op: a framework op as its source names it ("linear", "bmm", "conv", "add", "addu", "ln",
+  // "softmax", ...), or the ONNX op type of a gpusim kernel's anchor node ("Conv", "MatMul").
+  std::string op;
+  std::string op_class;                 // gpusim's class: gemm, conv, elementwise, normalization, ...
+  std::map<std::string, int64_t> dims;  // in the source's own names (b, m, n, k; b, h; ...)
+  DType dtype = DType::kFloat32;
+  // Kernels gpusim generated: their work and tile, so the prediction can be recomputed exactly.
+  std::optional<KernelWork> work;
+  std::optional<TileConfig> tile;
+  std::vector<std::string> fused_ops;  // the fused group's op types, anchor first
+  std::string kernel;                  // the kernel that ran ("volta_sgemm_128x64_tn", "gemm_nn_3")
+  int kernels_launched = 1;
+  std::string grid, block;             // of the main kernel, "42x1x1"
+  // --- where
+  std::string gpu;        // the device as its driver names it ("Tesla T4", "NVIDIA A100-PCIE-40GB")
+  std::string backend;    // "cuda", "hip", "vulkan", "pytorch" ...
+  std::string driver;     // driver or framework version ("torch 2.1.0", "CUDA 12.1")
+  std::string clocks;     // "" when unknown
+  // How it was launched, which sets what besides the kernels the time includes:
+  // "pytorch-eager" (framework dispatch per op), "cuda-graph", "gpusim" (device time per kernel).
+  std::string runtime;
+  // --- how it was timed
+  std::string timer;      // "cuda-events around the framework call", "device timestamps"
+  std::string statistic;  // "mean of the 5 fastest of 25 back-to-back calls", "median of 15"
+  int64_t repeats = 0;
+  bool warm_cache = false;  // repeats back to back with no cache flush: small inputs stay in L2
+  // --- what was measured, microseconds
+  double time_us = 0;
+  double p50_us = 0, p95_us = 0;  // 0 when the source does not give them
+  // --- provenance
+  std::string source;      // "neusight-train", "gpusim run", "gpusim calibrate", "autotune"
+  std::string source_ref;  // the file (and row) or the command it came from
+};
+
+// The record's identity: a 128-bit hash (hex) of every field above.
+std::string measurement_key(const Measurement& m);
+
+struct MeasurementQuery {
+  std::string gpu;       // exact device name; empty: all
+  std::string op_class;  // empty: all
+  std::string source;    // empty: all
+  int64_t limit = 0;     // 0: no limit
+};
+
+struct InsertStats {
+  int64_t added = 0;
+  int64_t duplicates = 0;  // already in the store: skipped
+};
+
+// A SQLite file of measurements (schema gpusim.truth/1, src/truth/README.md). Written with
+// transactions in WAL mode, so readers (validate, the autotuner) see either all of an import or
+// none of it, and a crash never leaves half a record.
+class MeasurementStore {
+ public:
+  // Opens (creating when absent, unless `create` is false) the store at `path`; ":memory:" is a
+  // private in-memory store. Errors name the file and what SQLite said.
+  static Result<MeasurementStore> open(const std::string& path, bool create = true);
+  MeasurementStore(MeasurementStore&&) noexcept;
+  MeasurementStore& operator=(MeasurementStore&&) noexcept;
+  ~MeasurementStore();
+
+  // Adds records in one transaction; a record already present (same key) is skipped.
+  Result<InsertStats> insert(const std::vector<Measurement>& records, const std::string& import_command);
+  Result<std::vector<Measurement>> query(const MeasurementQuery& q = {}) const;
+  Result<int64_t> count() const;
+  const std::string& path() const;
+
+ private:
+  struct Impl;
+  explicit MeasurementStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Reads measurements from a file or a directory, by what it holds:
+//   *.csv, *.csv.xz   NeuSight per-op CSVs (op, device, torch, latency_ms, kernel, ..., dims)
+//   *.json            `gpusim run --json` output (schema gpusim.run/1) or calibration raw data
+//                     (gpusim.calibration/1, the *.measurements.json beside a profile)
+//   *.db, *.sqlite    a measurement store
+//   a directory       every such file under it (recursively), in name order
+// Errors name the file, the line or field, the value and what was expected.
+Result<std::vector<Measurement>> read_measurements(const std::string& path);
+
+// The individual readers, for callers that know the format.
+Result<std::vector<Measurement>> read_neusight_csv(const std::string& path);
+Result<std::vector<Measurement>> read_run_json(const std::string& path);
+Result<std::vector<Measurement>> read_calibration_json(const std::string& path);
+
+}  // namespace gpusim

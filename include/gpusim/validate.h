@@ -1,0 +1,98 @@
+// `gpusim validate`: the simulator's report card against measured records.
+//
+// Each record is predicted in-process with the profile of the GPU it ran on: its work (stored for
+// gpusim's own kernels; rebuilt from the op and its dims for framework ops such as NeuSight's),
+// the tile the model chooses (or the one that ran), the kernel cost model, and the runtime that
+// launched it (framework dispatch for PyTorch eager; see runtime.h). The same rows are also
+// predicted by a plain roofline — max(FLOPs / peak, bytes / DRAM peak) plus the same runtime — so
+// the report shows what the model adds. Figures per (GPU, op class): n, MAPE, median and p90
+// absolute error, signed bias, Kendall tau-b, and the worst rows.
+//
+// Usage:
+//   auto recs = gpusim::read_measurements("../shared/truth");
+//   gpusim::ValidateOptions o;  o.profile_dirs = gpusim::default_profile_dirs();
+//   auto rep = gpusim::validate(*recs, o);
+//   for (const auto& g : rep->groups) fmt::print("{} {} {:.1f}%\n", g.gpu, g.op_class, g.model.mape);
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpusim/gpu_profile.h"
+#include "gpusim/kernel_cost.h"
+#include "gpusim/measurement.h"
+#include "gpusim/result.h"
+
+namespace gpusim {
+
+// The work a measured record did, as the simulator sees it: the stored work of a gpusim kernel, or
+// a one-node graph of the framework op (NeuSight's linear, bmm, conv, elementwise, ln, softmax)
+// through the op catalog. Errors name the record's source, the op and the dim that is missing.
+Result<KernelWork> measurement_work(const Measurement& m);
+
+struct ValidateOptions {
+  std::vector<std::string> profile_dirs;
+  std::vector<std::string> gpus;  // keep these GPUs only (profile names or device names); empty: all
+  std::string runtime;            // override every record's runtime ("" = the record's own)
+  // Profiles to use for device names no profile's display_name matches: device name -> profile.
+  std::map<std::string, std::string> profile_for;
+  int threads = 0;          // 0: hardware concurrency
+  int worst = 5;            // worst rows kept per group
+  bool keep_rows = false;   // keep every row's prediction (for --rows)
+};
+
+// Error statistics of one predictor over a set of rows. Errors are (predicted - measured) /
+// measured; MAPE and the percentiles are of their absolute values, in percent.
+struct ErrorStats {
+  int64_t n = 0;
+  double mape = 0;
+  double median_ape = 0;
+  double p90_ape = 0;
+  double bias = 0;       // mean signed error, percent (+: predicts slow)
+  double kendall_tau = 0;  // tau-b between predicted and measured times
+};
+
+struct ValidatedRow {
+  size_t record = 0;  // index into the records given
+  double measured_us = 0;
+  double predicted_us = 0;
+  double roofline_us = 0;
+  double kernel_us = 0;   // the kernels alone, before the runtime's host time
+  std::string bound;      // of the main kernel
+  std::string tile;       // "128x64x8 256t" or "256t v4 x4"
+};
+
+struct ValidationGroup {
+  std::string gpu;       // device name as measured
+  std::string profile;   // the profile it was predicted with
+  std::string op_class;
+  ErrorStats model;
+  ErrorStats roofline;
+  std::vector<ValidatedRow> worst;  // by absolute error of the model, worst first
+};
+
+struct SkippedRecords {
+  std::string reason;  // "no profile for GPU \"X\": ...", "op \"foo\" ..."
+  int64_t count = 0;
+};
+
+struct ValidationReport {
+  std::vector<ValidationGroup> groups;  // sorted by GPU, then class
+  // Each GPU's rows over all its classes, and every row together.
+  std::vector<ValidationGroup> per_gpu;
+  ValidationGroup overall;
+  std::vector<SkippedRecords> skipped;
+  std::vector<ValidatedRow> rows;  // every row, when keep_rows
+  double seconds = 0;              // wall time of the predictions
+};
+
+Result<ValidationReport> validate(const std::vector<Measurement>& records, const ValidateOptions& opts);
+
+// The statistics of one set of (predicted, measured) pairs.
+ErrorStats error_stats(const std::vector<double>& predicted, const std::vector<double>& measured);
+// Kendall's tau-b in O(n log n) (Knight's algorithm); 0 for fewer than two rows.
+double kendall_tau(const std::vector<double>& x, const std::vector<double>& y);
+
+}  // namespace gpusim

@@ -1,0 +1,380 @@
+// Readers that turn measurement files into Measurement records (include/gpusim/measurement.h):
+// NeuSight's per-op CSVs (plain or xz-compressed), `gpusim run --json` output, calibration raw data,
+// a measurement store, or a directory of any of these.
+#include <lzma.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "gpusim/measurement.h"
+#include "gpusim/work_json.h"
+
+namespace gpusim {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return make_error(ErrorCode::kIo, fmt::format("{}: cannot open the file", path));
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The whole of an .xz file, decompressed.
+Result<std::string> read_xz(const std::string& path) {
+  auto raw = read_file(path);
+  if (!raw) return raw.error();
+  lzma_stream strm = LZMA_STREAM_INIT;
+  if (lzma_stream_decoder(&strm, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK) {
+    return make_error(ErrorCode::kIo, fmt::format("{}: cannot start the xz decoder", path));
+  }
+  std::string out;
+  std::string buf(1 << 20, '\0');
+  strm.next_in = reinterpret_cast<const uint8_t*>(raw->data());
+  strm.avail_in = raw->size();
+  lzma_ret rc = LZMA_OK;
+  while (rc == LZMA_OK) {
+    strm.next_out = reinterpret_cast<uint8_t*>(buf.data());
+    strm.avail_out = buf.size();
+    rc = lzma_code(&strm, strm.avail_in == 0 ? LZMA_FINISH : LZMA_RUN);
+    out.append(buf.data(), buf.size() - strm.avail_out);
+  }
+  lzma_end(&strm);
+  if (rc != LZMA_STREAM_END) {
+    return make_error(ErrorCode::kParse,
+                      fmt::format("{}: not a valid xz stream (liblzma error {}); decompress it with `xz -t {}` to "
+                                  "check the file",
+                                  path, static_cast<int>(rc), path));
+  }
+  return out;
+}
+
+// One CSV record (RFC 4180: quoted fields may hold commas and doubled quotes).
+std::vector<std::string> csv_fields(std::string_view line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cur += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.push_back(std::move(cur));
+      cur.clear();
+    } else if (c != '\r') {
+      cur += c;
+    }
+  }
+  out.push_back(std::move(cur));
+  return out;
+}
+
+// gpusim's op class of a NeuSight op name.
+std::string neusight_class(const std::string& op) {
+  if (op == "linear" || op == "bmm") return "gemm";
+  if (op == "conv") return "conv";
+  if (op == "ln" || op == "softmax") return "normalization";
+  static const std::set<std::string> kElementwise = {"add", "addu", "mul", "mulu", "div", "divu", "pow",
+                                                     "powu", "relu", "gelu", "tanh"};
+  return kElementwise.count(op) ? "elementwise" : "";
+}
+
+std::string where_line(const std::string& path, size_t line) { return fmt::format("{}:{}", path, line); }
+
+// "ab/cd/add.csv.xz" -> "cd/add.csv.xz": the file and its folder, the same wherever the tree lives.
+std::string short_ref(const std::string& path) {
+  const fs::path p(path);
+  const std::string parent = p.parent_path().filename().string();
+  return parent.empty() ? p.filename().string() : parent + "/" + p.filename().string();
+}
+
+}  // namespace
+
+Result<std::vector<Measurement>> read_neusight_csv(const std::string& path) {
+  auto text = ends_with(path, ".xz") ? read_xz(path) : read_file(path);
+  if (!text) return text.error();
+  std::vector<Measurement> out;
+  std::istringstream in(*text);
+  std::string line;
+  if (!std::getline(in, line)) return make_error(ErrorCode::kParse, fmt::format("{}: empty file; expected a CSV header", path));
+  const std::vector<std::string> header = csv_fields(line);
+  auto col = [&](const char* name) -> int {
+    auto it = std::find(header.begin(), header.end(), name);
+    return it == header.end() ? -1 : static_cast<int>(it - header.begin());
+  };
+  const int c_op = col("op"), c_dev = col("device"), c_lat = col("latency_ms");
+  for (auto [c, name] : {std::pair{c_op, "op"}, {c_dev, "device"}, {c_lat, "latency_ms"}}) {
+    if (c < 0) {
+      return make_error(ErrorCode::kParse,
+                        fmt::format("{}:1: the header has no \"{}\" column; a NeuSight CSV starts op,device,torch,"
+                                    "latency_ms,kernel,kernels_launched,grid,block, then the op's dims",
+                                    path, name));
+    }
+  }
+  const int c_torch = col("torch"), c_kernel = col("kernel"), c_launched = col("kernels_launched");
+  const int c_grid = col("grid"), c_block = col("block");
+  static const std::set<std::string> kKnown = {"op", "device", "torch", "latency_ms", "kernel", "kernels_launched",
+                                               "grid", "block"};
+  std::vector<int> dim_cols;
+  for (size_t i = 0; i < header.size(); ++i) {
+    if (!kKnown.count(header[i])) dim_cols.push_back(static_cast<int>(i));
+  }
+  const std::string ref = short_ref(path);
+  const fs::path parent = fs::path(path).parent_path().filename();
+  const std::string source = parent.string().rfind("neusight", 0) == 0 ? parent.string() : "neusight";
+  size_t lineno = 1;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty() || line == "\r") continue;
+    const std::vector<std::string> f = csv_fields(line);
+    if (f.size() != header.size()) {
+      return make_error(ErrorCode::kParse, fmt::format("{}: {} fields, the header has {}", where_line(path, lineno),
+                                                       f.size(), header.size()));
+    }
+    Measurement m;
+    m.op = f[static_cast<size_t>(c_op)];
+    m.op_class = neusight_class(m.op);
+    if (m.op_class.empty()) {
+      return make_error(ErrorCode::kParse,
+                        fmt::format("{}: op \"{}\" is not a NeuSight op gpusim knows (linear, bmm, conv, add, addu, "
+                                    "mul, mulu, div, divu, pow, powu, relu, gelu, tanh, ln, softmax)",
+                                    where_line(path, lineno), m.op));
+    }
+    m.gpu = f[static_cast<size_t>(c_dev)];
+    const std::string& lat = f[static_cast<size_t>(c_lat)];
+    double ms = 0;
+    auto [p, ec] = std::from_chars(lat.data(), lat.data() + lat.size(), ms);
+    if (ec != std::errc() || p != lat.data() + lat.size() || !(ms > 0) || ms > 1e7) {
+      return make_error(ErrorCode::kParse,
+                        fmt::format("{}: latency_ms \"{}\" is not a positive time in milliseconds",
+                                    where_line(path, lineno), lat));
+    }
+    m.time_us = ms * 1e3;
+    for (int c : dim_cols) {
+      const std::string& v = f[static_cast<size_t>(c)];
+      int64_t d = 0;
+      auto [q, ec2] = std::from_chars(v.data(), v.data() + v.size(), d);
+      if (ec2 != std::errc() || q != v.data() + v.size() || d < 0) {
+        return make_error(ErrorCode::kParse, fmt::format("{}: column {} = \"{}\" is not a non-negative integer dim",
+                                                         where_line(path, lineno), header[static_cast<size_t>(c)], v));
+      }
+      m.dims[header[static_cast<size_t>(c)]] = d;
+    }
+    const bool amd = m.gpu.find("AMD") != std::string::npos || m.gpu.find("Instinct") != std::string::npos;
+    m.backend = amd ? "hip" : "cuda";
+    if (c_torch >= 0) {
+      std::string t = f[static_cast<size_t>(c_torch)];
+      if (!t.empty() && t[0] == 'p') t.erase(0, 1);
+      m.driver = "torch " + t;
+    }
+    if (c_kernel >= 0) m.kernel = f[static_cast<size_t>(c_kernel)];
+    if (c_launched >= 0) m.kernels_launched = std::max(1, std::atoi(f[static_cast<size_t>(c_launched)].c_str()));
+    if (c_grid >= 0) m.grid = f[static_cast<size_t>(c_grid)];
+    if (c_block >= 0) m.block = f[static_cast<size_t>(c_block)];
+    m.runtime = "pytorch-eager";
+    m.timer = "cuda events around the framework call";
+    m.statistic = "mean of the 5 fastest of 25 back-to-back calls";
+    m.repeats = 25;
+    m.warm_cache = true;
+    m.source = source;
+    m.source_ref = fmt::format("{}:{}", ref, lineno);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+namespace {
+
+Result<nlohmann::json> read_json(const std::string& path) {
+  auto text = read_file(path);
+  if (!text) return text.error();
+  try {
+    return nlohmann::json::parse(*text);
+  } catch (const nlohmann::json::exception& e) {
+    return make_error(ErrorCode::kParse, fmt::format("{}: not valid JSON ({})", path, e.what()));
+  }
+}
+
+}  // namespace
+
+Result<std::vector<Measurement>> read_run_json(const std::string& path) {
+  auto j = read_json(path);
+  if (!j) return j.error();
+  std::vector<Measurement> out;
+  try {
+    const auto& dev = j->at("device");
+    const std::string backend = j->value("backend", "");
+    const std::string dtype = j->value("dtype", "fp32");
+    const int64_t repeat = j->value("repeat", 0);
+    const auto& ks = j->at("kernels");
+    for (size_t i = 0; i < ks.size(); ++i) {
+      const auto& k = ks[i];
+      const std::string where = fmt::format("{}: kernels[{}]", path, i);
+      Measurement m;
+      m.op = k.value("op_type", "");
+      m.op_class = k.value("class", "");
+      m.kernel = k.value("name", "");
+      m.kernels_launched = k.value("launches", 1);
+      if (!k.contains("work")) {
+        return make_error(ErrorCode::kParse,
+                          fmt::format("{}: no \"work\"; this file was written by a gpusim older than the measurement "
+                                      "store: run `gpusim run --json` again to record it",
+                                      where));
+      }
+      auto w = work_from_json(k.at("work"), where);
+      if (!w) return w.error();
+      m.work = *w;
+      m.dtype = w->dtype;
+      if (k.contains("tile")) {
+        auto t = tile_from_json(k.at("tile"), where);
+        if (!t) return t.error();
+        m.tile = *t;
+      }
+      if (k.contains("fused_ops")) m.fused_ops = k.at("fused_ops").get<std::vector<std::string>>();
+      m.gpu = dev.value("name", "");
+      m.driver = dev.value("driver", "");
+      m.backend = backend;
+      m.runtime = "gpusim";
+      m.timer = "device timestamps around each kernel";
+      m.statistic = fmt::format("median of {} timed runs after a warm-up", repeat);
+      m.repeats = repeat;
+      m.warm_cache = true;
+      m.time_us = k.value("measured_us", 0.0);
+      m.p50_us = m.time_us;
+      if (!(m.time_us > 0)) {
+        return make_error(ErrorCode::kParse, fmt::format("{}: measured_us {} is not a positive time", where, m.time_us));
+      }
+      (void)dtype;
+      m.source = "gpusim run";
+      m.source_ref = fmt::format("{} {} kernel {}", j->value("model", ""), j->value("dtype", ""), k.value("kernel", 0));
+      out.push_back(std::move(m));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return make_error(ErrorCode::kParse,
+                      fmt::format("{}: not `gpusim run --json` output (schema gpusim.run/1): {}", path, e.what()));
+  }
+  return out;
+}
+
+Result<std::vector<Measurement>> read_calibration_json(const std::string& path) {
+  auto j = read_json(path);
+  if (!j) return j.error();
+  std::vector<Measurement> out;
+  try {
+    const auto& dev = j->at("device");
+    const auto& obs = j->at("observations");
+    for (size_t i = 0; i < obs.size(); ++i) {
+      const auto& o = obs[i];
+      const std::string where = fmt::format("{}: observations[{}]", path, i);
+      Measurement m;
+      auto w = work_from_json(o.at("work"), where);
+      if (!w) return w.error();
+      auto t = tile_from_json(o.at("tile"), where);
+      if (!t) return t.error();
+      m.work = *w;
+      m.tile = *t;
+      m.dtype = w->dtype;
+      m.op = o.value("name", "");
+      m.op_class = std::string(op_class_name(w->cls));
+      m.kernel = o.value("class", "");  // the microbenchmark family: dram, fma, gemm, ...
+      m.gpu = dev.value("name", "");
+      m.driver = dev.value("driver", "");
+      m.backend = dev.value("backend", "");
+      m.clocks = dev.value("clocks", "");
+      m.runtime = "gpusim";
+      m.timer = "device timestamps around each kernel";
+      const auto& st = o.at("measured_us");
+      m.repeats = st.value("n", 0);
+      m.statistic = fmt::format("median of {} runs", m.repeats);
+      m.warm_cache = false;
+      m.time_us = st.at("p50").get<double>();
+      m.p50_us = m.time_us;
+      m.p95_us = st.value("p95", 0.0);
+      m.source = "gpusim calibrate";
+      m.source_ref = fmt::format("{} {}", short_ref(path), m.op);
+      out.push_back(std::move(m));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return make_error(ErrorCode::kParse,
+                      fmt::format("{}: not calibration raw data (schema gpusim.calibration/1): {}", path, e.what()));
+  }
+  return out;
+}
+
+Result<std::vector<Measurement>> read_measurements(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    std::vector<std::string> files;
+    for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      const std::string f = it->path().string();
+      if (it->is_regular_file() && (ends_with(f, ".csv") || ends_with(f, ".csv.xz") || ends_with(f, ".json") ||
+                                    ends_with(f, ".db") || ends_with(f, ".sqlite"))) {
+        files.push_back(f);
+      }
+    }
+    if (ec) return make_error(ErrorCode::kIo, fmt::format("{}: cannot list the directory: {}", path, ec.message()));
+    std::sort(files.begin(), files.end());
+    if (files.empty()) {
+      return make_error(ErrorCode::kIo, fmt::format("{}: no measurement files (*.csv, *.csv.xz, *.json, *.db) in the "
+                                                    "directory",
+                                                    path));
+    }
+    std::vector<Measurement> all;
+    for (const std::string& f : files) {
+      auto r = read_measurements(f);
+      if (!r) return r.error();
+      all.insert(all.end(), std::make_move_iterator(r->begin()), std::make_move_iterator(r->end()));
+    }
+    return all;
+  }
+  if (!fs::exists(path, ec)) {
+    return make_error(ErrorCode::kIo, fmt::format("{}: no such file or directory", path));
+  }
+  if (ends_with(path, ".csv") || ends_with(path, ".csv.xz")) return read_neusight_csv(path);
+  if (ends_with(path, ".db") || ends_with(path, ".sqlite")) {
+    auto s = MeasurementStore::open(path, /*create=*/false);
+    if (!s) return s.error();
+    return s->query();
+  }
+  if (ends_with(path, ".json")) {
+    auto j = read_json(path);
+    if (!j) return j.error();
+    const std::string schema = j->is_object() ? j->value("schema", "") : "";
+    if (schema == "gpusim.run/1") return read_run_json(path);
+    if (schema == "gpusim.calibration/1") return read_calibration_json(path);
+    return make_error(ErrorCode::kParse,
+                      fmt::format("{}: schema \"{}\" holds no measurements gpusim reads; expected gpusim.run/1 "
+                                  "(`gpusim run --json`) or gpusim.calibration/1 (calibration raw data)",
+                                  path, schema));
+  }
+  return make_error(ErrorCode::kInvalidArgument,
+                    fmt::format("{}: unknown kind of measurement file; expected *.csv, *.csv.xz (NeuSight), *.json "
+                                "(gpusim run or calibration), *.db (a measurement store) or a directory",
+                                path));
+}
+
+}  // namespace gpusim

@@ -1,0 +1,335 @@
+// The measurement store on SQLite (include/gpusim/measurement.h; schema in src/truth/README.md).
+#include <sqlite3.h>
+
+#include <fmt/format.h>
+
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+
+#include <nlohmann/json.hpp>
+
+#include "gpusim/measurement.h"
+#include "gpusim/work_json.h"
+
+namespace gpusim {
+namespace {
+
+constexpr const char* kSchema = "gpusim.truth/1";
+
+constexpr const char* kCreate = R"sql(
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS imports (
+  id INTEGER PRIMARY KEY,
+  command TEXT NOT NULL,
+  imported_at TEXT NOT NULL,
+  added INTEGER NOT NULL,
+  duplicates INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS measurements (
+  id INTEGER PRIMARY KEY,
+  key TEXT NOT NULL UNIQUE,
+  import_id INTEGER REFERENCES imports(id),
+  op TEXT NOT NULL,
+  op_class TEXT NOT NULL,
+  dims TEXT NOT NULL,
+  dtype TEXT NOT NULL,
+  work TEXT,
+  tile TEXT,
+  fused_ops TEXT NOT NULL,
+  kernel TEXT NOT NULL,
+  kernels_launched INTEGER NOT NULL,
+  grid TEXT NOT NULL,
+  block TEXT NOT NULL,
+  gpu TEXT NOT NULL,
+  backend TEXT NOT NULL,
+  driver TEXT NOT NULL,
+  clocks TEXT NOT NULL,
+  runtime TEXT NOT NULL,
+  timer TEXT NOT NULL,
+  statistic TEXT NOT NULL,
+  repeats INTEGER NOT NULL,
+  warm_cache INTEGER NOT NULL,
+  time_us REAL NOT NULL,
+  p50_us REAL NOT NULL,
+  p95_us REAL NOT NULL,
+  source TEXT NOT NULL,
+  source_ref TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS measurements_gpu ON measurements (gpu, op_class);
+)sql";
+
+constexpr const char* kColumns =
+    "op, op_class, dims, dtype, work, tile, fused_ops, kernel, kernels_launched, grid, block, gpu, backend, driver, "
+    "clocks, runtime, timer, statistic, repeats, warm_cache, time_us, p50_us, p95_us, source, source_ref";
+
+std::string dims_json(const std::map<std::string, int64_t>& d) { return nlohmann::json(d).dump(); }
+
+// FNV-1a, 64 bits, from a given offset basis; two bases give the 128-bit key.
+uint64_t fnv1a(const std::string& s, uint64_t h) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+std::string now_utc() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::array<char, 32> buf{};
+  std::strftime(buf.data(), buf.size(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf.data();
+}
+
+std::optional<DType> dtype_named(const std::string& s) {
+  for (int i = 1; i <= static_cast<int>(DType::kInt4); ++i) {
+    if (dtype_name(static_cast<DType>(i)) == s) return static_cast<DType>(i);
+  }
+  return std::nullopt;
+}
+
+// RAII for one prepared statement.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr); }
+  ~Stmt() { sqlite3_finalize(s_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  bool ok() const { return rc_ == SQLITE_OK; }
+  sqlite3_stmt* get() const { return s_; }
+  void text(int i, const std::string& v) { sqlite3_bind_text(s_, i, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT); }
+  void null(int i) { sqlite3_bind_null(s_, i); }
+  void i64(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
+  void real(int i, double v) { sqlite3_bind_double(s_, i, v); }
+  std::string col_text(int i) const {
+    const unsigned char* t = sqlite3_column_text(s_, i);
+    return t ? reinterpret_cast<const char*>(t) : "";
+  }
+
+ private:
+  sqlite3_stmt* s_ = nullptr;
+  int rc_ = SQLITE_ERROR;
+};
+
+}  // namespace
+
+std::string measurement_key(const Measurement& m) {
+  // Every field, each terminated so that ("ab", "c") and ("a", "bc") differ.
+  std::string s;
+  auto add = [&](const std::string& v) {
+    s += v;
+    s += '\x1f';
+  };
+  add(m.op);
+  add(m.op_class);
+  add(dims_json(m.dims));
+  add(std::string(dtype_name(m.dtype)));
+  add(m.work ? work_to_json(*m.work).dump() : "");
+  add(m.tile ? tile_to_json(*m.tile).dump() : "");
+  add(nlohmann::json(m.fused_ops).dump());
+  for (const std::string* f : {&m.kernel, &m.grid, &m.block, &m.gpu, &m.backend, &m.driver, &m.clocks, &m.runtime,
+                               &m.timer, &m.statistic, &m.source, &m.source_ref}) {
+    add(*f);
+  }
+  add(fmt::format("{}|{}|{}|{:.17g}|{:.17g}|{:.17g}", m.kernels_launched, m.repeats, m.warm_cache, m.time_us, m.p50_us,
+                  m.p95_us));
+  return fmt::format("{:016x}{:016x}", fnv1a(s, 0xcbf29ce484222325ULL), fnv1a(s, 0x84222325cbf29ce4ULL));
+}
+
+struct MeasurementStore::Impl {
+  sqlite3* db = nullptr;
+  std::string path;
+  ~Impl() { sqlite3_close(db); }
+  Error fail(const std::string& what) const {
+    return make_error(ErrorCode::kIo, fmt::format("{}: {}: {}", path, what, db ? sqlite3_errmsg(db) : "no database"));
+  }
+  Result<Ok> exec(const char* sql, const char* what) const {
+    char* msg = nullptr;
+    if (sqlite3_exec(db, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
+      Error e = make_error(ErrorCode::kIo, fmt::format("{}: {}: {}", path, what, msg ? msg : "unknown error"));
+      sqlite3_free(msg);
+      return e;
+    }
+    return Ok{};
+  }
+};
+
+MeasurementStore::MeasurementStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+MeasurementStore::MeasurementStore(MeasurementStore&&) noexcept = default;
+MeasurementStore& MeasurementStore::operator=(MeasurementStore&&) noexcept = default;
+MeasurementStore::~MeasurementStore() = default;
+const std::string& MeasurementStore::path() const { return impl_->path; }
+
+Result<MeasurementStore> MeasurementStore::open(const std::string& path, bool create) {
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
+  if (sqlite3_open_v2(path.c_str(), &impl->db, flags, nullptr) != SQLITE_OK) {
+    return make_error(ErrorCode::kIo,
+                      fmt::format("{}: cannot open the measurement store: {}{}", path,
+                                  impl->db ? sqlite3_errmsg(impl->db) : "out of memory",
+                                  create ? "" : " (give a store made by `gpusim truth import`)"));
+  }
+  sqlite3_busy_timeout(impl->db, 10000);
+  // A file that is not SQLite fails here, on its first read.
+  Stmt probe(impl->db, "SELECT value FROM meta WHERE key = 'schema'");
+  if (!probe.ok()) {
+    const std::string why = sqlite3_errmsg(impl->db);
+    if (why.find("no such table") == std::string::npos) {
+      return make_error(ErrorCode::kParse,
+                        fmt::format("{}: not a gpusim measurement store ({}); give a .db made by `gpusim truth "
+                                    "import`, or a CSV/JSON file to read",
+                                    path, why));
+    }
+    if (path != ":memory:") {
+      if (auto r = impl->exec("PRAGMA journal_mode = WAL", "cannot switch to WAL mode"); !r) return r.error();
+    }
+    if (auto r = impl->exec(kCreate, "cannot create the schema"); !r) return r.error();
+    Stmt put(impl->db, "INSERT INTO meta (key, value) VALUES ('schema', ?1)");
+    put.text(1, kSchema);
+    if (sqlite3_step(put.get()) != SQLITE_DONE) return impl->fail("cannot write the schema version");
+  } else if (sqlite3_step(probe.get()) == SQLITE_ROW) {
+    const std::string schema = probe.col_text(0);
+    if (schema != kSchema) {
+      return make_error(ErrorCode::kParse,
+                        fmt::format("{}: measurement store schema \"{}\"; this gpusim reads \"{}\" (re-import the "
+                                    "sources into a new store)",
+                                    path, schema, kSchema));
+    }
+  }
+  return MeasurementStore(std::move(impl));
+}
+
+Result<InsertStats> MeasurementStore::insert(const std::vector<Measurement>& records,
+                                             const std::string& import_command) {
+  sqlite3* db = impl_->db;
+  InsertStats st;
+  if (auto r = impl_->exec("BEGIN IMMEDIATE", "cannot start the import"); !r) return r.error();
+  auto rollback = [&](Error e) {
+    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    return e;
+  };
+  Stmt imp(db, "INSERT INTO imports (command, imported_at, added, duplicates) VALUES (?1, ?2, 0, 0)");
+  imp.text(1, import_command);
+  imp.text(2, now_utc());
+  if (sqlite3_step(imp.get()) != SQLITE_DONE) return rollback(impl_->fail("cannot record the import"));
+  const int64_t import_id = sqlite3_last_insert_rowid(db);
+  const std::string sql = fmt::format("INSERT OR IGNORE INTO measurements (key, import_id, {}) VALUES (?1, ?2, "
+                                      "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, "
+                                      "?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
+                                      kColumns);
+  Stmt ins(db, sql.c_str());
+  if (!ins.ok()) return rollback(impl_->fail("cannot prepare the insert"));
+  for (const Measurement& m : records) {
+    sqlite3_reset(ins.get());
+    ins.text(1, measurement_key(m));
+    ins.i64(2, import_id);
+    ins.text(3, m.op);
+    ins.text(4, m.op_class);
+    ins.text(5, dims_json(m.dims));
+    ins.text(6, std::string(dtype_name(m.dtype)));
+    if (m.work) ins.text(7, work_to_json(*m.work).dump()); else ins.null(7);
+    if (m.tile) ins.text(8, tile_to_json(*m.tile).dump()); else ins.null(8);
+    ins.text(9, nlohmann::json(m.fused_ops).dump());
+    ins.text(10, m.kernel);
+    ins.i64(11, m.kernels_launched);
+    ins.text(12, m.grid);
+    ins.text(13, m.block);
+    ins.text(14, m.gpu);
+    ins.text(15, m.backend);
+    ins.text(16, m.driver);
+    ins.text(17, m.clocks);
+    ins.text(18, m.runtime);
+    ins.text(19, m.timer);
+    ins.text(20, m.statistic);
+    ins.i64(21, m.repeats);
+    ins.i64(22, m.warm_cache ? 1 : 0);
+    ins.real(23, m.time_us);
+    ins.real(24, m.p50_us);
+    ins.real(25, m.p95_us);
+    ins.text(26, m.source);
+    ins.text(27, m.source_ref);
+    if (sqlite3_step(ins.get()) != SQLITE_DONE) return rollback(impl_->fail("cannot insert a measurement"));
+    if (sqlite3_changes(db) > 0) ++st.added; else ++st.duplicates;
+  }
+  Stmt upd(db, "UPDATE imports SET added = ?1, duplicates = ?2 WHERE id = ?3");
+  upd.i64(1, st.added);
+  upd.i64(2, st.duplicates);
+  upd.i64(3, import_id);
+  if (sqlite3_step(upd.get()) != SQLITE_DONE) return rollback(impl_->fail("cannot record the import"));
+  if (auto r = impl_->exec("COMMIT", "cannot commit the import"); !r) return rollback(r.error());
+  return st;
+}
+
+Result<std::vector<Measurement>> MeasurementStore::query(const MeasurementQuery& q) const {
+  std::string sql = fmt::format("SELECT {} FROM measurements WHERE (?1 = '' OR gpu = ?1) AND (?2 = '' OR op_class = ?2) "
+                                "AND (?3 = '' OR source = ?3) ORDER BY id",
+                                kColumns);
+  if (q.limit > 0) sql += fmt::format(" LIMIT {}", q.limit);
+  Stmt s(impl_->db, sql.c_str());
+  if (!s.ok()) return impl_->fail("cannot query the measurements");
+  s.text(1, q.gpu);
+  s.text(2, q.op_class);
+  s.text(3, q.source);
+  std::vector<Measurement> out;
+  int rc = SQLITE_ROW;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+    Measurement m;
+    int c = 0;
+    m.op = s.col_text(c++);
+    m.op_class = s.col_text(c++);
+    const std::string where = fmt::format("{}: record {}", impl_->path, out.size() + 1);
+    try {
+      m.dims = nlohmann::json::parse(s.col_text(c++)).get<std::map<std::string, int64_t>>();
+      const std::string dt = s.col_text(c++);
+      auto d = dtype_named(dt);
+      if (!d) return make_error(ErrorCode::kParse, fmt::format("{}: dtype \"{}\" is unknown", where, dt));
+      m.dtype = *d;
+      if (sqlite3_column_type(s.get(), c) != SQLITE_NULL) {
+        auto w = work_from_json(nlohmann::json::parse(s.col_text(c)), where);
+        if (!w) return w.error();
+        m.work = *w;
+      }
+      ++c;
+      if (sqlite3_column_type(s.get(), c) != SQLITE_NULL) {
+        auto t = tile_from_json(nlohmann::json::parse(s.col_text(c)), where);
+        if (!t) return t.error();
+        m.tile = *t;
+      }
+      ++c;
+      m.fused_ops = nlohmann::json::parse(s.col_text(c++)).get<std::vector<std::string>>();
+    } catch (const nlohmann::json::exception& e) {
+      return make_error(ErrorCode::kParse, fmt::format("{}: a JSON column is malformed ({})", where, e.what()));
+    }
+    m.kernel = s.col_text(c++);
+    m.kernels_launched = static_cast<int>(sqlite3_column_int64(s.get(), c++));
+    m.grid = s.col_text(c++);
+    m.block = s.col_text(c++);
+    m.gpu = s.col_text(c++);
+    m.backend = s.col_text(c++);
+    m.driver = s.col_text(c++);
+    m.clocks = s.col_text(c++);
+    m.runtime = s.col_text(c++);
+    m.timer = s.col_text(c++);
+    m.statistic = s.col_text(c++);
+    m.repeats = sqlite3_column_int64(s.get(), c++);
+    m.warm_cache = sqlite3_column_int64(s.get(), c++) != 0;
+    m.time_us = sqlite3_column_double(s.get(), c++);
+    m.p50_us = sqlite3_column_double(s.get(), c++);
+    m.p95_us = sqlite3_column_double(s.get(), c++);
+    m.source = s.col_text(c++);
+    m.source_ref = s.col_text(c++);
+    out.push_back(std::move(m));
+  }
+  if (rc != SQLITE_DONE) return impl_->fail("cannot read the measurements");
+  return out;
+}
+
+Result<int64_t> MeasurementStore::count() const {
+  Stmt s(impl_->db, "SELECT COUNT(*) FROM measurements");
+  if (!s.ok() || sqlite3_step(s.get()) != SQLITE_ROW) return impl_->fail("cannot count the measurements");
+  return sqlite3_column_int64(s.get(), 0);
+}
+
+}  // namespace gpusim

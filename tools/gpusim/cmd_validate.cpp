@@ -1,0 +1,302 @@
+// gpusim validate --truth FILE|DIR|DB [--gpu NAME]... [--runtime NAME] [--json] [--rows FILE.csv]
+//                 [--check-against FIGURES.json]
+// gpusim truth import --db FILE SOURCE...  |  gpusim truth stats --db FILE
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "common.h"
+#include "gpusim/measurement.h"
+#include "gpusim/runtime.h"
+#include "gpusim/validate.h"
+
+namespace gpusim::cli {
+namespace {
+
+struct ValidateArgs {
+  std::string truth;
+  std::vector<std::string> gpus;
+  std::string runtime;
+  std::vector<std::string> profile_dirs;
+  std::vector<std::string> profile_for;
+  std::string rows;
+  std::string check_against;
+  double tolerance = 0.1;
+  int worst = 3;
+  int threads = 0;
+  bool json = false;
+};
+
+nlohmann::json stats_json(const ErrorStats& s) {
+  return {{"n", s.n},           {"mape", s.mape}, {"median_ape", s.median_ape}, {"p90_ape", s.p90_ape},
+          {"bias", s.bias},     {"kendall_tau", s.kendall_tau}};
+}
+
+nlohmann::json group_json(const ValidationGroup& g, const std::vector<Measurement>& recs) {
+  nlohmann::json worst = nlohmann::json::array();
+  for (const auto& r : g.worst) {
+    const Measurement& m = recs[r.record];
+    worst.push_back({{"op", m.op},
+                     {"dims", m.dims},
+                     {"measured_us", r.measured_us},
+                     {"predicted_us", r.predicted_us},
+                     {"kernel_us", r.kernel_us},
+                     {"roofline_us", r.roofline_us},
+                     {"bound", r.bound},
+                     {"tile", r.tile},
+                     {"kernel", m.kernel},
+                     {"source", m.source_ref}});
+  }
+  return {{"gpu", g.gpu},
+          {"profile", g.profile},
+          {"class", g.op_class},
+          {"model", stats_json(g.model)},
+          {"roofline", stats_json(g.roofline)},
+          {"worst", worst}};
+}
+
+std::string dims_text(const std::map<std::string, int64_t>& d) {
+  std::string s;
+  for (const auto& [k, v] : d) s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, v);
+  return s;
+}
+
+void print_table(const ValidationReport& rep) {
+  fmt::print("{:<24} {:<22} {:<13} {:>7} {:>7} {:>7} {:>7} {:>7} {:>6} | {:>8} {:>7} {:>6}\n", "gpu", "profile",
+             "class", "n", "MAPE", "median", "p90", "bias", "tau", "roofline", "bias", "tau");
+  auto row = [](const ValidationGroup& g) {
+    fmt::print("{:<24} {:<22} {:<13} {:>7} {:>6.1f}% {:>6.1f}% {:>6.1f}% {:>+6.1f}% {:>6.3f} | {:>7.1f}% {:>+6.1f}% "
+               "{:>6.3f}\n",
+               g.gpu.substr(0, 24), g.profile.substr(0, 22), g.op_class, g.model.n, g.model.mape, g.model.median_ape,
+               g.model.p90_ape, g.model.bias, g.model.kendall_tau, g.roofline.mape, g.roofline.bias,
+               g.roofline.kendall_tau);
+  };
+  std::string last;
+  for (const auto& g : rep.groups) {
+    if (!last.empty() && g.gpu != last) fmt::print("\n");
+    row(g);
+    last = g.gpu;
+  }
+  fmt::print("\n");
+  for (const auto& g : rep.per_gpu) row(g);
+  row(rep.overall);
+}
+
+// Fails (returns messages) where an error rose above the recorded figures by more than `tol`
+// percentage points, or a tau fell by more than tol / 100.
+std::vector<std::string> compare_with(const ValidationReport& rep, const nlohmann::json& rec, double tol) {
+  std::vector<std::string> bad;
+  std::map<std::pair<std::string, std::string>, const ValidationGroup*> now;
+  for (const auto& g : rep.groups) now[{g.gpu, g.op_class}] = &g;
+  for (const auto& r : rec.at("groups")) {
+    const std::string gpu = r.at("gpu"), cls = r.at("class");
+    auto it = now.find({gpu, cls});
+    if (it == now.end()) {
+      bad.push_back(fmt::format("{} / {}: recorded, but no such rows were validated now", gpu, cls));
+      continue;
+    }
+    const ErrorStats& s = it->second->model;
+    const auto& m = r.at("model");
+    const double mape = m.at("mape"), p90 = m.at("p90_ape"), bias = m.at("bias"), tau = m.at("kendall_tau");
+    const int64_t n = m.at("n");
+    if (s.n != n) bad.push_back(fmt::format("{} / {}: {} rows, recorded {}", gpu, cls, s.n, n));
+    if (s.mape > mape + tol) bad.push_back(fmt::format("{} / {}: MAPE {:.2f}% rose above the recorded {:.2f}%", gpu, cls, s.mape, mape));
+    if (s.p90_ape > p90 + tol) bad.push_back(fmt::format("{} / {}: p90 error {:.2f}% rose above the recorded {:.2f}%", gpu, cls, s.p90_ape, p90));
+    if (std::abs(s.bias) > std::abs(bias) + tol) {
+      bad.push_back(fmt::format("{} / {}: |bias| {:.2f}% rose above the recorded {:.2f}%", gpu, cls, std::abs(s.bias), std::abs(bias)));
+    }
+    if (s.kendall_tau < tau - tol / 100) {
+      bad.push_back(fmt::format("{} / {}: Kendall tau {:.4f} fell below the recorded {:.4f}", gpu, cls, s.kendall_tau, tau));
+    }
+  }
+  return bad;
+}
+
+int run_validate(const ValidateArgs& a) {
+  auto recs = read_measurements(a.truth);
+  if (!recs) {
+    fmt::print(stderr, "gpusim validate: {}\n", recs.error().message);
+    return recs.error().code == ErrorCode::kIo ? 1 : 2;
+  }
+  ValidateOptions o;
+  o.profile_dirs = a.profile_dirs;
+  for (const auto& d : default_profile_dirs()) o.profile_dirs.push_back(d);
+  for (const std::string& g : a.gpus) o.gpus.push_back(g);
+  o.runtime = a.runtime;
+  o.threads = a.threads;
+  o.worst = a.worst;
+  o.keep_rows = !a.rows.empty();
+  for (const std::string& pf : a.profile_for) {
+    const size_t eq = pf.rfind('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == pf.size()) {
+      fmt::print(stderr, "gpusim validate: --profile-for \"{}\": expected DEVICE=PROFILE, e.g. \"Tesla T4=nvidia-t4\"\n", pf);
+      return 2;
+    }
+    o.profile_for[pf.substr(0, eq)] = pf.substr(eq + 1);
+  }
+  auto rep = validate(*recs, o);
+  if (!rep) {
+    fmt::print(stderr, "gpusim validate: {}\n", rep.error().message);
+    return exit_code(rep.error());
+  }
+  if (!a.rows.empty()) {
+    std::ofstream f(a.rows);
+    if (!f) {
+      fmt::print(stderr, "gpusim validate: --rows {}: cannot write the file\n", a.rows);
+      return 1;
+    }
+    f << "gpu,op,class,dims,kernel,kernels_launched,measured_us,predicted_us,kernel_us,roofline_us,bound,tile\n";
+    for (const auto& r : rep->rows) {
+      const Measurement& m = (*recs)[r.record];
+      f << fmt::format("\"{}\",{},{},\"{}\",\"{}\",{},{:.4f},{:.4f},{:.4f},{:.4f},{},{}\n", m.gpu, m.op, m.op_class,
+                       dims_text(m.dims), m.kernel.substr(0, 80), m.kernels_launched, r.measured_us, r.predicted_us,
+                       r.kernel_us, r.roofline_us, r.bound, r.tile);
+    }
+  }
+  std::vector<std::string> regressions;
+  if (!a.check_against.empty()) {
+    std::ifstream f(a.check_against);
+    nlohmann::json rec;
+    try {
+      if (!f) throw std::runtime_error("cannot open the file");
+      f >> rec;
+      regressions = compare_with(*rep, rec, a.tolerance);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "gpusim validate: --check-against {}: not recorded figures of `gpusim validate --json` ({})\n",
+                 a.check_against, e.what());
+      return 2;
+    }
+  }
+  if (a.json) {
+    nlohmann::json groups = nlohmann::json::array(), per_gpu = nlohmann::json::array(), skipped = nlohmann::json::array();
+    for (const auto& g : rep->groups) groups.push_back(group_json(g, *recs));
+    for (const auto& g : rep->per_gpu) per_gpu.push_back(group_json(g, *recs));
+    for (const auto& s : rep->skipped) skipped.push_back({{"reason", s.reason}, {"count", s.count}});
+    nlohmann::json out = {{"schema", "gpusim.validate/1"},
+                          {"truth", a.truth},
+                          {"records", recs->size()},
+                          {"runtime", a.runtime.empty() ? "per record" : a.runtime},
+                          {"groups", groups},
+                          {"per_gpu", per_gpu},
+                          {"overall", group_json(rep->overall, *recs)},
+                          {"skipped", skipped}};
+    if (!a.check_against.empty()) out["regressions"] = regressions;
+    fmt::print("{}\n", out.dump(1));
+  } else {
+    std::set<std::string> gpus;
+    for (const auto& g : rep->per_gpu) gpus.insert(g.gpu);
+    fmt::print("truth    {}: {} records; {} predicted on {} GPUs in {:.2f} s\n", a.truth, recs->size(),
+               rep->overall.model.n, gpus.size(), rep->seconds);
+    fmt::print("runtime  {}\n", a.runtime.empty() ? "each record's own (NeuSight: pytorch-eager)" : a.runtime);
+    fmt::print("errors   (predicted - measured) / measured; MAPE, median, p90 of |error|; bias = mean signed error; "
+               "tau = Kendall tau-b\n\n");
+    print_table(*rep);
+    if (a.worst > 0) {
+      fmt::print("\nworst rows per GPU and class (model)\n");
+      for (const auto& g : rep->groups) {
+        for (const auto& r : g.worst) {
+          const Measurement& m = (*recs)[r.record];
+          fmt::print("  {:<22} {:<13} {:<8} {:<44} measured {:>10.1f} us  predicted {:>10.1f} ({:+.0f}%)  {} {}\n",
+                     g.gpu.substr(0, 22), g.op_class, m.op, dims_text(m.dims).substr(0, 44), r.measured_us,
+                     r.predicted_us, 100 * (r.predicted_us - r.measured_us) / r.measured_us, r.bound, r.tile);
+        }
+      }
+    }
+    for (const auto& s : rep->skipped) fmt::print("skipped  {} record(s): {}\n", s.count, s.reason);
+  }
+  if (!regressions.empty()) {
+    for (const auto& r : regressions) fmt::print(stderr, "gpusim validate: regression: {}\n", r);
+    fmt::print(stderr, "gpusim validate: {} figure(s) worse than {}; fix the model or, for an intended change, "
+                       "re-record the figures with the command in that file\n",
+               regressions.size(), a.check_against);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_validate(CLI::App& app, int& rc) {
+  auto a = std::make_shared<ValidateArgs>();
+  auto* cmd = app.add_subcommand("validate", "Predict measured records and report the simulator's errors per GPU and op class");
+  cmd->add_option("--truth", a->truth, "Measurements: a NeuSight CSV(.xz), gpusim run/calibration JSON, a store (.db) or a directory of them")
+      ->required();
+  cmd->add_option("--gpu", a->gpus, "Only these GPUs (profile or device names; repeatable, comma-separated)")->delimiter(',');
+  cmd->add_option("--runtime", a->runtime, "Predict every record under this runtime (pytorch-eager, cuda-graph, gpusim) instead of its own");
+  cmd->add_option("--profiles", a->profile_dirs, "Extra directories of GPU profiles");
+  cmd->add_option("--profile-for", a->profile_for, "DEVICE=PROFILE for a device no profile's display_name matches (repeatable)");
+  cmd->add_option("--rows", a->rows, "Write every row (measured, predicted, kernel, roofline, bound, tile) to this CSV");
+  cmd->add_option("--worst", a->worst, "Worst rows shown per GPU and class (default 3)");
+  cmd->add_option("--threads", a->threads, "Prediction threads (default: all cores)");
+  cmd->add_option("--check-against", a->check_against, "Recorded figures (JSON of an earlier --json run): exit 1 if an error rose");
+  cmd->add_option("--tolerance", a->tolerance, "Percentage points an error may rise before --check-against fails (default 0.1)");
+  cmd->add_flag("--json", a->json, "Print JSON (schema gpusim.validate/1)");
+  cmd->callback([a, &rc] { rc = run_validate(*a); });
+}
+
+void add_truth(CLI::App& app, int& rc) {
+  auto* cmd = app.add_subcommand("truth", "The measurement store: import measurements, count what it holds");
+  cmd->require_subcommand(1);
+  auto db = std::make_shared<std::string>();
+  auto sources = std::make_shared<std::vector<std::string>>();
+  auto* imp = cmd->add_subcommand("import", "Add measurements to a store (created if absent); duplicates are skipped");
+  imp->add_option("--db", *db, "The store (SQLite file)")->required();
+  imp->add_option("sources", *sources, "NeuSight CSV(.xz), gpusim run --json output, calibration raw data, or directories")
+      ->required();
+  imp->callback([db, sources, &rc] {
+    auto store = MeasurementStore::open(*db);
+    if (!store) {
+      fmt::print(stderr, "gpusim truth import: {}\n", store.error().message);
+      rc = 1;
+      return;
+    }
+    for (const std::string& s : *sources) {
+      auto recs = read_measurements(s);
+      if (!recs) {
+        fmt::print(stderr, "gpusim truth import: {}\n", recs.error().message);
+        rc = recs.error().code == ErrorCode::kIo ? 1 : 2;
+        return;
+      }
+      auto st = store->insert(*recs, fmt::format("gpusim truth import --db {} {}", *db, s));
+      if (!st) {
+        fmt::print(stderr, "gpusim truth import: {}\n", st.error().message);
+        rc = 1;
+        return;
+      }
+      fmt::print("{}: {} records, {} added, {} already in {}\n", s, recs->size(), st->added, st->duplicates, *db);
+    }
+  });
+  auto sdb = std::make_shared<std::string>();
+  auto* stats = cmd->add_subcommand("stats", "Count a store's records per source, GPU and op class");
+  stats->add_option("--db", *sdb, "The store (SQLite file)")->required();
+  stats->callback([sdb, &rc] {
+    auto store = MeasurementStore::open(*sdb, /*create=*/false);
+    if (!store) {
+      fmt::print(stderr, "gpusim truth stats: {}\n", store.error().message);
+      rc = 1;
+      return;
+    }
+    auto recs = store->query();
+    if (!recs) {
+      fmt::print(stderr, "gpusim truth stats: {}\n", recs.error().message);
+      rc = 1;
+      return;
+    }
+    std::map<std::tuple<std::string, std::string, std::string>, int64_t> n;
+    for (const auto& m : *recs) ++n[{m.source, m.gpu, m.op_class}];
+    fmt::print("{}: {} records\n", *sdb, recs->size());
+    fmt::print("{:<20} {:<28} {:<14} {:>8}\n", "source", "gpu", "class", "records");
+    for (const auto& [k, c] : n) {
+      fmt::print("{:<20} {:<28} {:<14} {:>8}\n", std::get<0>(k), std::get<1>(k), std::get<2>(k), c);
+    }
+  });
+}
+
+}  // namespace gpusim::cli
