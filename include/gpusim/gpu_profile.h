@@ -36,6 +36,13 @@ struct MatrixPeak {
 struct ComputeSpec {
   int units = 0;  // SMs / CUs / Xe-cores / GPU cores
   double boost_clock_mhz = 0;
+  // Datasheet base clock (0: not given). A card held at its power limit under sustained load runs
+  // between the two; see sustained_clock_mhz.
+  double base_clock_mhz = 0;
+  // The clock the card holds under sustained load at its power limit (70 W cards do not hold
+  // their boost clock). 0 in the YAML: derived from TDP and the base and boost clocks
+  // (gpu_profiles/README.md); `gpusim calibrate` may measure it.
+  double sustained_clock_mhz = 0;
   int warp_size = 32;
   int max_threads_per_unit = 0;
   int max_blocks_per_unit = 0;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -72,6 +73,7 @@ const Spec& schema() {
         str("extends"),
         map("compute",
             {integer("units", 1, 1024, true), num("boost_clock_mhz", 100, 5000, true),
+             num("base_clock_mhz", 100, 5000), num("sustained_clock_mhz", 100, 5000),
              oneof("warp_size", {"8", "16", "32", "64"}, true), integer("max_threads_per_unit", 64, 4096, true),
              integer("max_blocks_per_unit", 1, 64, true), integer("max_threads_per_block", 64, 2048, true),
              integer("registers_per_unit", 1024, 1048576, true), integer("max_registers_per_thread", 16, 1024, true),
@@ -222,12 +224,14 @@ class Validator {
       for (const auto& fig : kv.second) {
         const std::string name = fig.first.as<std::string>();
         const Spec* t = k == "memory"    ? find_dotted(target, name)
-                        : k == "compute" ? (name == "shared_memory_bandwidth_gbps" || name == "barrier_ns" ? find(target, name) : nullptr)
+                        : k == "compute" ? (std::find(kCalibratedCompute.begin(), kCalibratedCompute.end(), name) != kCalibratedCompute.end()
+                                                ? find(target, name)
+                                                : nullptr)
                                          : find(target, name);
         if (!t) {
           return fail(join_path(p, name), fmt::format("unknown key; allowed here: {}",
                                                       k == "memory"    ? kCalibratedMemory
-                                                      : k == "compute" ? "shared_memory_bandwidth_gbps, barrier_ns"
+                                                      : k == "compute" ? fmt::format("{}", fmt::join(kCalibratedCompute, ", "))
                                                                        : keys(target)));
         }
         static const Spec kFigure = map("", {num("value", -kInf, kInf, true), num("p50", -kInf, kInf),
@@ -241,6 +245,9 @@ class Validator {
     return Ok{};
   }
 
+  // The compute figures calibration measures (a figure of the `compute` mapping), in the order errors list them.
+  inline static const std::vector<std::string> kCalibratedCompute = {"shared_memory_bandwidth_gbps", "barrier_ns",
+                                                                     "sustained_clock_mhz"};
   // The memory figures calibration measures: a dotted path below `memory`.
   static constexpr const char* kCalibratedMemory = "dram.latency_ns, l2.size_mb, l2.bandwidth_gbps, l2.latency_ns, l1.latency_ns";
   static const Spec* find_dotted(const Spec& memory, const std::string& name) {
@@ -339,6 +346,8 @@ GpuProfile convert(const YAML::Node& y) {
   const YAML::Node c = y["compute"];
   p.compute.units = static_cast<int>(c["units"].as<double>());
   p.compute.boost_clock_mhz = c["boost_clock_mhz"].as<double>();
+  if (c["base_clock_mhz"]) p.compute.base_clock_mhz = c["base_clock_mhz"].as<double>();
+  if (c["sustained_clock_mhz"]) p.compute.sustained_clock_mhz = c["sustained_clock_mhz"].as<double>();
   p.compute.warp_size = static_cast<int>(c["warp_size"].as<double>());
   p.compute.max_threads_per_unit = static_cast<int>(c["max_threads_per_unit"].as<double>());
   p.compute.max_blocks_per_unit = static_cast<int>(c["max_blocks_per_unit"].as<double>());
@@ -424,7 +433,9 @@ void apply_calibration(const YAML::Node& cal, GpuProfile& p) {
         slot = key == "overhead_us" ? &p.launch.overhead_us
              : key == "block_us"    ? &p.launch.block_us : &p.launch.latency_floor_us;
       } else if (g == "compute") {
-        slot = key == "barrier_ns" ? &p.compute.barrier_ns : &p.compute.shared_memory_bandwidth_gbps;
+        slot = key == "barrier_ns"            ? &p.compute.barrier_ns
+             : key == "sustained_clock_mhz" ? &p.compute.sustained_clock_mhz
+                                            : &p.compute.shared_memory_bandwidth_gbps;
       } else {
         MemorySpec& m = p.memory;
         slot = key == "dram.latency_ns" ? &m.dram.latency_ns : key == "l2.size_mb" ? &m.l2.size_mb
@@ -520,6 +531,18 @@ Result<GpuProfile> load_profile(const std::string& path, const std::vector<std::
     return v.fail("compute.shared_memory_per_block_kb",
                   fmt::format("{} exceeds shared_memory_per_unit_kb ({})", c["shared_memory_per_block_kb"].Scalar(),
                               c["shared_memory_per_unit_kb"].Scalar()));
+  }
+  // The base and sustained clocks lie at or below the boost clock the peaks are quoted at. (A
+  // calibrated sustained clock is a measurement and may exceed the datasheet boost clock.)
+  for (const char* key : {"base_clock_mhz", "sustained_clock_mhz"}) {
+    if (c[key] && c[key].as<double>() > c["boost_clock_mhz"].as<double>()) {
+      return v.fail(std::string("compute.") + key,
+                    fmt::format("{} exceeds boost_clock_mhz ({}); it must be at most the boost clock: {}", c[key].Scalar(),
+                                c["boost_clock_mhz"].Scalar(),
+                                std::string(key) == "base_clock_mhz"
+                                    ? "give the datasheet base clock, or fix boost_clock_mhz"
+                                    : "give the clock held under sustained load, or omit it to have it derived"));
+    }
   }
   const YAML::Node h = (*y)["host_link"];
   if (h["type"].as<std::string>() == "pcie" && !(h["bandwidth_gbps"] || (h["generation"] && h["lanes"]))) {

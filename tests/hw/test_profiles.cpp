@@ -153,6 +153,61 @@ TEST_CASE("the reference GPUs have profiles", "[profiles]") {
   }
 }
 
+TEST_CASE("shipped profiles give the figures the simulator would otherwise assume", "[profiles]") {
+  const auto dirs = gpusim::default_profile_dirs();
+  for (const auto& e : gpusim::list_profiles(dirs)) {
+    if (e.path.find("/calibrated/") != std::string::npos) continue;
+    INFO(e.path);
+    const auto p = gpusim::load_profile(e.path, dirs);
+    REQUIRE(p.ok());
+    for (const std::string& a : p->assumptions) {
+      CHECK_THAT(a, !Catch::Contains("DRAM latency") && !Catch::Contains("L2 latency") && !Catch::Contains("L1 latency") &&
+                        !Catch::Contains("shared-memory bandwidth"));
+    }
+    CHECK(p->memory.dram.latency_ns > 0);
+    CHECK(p->memory.l2.latency_ns > 0);
+    CHECK(p->memory.l1.latency_ns > 0);
+    CHECK(p->compute.shared_memory_bandwidth_gbps > 0);
+    // Every NVIDIA and AMD GPU gives its datasheet base clock, at most its boost clock.
+    if (p->vendor == "nvidia" || p->vendor == "amd") {
+      CHECK(p->compute.base_clock_mhz > 0);
+      CHECK(p->compute.base_clock_mhz <= p->compute.boost_clock_mhz);
+    }
+  }
+}
+
+TEST_CASE("the datacenter PCIe siblings extend their SXM profiles", "[profiles][extends]") {
+  const auto dirs = gpusim::default_profile_dirs();
+  struct Case {
+    const char* name;
+    const char* parent;
+    const char* display;
+    double tdp_w, boost_mhz, base_mhz, dram_gbps;
+  };
+  for (const Case& c : {Case{"nvidia-v100-pcie-32gb", "nvidia-v100", "Tesla V100-PCIE-32GB", 250, 1380, 1230, 900},
+                        Case{"nvidia-a100-pcie-40gb", "nvidia-a100-40gb", "NVIDIA A100-PCIE-40GB", 250, 1410, 765, 1555},
+                        Case{"nvidia-a100-pcie-80gb", "nvidia-a100-80gb", "NVIDIA A100 80GB PCIe", 300, 1410, 1065, 1935}}) {
+    INFO(c.name);
+    const auto p = gpusim::find_profile(c.name, dirs);
+    INFO((p ? std::string() : p.error().message));
+    REQUIRE(p.ok());
+    REQUIRE_FALSE(p->extends_chain.empty());
+    CHECK(p->extends_chain.front() == c.parent);
+    CHECK(p->display_name == c.display);
+    CHECK(p->power.tdp_w == c.tdp_w);
+    CHECK(p->compute.boost_clock_mhz == c.boost_mhz);
+    CHECK(p->compute.base_clock_mhz == c.base_mhz);
+    CHECK(p->memory.dram.bandwidth_gbps == c.dram_gbps);
+  }
+  for (const char* name : {"nvidia-tesla-p4", "nvidia-p100-pcie-16gb"}) {
+    INFO(name);
+    const auto p = gpusim::find_profile(name, dirs);
+    INFO((p ? std::string() : p.error().message));
+    REQUIRE(p.ok());
+    CHECK(p->compute.matrix_tflops.empty());  // Pascal: no tensor cores
+  }
+}
+
 // ---- the fixture is valid ---------------------------------------------------------------------------
 
 TEST_CASE("the minimal fixture profile loads with its figures", "[profiles]") {
@@ -191,7 +246,8 @@ TEST_CASE("an unknown top-level key lists the allowed keys", "[profiles][errors]
 
 TEST_CASE("an unknown nested key lists the keys allowed there", "[profiles][errors]") {
   check_error("  units: 28\n", "  units: 28\n  sms: 28\n",
-              "compute.sms: unknown key; allowed here: units, boost_clock_mhz, warp_size, max_threads_per_unit, "
+              "compute.sms: unknown key; allowed here: units, boost_clock_mhz, base_clock_mhz, sustained_clock_mhz, "
+              "warp_size, max_threads_per_unit, "
               "max_blocks_per_unit, max_threads_per_block, registers_per_unit, max_registers_per_thread, "
               "shared_memory_per_unit_kb, shared_memory_per_block_kb, shared_memory_bandwidth_gbps, barrier_ns, vector_tflops, matrix_tflops, "
               "matrix_alignment_elements");
@@ -233,6 +289,95 @@ TEST_CASE("a number out of range names the range", "[profiles][errors]") {
               "efficiency.vector_flops: 0 is out of range; expected > 0 and <= 1");
   check_error("power: {tdp_w: 170, idle_w: 15}\n", "power: {tdp_w: 170, idle_w: 15}\nlaunch: {overhead_us: 5000}\n",
               "launch.overhead_us: 5000 is out of range; expected 0 to 1000");
+}
+
+TEST_CASE("base and sustained clocks load, and are 0 when absent", "[profiles]") {
+  const GpuProfile none = load_ok(kBase);
+  CHECK(none.compute.base_clock_mhz == 0);
+  CHECK(none.compute.sustained_clock_mhz == 0);
+  const GpuProfile p = load_ok(replace(kBase, "  boost_clock_mhz: 1777\n",
+                                       "  boost_clock_mhz: 1777\n  base_clock_mhz: 1320\n  sustained_clock_mhz: 1777\n"));
+  CHECK(p.compute.base_clock_mhz == 1320);
+  CHECK(p.compute.sustained_clock_mhz == 1777);  // equal to boost is allowed
+  for (const std::string& a : p.assumptions) CHECK_THAT(a, !Catch::Contains("sustained") && !Catch::Contains("base clock"));
+}
+
+TEST_CASE("base and sustained clocks are range-checked like the boost clock", "[profiles][errors]") {
+  check_error("  boost_clock_mhz: 1777\n", "  boost_clock_mhz: 1777\n  base_clock_mhz: 50\n",
+              "compute.base_clock_mhz: 50 is out of range; expected 100 to 5000");
+  check_error("  boost_clock_mhz: 1777\n", "  boost_clock_mhz: 1777\n  sustained_clock_mhz: 9000\n",
+              "compute.sustained_clock_mhz: 9000 is out of range; expected 100 to 5000");
+  check_error("  boost_clock_mhz: 1777\n", "  boost_clock_mhz: 1777\n  base_clock_mhz: fast\n",
+              "compute.base_clock_mhz: \"fast\" is not a number; expected 100 to 5000");
+}
+
+TEST_CASE("a base clock above the boost clock is an error naming the fix", "[profiles][errors]") {
+  check_error("  boost_clock_mhz: 1777\n", "  boost_clock_mhz: 1777\n  base_clock_mhz: 1900\n",
+              "compute.base_clock_mhz: 1900 exceeds boost_clock_mhz (1777); it must be at most the boost clock: give "
+              "the datasheet base clock, or fix boost_clock_mhz");
+}
+
+TEST_CASE("a sustained clock above the boost clock is an error naming the fix", "[profiles][errors]") {
+  check_error("  boost_clock_mhz: 1777\n", "  boost_clock_mhz: 1777\n  sustained_clock_mhz: 1800.5\n",
+              "compute.sustained_clock_mhz: 1800.5 exceeds boost_clock_mhz (1777); it must be at most the boost clock: "
+              "give the clock held under sustained load, or omit it to have it derived");
+}
+
+TEST_CASE("the clock checks apply after extends merging", "[profiles][extends][errors]") {
+  const std::string dir = fixture_dir();
+  write_profile(dir, "base-gpu",
+                replace(replace(kBase, "name: fixture-gpu", "name: base-gpu"), "  boost_clock_mhz: 1777\n",
+                        "  boost_clock_mhz: 1777\n  base_clock_mhz: 1320\n  sustained_clock_mhz: 1600\n"));
+  // Inherited as they are.
+  const std::string child = write_profile(dir, "child-gpu", "name: child-gpu\nextends: base-gpu\n");
+  const auto c = gpusim::load_profile(child, {dir});
+  INFO((c ? std::string() : c.error().message));
+  REQUIRE(c.ok());
+  CHECK(c->compute.base_clock_mhz == 1320);
+  CHECK(c->compute.sustained_clock_mhz == 1600);
+  // A child that overrides one keeps the other.
+  const std::string tuned =
+      write_profile(dir, "tuned-gpu", "name: tuned-gpu\nextends: base-gpu\ncompute:\n  base_clock_mhz: 1100\n");
+  const auto t = gpusim::load_profile(tuned, {dir});
+  REQUIRE(t.ok());
+  CHECK(t->compute.base_clock_mhz == 1100);
+  CHECK(t->compute.sustained_clock_mhz == 1600);
+  // A child that lowers the boost clock below the inherited base clock is caught.
+  const std::string slow =
+      write_profile(dir, "slow-gpu", "name: slow-gpu\nextends: base-gpu\ncompute:\n  boost_clock_mhz: 1200\n");
+  const auto s = gpusim::load_profile(slow, {dir});
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().message == slow + ": compute.base_clock_mhz: 1320 exceeds boost_clock_mhz (1200); it must be at most "
+                                    "the boost clock: give the datasheet base clock, or fix boost_clock_mhz");
+}
+
+TEST_CASE("a calibrated sustained clock overrides the profile's and may exceed boost", "[profiles][calibrated]") {
+  const std::string tail = "power: {tdp_w: 170, idle_w: 15}\n";
+  const GpuProfile p =
+      load_ok(replace(replace(kBase, "  boost_clock_mhz: 1777\n", "  boost_clock_mhz: 1777\n  sustained_clock_mhz: 1500\n"),
+                      tail,
+                      tail + "calibrated:\n  compute:\n    sustained_clock_mhz: {value: 1852, p50: 1852, p95: 1890, "
+                             "unit: MHz, repeats: 5}\n"));
+  CHECK(p.compute.sustained_clock_mhz == Approx(1852));
+  REQUIRE(p.calibrated);
+  CHECK(p.calibrated->figures.at("compute.sustained_clock_mhz").p95 == Approx(1890));
+  check_error(tail, tail + "calibrated:\n  compute:\n    sustained_clock_mhz: {value: 20}\n",
+              "calibrated.compute.sustained_clock_mhz.value: 20 is out of range; expected 100 to 5000");
+}
+
+TEST_CASE("fp32 is a matrix input precision (AMD MFMA)", "[profiles][matrix]") {
+  const GpuProfile p = load_ok(replace(kBase, "    - {dtype: fp16, accumulate: fp16, tflops: 51.0}\n",
+                                       "    - {dtype: fp16, accumulate: fp16, tflops: 51.0}\n"
+                                       "    - {dtype: fp32, accumulate: fp32, tflops: 46.1}\n"));
+  REQUIRE(p.matrix_tflops(Precision::kFp32, Precision::kFp32).has_value());
+  CHECK(*p.matrix_tflops(Precision::kFp32, Precision::kFp32) == Approx(46.1));
+  const auto dirs = gpusim::default_profile_dirs();
+  for (const char* name : {"amd-mi100", "amd-mi210", "amd-mi250x", "amd-mi300x"}) {
+    INFO(name);
+    const auto a = gpusim::find_profile(name, dirs);
+    REQUIRE(a.ok());
+    CHECK(a->matrix_tflops(Precision::kFp32, Precision::kFp32).has_value());
+  }
 }
 
 TEST_CASE("a value that is not a number is reported with the range", "[profiles][errors]") {
@@ -431,7 +576,8 @@ TEST_CASE("a calibrated block with an unknown key is rejected", "[profiles][erro
               "calibrated.memory.dram.size_gb: unknown key; allowed here: dram.latency_ns, l2.size_mb, l2.bandwidth_gbps, "
               "l2.latency_ns, l1.latency_ns");
   check_error(tail, tail + "calibrated:\n  compute:\n    units: {value: 3}\n",
-              "calibrated.compute.units: unknown key; allowed here: shared_memory_bandwidth_gbps, barrier_ns");
+              "calibrated.compute.units: unknown key; allowed here: shared_memory_bandwidth_gbps, barrier_ns, "
+              "sustained_clock_mhz");
   check_error(tail, tail + "calibrated:\n  memory:\n    l2.size_mb: {value: -2}\n",
               "calibrated.memory.l2.size_mb.value: -2 is negative; expected > 0");
   check_error(tail, tail + "calibrated:\n  efficiency:\n    dram_bandwidth: {value: 0.8, p99: 1}\n",
@@ -786,6 +932,8 @@ TEST_CASE("profiles show prints a fixture profile", "[profiles][cli]") {
   CHECK_THAT(r.out, Catch::Contains("fp16 accumulate fp32"));
   CHECK_THAT(r.out, Catch::Contains("L2 bandwidth = 3 x DRAM bandwidth"));
   CHECK_THAT(r.out, Catch::Contains("PCIe gen 4 x16"));
+  CHECK_THAT(r.out, Catch::Contains("base clock"));
+  CHECK_THAT(r.out, Catch::Contains("(not given: derived by the simulator)"));
   CHECK_THAT(r.out, Catch::Contains("31.5"));
 
   const Run t = run_gpusim("profiles --dir " + dir + " show tuned-gpu");
@@ -803,6 +951,8 @@ TEST_CASE("profiles show prints a fixture profile", "[profiles][cli]") {
   CHECK(js["name"] == "tuned-gpu");
   CHECK(js["extends_chain"] == nlohmann::json::array({"fixture-gpu"}));
   CHECK(js["compute"]["units"] == 28);
+  CHECK(js["compute"]["base_clock_mhz"] == 0.0);
+  CHECK(js["compute"]["sustained_clock_mhz"] == 0.0);
   CHECK(js["memory"]["dram"]["bandwidth_gbps"] == 360.0);
   CHECK(js["host_link"]["bandwidth_gbps"].get<double>() == Approx(31.5).epsilon(0.01));
   CHECK(js["efficiency"]["dram_bandwidth"].get<double>() == Approx(0.83));

@@ -104,6 +104,8 @@ nlohmann::json profile_json(const GpuProfile& p) {
   }
   j["compute"] = {{"units", c.units},
                   {"boost_clock_mhz", c.boost_clock_mhz},
+                  {"base_clock_mhz", c.base_clock_mhz},
+                  {"sustained_clock_mhz", c.sustained_clock_mhz},
                   {"warp_size", c.warp_size},
                   {"max_threads_per_unit", c.max_threads_per_unit},
                   {"max_blocks_per_unit", c.max_blocks_per_unit},
@@ -176,6 +178,11 @@ void print_show(const GpuProfile& p) {
   fmt::print("\ncompute\n");
   row("units", fmt::format("{}", c.units));
   row("boost clock", exact(c.boost_clock_mhz) + " MHz");
+  row("base clock", c.base_clock_mhz > 0 ? exact(c.base_clock_mhz) + " MHz" : std::string("(not given)"));
+  row("sustained clock", c.sustained_clock_mhz > 0
+                             ? exact(c.sustained_clock_mhz) + " MHz" +
+                                   (is_calibrated(p, "compute.sustained_clock_mhz") ? " (calibrated)" : "")
+                             : std::string("(not given: derived by the simulator)"));
   row("warp size", fmt::format("{}", c.warp_size));
   row("max threads per unit", fmt::format("{}", c.max_threads_per_unit));
   row("max blocks per unit", fmt::format("{}", c.max_blocks_per_unit));
