@@ -69,7 +69,10 @@ struct KernelWork {
   int64_t elements = 0;       // output elements: the parallelism of elementwise kernels
   // Reductions and normalizations: independent rows of row_elements each; passes over each row.
   int64_t rows = 0, row_elements = 0;
-  int passes = 1;
+  int passes = 1;  // times each row is read (a library that keeps rows in registers reads once)
+  // Bytes of the inputs already in L2 when the kernel starts (an operand that fits and was just
+  // written, or re-read back to back): they are read from L2, not DRAM.
+  int64_t l2_resident_bytes = 0;
   // Data movement: contiguous run of elements on the strided side (0 = fully contiguous copy).
   int64_t contiguous_run = 0;
 };
@@ -126,6 +129,9 @@ struct DeviceModel {
   double dram_latency_s = 0;
   double floor_s = 0;
   double block_s = 0;           // per block started on a unit (launch.block_us)
+  // Sustained clock under load / boost clock: cards at their power limit (70 W) do not hold their
+  // boost clock; every compute rate (vector, matrix, shared memory) scales with it.
+  double clock_scale = 1;
   double fp32_flops_per_s = 0;  // sustained vector fp32
   double vector_eff = 0;
   double gemm_vector_eff = 0;   // GEMM-like kernels without matrix units
@@ -134,6 +140,12 @@ struct DeviceModel {
 };
 
 DeviceModel make_device(const GpuProfile& p);
+
+// The clock a card holds under sustained load: the profile's compute.sustained_clock_mhz
+// (datasheet or calibrated), else base + (boost - base) x min(1, TDP / 125 W) where the base clock
+// is known — cards of 125 W and more hold their boost, a 70 W card runs about halfway to its base
+// clock — else the boost clock (src/sim/README.md).
+double sustained_clock_mhz(const GpuProfile& p);
 
 // The compute rate (FLOP/s, sustained) a GEMM-like kernel of this dtype gets, and whether that is
 // the matrix units; alignment of m, n, k to the profile's matrix alignment is required.

@@ -24,8 +24,18 @@
 #include "gpusim/kernel_cost.h"
 #include "gpusim/measurement.h"
 #include "gpusim/result.h"
+#include "gpusim/runtime.h"
 
 namespace gpusim {
+
+// Figures fitted on measured records (fit_model): host times of runtimes, and the efficiency
+// factors of each GPU vendor family. Applied on top of profiles that carry no calibrated block.
+struct FittedModel {
+  std::map<std::string, RuntimeModel> runtimes;  // by runtime name
+  std::map<std::string, Efficiency> efficiency;  // by profile vendor ("nvidia", "amd")
+  std::vector<std::string> gpus;                 // the GPUs it was fitted on
+  std::vector<std::string> log;                  // what was fitted, on how many rows
+};
 
 // The work a measured record did, as the simulator sees it: the stored work of a gpusim kernel, or
 // a one-node graph of the framework op (NeuSight's linear, bmm, conv, elementwise, ln, softmax)
@@ -41,7 +51,12 @@ struct ValidateOptions {
   int threads = 0;          // 0: hardware concurrency
   int worst = 5;            // worst rows kept per group
   bool keep_rows = false;   // keep every row's prediction (for --rows)
+  const FittedModel* fitted = nullptr;  // figures fitted on other records (leave-one-GPU-out)
+  // Profiles already loaded (the fit validates many times); null: load those in profile_dirs.
+  const std::vector<GpuProfile>* profiles = nullptr;
 };
+// Every profile in `dirs` that loads (validate's candidates for matching device names).
+std::vector<GpuProfile> load_all_profiles(const std::vector<std::string>& dirs);
 
 // Error statistics of one predictor over a set of rows. Errors are (predicted - measured) /
 // measured; MAPE and the percentiles are of their absolute values, in percent.
@@ -89,6 +104,22 @@ struct ValidationReport {
 };
 
 Result<ValidationReport> validate(const std::vector<Measurement>& records, const ValidateOptions& opts);
+
+struct FitOptions {
+  std::vector<std::string> profile_dirs;
+  int threads = 0;
+  // At most this many rows per (GPU, op) take part in each step of the fit (a fixed stride sample).
+  int rows_per_op = 400;
+};
+// Fits host times per op for each runtime and, per vendor, the efficiency factors the data
+// constrains (DRAM bandwidth from elementwise ops, the SIMT GEMM rate from GEMMs and convolutions),
+// on every record given. Deterministic.
+Result<FittedModel> fit_model(const std::vector<Measurement>& records, const FitOptions& opts);
+
+// Leave-one-GPU-out: for each GPU, fit on the records of every other GPU and validate on its own.
+// The report's groups are the held-out predictions, GPU by GPU.
+Result<ValidationReport> validate_leave_one_out(const std::vector<Measurement>& records, const ValidateOptions& vopts,
+                                                const FitOptions& fopts, std::vector<FittedModel>* fits = nullptr);
 
 // The statistics of one set of (predicted, measured) pairs.
 ErrorStats error_stats(const std::vector<double>& predicted, const std::vector<double>& measured);

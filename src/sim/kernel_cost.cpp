@@ -18,6 +18,10 @@ constexpr double kLoadsInFlightPerThread = 2;  // streaming kernels keep two loa
 constexpr double kTranscendentalSlots = 4;     // special-function ops issue at 1/4 the FMA rate
 constexpr double kL2ReuseFraction = 0.5;       // share of the L2 a kernel's re-read operands can use
 constexpr int kRegisterBase = 32;              // addressing, loop and epilogue registers per thread
+// Board power (TDP) from which a card holds its boost clock under sustained load; below it, the
+// clock falls from boost toward the base clock (the vendor's guaranteed clock at TDP) in
+// proportion (src/sim/README.md). 70 W cards (T4, L4, P4) sit about halfway.
+constexpr double kFullBoostTdpW = 125.0;
 
 int64_t ceil_div(int64_t a, int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
 double sector_round(double bytes) { return std::ceil(bytes / kSectorBytes) * kSectorBytes; }
@@ -195,11 +199,16 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   // it); one that fits is fetched once.
   const double reuse_capacity = kL2ReuseFraction * (d.l2_size_bytes + d.llc_size_bytes);
   const double wave_count = static_cast<double>(c.waves);
-  const double a_reads = a_bytes <= reuse_capacity ? 1.0 : std::min(static_cast<double>(grid_n), wave_count);
+  // Batched GEMMs walk the batch slowest: the CTAs in flight share one batch slice, so a slice
+  // that fits is fetched once even when the whole batched operand does not.
+  const double a_slice = a_bytes / batch, b_slice = w.b_shared ? b_bytes : b_bytes / batch;
+  const double a_reads = a_slice <= reuse_capacity ? 1.0 : std::min(static_cast<double>(grid_n), wave_count);
   const double b_readers = static_cast<double>(grid_m) * (w.b_shared ? batch : 1.0);
-  const double b_reads = b_bytes <= reuse_capacity ? 1.0 : std::min(b_readers, wave_count);
+  const double b_reads = b_slice <= reuse_capacity ? 1.0 : std::min(b_readers, wave_count);
   c.dram_bytes = (a_bytes * a_reads + b_bytes * b_reads) * sector_factor + c_bytes + epilogue +
                  (partials > reuse_capacity ? partials : 0.0);
+  // Operands already in L2 are not fetched from DRAM the first time.
+  c.dram_bytes = std::max(c_bytes, c.dram_bytes - std::min(a_bytes + b_bytes, static_cast<double>(w.l2_resident_bytes)));
   // Multi-stage pipelines keep (stages - 1) tiles of A and B in flight per CTA.
   const double resident = static_cast<double>(std::min<int64_t>(c.ctas, d.units * c.ctas_per_unit));
   const double inflight = resident * std::max(1, t.stages - 1) * (t.block_m + t.block_n) * t.block_k * eb;
@@ -288,14 +297,16 @@ KernelCost streaming_cost(const KernelWork& w, const TileConfig& t, const Device
   }
   double second_pass_l2 = 0, second_pass_dram = 0;
   if (rowwise && w.passes > 1) {
+    // Each pass after the first reads the row again: from L2 while the rows resident on the
+    // device fit in the reusable part of it, else from DRAM.
     const double row_bytes = static_cast<double>(w.row_elements) * eb;
     const double resident_rows = static_cast<double>(std::min<int64_t>(w.rows, d.units * c.ctas_per_unit * rows_per_cta));
-    if (row_bytes > d.smem_per_block_bytes) {  // the row does not stay on chip: read it again
-      (resident_rows * row_bytes <= kL2ReuseFraction * d.l2_size_bytes ? second_pass_l2 : second_pass_dram) =
-          static_cast<double>(w.bytes_read) * (w.passes - 1);
-    }
+    (resident_rows * row_bytes <= kL2ReuseFraction * d.l2_size_bytes ? second_pass_l2 : second_pass_dram) =
+        static_cast<double>(w.bytes_read) * (w.passes - 1);
   }
-  c.dram_bytes = read + write + second_pass_dram;
+  // Inputs already in L2 (just written, or re-read back to back) come from L2.
+  const double resident_in = std::min(read, sector_round(static_cast<double>(w.l2_resident_bytes)));
+  c.dram_bytes = read - resident_in + write + second_pass_dram;
   c.l2_bytes = read + write + second_pass_l2 + second_pass_dram;
   c.executed_flops = static_cast<double>(w.flops.total());
   // Compute: FMA-class FLOPs at the vector rate, special functions and compares by issue slots.
@@ -345,7 +356,8 @@ DeviceModel make_device(const GpuProfile& p) {
   d.max_registers_per_thread = p.compute.max_registers_per_thread;
   d.smem_per_unit_bytes = p.compute.shared_memory_per_unit_kb * 1024;
   d.smem_per_block_bytes = p.compute.shared_memory_per_block_kb * 1024;
-  d.smem_bytes_per_s = p.compute.shared_memory_bandwidth_gbps * 1e9;
+  d.clock_scale = p.compute.boost_clock_mhz > 0 ? sustained_clock_mhz(p) / p.compute.boost_clock_mhz : 1.0;
+  d.smem_bytes_per_s = p.compute.shared_memory_bandwidth_gbps * 1e9 * d.clock_scale;
   d.barrier_s = p.compute.barrier_ns * 1e-9;
   d.dram_bytes_per_s = p.memory.dram.bandwidth_gbps * 1e9 * p.efficiency.dram_bandwidth;
   d.l2_bytes_per_s = p.memory.l2.bandwidth_gbps * 1e9 * p.efficiency.l2_bandwidth;
@@ -360,9 +372,17 @@ DeviceModel make_device(const GpuProfile& p) {
   d.vector_eff = p.efficiency.vector_flops;
   d.gemm_vector_eff = p.efficiency.gemm_vector_flops > 0 ? p.efficiency.gemm_vector_flops : p.efficiency.vector_flops;
   d.matrix_eff = p.efficiency.matrix_flops;
-  d.fp32_flops_per_s = p.vector_tflops(Precision::kFp32) * 1e12 * d.vector_eff;
+  d.fp32_flops_per_s = p.vector_tflops(Precision::kFp32) * 1e12 * d.vector_eff * d.clock_scale;
   d.matrix_alignment = p.compute.matrix_alignment_elements;
   return d;
+}
+
+double sustained_clock_mhz(const GpuProfile& p) {
+  const double boost = p.compute.boost_clock_mhz;
+  if (p.compute.sustained_clock_mhz > 0) return std::min(boost, p.compute.sustained_clock_mhz);
+  const double base = p.compute.base_clock_mhz;
+  if (base <= 0 || base >= boost || p.power.tdp_w <= 0) return boost;
+  return base + (boost - base) * std::min(1.0, p.power.tdp_w / kFullBoostTdpW);
 }
 
 double gemm_rate(const KernelWork& w, const DeviceModel& d, bool* matrix_units, double* peak_tflops) {
@@ -371,22 +391,25 @@ double gemm_rate(const KernelWork& w, const DeviceModel& d, bool* matrix_units, 
   Precision acc = Precision::kFp32;
   if (prec == Precision::kInt8 || prec == Precision::kInt4) acc = Precision::kInt32;
   if (prec == Precision::kFp64) acc = Precision::kFp64;
-  // fp32 runs on the vector units: TF32 is an opt-in mode (torch.backends.cuda.matmul.allow_tf32).
-  const bool wants_matrix = prec != Precision::kFp32 && prec != Precision::kInt32;
+  // fp32 runs on the vector units where matrix units need TF32, an opt-in mode on NVIDIA
+  // (torch.backends.cuda.matmul.allow_tf32); AMD CDNA has fp32 matrix units (fp32 MFMA) that
+  // rocBLAS uses by default: a profile with an fp32-input matrix peak gets them.
+  const bool fp32_matrix = prec == Precision::kFp32 && p.matrix_tflops(Precision::kFp32, Precision::kFp32).has_value();
+  const bool wants_matrix = (prec != Precision::kFp32 || fp32_matrix) && prec != Precision::kInt32;
   const int64_t a = d.matrix_alignment;
   const bool aligned = w.k % a == 0 && w.n % a == 0;
   if (wants_matrix && aligned) {
     if (auto m = p.matrix_tflops(prec, acc)) {
       *matrix_units = true;
       *peak_tflops = *m;
-      return *m * 1e12 * d.matrix_eff;
+      return *m * 1e12 * d.matrix_eff * d.clock_scale;
     }
   }
   *matrix_units = false;
   // Without matrix units, libraries compute narrow types in fp32 when that is faster.
   const double vec = std::max(p.vector_tflops(prec), p.vector_tflops(Precision::kFp32));
   *peak_tflops = vec;
-  return vec * 1e12 * d.gemm_vector_eff;
+  return vec * 1e12 * d.gemm_vector_eff * d.clock_scale;
 }
 
 std::string tile_feasibility(const KernelWork& w, const TileConfig& t, const DeviceModel& d) {

@@ -158,6 +158,12 @@ Result<KernelWork> measurement_work(const Measurement& m) {
   o.g.nodes.push_back(o.n);
   auto w = node_work(o.g, o.g.nodes.back());
   if (!w) return make_error(ErrorCode::kUnsupported, fmt::format("{}: the op launches no kernel", where));
+  // The library's row kernels, by row length (PyTorch 2.x, CUDA and ROCm alike): softmax keeps
+  // rows of up to 1024 elements in registers, a warp per row (one read); longer rows go a block
+  // per row in three passes (max, sum, write), each reading the row. LayerNorm reads each row
+  // twice (Welford statistics, then normalize).
+  if (op == "softmax") w->passes = m.dims.at("h") <= 1024 ? 1 : 3;
+  if (op == "ln") w->passes = 2;
   return *w;
 }
 

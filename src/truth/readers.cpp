@@ -194,7 +194,8 @@ Result<std::vector<Measurement>> read_neusight_csv(const std::string& path) {
     if (c_launched >= 0) m.kernels_launched = std::max(1, std::atoi(f[static_cast<size_t>(c_launched)].c_str()));
     if (c_grid >= 0) m.grid = f[static_cast<size_t>(c_grid)];
     if (c_block >= 0) m.block = f[static_cast<size_t>(c_block)];
-    m.runtime = "pytorch-eager";
+    // ROCm builds of PyTorch dispatch through their own stack (and here a newer torch): their own runtime.
+    m.runtime = amd ? "pytorch-eager-rocm" : "pytorch-eager";
     m.timer = "cuda events around the framework call";
     m.statistic = "mean of the 5 fastest of 25 back-to-back calls";
     m.repeats = 25;

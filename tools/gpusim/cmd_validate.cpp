@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -32,7 +33,30 @@ struct ValidateArgs {
   int worst = 3;
   int threads = 0;
   bool json = false;
+  bool logo = false;
+  bool fit = false;
+  std::string write_runtimes;
 };
+
+// A fitted runtime as a gpusim.runtime/1 file.
+std::string runtime_yaml(const RuntimeModel& r, const std::string& command, const std::vector<std::string>& gpus) {
+  std::string s = fmt::format("schema: gpusim.runtime/1\nname: {}\ndescription: \"{}\"\ncombine: {}\n", r.name,
+                              r.description, r.combine);
+  s += fmt::format("default_us: {:.2f}\nextra_kernel_us: {:.2f}\nlaunch_latency_us: {:.2f}\n", r.default_us,
+                   r.extra_kernel_us, r.launch_latency_us);
+  if (!r.class_us.empty()) {
+    s += "class_us:\n";
+    for (const auto& [k, v] : r.class_us) s += fmt::format("  {}: {:.2f}\n", k, v);
+  }
+  if (!r.op_us.empty()) {
+    s += "op_us:\n";
+    for (const auto& [k, v] : r.op_us) s += fmt::format("  {}: {:.2f}\n", k, v);
+  }
+  s += fmt::format("fit: \"{}\"\nsources:\n  op_us: \"median time of the host-bound rows (kernels under 30% of "
+                   "the time) per op, measured on {}\"\n",
+                   command, fmt::join(gpus, ", "));
+  return s;
+}
 
 nlohmann::json stats_json(const ErrorStats& s) {
   return {{"n", s.n},           {"mape", s.mape}, {"median_ape", s.median_ape}, {"p90_ape", s.p90_ape},
@@ -141,7 +165,37 @@ int run_validate(const ValidateArgs& a) {
     }
     o.profile_for[pf.substr(0, eq)] = pf.substr(eq + 1);
   }
-  auto rep = validate(*recs, o);
+  FitOptions fo;
+  fo.profile_dirs = o.profile_dirs;
+  fo.threads = a.threads;
+  std::optional<FittedModel> fitted;
+  if (a.fit || !a.write_runtimes.empty()) {
+    auto fm = fit_model(*recs, fo);
+    if (!fm) {
+      fmt::print(stderr, "gpusim validate: --fit: {}\n", fm.error().message);
+      return exit_code(fm.error());
+    }
+    fitted = std::move(*fm);
+    o.fitted = &*fitted;
+    if (!a.json) {
+      for (const auto& line : fitted->log) fmt::print("fitted   {}\n", line);
+    }
+    if (!a.write_runtimes.empty()) {
+      for (const auto& [name, rt] : fitted->runtimes) {
+        if (rt.combine == "device") continue;
+        const std::string path = a.write_runtimes + "/" + name + ".yaml";
+        std::ofstream f(path);
+        f << runtime_yaml(rt, fmt::format("gpusim validate --truth {} --write-runtimes {}", a.truth, a.write_runtimes),
+                          fitted->gpus);
+        if (!f) {
+          fmt::print(stderr, "gpusim validate: --write-runtimes: cannot write {}\n", path);
+          return 1;
+        }
+        if (!a.json) fmt::print("wrote    {}\n", path);
+      }
+    }
+  }
+  auto rep = a.logo ? validate_leave_one_out(*recs, o, fo) : validate(*recs, o);
   if (!rep) {
     fmt::print(stderr, "gpusim validate: {}\n", rep.error().message);
     return exit_code(rep.error());
@@ -180,6 +234,7 @@ int run_validate(const ValidateArgs& a) {
     for (const auto& g : rep->per_gpu) per_gpu.push_back(group_json(g, *recs));
     for (const auto& s : rep->skipped) skipped.push_back({{"reason", s.reason}, {"count", s.count}});
     nlohmann::json out = {{"schema", "gpusim.validate/1"},
+                          {"mode", a.logo ? "leave-one-gpu-out" : (a.fit ? "fit" : "datasheet")},
                           {"truth", a.truth},
                           {"records", recs->size()},
                           {"runtime", a.runtime.empty() ? "per record" : a.runtime},
@@ -194,7 +249,11 @@ int run_validate(const ValidateArgs& a) {
     for (const auto& g : rep->per_gpu) gpus.insert(g.gpu);
     fmt::print("truth    {}: {} records; {} predicted on {} GPUs in {:.2f} s\n", a.truth, recs->size(),
                rep->overall.model.n, gpus.size(), rep->seconds);
-    fmt::print("runtime  {}\n", a.runtime.empty() ? "each record's own (NeuSight: pytorch-eager)" : a.runtime);
+    fmt::print("runtime  {}\n", a.runtime.empty() ? "each record's own (NeuSight: pytorch-eager, pytorch-eager-rocm)" : a.runtime);
+    if (a.logo) {
+      fmt::print("mode     leave-one-GPU-out: each GPU predicted with host times and efficiencies fitted on the "
+                 "others\n");
+    }
     fmt::print("errors   (predicted - measured) / measured; MAPE, median, p90 of |error|; bias = mean signed error; "
                "tau = Kendall tau-b\n\n");
     print_table(*rep);
@@ -238,6 +297,10 @@ void add_validate(CLI::App& app, int& rc) {
   cmd->add_option("--check-against", a->check_against, "Recorded figures (JSON of an earlier --json run): exit 1 if an error rose");
   cmd->add_option("--tolerance", a->tolerance, "Percentage points an error may rise before --check-against fails (default 0.1)");
   cmd->add_flag("--json", a->json, "Print JSON (schema gpusim.validate/1)");
+  cmd->add_flag("--leave-one-gpu-out", a->logo,
+                "Fit runtime host times and vendor efficiencies on all GPUs but one, predict that one; each in turn");
+  cmd->add_flag("--fit", a->fit, "Fit host times and vendor efficiencies on these records first (in-sample), and print them");
+  cmd->add_option("--write-runtimes", a->write_runtimes, "Fit, then write each fitted runtime as DIR/NAME.yaml");
   cmd->callback([a, &rc] { rc = run_validate(*a); });
 }
 

@@ -1,0 +1,364 @@
+// The measurement store, its readers, the validation statistics, runtimes and `gpusim validate`:
+// records round-trip and deduplicate, every reader's error names the file, line or field, the
+// statistics match brute force, and the recorded validation figures hold (the CI guard).
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "gpusim/kernel_cost.h"
+#include "gpusim/measurement.h"
+#include "gpusim/runtime.h"
+#include "gpusim/validate.h"
+#include "support/onnx_builder.h"
+#include "support/run_cli.h"
+
+namespace fs = std::filesystem;
+using namespace gpusim;
+
+namespace {
+
+std::string write(const std::string& name, const std::string& text) {
+  const std::string p = (fs::path(test::temp_dir()) / name).string();
+  std::ofstream(p) << text;
+  return p;
+}
+
+const char* kCsvHeader = "op,device,torch,latency_ms,kernel,kernels_launched,grid,block,b,h\n";
+
+Measurement sample_record() {
+  Measurement m;
+  m.op = "add";
+  m.op_class = "elementwise";
+  m.dims = {{"b", 64}, {"h", 1024}};
+  m.kernel = "vectorized_elementwise_kernel<4, add>";
+  m.gpu = "Tesla T4";
+  m.backend = "cuda";
+  m.driver = "torch 2.1.0";
+  m.runtime = "pytorch-eager";
+  m.timer = "cuda events";
+  m.statistic = "mean of 5 fastest of 25";
+  m.repeats = 25;
+  m.warm_cache = true;
+  m.time_us = 26.5;
+  m.source = "test";
+  m.source_ref = "add.csv:2";
+  return m;
+}
+
+std::string truth_dir() { return test::source_dir() + "/../shared/truth"; }
+
+}  // namespace
+
+TEST_CASE("the store keeps every field and a record imported twice is one record", "[truth]") {
+  const std::string db = (fs::path(test::temp_dir()) / "gpusim_store_test.db").string();
+  fs::remove(db);
+  auto s = MeasurementStore::open(db);
+  REQUIRE(s);
+  Measurement a = sample_record();
+  Measurement b = a;
+  b.time_us = 27.0;  // a second measurement of the same op: a second record
+  Measurement c = a;
+  c.work = gemm_work(DType::kFloat16, 2, 64, 128, 256);
+  c.tile = TileConfig{64, 64, 32, 128, 3, 1, 8, 1};
+  c.fused_ops = {"MatMul", "Add"};
+  c.op_class = "gemm";
+  auto st = s->insert({a, b, c}, "test");
+  REQUIRE(st);
+  CHECK(st->added == 3);
+  auto again = s->insert({a, c}, "test again");
+  REQUIRE(again);
+  CHECK(again->added == 0);
+  CHECK(again->duplicates == 2);
+  CHECK(*s->count() == 3);
+  auto back = s->query();
+  REQUIRE(back);
+  REQUIRE(back->size() == 3);
+  CHECK(measurement_key((*back)[0]) == measurement_key(a));
+  CHECK(measurement_key((*back)[2]) == measurement_key(c));
+  CHECK((*back)[2].work->m == 64);
+  CHECK((*back)[2].tile->stages == 3);
+  CHECK((*back)[2].fused_ops == std::vector<std::string>{"MatMul", "Add"});
+  MeasurementQuery q;
+  q.gpu = "Tesla T4";
+  q.op_class = "gemm";
+  auto only = s->query(q);
+  REQUIRE(only);
+  CHECK(only->size() == 1);
+  // Re-opened, the same file is a store of the same records.
+  auto s2 = MeasurementStore::open(db, false);
+  REQUIRE(s2);
+  CHECK(*s2->count() == 3);
+}
+
+TEST_CASE("the store refuses files that are not stores", "[truth]") {
+  const std::string p = write("not_a_store.db", "this is not sqlite, just text that is long enough to be read as a header");
+  auto s = MeasurementStore::open(p);
+  REQUIRE_FALSE(s);
+  CHECK_THAT(s.error().message, Catch::StartsWith(p + ": not a gpusim measurement store ("));
+  auto missing = MeasurementStore::open("/nonexistent-dir/x.db");
+  REQUIRE_FALSE(missing);
+  CHECK_THAT(missing.error().message, Catch::StartsWith("/nonexistent-dir/x.db: cannot open the measurement store"));
+}
+
+TEST_CASE("NeuSight CSVs are read with quoted kernels, and bad rows are named", "[truth]") {
+  const std::string ok = write("ns_ok.csv", std::string(kCsvHeader) +
+                                                "add,Tesla T4,p2.1.0,0.025,\"void k<4, f<float>>(int, a)\",1,42x1x1,128x1x1,127,168\n");
+  auto r = read_neusight_csv(ok);
+  REQUIRE(r);
+  REQUIRE(r->size() == 1);
+  const Measurement& m = (*r)[0];
+  CHECK(m.kernel == "void k<4, f<float>>(int, a)");
+  CHECK(m.time_us == Approx(25.0));
+  CHECK(m.dims.at("b") == 127);
+  CHECK(m.driver == "torch 2.1.0");
+  CHECK(m.runtime == "pytorch-eager");
+  CHECK(m.op_class == "elementwise");
+  CHECK(m.source_ref == fs::path(ok).parent_path().filename().string() + "/ns_ok.csv:2");
+
+  auto err = [&](const std::string& name, const std::string& body) {
+    auto x = read_neusight_csv(write(name, body));
+    REQUIRE_FALSE(x);
+    return x.error().message;
+  };
+  const std::string dir = test::temp_dir();
+  CHECK(err("ns1.csv", "device,latency_ms\n") ==
+        (fs::path(dir) / "ns1.csv").string() +
+            ":1: the header has no \"op\" column; a NeuSight CSV starts op,device,torch,latency_ms,kernel,"
+            "kernels_launched,grid,block, then the op's dims");
+  CHECK(err("ns2.csv", std::string(kCsvHeader) + "add,T4,p2,abc,k,1,1,1,2,3\n") ==
+        (fs::path(dir) / "ns2.csv").string() + ":2: latency_ms \"abc\" is not a positive time in milliseconds");
+  CHECK(err("ns3.csv", std::string(kCsvHeader) + "add,T4,p2,0.1,k,1,1,1,-2,3\n") ==
+        (fs::path(dir) / "ns3.csv").string() + ":2: column b = \"-2\" is not a non-negative integer dim");
+  CHECK(err("ns4.csv", std::string(kCsvHeader) + "frob,T4,p2,0.1,k,1,1,1,2,3\n") ==
+        (fs::path(dir) / "ns4.csv").string() +
+            ":2: op \"frob\" is not a NeuSight op gpusim knows (linear, bmm, conv, add, addu, mul, mulu, div, divu, "
+            "pow, powu, relu, gelu, tanh, ln, softmax)");
+  CHECK(err("ns5.csv", std::string(kCsvHeader) + "add,T4,p2,0.1,k\n") ==
+        (fs::path(dir) / "ns5.csv").string() + ":2: 5 fields, the header has 10");
+  CHECK(err("ns6.csv", "") == (fs::path(dir) / "ns6.csv").string() + ": empty file; expected a CSV header");
+}
+
+TEST_CASE("read_measurements picks the reader by file and names what it cannot read", "[truth]") {
+  auto missing = read_measurements("/nonexistent/truth.csv");
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().message == "/nonexistent/truth.csv: no such file or directory");
+  const std::string txt = write("truth.txt", "x");
+  auto unknown = read_measurements(txt);
+  REQUIRE_FALSE(unknown);
+  CHECK(unknown.error().message == txt + ": unknown kind of measurement file; expected *.csv, *.csv.xz (NeuSight), "
+                                         "*.json (gpusim run or calibration), *.db (a measurement store) or a directory");
+  const std::string js = write("other.json", R"({"schema": "gpusim.plan/1"})");
+  auto other = read_measurements(js);
+  REQUIRE_FALSE(other);
+  CHECK(other.error().message == js + ": schema \"gpusim.plan/1\" holds no measurements gpusim reads; expected "
+                                      "gpusim.run/1 (`gpusim run --json`) or gpusim.calibration/1 (calibration raw data)");
+  const std::string old_run = write("old_run.json", R"({"schema": "gpusim.run/1", "device": {"name": "x"},
+      "kernels": [{"kernel": 0, "measured_us": 5.0, "class": "gemm", "op_type": "MatMul"}]})");
+  auto no_work = read_measurements(old_run);
+  REQUIRE_FALSE(no_work);
+  CHECK(no_work.error().message == old_run + ": kernels[0]: no \"work\"; this file was written by a gpusim older than "
+                                             "the measurement store: run `gpusim run --json` again to record it");
+  const std::string xz = write("bad.csv.xz", "not xz at all");
+  auto bad_xz = read_measurements(xz);
+  REQUIRE_FALSE(bad_xz);
+  CHECK_THAT(bad_xz.error().message, Catch::StartsWith(xz + ": not a valid xz stream"));
+}
+
+TEST_CASE("calibration raw data and gpusim run output become records with their work", "[truth]") {
+  auto cal = read_measurements(test::source_dir() + "/gpu_profiles/calibrated/lavapipe-epyc-2c.measurements.json");
+  REQUIRE(cal);
+  REQUIRE(cal->size() > 10);
+  for (const Measurement& m : *cal) {
+    CHECK(m.work.has_value());
+    CHECK(m.tile.has_value());
+    CHECK(m.time_us > 0);
+    CHECK(m.source == "gpusim calibrate");
+  }
+  const std::string run = write("run.json", R"({"schema": "gpusim.run/1", "model": "m.onnx", "backend": "vulkan",
+      "dtype": "fp32", "repeat": 3, "device": {"name": "llvmpipe", "driver": "mesa"},
+      "kernels": [{"kernel": 0, "name": "mm", "op_type": "MatMul+Relu", "class": "gemm", "launches": 1,
+                   "measured_us": 120.5, "fused_ops": ["MatMul", "Relu"],
+                   "work": {"class": "gemm", "dtype": "fp32", "batch": 1, "m": 64, "n": 64, "k": 64},
+                   "tile": {"block_m": 32, "block_n": 32, "block_k": 8, "threads": 64}}]})");
+  auto r = read_measurements(run);
+  REQUIRE(r);
+  REQUIRE(r->size() == 1);
+  CHECK((*r)[0].work->k == 64);
+  CHECK((*r)[0].fused_ops.size() == 2);
+  CHECK((*r)[0].runtime == "gpusim");
+}
+
+TEST_CASE("Kendall tau-b matches the pairwise definition, ties included", "[truth]") {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> d(0, 20);
+  for (int trial = 0; trial < 20; ++trial) {
+    std::vector<double> x(60), y(60);
+    for (size_t i = 0; i < x.size(); ++i) {
+      x[i] = d(rng);
+      y[i] = d(rng) + (trial % 2 ? x[i] : 0);
+    }
+    double conc = 0, disc = 0, tx = 0, ty = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      for (size_t j = i + 1; j < x.size(); ++j) {
+        const double s = (x[i] - x[j]) * (y[i] - y[j]);
+        if (s > 0) ++conc;
+        if (s < 0) ++disc;
+        if (x[i] == x[j] && y[i] != y[j]) ++tx;
+        if (y[i] == y[j] && x[i] != x[j]) ++ty;
+      }
+    }
+    const double expect = (conc - disc) / std::sqrt((conc + disc + tx) * (conc + disc + ty));
+    CHECK(kendall_tau(x, y) == Approx(expect).margin(1e-12));
+  }
+  const ErrorStats s = error_stats({110, 90, 100}, {100, 100, 100});
+  CHECK(s.mape == Approx(20.0 / 3));
+  CHECK(s.bias == Approx(0.0).margin(1e-12));
+  CHECK(s.median_ape == Approx(10.0));
+}
+
+TEST_CASE("framework ops become the work the catalog counts", "[truth]") {
+  Measurement lin = sample_record();
+  lin.op = "linear";
+  lin.op_class = "gemm";
+  lin.dims = {{"b", 1}, {"m", 100}, {"n", 64}, {"k", 32}};
+  auto w = measurement_work(lin);
+  REQUIRE(w);
+  CHECK(w->cls == OpClass::kGemm);
+  CHECK(w->m == 100);
+  CHECK(w->n == 32);
+  CHECK(w->k == 64);
+  Measurement conv = lin;
+  conv.op = "conv";
+  conv.op_class = "conv";
+  conv.dims = {{"b", 2}, {"input_channel", 16}, {"output_channel", 32}, {"kernel_szie", 3}, {"input_size", 8},
+               {"stride", 1}, {"padding", 1}};
+  auto cw = measurement_work(conv);
+  REQUIRE(cw);
+  CHECK(cw->m == 2 * 8 * 8);
+  CHECK(cw->n == 32);
+  CHECK(cw->k == 16 * 9);
+  Measurement sm = lin;
+  sm.op = "softmax";
+  sm.op_class = "normalization";
+  sm.dims = {{"b", 8}, {"h", 512}};
+  CHECK(measurement_work(sm)->passes == 1);  // a warp per row, in registers
+  sm.dims["h"] = 2048;
+  CHECK(measurement_work(sm)->passes == 3);  // a block per row: max, sum, write
+  Measurement bad = lin;
+  bad.dims.erase("k");
+  auto e = measurement_work(bad);
+  REQUIRE_FALSE(e);
+  CHECK(e.error().message == "add.csv:2 (Tesla T4, op \"linear\"): no dim \"k\"; the op needs it");
+  bad = conv;
+  bad.dims["padding"] = 0;
+  bad.dims["kernel_szie"] = 11;
+  auto e2 = measurement_work(bad);
+  REQUIRE_FALSE(e2);
+  CHECK(e2.error().message == "add.csv:2 (Tesla T4, op \"conv\"): a 11x11 window with padding 0 does not fit an input of 8");
+}
+
+TEST_CASE("runtimes: host time overlaps the kernels back to back, and bad files are named", "[truth]") {
+  auto rt = find_runtime("pytorch-eager", default_runtime_dirs());
+  REQUIRE(rt);
+  CHECK(rt->combine == "overlap");
+  const double host = rt->host_us("add", "elementwise", 1);
+  CHECK(host > 15);
+  CHECK(host < 60);
+  CHECK(rt->op_time_us("add", "elementwise", 1.0, 1) == Approx(host));           // host-bound
+  CHECK(rt->op_time_us("add", "elementwise", 10 * host, 1) == Approx(10 * host));  // device-bound
+  auto dev = find_runtime("gpusim", {});
+  REQUIRE(dev);
+  CHECK(dev->op_time_us("add", "elementwise", 3.0, 1) == 3.0);
+  auto unknown = find_runtime("tensorflow", {});
+  REQUIRE_FALSE(unknown);
+  CHECK_THAT(unknown.error().message, Catch::StartsWith("runtime \"tensorflow\" is unknown; known runtimes: cuda-graph, gpusim"));
+  auto bad = [&](const std::string& name, const std::string& body) {
+    auto r = load_runtime(write(name, body));
+    REQUIRE_FALSE(r);
+    return r.error().message;
+  };
+  const std::string dir = test::temp_dir();
+  CHECK(bad("rt1.yaml", "schema: gpusim.runtime/2\nname: x\n") ==
+        (fs::path(dir) / "rt1.yaml").string() + ": schema: \"gpusim.runtime/2\"; expected gpusim.runtime/1");
+  CHECK(bad("rt2.yaml", "schema: gpusim.runtime/1\nname: x\ncombine: add\n") ==
+        (fs::path(dir) / "rt2.yaml").string() + ": combine: \"add\"; expected overlap, serial or device");
+  CHECK(bad("rt3.yaml", "schema: gpusim.runtime/1\nname: x\nop_us: {add: -3}\n") ==
+        (fs::path(dir) / "rt3.yaml").string() + ": op_us.add: -3 is out of range; expected 0 to 1e6 us");
+  CHECK(bad("rt4.yaml", "schema: gpusim.runtime/1\nname: x\nhost: 3\n") ==
+        (fs::path(dir) / "rt4.yaml").string() +
+            ": host: unknown key; allowed: schema, name, description, combine, default_us, class_us, op_us, "
+            "extra_kernel_us, launch_latency_us, sources, fit");
+  CHECK(bad("rt5.yaml", "schema: gpusim.runtime/1\nname: x\ndefault_us: fast\n") ==
+        (fs::path(dir) / "rt5.yaml").string() + ": default_us: \"fast\" is not a number of microseconds");
+}
+
+TEST_CASE("a 70 W card runs below its boost clock, a 250 W one holds it", "[truth][sim]") {
+  auto t4 = find_profile("nvidia-t4", default_profile_dirs());
+  auto a100 = find_profile("nvidia-a100-pcie-40gb", default_profile_dirs());
+  REQUIRE(t4);
+  REQUIRE(a100);
+  CHECK(sustained_clock_mhz(*t4) == Approx(585 + (1590 - 585) * 70.0 / 125));
+  CHECK(sustained_clock_mhz(*a100) == Approx(a100->compute.boost_clock_mhz));
+  GpuProfile measured = *t4;
+  measured.compute.sustained_clock_mhz = 1400;
+  CHECK(sustained_clock_mhz(measured) == 1400);
+  CHECK(make_device(*t4).clock_scale < 0.8);
+}
+
+TEST_CASE("validate names what it cannot predict", "[truth][cli]") {
+  const std::string csv = write("unknown_gpu.csv", std::string(kCsvHeader) + "add,Radeon 9000,p2,0.03,k,1,1,1,2,3\n" +
+                                                       "add,Tesla T4,p2,0.03,k,1,1,1,2,3\n");
+  const test::Run r = test::run_gpusim("validate --truth " + csv);
+  INFO(r.out);
+  CHECK(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("skipped  1 record(s): no profile for GPU \"Radeon 9000\": no profile's display_name "
+                                    "or name matches it; add one to gpu_profiles/ or pass --profile-for \"Radeon "
+                                    "9000=PROFILE\""));
+  const test::Run g = test::run_gpusim("validate --truth " + csv + " --gpu nvidia-h100-sxm");
+  CHECK(g.rc == 2);
+  CHECK_THAT(g.out, Catch::Contains("--gpu nvidia-h100-sxm: no record of the truth data ran on it (its GPUs: Radeon 9000, Tesla T4)"));
+  const test::Run pf = test::run_gpusim("validate --truth " + csv + " --profile-for Radeon");
+  CHECK(pf.rc == 2);
+  CHECK_THAT(pf.out, Catch::Contains("--profile-for \"Radeon\": expected DEVICE=PROFILE"));
+}
+
+TEST_CASE("gpusim truth import is idempotent", "[truth][cli]") {
+  const std::string db = (fs::path(test::temp_dir()) / "gpusim_import_test.db").string();
+  fs::remove(db);
+  const std::string src = test::source_dir() + "/tests/data/truth/neusight-sample/add.csv.xz";
+  const test::Run a = test::run_gpusim("truth import --db " + db + " " + src);
+  INFO(a.out);
+  REQUIRE(a.rc == 0);
+  CHECK_THAT(a.out, Catch::Contains("added, 0 already in"));
+  const test::Run b = test::run_gpusim("truth import --db " + db + " " + src);
+  CHECK_THAT(b.out, Catch::Contains(" 0 added, "));
+  const test::Run s = test::run_gpusim("truth stats --db " + db);
+  CHECK_THAT(s.out, Catch::Contains("neusight"));
+}
+
+// The CI guard: the committed sample of the training data, validated, must not get worse than the
+// figures recorded in tests/data/truth/sample-figures.json (re-record with the command there).
+TEST_CASE("validation errors on the training sample do not rise above the recorded ones", "[truth][cli]") {
+  const std::string dir = test::source_dir() + "/tests/data/truth/";
+  const test::Run r = test::run_gpusim("validate --truth " + dir + "neusight-sample --check-against " + dir +
+                                       "sample-figures.json --worst 0");
+  INFO(r.out);
+  CHECK(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("Tesla T4"));
+}
+
+// On the whole training split, where ../shared/truth is present (CI has it beside the clone).
+TEST_CASE("validation errors on the full training split do not rise above the recorded ones", "[truth][cli]") {
+  if (!fs::exists(truth_dir() + "/neusight-train")) {
+    WARN("../shared/truth/neusight-train is absent: the full-data guard is skipped (the sample guard still runs)");
+    return;
+  }
+  const test::Run r = test::run_gpusim("validate --truth " + truth_dir() + " --check-against " + test::source_dir() +
+                                       "/bench/validate/neusight-train.json --worst 0");
+  INFO(r.out);
+  CHECK(r.rc == 0);
+}
