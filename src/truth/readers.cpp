@@ -102,6 +102,15 @@ std::string neusight_class(const std::string& op) {
   return kElementwise.count(op) ? "elementwise" : "";
 }
 
+// Fields every record of gpusim's own kernels shares: where it ran and how it was timed.
+void device_timed(Measurement& m, const nlohmann::json& dev, const std::string& backend) {
+  m.gpu = dev.value("name", "");
+  m.driver = dev.value("driver", "");
+  m.backend = backend.empty() ? dev.value("backend", "") : backend;
+  m.runtime = "gpusim";
+  m.timer = "device timestamps around each kernel";
+}
+
 std::string where_line(const std::string& path, size_t line) { return fmt::format("{}:{}", path, line); }
 
 // "ab/cd/add.csv.xz" -> "cd/add.csv.xz": the file and its folder, the same wherever the tree lives.
@@ -228,7 +237,6 @@ Result<std::vector<Measurement>> read_run_json(const std::string& path) {
   try {
     const auto& dev = j->at("device");
     const std::string backend = j->value("backend", "");
-    const std::string dtype = j->value("dtype", "fp32");
     const int64_t repeat = j->value("repeat", 0);
     const auto& ks = j->at("kernels");
     for (size_t i = 0; i < ks.size(); ++i) {
@@ -255,11 +263,7 @@ Result<std::vector<Measurement>> read_run_json(const std::string& path) {
         m.tile = *t;
       }
       if (k.contains("fused_ops")) m.fused_ops = k.at("fused_ops").get<std::vector<std::string>>();
-      m.gpu = dev.value("name", "");
-      m.driver = dev.value("driver", "");
-      m.backend = backend;
-      m.runtime = "gpusim";
-      m.timer = "device timestamps around each kernel";
+      device_timed(m, dev, backend);
       m.statistic = fmt::format("median of {} timed runs after a warm-up", repeat);
       m.repeats = repeat;
       m.warm_cache = true;
@@ -268,7 +272,6 @@ Result<std::vector<Measurement>> read_run_json(const std::string& path) {
       if (!(m.time_us > 0)) {
         return make_error(ErrorCode::kParse, fmt::format("{}: measured_us {} is not a positive time", where, m.time_us));
       }
-      (void)dtype;
       m.source = "gpusim run";
       m.source_ref = fmt::format("{} {} kernel {}", j->value("model", ""), j->value("dtype", ""), k.value("kernel", 0));
       out.push_back(std::move(m));
@@ -301,12 +304,8 @@ Result<std::vector<Measurement>> read_calibration_json(const std::string& path) 
       m.op = o.value("name", "");
       m.op_class = std::string(op_class_name(w->cls));
       m.kernel = o.value("class", "");  // the microbenchmark family: dram, fma, gemm, ...
-      m.gpu = dev.value("name", "");
-      m.driver = dev.value("driver", "");
-      m.backend = dev.value("backend", "");
+      device_timed(m, dev, "");
       m.clocks = dev.value("clocks", "");
-      m.runtime = "gpusim";
-      m.timer = "device timestamps around each kernel";
       const auto& st = o.at("measured_us");
       m.repeats = st.value("n", 0);
       m.statistic = fmt::format("median of {} runs", m.repeats);
