@@ -89,7 +89,8 @@ TEST_CASE("more bandwidth or more SMs is never slower", "[sim]") {
     for (auto& [prec, tf] : more_units.compute.vector_tflops) tf *= 2;
     for (auto& m : more_units.compute.matrix_tflops) m.tflops *= 2;
     more_units.compute.shared_memory_bandwidth_gbps *= 2;
-    more_units.power.tdp_w *= 2;  // and twice the power: the same clock under load
+    more_units.power.tdp_w *= 2;       // and twice the power: the same clock under load
+    more_units.memory.l2.size_mb *= 2;  // and twice the L2: the same share of it per resident row
     const DeviceModel d = make_device(base), d_bw = make_device(more_bw), d_units = make_device(more_units);
     for (const KernelWork& w : works) {
       const double t = best_us(w, d);
