@@ -160,6 +160,9 @@ struct GpuProfile {
   double vector_tflops(Precision p) const;
 };
 
+// Directories named by a colon-separated environment variable (empty entries skipped), then
+// `subdir` of the source tree: how profiles and runtimes are found.
+std::vector<std::string> search_dirs(const char* env_var, const std::string& subdir);
 // Directories searched for profiles: $GPUSIM_PROFILE_PATH (colon-separated), then the source tree's
 // gpu_profiles/.
 std::vector<std::string> default_profile_dirs();

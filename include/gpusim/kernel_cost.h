@@ -143,8 +143,8 @@ DeviceModel make_device(const GpuProfile& p);
 
 // The clock a card holds under sustained load: the profile's compute.sustained_clock_mhz
 // (datasheet or calibrated), else base + (boost - base) x min(1, TDP / 125 W) where the base clock
-// is known — cards of 125 W and more hold their boost, a 70 W card runs about halfway to its base
-// clock — else the boost clock (src/sim/README.md).
+// is known — cards of 125 W and more hold their boost, a 70 W card sits about halfway between
+// base and boost — else the boost clock (src/sim/README.md).
 double sustained_clock_mhz(const GpuProfile& p);
 
 // The compute rate (FLOP/s, sustained) a GEMM-like kernel of this dtype gets, and whether that is

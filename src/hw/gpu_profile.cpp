@@ -81,9 +81,11 @@ double GpuProfile::vector_tflops(Precision p) const {
   return f32 == compute.vector_tflops.end() ? 0.0 : f32->second;
 }
 
-std::vector<std::string> default_profile_dirs() {
+std::vector<std::string> default_profile_dirs() { return search_dirs("GPUSIM_PROFILE_PATH", "gpu_profiles"); }
+
+std::vector<std::string> search_dirs(const char* env_var, const std::string& subdir) {
   std::vector<std::string> dirs;
-  if (const char* env = std::getenv("GPUSIM_PROFILE_PATH"); env && *env) {
+  if (const char* env = std::getenv(env_var); env && *env) {
     std::string s(env);
     size_t start = 0;
     for (size_t p = 0; p <= s.size(); ++p) {
@@ -93,7 +95,7 @@ std::vector<std::string> default_profile_dirs() {
       }
     }
   }
-  dirs.push_back(std::string(GPUSIM_SOURCE_DIR) + "/gpu_profiles");
+  dirs.push_back(std::string(GPUSIM_SOURCE_DIR) + "/" + subdir);
   return dirs;
 }
 

@@ -1,12 +1,13 @@
 // Runtimes (include/gpusim/runtime.h): built-ins and YAML files of schema gpusim.runtime/1.
 #include "gpusim/runtime.h"
 
+#include "gpusim/gpu_profile.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <set>
 
@@ -57,22 +58,7 @@ double RuntimeModel::op_time_us(const std::string& op, const std::string& op_cla
   return std::max(host, kernels_us + launch_latency_us);
 }
 
-std::vector<std::string> default_runtime_dirs() {
-  std::vector<std::string> dirs;
-  if (const char* env = std::getenv("GPUSIM_RUNTIME_PATH")) {
-    std::string s = env;
-    size_t start = 0;
-    while (start <= s.size()) {
-      const size_t end = s.find(':', start);
-      const std::string d = s.substr(start, end == std::string::npos ? std::string::npos : end - start);
-      if (!d.empty()) dirs.push_back(d);
-      if (end == std::string::npos) break;
-      start = end + 1;
-    }
-  }
-  dirs.push_back(std::string(GPUSIM_SOURCE_DIR) + "/runtimes");
-  return dirs;
-}
+std::vector<std::string> default_runtime_dirs() { return search_dirs("GPUSIM_RUNTIME_PATH", "runtimes"); }
 
 Result<RuntimeModel> load_runtime(const std::string& path) {
   YAML::Node y;

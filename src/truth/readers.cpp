@@ -243,7 +243,9 @@ Result<std::vector<Measurement>> read_run_json(const std::string& path) {
       const auto& k = ks[i];
       const std::string where = fmt::format("{}: kernels[{}]", path, i);
       Measurement m;
-      m.op = k.value("op_type", "");
+      if (k.contains("fused_ops")) m.fused_ops = k.at("fused_ops").get<std::vector<std::string>>();
+      // The anchor's op type (op_type joins the fused group's with '+').
+      m.op = m.fused_ops.empty() ? k.value("op_type", "") : m.fused_ops.front();
       m.op_class = k.value("class", "");
       m.kernel = k.value("name", "");
       m.kernels_launched = k.value("launches", 1);
@@ -262,7 +264,6 @@ Result<std::vector<Measurement>> read_run_json(const std::string& path) {
         if (!t) return t.error();
         m.tile = *t;
       }
-      if (k.contains("fused_ops")) m.fused_ops = k.at("fused_ops").get<std::vector<std::string>>();
       device_timed(m, dev, backend);
       m.statistic = fmt::format("median of {} timed runs after a warm-up", repeat);
       m.repeats = repeat;

@@ -273,21 +273,19 @@ int run_device(const Args& a, const Graph& g0, const std::vector<cpu::HostTensor
                         {"device", k.device}, {"fused_as_planned", k.fused_as_planned}, {"launches", k.launches},
                         {"measured_us", k.measured_us}, {"min_us", k.min_us}, {"max_us", k.max_us}};
     // The tile it ran with (and was priced for): the plan's, as codegen generates it.
-    const TileConfig& t = plan.kernels.at(static_cast<size_t>(k.plan_kernel)).tile;
-    j["tile"] = {{"block_m", t.block_m}, {"block_n", t.block_n}, {"block_k", t.block_k}, {"threads", t.threads},
-                 {"stages", t.stages}, {"split_k", t.split_k}, {"vector_width", t.vector_width},
-                 {"items_per_thread", t.items_per_thread}};
+    const PlanKernel& pk_plan = plan.kernels.at(static_cast<size_t>(k.plan_kernel));
+    j["tile"] = tile_to_json(pk_plan.tile);
+    // The fused group's op types, anchor first (the measurement store keeps them).
+    std::vector<std::string> fused;
+    const int anchor = pk_plan.nodes.empty() ? -1 : pk_plan.nodes.at(static_cast<size_t>(pk_plan.anchor));
+    if (anchor >= 0) fused.push_back(g.nodes.at(static_cast<size_t>(anchor)).op_type);
+    for (int n : pk_plan.nodes) {
+      if (n != anchor) fused.push_back(g.nodes.at(static_cast<size_t>(n)).op_type);
+    }
+    j["fused_ops"] = fused;
     if (pred) {
       // What the kernel computes, so the measurement store can re-predict it (gpusim truth import).
-      const PlannedKernel& pk = pred->kernels.at(static_cast<size_t>(k.plan_kernel));
-      j["work"] = work_to_json(pk.work);
-      std::vector<std::string> fused;
-      for (size_t at = 0, next = 0; at <= pk.op_type.size(); at = next + 1) {
-        next = pk.op_type.find('+', at);
-        if (next == std::string::npos) next = pk.op_type.size();
-        fused.push_back(pk.op_type.substr(at, next - at));
-      }
-      j["fused_ops"] = fused;
+      j["work"] = work_to_json(pred->kernels.at(static_cast<size_t>(k.plan_kernel)).work);
       j["predicted_us"] = p;
       j["error_pct"] = k.measured_us > 0 ? 100 * (p - k.measured_us) / k.measured_us : 0.0;
     }
