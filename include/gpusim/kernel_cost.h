@@ -41,6 +41,9 @@ struct TileConfig {
   int split_k = 1;
   int vector_width = 1;  // elements per memory access
   int items_per_thread = 1;
+  // Row kernels: rows each block reduces. 0: as many as the block holds (gpusim's codegen packs
+  // short rows); a library kernel's launch may fix it (PyTorch's LayerNorm runs a block per row).
+  int rows_per_block = 0;
 };
 
 // What the kernel computes, independent of how it is tiled.
@@ -100,9 +103,13 @@ struct KernelCost {
   double dram_us = 0;
   double l2_us = 0;
   double latency_us = 0;           // pipeline fill: the first loads' round trip
+  // Latency-bound floor of the body: the blocks on the busiest unit run in rounds of as many as
+  // fit at once, and no round ends before its blocks' dependent chain of memory round trips and
+  // barriers does (rounds x path). It sets the time of small and narrow kernels.
+  double path_us = 0;
   double dispatch_us = 0;          // starting blocks: ceil(CTAs / units) x the profile's block_us
   double floor_us = 0;             // the profile's shortest kernel
-  double total_us = 0;             // max(floor, max(compute, dram, l2) + latency + dispatch)
+  double total_us = 0;             // max(floor, max(compute, dram, l2, path) + latency + dispatch)
   Bound bound = Bound::kCompute;
 };
 
@@ -127,6 +134,7 @@ struct DeviceModel {
   double llc_size_bytes = 0;    // Infinity Cache / SLC, 0 if none
   double llc_bytes_per_s = 0;
   double dram_latency_s = 0;
+  double l2_latency_s = 0;
   double floor_s = 0;
   double block_s = 0;           // per block started on a unit (launch.block_us)
   // Sustained clock under load / boost clock: cards at their power limit (70 W) do not hold their

@@ -33,6 +33,9 @@ namespace gpusim {
 struct FittedModel {
   std::map<std::string, RuntimeModel> runtimes;  // by runtime name
   std::map<std::string, Efficiency> efficiency;  // by profile vendor ("nvidia", "amd")
+  // The figures the fit set (the rest of `efficiency` is the built-in defaults): vendor -> field
+  // ("dram_bandwidth") -> value; what `gpusim validate --write-efficiency` writes.
+  std::map<std::string, std::map<std::string, double>> fitted_figures;
   std::vector<std::string> gpus;                 // the GPUs it was fitted on
   std::vector<std::string> log;                  // what was fitted, on how many rows
 };
@@ -41,6 +44,13 @@ struct FittedModel {
 // a one-node graph of the framework op (NeuSight's linear, bmm, conv, elementwise, ln, softmax)
 // through the op catalog. Errors name the record's source, the op and the dim that is missing.
 Result<KernelWork> measurement_work(const Measurement& m);
+
+// The tile a library's kernel ran with, from what the record says of it: the tile in its name
+// (cuBLAS "volta_sgemm_128x64_nn" is 128 output columns by 64 rows) and its block size; for row
+// kernels, its threads and the rows each block took (grid against rows: PyTorch's LayerNorm runs a
+// block per row). nullopt when the record names no kernel gpusim can read; gpusim's own kernels
+// carry their tile in the record instead.
+std::optional<TileConfig> library_tile(const Measurement& m, const KernelWork& w, const DeviceModel& d);
 
 struct ValidateOptions {
   std::vector<std::string> profile_dirs;

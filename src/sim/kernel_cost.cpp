@@ -93,10 +93,19 @@ double achieved_bw(const DeviceModel& d, double inflight) {
   return std::min(d.dram_bytes_per_s, inflight / d.dram_latency_s);
 }
 
-void finish(KernelCost& c, const DeviceModel& d, double compute_s, double dram_s, double l2_s) {
+// Rounds of blocks on the busiest unit: as many run at once as fit on it.
+double block_rounds(const KernelCost& c, const DeviceModel& d) {
+  const int64_t load = ceil_div(c.ctas, d.units);
+  return static_cast<double>(ceil_div(load, std::max<int64_t>(1, c.ctas_per_unit)));
+}
+
+// `path_s`: one block's dependent chain (memory round trips, barriers) that no other block's work
+// can hide; the busiest unit's rounds of blocks each take at least that long.
+void finish(KernelCost& c, const DeviceModel& d, double compute_s, double dram_s, double l2_s, double path_s) {
   c.compute_us = compute_s * 1e6;
   c.dram_us = dram_s * 1e6;
   c.l2_us = l2_s * 1e6;
+  c.path_us = block_rounds(c, d) * path_s * 1e6;
   c.latency_us = d.dram_latency_s * 1e6;
   c.floor_us = d.floor_s * 1e6;
   // Starting blocks: the busiest unit starts ceil(CTAs / units) of them, one after another.
@@ -110,6 +119,10 @@ void finish(KernelCost& c, const DeviceModel& d, double compute_s, double dram_s
   if (c.l2_us > body) {
     body = c.l2_us;
     c.bound = Bound::kL2;
+  }
+  if (c.path_us > body) {
+    body = c.path_us;
+    c.bound = Bound::kLatency;
   }
   c.total_us = body + c.latency_us + c.dispatch_us;
   if (c.floor_us > c.total_us) {
@@ -194,17 +207,24 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   const double partials = split > 1 ? 2.0 * split * batch * w.m * w.n * 4.0 : 0.0;
   const double epilogue = sector_round(static_cast<double>(w.epilogue_bytes));
   c.l2_bytes = a_loads + b_loads + c_bytes + partials + epilogue;
-  // DRAM: the CTAs of one wave walk k together and share each operand slice through L2, so an
-  // operand larger than the reusable L2 is fetched once per wave (at most once per tile reading
-  // it); one that fits is fetched once.
+  // DRAM. Batched GEMMs walk the batch slowest: the CTAs in flight work on one batch slice, so a
+  // slice whose operands fit in the reusable L2 is fetched once even when the whole batched
+  // operand does not. A slice that does not fit is fetched wave by wave: the CTAs in flight (tiles
+  // in row-major order, n fastest) share through L2 the row tiles of A and column tiles of B they
+  // touch, and each wave fetches those again.
   const double reuse_capacity = kL2ReuseFraction * (d.l2_size_bytes + d.llc_size_bytes);
-  const double wave_count = static_cast<double>(c.waves);
-  // Batched GEMMs walk the batch slowest: the CTAs in flight share one batch slice, so a slice
-  // that fits is fetched once even when the whole batched operand does not.
   const double a_slice = a_bytes / batch, b_slice = w.b_shared ? b_bytes : b_bytes / batch;
-  const double a_reads = a_slice <= reuse_capacity ? 1.0 : std::min(static_cast<double>(grid_n), wave_count);
-  const double b_readers = static_cast<double>(grid_m) * (w.b_shared ? batch : 1.0);
-  const double b_reads = b_slice <= reuse_capacity ? 1.0 : std::min(b_readers, wave_count);
+  double a_reads = 1.0, b_reads = 1.0;
+  if (a_slice + b_slice > reuse_capacity) {
+    const double gm = static_cast<double>(grid_m), gn = static_cast<double>(grid_n);
+    const double slice_tiles = gm * gn * split;
+    const double in_flight = std::min(slice_tiles, static_cast<double>(std::max<int64_t>(1, d.units * c.ctas_per_unit)));
+    const double waves_per_slice = slice_tiles / in_flight;
+    const double rows_touched = std::min(gm, std::ceil(in_flight / (gn * split)));
+    const double cols_touched = std::min(gn, in_flight / split);
+    a_reads = std::clamp(waves_per_slice * rows_touched / gm, 1.0, gn);
+    b_reads = std::clamp(waves_per_slice * cols_touched / gn, 1.0, gm * (w.b_shared ? batch : 1.0));
+  }
   c.dram_bytes = (a_bytes * a_reads + b_bytes * b_reads) * sector_factor + c_bytes + epilogue +
                  (partials > reuse_capacity ? partials : 0.0);
   // Operands already in L2 are not fetched from DRAM the first time.
@@ -214,7 +234,10 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   const double inflight = resident * std::max(1, t.stages - 1) * (t.block_m + t.block_n) * t.block_k * eb;
   const double bw = achieved_bw(d, inflight);
   c.achieved_dram_gbps = bw / 1e9;
-  finish(c, d, compute_s, c.dram_bytes / bw, c.l2_bytes / d.l2_bytes_per_s);
+  // A block's chain: its first tiles from DRAM, then each k-step waits for the next tile from L2
+  // unless (stages - 1) loads already overlap it, then its stores.
+  const double path = d.dram_latency_s + k_steps * d.l2_latency_s / std::max(1, t.stages - 1) + d.l2_latency_s;
+  finish(c, d, compute_s, c.dram_bytes / bw, c.l2_bytes / d.l2_bytes_per_s, path);
   return c;
 }
 
@@ -258,7 +281,8 @@ KernelCost attention_cost(const KernelWork& w, const TileConfig& t, const Device
   c.dram_bytes = q_bytes + o_bytes + kv_bytes + (c.l2_bytes - q_bytes - o_bytes - kv_bytes) * miss;
   const double bw = achieved_bw(d, resident * t.block_n * (dk + dv) * eb * std::max(1, t.stages - 1));
   c.achieved_dram_gbps = bw / 1e9;
-  finish(c, d, compute_s, c.dram_bytes / bw, c.l2_bytes / d.l2_bytes_per_s);
+  finish(c, d, compute_s, c.dram_bytes / bw, c.l2_bytes / d.l2_bytes_per_s,
+         d.dram_latency_s + 0.5 * barriers * d.l2_latency_s / std::max(1, t.stages - 1));  // a KV tile per step
   return c;
 }
 
@@ -280,6 +304,7 @@ KernelCost streaming_cost(const KernelWork& w, const TileConfig& t, const Device
                                               : std::clamp<int64_t>(per_cta / std::max<int64_t>(1, w.row_elements), 1,
                                                                     std::max(1, t.threads));
     while (rows_per_cta * 2 <= fit) rows_per_cta *= 2;
+    if (t.rows_per_block > 0) rows_per_cta = t.rows_per_block;  // a library kernel's own launch
     c.ctas = ceil_div(w.rows, rows_per_cta);
   } else {
     c.ctas = std::max<int64_t>(1, ceil_div(std::max<int64_t>(w.elements, 1), per_cta));
@@ -316,19 +341,24 @@ KernelCost streaming_cost(const KernelWork& w, const TileConfig& t, const Device
   const double util = std::min(1.0, static_cast<double>(std::min(c.ctas_per_unit, load)) * warps / kWarpsToSaturate);
   const double busiest_share = static_cast<double>(load) / static_cast<double>(std::max<int64_t>(c.ctas, 1));
   double compute_s = instr * busiest_share / (d.fp32_flops_per_s / d.units * util);
+  // A block's chain: its loads' round trip from DRAM, then its stores.
+  double path_s = d.dram_latency_s + d.l2_latency_s;
   if (rowwise) {
     // A tree reduction in shared memory per pass over each row's segment of threads:
     // log2(segment) + 2 barriers, paid by every warp.
     const double segment = static_cast<double>(t.threads) / static_cast<double>(rows_per_cta);
     const double per_pass = segment >= 2 ? std::ceil(std::log2(segment)) + 2 : 0;  // a row a thread: no tree
-    compute_s += static_cast<double>(load) * std::max(1, w.passes) * per_pass * warps * d.barrier_s;
+    const int passes = std::max(1, w.passes);
+    compute_s += static_cast<double>(load) * passes * per_pass * warps * d.barrier_s;
+    // Each pass after the first reads the row again (from L2 at best) before it can go on.
+    path_s += (passes - 1) * d.l2_latency_s;
   }
   c.peak_tflops = d.fp32_flops_per_s / d.vector_eff / 1e12;
   const double resident_threads =
       static_cast<double>(std::min<int64_t>(c.ctas, d.units * c.ctas_per_unit)) * warps * d.warp_size;
   const double bw = achieved_bw(d, resident_threads * t.vector_width * eb * kLoadsInFlightPerThread);
   c.achieved_dram_gbps = bw / 1e9;
-  finish(c, d, compute_s, c.dram_bytes / bw, c.l2_bytes / d.l2_bytes_per_s);
+  finish(c, d, compute_s, c.dram_bytes / bw, c.l2_bytes / d.l2_bytes_per_s, path_s);
   return c;
 }
 
@@ -367,6 +397,8 @@ DeviceModel make_device(const GpuProfile& p) {
     d.llc_bytes_per_s = p.memory.infinity_cache.bandwidth_gbps * 1e9 * p.efficiency.l2_bandwidth;
   }
   d.dram_latency_s = p.memory.dram.latency_ns * 1e-9;
+  // An L2 hit; without a figure, half the DRAM round trip.
+  d.l2_latency_s = (p.memory.l2.latency_ns > 0 ? p.memory.l2.latency_ns : 0.5 * p.memory.dram.latency_ns) * 1e-9;
   d.floor_s = p.launch.latency_floor_us * 1e-6;
   d.block_s = p.launch.block_us * 1e-6;
   d.vector_eff = p.efficiency.vector_flops;

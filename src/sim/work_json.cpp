@@ -29,9 +29,11 @@ nlohmann::json work_to_json(const KernelWork& w) {
 }
 
 nlohmann::json tile_to_json(const TileConfig& t) {
-  return {{"block_m", t.block_m}, {"block_n", t.block_n}, {"block_k", t.block_k}, {"threads", t.threads},
-          {"stages", t.stages}, {"split_k", t.split_k}, {"vector_width", t.vector_width},
-          {"items_per_thread", t.items_per_thread}};
+  nlohmann::json j = {{"block_m", t.block_m}, {"block_n", t.block_n}, {"block_k", t.block_k}, {"threads", t.threads},
+                      {"stages", t.stages}, {"split_k", t.split_k}, {"vector_width", t.vector_width},
+                      {"items_per_thread", t.items_per_thread}};
+  if (t.rows_per_block > 0) j["rows_per_block"] = t.rows_per_block;
+  return j;
 }
 
 Result<KernelWork> work_from_json(const nlohmann::json& j, std::string_view where) {
@@ -103,10 +105,15 @@ Result<TileConfig> tile_from_json(const nlohmann::json& j, std::string_view wher
     t.split_k = j.value("split_k", 1);
     t.vector_width = j.value("vector_width", 1);
     t.items_per_thread = j.value("items_per_thread", 1);
+    t.rows_per_block = j.value("rows_per_block", 0);
   } catch (const nlohmann::json::exception& e) {
     return bad(where, "tile", fmt::format("a field has the wrong type ({})", e.what()));
   }
   if (t.threads < 1) return bad(where, "tile.threads", fmt::format("{} is not a thread count; expected >= 1", t.threads));
+  if (t.rows_per_block < 0) {
+    return bad(where, "tile.rows_per_block",
+               fmt::format("{} is negative; expected 0 (as many as the block holds) or a row count", t.rows_per_block));
+  }
   return t;
 }
 

@@ -3,7 +3,7 @@
 //
 // The fit alternates two steps, three times:
 //   1. host times: for each runtime and op, the median measured time of the rows whose predicted
-//      kernels take under 30% of the op's host time (first its 10th-percentile time): the host is
+//      kernels take under 30% of the op's host time (first its 2nd-percentile time): the host is
 //      the bottleneck there, so the time measured is the host's;
 //   2. per vendor, each efficiency factor by a golden-section search that minimizes the mean
 //      |log(predicted / measured)| of the rows it drives whose kernels take over 1.5x the host time
@@ -103,13 +103,13 @@ Result<FittedModel> fit_model(const std::vector<Measurement>& records, const Fit
     auto rep = validate(sample, vo);
     if (!rep) return rep.error();
     // A row is host-bound when its predicted kernels take under 30% of the op's host time: in the
-    // first round, of the op's 10th-percentile time (its floor); after that, of the fitted host time.
+    // first round, of the op's 2nd-percentile time (its floor); after that, of the fitted host time.
     std::map<std::pair<std::string, std::string>, std::vector<double>> per_op;
     for (const ValidatedRow& r : rep->rows) per_op[{sample[r.record].runtime, sample[r.record].op}].push_back(r.measured_us);
     std::map<std::pair<std::string, std::string>, double> floor;
     for (auto& [key, v] : per_op) {
       std::sort(v.begin(), v.end());
-      floor[key] = v[v.size() / 10];
+      floor[key] = v[v.size() / 50];
     }
     std::map<std::pair<std::string, std::string>, std::vector<double>> host_rows;
     std::map<std::string, std::vector<double>> host_all;
@@ -178,6 +178,7 @@ Result<FittedModel> fit_model(const std::vector<Measurement>& records, const Fit
         const double best = (a + b) / 2;
         const double fbest = objective(best);
         if (round == 2) {
+          fm.fitted_figures[vendor][prm.name] = best;
           fm.log.push_back(fmt::format("{} efficiency.{} = {:.3f} on {} device-bound rows (mean |log error| {:.3f})",
                                        vendor, prm.name, best, rows.size(), fbest));
         }

@@ -184,7 +184,14 @@ Result<ValidationReport> validate(const std::vector<Measurement>& records, const
         if (m.warm_cache && static_cast<double>(w->bytes_read + w->bytes_written) <= d.l2_size_bytes) {
           w->l2_resident_bytes = w->bytes_read;
         }
-        const TileConfig tile = m.tile ? *m.tile : choose_tile(*w, d);
+        TileConfig tile;
+        if (m.tile) {
+          tile = *m.tile;
+        } else if (auto lib = library_tile(m, *w, d)) {
+          tile = *lib;
+        } else {
+          tile = choose_tile(*w, d);
+        }
         const KernelCost c = kernel_cost(*w, tile, d);
         row.kernel_us = c.total_us;
         row.bound = std::string(bound_name(c.bound));
