@@ -173,6 +173,19 @@ Result<GpuProfile> load_profile(const std::string& path, const std::vector<std::
 // NAME (searched in dirs) or a path to a .yaml file.
 Result<GpuProfile> find_profile(const std::string& name_or_path, const std::vector<std::string>& dirs);
 
+// Efficiency figures fitted per vendor on measured GPUs (gpusim validate --write-efficiency), the
+// defaults of every profile of that vendor that does not set its own: gpu_profiles/_efficiency.yaml
+// (schema gpusim.efficiency/1), the first found in the profile dirs. Without one, the built-in
+// defaults of Efficiency hold.
+inline constexpr const char* kVendorEfficiencyFile = "_efficiency.yaml";
+struct VendorEfficiency {
+  std::string path;     // "" when no file was found
+  std::string command;  // the command that fitted it
+  std::map<std::string, std::map<std::string, double>> vendors;  // vendor -> figure -> value
+};
+Result<VendorEfficiency> load_vendor_efficiency(const std::vector<std::string>& dirs);
+
+// Files in profile dirs whose name starts with '_' are not profiles.
 struct ProfileEntry {
   std::string name;
   std::string path;

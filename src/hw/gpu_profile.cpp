@@ -107,7 +107,7 @@ std::vector<ProfileEntry> list_profiles(const std::vector<std::string>& dirs) {
     if (!fs::is_directory(d)) continue;
     std::vector<ProfileEntry> here;
     for (const auto& e : fs::recursive_directory_iterator(d)) {
-      if (e.is_regular_file() && e.path().extension() == ".yaml") {
+      if (e.is_regular_file() && e.path().extension() == ".yaml" && !e.path().stem().string().starts_with("_")) {
         here.push_back({e.path().stem().string(), e.path().string()});
       }
     }

@@ -475,6 +475,16 @@ void apply_assumptions(GpuProfile& p) {
   assume_absent(p.launch.latency_floor_us, 2.0, "kernel latency floor 2 us");
 }
 
+// The efficiency fields a vendor defaults file may set, in the order they are written.
+const std::vector<std::pair<const char*, double Efficiency::*>>& efficiency_fields() {
+  static const std::vector<std::pair<const char*, double Efficiency::*>> kFields = {
+      {"dram_bandwidth", &Efficiency::dram_bandwidth}, {"l2_bandwidth", &Efficiency::l2_bandwidth},
+      {"vector_flops", &Efficiency::vector_flops},     {"gemm_vector_flops", &Efficiency::gemm_vector_flops},
+      {"matrix_flops", &Efficiency::matrix_flops},     {"host_link", &Efficiency::host_link},
+      {"launch", &Efficiency::launch}};
+  return kFields;
+}
+
 Result<YAML::Node> load_merged(const std::string& path, const std::vector<std::string>& dirs,
                                std::vector<std::string>& chain) {
   auto node = read_yaml(path);
@@ -567,11 +577,81 @@ Result<GpuProfile> load_profile(const std::string& path, const std::vector<std::
     if (!paths.count(s)) return v.fail("sources." + s, "names no figure in this profile; remove it or fix the path");
   }
   GpuProfile p = convert(*y);
+  // Efficiencies the profile does not set come from its vendor's fitted defaults, if any.
+  auto defaults = load_vendor_efficiency(dirs);
+  if (!defaults) return defaults.error();
+  if (auto it = defaults->vendors.find(p.vendor); it != defaults->vendors.end()) {
+    const YAML::Node own = (*y)["efficiency"];
+    for (const auto& [key, field] : efficiency_fields()) {
+      auto f = it->second.find(key);
+      if (f == it->second.end() || (own && own[key])) continue;
+      p.efficiency.*field = f->second;
+      p.sources[std::string("efficiency.") + key] =
+          fmt::format("fitted for {} GPUs in {} ({})", p.vendor, defaults->path, defaults->command);
+    }
+  }
   p.source_path = path;
   p.extends_chain.assign(chain.begin() + (chain.empty() ? 0 : 1), chain.end());  // parents only
   if ((*y)["calibrated"]) apply_calibration((*y)["calibrated"], p);
   apply_assumptions(p);
   return p;
+}
+
+Result<VendorEfficiency> load_vendor_efficiency(const std::vector<std::string>& dirs) {
+  VendorEfficiency out;
+  std::string path;
+  for (const std::string& d : dirs) {
+    const fs::path f = fs::path(d) / kVendorEfficiencyFile;
+    if (fs::is_regular_file(f)) {
+      path = f.string();
+      break;
+    }
+  }
+  if (path.empty()) return out;
+  out.path = path;
+  YAML::Node y;
+  try {
+    y = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    return make_error(ErrorCode::kParse, fmt::format("{}: not valid YAML ({}); fix the file or delete it (profiles "
+                                                     "then use the built-in efficiency defaults)",
+                                                     path, e.what()));
+  }
+  auto fail = [&](const std::string& key, const std::string& why) {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: {}: {}", path, key, why));
+  };
+  if (!y.IsMap() || !y["schema"] || y["schema"].as<std::string>("") != "gpusim.efficiency/1") {
+    return fail("schema", "expected \"gpusim.efficiency/1\"");
+  }
+  if (y["command"]) out.command = y["command"].as<std::string>("");
+  const YAML::Node v = y["vendors"];
+  if (!v || !v.IsMap()) return fail("vendors", "missing or not a map of vendor -> efficiency figures");
+  for (const auto& kv : v) {
+    const std::string vendor = kv.first.as<std::string>("");
+    if (!kv.second.IsMap()) return fail("vendors." + vendor, "is not a map of efficiency figures");
+    for (const auto& fig : kv.second) {
+      const std::string key = fig.first.as<std::string>("");
+      const bool known = std::any_of(efficiency_fields().begin(), efficiency_fields().end(),
+                                     [&](const auto& f) { return key == f.first; });
+      if (!known) {
+        std::vector<std::string> names;
+        for (const auto& f : efficiency_fields()) names.emplace_back(f.first);
+        return fail("vendors." + vendor + "." + key, fmt::format("unknown figure; allowed: {}", fmt::join(names, ", ")));
+      }
+      double x = 0;
+      try {
+        x = fig.second.as<double>();
+      } catch (const YAML::Exception&) {
+        return fail("vendors." + vendor + "." + key, fmt::format("\"{}\" is not a number", fig.second.Scalar()));
+      }
+      if (!(x > 0 && x <= 1)) {
+        return fail("vendors." + vendor + "." + key,
+                    fmt::format("{} is out of range; an efficiency is a fraction of the peak in (0, 1]", x));
+      }
+      out.vendors[vendor][key] = x;
+    }
+  }
+  return out;
 }
 
 }  // namespace gpusim

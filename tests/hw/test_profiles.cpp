@@ -1068,3 +1068,51 @@ TEST_CASE("a command line usage error exits 2", "[profiles][cli]") {
   CHECK(run_gpusim("profiles").rc == 2);
   CHECK(run_gpusim("predict").rc == 2);
 }
+
+TEST_CASE("vendor efficiency defaults apply where a profile sets none, and bad files are named",
+          "[profiles][efficiency]") {
+  const std::string dir = fixture_dir();
+  const std::string path = write_profile(dir, "fixture-gpu", kBase);
+  const std::string eff = write_file(dir, "_efficiency.yaml",
+                                     "schema: gpusim.efficiency/1\n"
+                                     "command: \"gpusim validate --truth T --write-efficiency F\"\n"
+                                     "vendors:\n  nvidia: {dram_bandwidth: 0.7, gemm_vector_flops: 0.6}\n"
+                                     "  amd: {dram_bandwidth: 0.5}\n");
+  auto p = gpusim::load_profile(path, {dir});
+  REQUIRE(p.ok());
+  CHECK(p->efficiency.dram_bandwidth == 0.7);
+  CHECK(p->efficiency.gemm_vector_flops == 0.6);
+  CHECK(p->efficiency.l2_bandwidth == gpusim::Efficiency{}.l2_bandwidth);  // not in the file
+  CHECK(p->sources.at("efficiency.dram_bandwidth").find(eff) != std::string::npos);
+  // The file is not a profile.
+  for (const auto& e : gpusim::list_profiles({dir})) CHECK(e.name != "_efficiency");
+
+  // A profile's own figure wins over its vendor's default.
+  const std::string own = write_profile(dir, "own-gpu",
+                                        replace(replace(kBase, "name: fixture-gpu", "name: own-gpu"),
+                                                "sources:", "efficiency: {dram_bandwidth: 0.9}\nsources:"));
+  auto q = gpusim::load_profile(own, {dir});
+  INFO((q ? std::string() : q.error().message));
+  REQUIRE(q.ok());
+  CHECK(q->efficiency.dram_bandwidth == 0.9);
+  CHECK(q->efficiency.gemm_vector_flops == 0.6);
+
+  auto error_for = [&](const std::string& text) {
+    write_file(dir, "_efficiency.yaml", text);
+    auto r = gpusim::load_profile(path, {dir});
+    REQUIRE(!r.ok());
+    return r.error().message;
+  };
+  CHECK(error_for("schema: gpusim.profile/1\nvendors: {}\n") ==
+        eff + ": schema: expected \"gpusim.efficiency/1\"");
+  CHECK(error_for("schema: gpusim.efficiency/1\nvendors:\n  nvidia: {dram_bandwidth: 1.5}\n") ==
+        eff + ": vendors.nvidia.dram_bandwidth: 1.5 is out of range; an efficiency is a fraction of the peak in (0, 1]");
+  CHECK(error_for("schema: gpusim.efficiency/1\nvendors:\n  nvidia: {dram_bw: 0.5}\n") ==
+        eff + ": vendors.nvidia.dram_bw: unknown figure; allowed: dram_bandwidth, l2_bandwidth, vector_flops, "
+              "gemm_vector_flops, matrix_flops, host_link, launch");
+  CHECK(error_for("schema: gpusim.efficiency/1\nvendors:\n  nvidia: {dram_bandwidth: fast}\n") ==
+        eff + ": vendors.nvidia.dram_bandwidth: \"fast\" is not a number");
+  CHECK(error_for("schema: gpusim.efficiency/1\n") ==
+        eff + ": vendors: missing or not a map of vendor -> efficiency figures");
+  CHECK(error_for("schema: [gpusim.efficiency/1\n").find(eff + ": not valid YAML") == 0);
+}

@@ -36,7 +36,25 @@ struct ValidateArgs {
   bool logo = false;
   bool fit = false;
   std::string write_runtimes;
+  std::string write_efficiency;
 };
+
+// Fitted vendor efficiencies as a gpusim.efficiency/1 file (gpu_profiles/_efficiency.yaml).
+std::string efficiency_yaml(const FittedModel& fm, const std::string& command) {
+  std::string s = "schema: gpusim.efficiency/1\n";
+  s += "# Efficiency defaults per GPU vendor, fitted on measured ops; every profile of the vendor that does not set\n"
+       "# its own figure uses them. Re-fit with the command below (bench/validate/README.md).\n";
+  s += fmt::format("command: \"{}\"\n", command);
+  s += fmt::format("fitted_on: \"{}\"\n", fmt::join(fm.gpus, ", "));
+  s += "how: \"golden-section search per vendor minimizing mean |log(predicted / measured)| over device-bound rows: "
+       "dram_bandwidth on elementwise ops, gemm_vector_flops on GEMMs and convolutions\"\n";
+  s += "vendors:\n";
+  for (const auto& [vendor, figs] : fm.fitted_figures) {
+    s += fmt::format("  {}:\n", vendor);
+    for (const auto& [k, v] : figs) s += fmt::format("    {}: {:.3f}\n", k, v);
+  }
+  return s;
+}
 
 // A fitted runtime as a gpusim.runtime/1 file.
 std::string runtime_yaml(const RuntimeModel& r, const std::string& command, const std::vector<std::string>& gpus) {
@@ -169,7 +187,7 @@ int run_validate(const ValidateArgs& a) {
   fo.profile_dirs = o.profile_dirs;
   fo.threads = a.threads;
   std::optional<FittedModel> fitted;
-  if (a.fit || !a.write_runtimes.empty()) {
+  if (a.fit || !a.write_runtimes.empty() || !a.write_efficiency.empty()) {
     auto fm = fit_model(*recs, fo);
     if (!fm) {
       fmt::print(stderr, "gpusim validate: --fit: {}\n", fm.error().message);
@@ -193,6 +211,16 @@ int run_validate(const ValidateArgs& a) {
         }
         if (!a.json) fmt::print("wrote    {}\n", path);
       }
+    }
+    if (!a.write_efficiency.empty()) {
+      std::ofstream f(a.write_efficiency);
+      f << efficiency_yaml(*fitted, fmt::format("gpusim validate --truth {} --write-efficiency {}", a.truth,
+                                                a.write_efficiency));
+      if (!f) {
+        fmt::print(stderr, "gpusim validate: --write-efficiency: cannot write {}\n", a.write_efficiency);
+        return 1;
+      }
+      if (!a.json) fmt::print("wrote    {}\n", a.write_efficiency);
     }
   }
   auto rep = a.logo ? validate_leave_one_out(*recs, o, fo) : validate(*recs, o);
@@ -301,6 +329,9 @@ void add_validate(CLI::App& app, int& rc) {
                 "Fit runtime host times and vendor efficiencies on all GPUs but one, predict that one; each in turn");
   cmd->add_flag("--fit", a->fit, "Fit host times and vendor efficiencies on these records first (in-sample), and print them");
   cmd->add_option("--write-runtimes", a->write_runtimes, "Fit, then write each fitted runtime as DIR/NAME.yaml");
+  cmd->add_option("--write-efficiency", a->write_efficiency,
+                  "Fit, then write the vendor efficiencies as FILE (gpu_profiles/_efficiency.yaml: the defaults of "
+                  "every profile of that vendor)");
   cmd->callback([a, &rc] { rc = run_validate(*a); });
 }
 
