@@ -18,12 +18,18 @@
 #include "gpusim/kernel_cost.h"
 #include "gpusim/plan.h"
 #include "gpusim/result.h"
+#include "gpusim/runtime.h"
 
 namespace gpusim {
 
 struct PredictOptions {
   // Re-type the graph's floating-point tensors (fp32/fp16/bf16/fp64) to this type first.
   std::optional<DType> dtype;
+  // The runtime that launches the kernels (include/gpusim/runtime.h): its host time per op call
+  // paces the launches ("overlap": the host runs ahead, kernel i waits for the host's i-th call;
+  // "serial": each call waits for the previous kernel). Unset, or a "device" runtime such as
+  // `gpusim`: gpusim's own executor, launches paced by the profile's launch overhead.
+  std::optional<RuntimeModel> runtime;
 };
 
 // One kernel of the plan: the ops it runs, what it computes, and its cost.
@@ -51,6 +57,8 @@ struct Prediction {
   double total_us = 0;            // first copy in to last copy out
   double kernels_us = 0;          // sum of kernel times
   double launch_bound_us = 0;     // time the GPU waited for the host to launch
+  std::string runtime = "gpusim";  // the runtime whose host time paced the launches
+  double host_us = 0;              // the host's time to issue every call
   std::vector<PlannedKernel> kernels;
   std::vector<Transfer> transfers;
   int64_t weight_bytes = 0;
@@ -70,7 +78,13 @@ Result<Prediction> predict(const Graph& g, const GpuProfile& gpu, const PredictO
 // A given plan predicted: its kernels in order, offloaded weights streamed over the host link
 // before their first use. The plan must be valid for `g` (validate_plan); `g` is re-typed to
 // plan.dtype first when the plan has one.
-Result<Prediction> predict_plan(const Graph& g, const Plan& plan, const GpuProfile& gpu);
+Result<Prediction> predict_plan(const Graph& g, const Plan& plan, const GpuProfile& gpu,
+                                const PredictOptions& opts = {});  // opts.runtime only: the plan has its dtype
+
+// The name a framework runtime's per-op host times use for an ONNX op ("Add" -> "add", "Gemm" and
+// MatMul by a weight -> "linear", other MatMul -> "bmm", "LayerNormalization" -> "ln"); the op
+// type itself when it has none.
+std::string framework_op_name(const Graph& g, const Node& n);
 
 // Chrome trace-event JSON (opens in Perfetto and chrome://tracing).
 std::string chrome_trace(const Prediction& p);

@@ -31,7 +31,7 @@ double Prediction::achieved_gbps(const PlannedKernel& k) const {
 namespace {
 
 // Predicts `plan` on the already re-typed graph `g`.
-Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfile& gpu) {
+Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfile& gpu, const PredictOptions& opts) {
   const DeviceModel dev = make_device(gpu);
   const GraphIndex idx = index_graph(g);
   Prediction p;
@@ -65,6 +65,10 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
     }
   }
   auto root = [&](TensorId t) { return static_cast<size_t>(alias[static_cast<size_t>(t)]); };
+  // An operand written by an earlier kernel is still in L2 when what the kernels in between wrote
+  // (and it) fits in the reusable part of the L2.
+  const double l2_reuse = 0.5 * (dev.l2_size_bytes + dev.llc_size_bytes);
+  std::vector<double> written_before(plan.kernels.size() + 1, 0);  // bytes written by kernels [0, i)
   for (size_t ki = 0; ki < plan.kernels.size(); ++ki) {
     const PlanKernel& k = plan.kernels[ki];
     PlannedKernel pk;
@@ -77,7 +81,25 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
     pk.nodes = k.nodes;
     const bool attention = std::find(k.fusions.begin(), k.fusions.end(), "attention") != k.fusions.end();
     pk.work = group_work(g, idx, k.nodes, k.anchor, attention, k.recomputed);
+    {
+      std::vector<size_t> seen;
+      int64_t resident = 0;
+      for (int ni : k.nodes) {
+        for (TensorId t : g.nodes[static_cast<size_t>(ni)].inputs) {
+          if (t == kNoTensor) continue;
+          const size_t r = root(t);
+          const int prod = producer[r];
+          if (prod < 0 || std::find(seen.begin(), seen.end(), r) != seen.end()) continue;
+          seen.push_back(r);
+          if (written_before[ki] - written_before[static_cast<size_t>(prod)] <= l2_reuse) {
+            resident += g.tensors[r].bytes();
+          }
+        }
+      }
+      pk.work.l2_resident_bytes = std::min(pk.work.bytes_read, resident);
+    }
     pk.cost = kernel_cost(pk.work, k.tile, dev);
+    written_before[ki + 1] = written_before[ki] + static_cast<double>(pk.work.bytes_written);
     if (!pk.cost.feasible) {
       return make_error(ErrorCode::kInvalidArgument,
                         fmt::format("kernel {} (\"{}\"): tile is infeasible on {}: {}", ki, pk.name, gpu.name,
@@ -127,12 +149,26 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
                                   offload.size()));
   }
 
-  // Launches: the host enqueues kernel i by (i + 1) x overhead; the GPU runs them in order.
+  // Launches. gpusim's executor: the host enqueues kernel i by (i + 1) x the profile's launch
+  // overhead. A framework runtime: each op call takes its host time; "overlap" lets the host run
+  // ahead of the GPU, "serial" makes each call wait for the kernel before it.
   const double launch_us = gpu.launch.overhead_us * gpu.efficiency.launch;
-  double gpu_free = 0;
+  const RuntimeModel* rt = opts.runtime && opts.runtime->combine != "device" ? &*opts.runtime : nullptr;
+  if (rt) p.runtime = rt->name;
+  double gpu_free = 0, host_t = 0;
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     PlannedKernel& k = p.kernels[i];
-    double ready = static_cast<double>(i + 1) * launch_us;
+    double ready = 0;
+    if (!rt) {
+      host_t = static_cast<double>(i + 1) * launch_us;
+      ready = host_t;
+    } else {
+      const Node& first = g.nodes[static_cast<size_t>(k.nodes.front())];
+      const double h = rt->host_us(framework_op_name(g, first), std::string(op_class_name(k.work.cls)), 1);
+      if (rt->combine == "serial") host_t = std::max(host_t, gpu_free);
+      host_t += h;
+      ready = host_t + rt->launch_latency_us;
+    }
     for (int ni : k.nodes) {
       for (TensorId t : g.nodes[static_cast<size_t>(ni)].inputs) {
         if (t == kNoTensor) continue;
@@ -144,8 +180,9 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
     gpu_free = k.start_us + k.cost.total_us;
     p.kernels_us += k.cost.total_us;
   }
+  p.host_us = host_t;
   // Copies out after the producing kernel.
-  double end = gpu_free;
+  double end = std::max(gpu_free, host_t);
   for (TensorId id : g.outputs) {
     const Tensor& t = g.tensor(id);
     if (gpu.host_link.unified) continue;
@@ -225,6 +262,10 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
                         : fmt::format("plan from the {} scheduler ({} kernels); weights resident unless offloaded",
                                       plan.scheduler, plan.kernels.size()));
   if (plan.dtype) p.notes.push_back(fmt::format("floating-point tensors re-typed to {}", dtype_name(*plan.dtype)));
+  if (rt) {
+    p.notes.push_back(fmt::format("runtime {} ({}): {:.1f} us of host time issuing {} op calls paces the launches",
+                                  rt->name, rt->combine, host_t, p.kernels.size()));
+  }
   if (!p.fits_in_memory) {
     p.notes.push_back(fmt::format("peak memory {:.1f} GB exceeds the {:.0f} GB of device memory (gpusim plan offloads "
                                   "weights to fit)",
@@ -240,12 +281,27 @@ Result<Prediction> predict(const Graph& input, const GpuProfile& gpu, const Pred
   const Graph g = opts.dtype ? retype(input, *opts.dtype) : input;
   Plan plan = eager_plan(g, make_device(gpu));
   plan.dtype = opts.dtype;
-  return run_timeline(g, plan, gpu);
+  return run_timeline(g, plan, gpu, opts);
 }
 
-Result<Prediction> predict_plan(const Graph& input, const Plan& plan, const GpuProfile& gpu) {
-  if (!plan.dtype) return run_timeline(input, plan, gpu);
-  return run_timeline(retype(input, *plan.dtype), plan, gpu);
+Result<Prediction> predict_plan(const Graph& input, const Plan& plan, const GpuProfile& gpu,
+                                const PredictOptions& opts) {
+  if (!plan.dtype) return run_timeline(input, plan, gpu, opts);
+  return run_timeline(retype(input, *plan.dtype), plan, gpu, opts);
+}
+
+std::string framework_op_name(const Graph& g, const Node& n) {
+  static const std::map<std::string, std::string> kNames = {
+      {"Add", "add"},   {"Mul", "mul"},   {"Div", "div"},         {"Pow", "pow"},   {"Relu", "relu"},
+      {"Gelu", "gelu"}, {"Tanh", "tanh"}, {"Conv", "conv"},       {"Gemm", "linear"}, {"Softmax", "softmax"},
+      {"LayerNormalization", "ln"}};
+  if (n.op_type == "MatMul") {
+    const bool weight = n.inputs.size() > 1 && n.inputs[1] != kNoTensor &&
+                        g.tensor(n.inputs[1]).role == TensorRole::kWeight;
+    return weight ? "linear" : "bmm";
+  }
+  auto it = kNames.find(n.op_type);
+  return it == kNames.end() ? n.op_type : it->second;
 }
 
 std::string chrome_trace(const Prediction& p) {

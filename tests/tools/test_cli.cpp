@@ -126,6 +126,27 @@ TEST_CASE("predict --json follows schema gpusim.predict/1", "[cli][predict]") {
   CHECK(j["kernel_count"].get<size_t>() == j["kernels"].size());
 }
 
+TEST_CASE("predict --runtime paces launches by a framework's host time, and an unknown one is named",
+          "[cli][predict][runtime]") {
+  const std::string m = model("bert_base_seq128.onnx") + " --gpu nvidia-t4 --dim batch=1 --json";
+  const Run own = run_gpusim("predict " + m);
+  const Run eager = run_gpusim("predict " + m + " --runtime pytorch-eager");
+  REQUIRE(own.rc == 0);
+  REQUIRE(eager.rc == 0);
+  const auto a = nlohmann::json::parse(own.out), b = nlohmann::json::parse(eager.out);
+  CHECK(a["runtime"] == "gpusim");
+  CHECK(b["runtime"] == "pytorch-eager");
+  // Hundreds of op calls at tens of microseconds each: PyTorch eager is host-bound on BERT-base.
+  CHECK(b["host_us"].get<double>() > 20.0 * b["kernel_count"].get<double>());
+  CHECK(b["total_us"].get<double>() >= b["host_us"].get<double>());
+  CHECK(b["total_us"].get<double>() > a["total_us"].get<double>());
+  CHECK(b["kernels_us"].get<double>() == Approx(a["kernels_us"].get<double>()));
+  const Run bad = run_gpusim("predict " + m + " --runtime tensorflow");
+  CHECK(bad.rc == 2);
+  CHECK_THAT(bad.out, Catch::Contains("gpusim predict: --runtime: runtime \"tensorflow\" is unknown; known runtimes: "
+                                      "cuda-graph, gpusim"));
+}
+
 TEST_CASE("compare ranks GPUs and bad arguments are named", "[cli][predict]") {
   const Run r = run_gpusim("compare " + model("bert_base_seq128.onnx") +
                            " --gpus nvidia-t4,nvidia-h100-sxm --dtype fp16 --dim batch=1 --json");

@@ -13,6 +13,7 @@
 #include "gpusim/measurement.h"
 #include "gpusim/runtime.h"
 #include "gpusim/validate.h"
+#include "gpusim/work_json.h"
 #include "support/onnx_builder.h"
 #include "support/run_cli.h"
 
@@ -259,6 +260,85 @@ TEST_CASE("framework ops become the work the catalog counts", "[truth]") {
   auto e2 = measurement_work(bad);
   REQUIRE_FALSE(e2);
   CHECK(e2.error().message == "add.csv:2 (Tesla T4, op \"conv\"): a 11x11 window with padding 0 does not fit an input of 8");
+}
+
+TEST_CASE("a library kernel's name and launch give the tile it ran with", "[truth]") {
+  const DeviceModel d = make_device(*find_profile("nvidia-v100-pcie-32gb", default_profile_dirs()));
+  Measurement lin = sample_record();
+  lin.op = "linear";
+  lin.op_class = "gemm";
+  lin.dims = {{"b", 1}, {"m", 204}, {"n", 32026}, {"k", 432}};
+  lin.kernel = "volta_sgemm_64x32_sliced1x4_tn";
+  lin.grid = "7x7x16";
+  lin.block = "256x1x1";
+  auto w = measurement_work(lin);
+  REQUIRE(w);
+  auto t = library_tile(lin, *w, d);
+  REQUIRE(t);
+  CHECK(t->block_n == 64);  // cuBLAS's first figure runs along the output's columns
+  CHECK(t->block_m == 32);
+  CHECK(t->block_k == 32);  // a k-step of 8, sliced four ways
+  CHECK(t->threads == 256);
+  CHECK(t->split_k == 16);  // the grid's depth over a batch of one
+  CHECK(kernel_cost(*w, *t, d).feasible);
+
+  Measurement bmm = lin;
+  bmm.op = "bmm";
+  bmm.dims = {{"b", 13}, {"m", 27}, {"n", 15}, {"k", 29}};
+  bmm.kernel = "volta_sgemm_128x32_nn";
+  bmm.grid = "1x1x13";
+  auto bw = measurement_work(bmm);
+  REQUIRE(bw);
+  auto bt = library_tile(bmm, *bw, d);
+  REQUIRE(bt);
+  CHECK(bt->block_n == 128);
+  CHECK(bt->split_k == 1);  // the depth is the batch
+
+  Measurement ln = lin;
+  ln.op = "ln";
+  ln.op_class = "normalization";
+  ln.dims = {{"b", 4000}, {"h", 64}};
+  ln.kernel = "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>";
+  ln.grid = "4000x1x1";
+  ln.block = "32x4x1";
+  auto lw = measurement_work(ln);
+  REQUIRE(lw);
+  auto lt = library_tile(ln, *lw, d);
+  REQUIRE(lt);
+  CHECK(lt->threads == 128);
+  CHECK(lt->rows_per_block == 1);
+  // A block per row costs more than gpusim's own packing of short rows into one block.
+  CHECK(kernel_cost(*lw, *lt, d).ctas == 4000);
+  CHECK(kernel_cost(*lw, choose_tile(*lw, d), d).ctas < 4000);
+
+  // What it cannot read leaves the choice to gpusim.
+  Measurement other = lin;
+  other.kernel = "Cijk_Ailk_Bljk_SB_MT64x64x16";
+  CHECK_FALSE(library_tile(other, *w, d));
+  other = lin;
+  other.kernel.clear();
+  CHECK_FALSE(library_tile(other, *w, d));
+  other = ln;
+  other.grid = "many";
+  CHECK_FALSE(library_tile(other, *lw, d));
+  other = ln;
+  other.block = "4096x1x1";  // more threads than a block may have here: not this device's launch
+  CHECK_FALSE(library_tile(other, *lw, d));
+}
+
+TEST_CASE("rows per block round-trips through tile JSON and is range-checked", "[truth][sim]") {
+  TileConfig t;
+  t.threads = 128;
+  t.rows_per_block = 1;
+  auto back = tile_from_json(tile_to_json(t), "test");
+  REQUIRE(back);
+  CHECK(back->rows_per_block == 1);
+  CHECK_FALSE(tile_to_json(TileConfig{}).contains("rows_per_block"));
+  auto j = tile_to_json(t);
+  j["rows_per_block"] = -2;
+  auto bad = tile_from_json(j, "run.json kernels[3]");
+  REQUIRE_FALSE(bad);
+  CHECK_THAT(bad.error().message, Catch::Contains("tile.rows_per_block") && Catch::Contains("-2 is negative"));
 }
 
 TEST_CASE("runtimes: host time overlaps the kernels back to back, and bad files are named", "[truth]") {

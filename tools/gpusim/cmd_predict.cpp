@@ -1,5 +1,6 @@
-// gpusim predict MODEL --gpu NAME|FILE [--dtype fp32|fp16|bf16] [--dim k=v]... [--json] [--trace out.json]
-// gpusim compare MODEL --gpus a,b,c [--dtype ...] [--dim ...] [--json]
+// gpusim predict MODEL --gpu NAME|FILE [--dtype fp32|fp16|bf16] [--dim k=v]... [--runtime NAME|FILE] [--json]
+//                [--trace out.json]
+// gpusim compare MODEL --gpus a,b,c [--dtype ...] [--dim ...] [--runtime ...] [--json]
 // The eager plan's predicted latency with a per-kernel breakdown (time, share, bound, achieved
 // FLOP/s and GB/s), peak memory and energy; JSON schema gpusim.predict/1 (README).
 #include <fmt/format.h>
@@ -28,6 +29,7 @@ struct Args {
   bool all = false;
   std::string trace;
   std::string plan;
+  std::string runtime;
 };
 
 nlohmann::json kernel_json(const Prediction& p, const PlannedKernel& k) {
@@ -80,6 +82,8 @@ nlohmann::json prediction_json(const Prediction& p, const GpuProfile& gpu) {
           {"total_us", p.total_us},
           {"kernels_us", p.kernels_us},
           {"launch_bound_us", p.launch_bound_us},
+          {"runtime", p.runtime},
+          {"host_us", p.host_us},
           {"kernel_count", p.kernels.size()},
           {"peak_memory_bytes", p.peak_memory_bytes},
           {"weight_bytes", p.weight_bytes},
@@ -106,6 +110,7 @@ void print_text(const Prediction& p, const GpuProfile& gpu, bool all) {
   fmt::print("latency  {:.3f} ms  (kernels {:.3f} ms in {} launches; copies in {:.3f} ms, out {:.3f} ms; GPU waiting "
              "on launches {:.3f} ms)\n",
              p.total_us / 1e3, p.kernels_us / 1e3, p.kernels.size(), h2d / 1e3, d2h / 1e3, p.launch_bound_us / 1e3);
+  if (p.runtime != "gpusim") fmt::print("runtime  {}: host issuing the op calls {:.3f} ms\n", p.runtime, p.host_us / 1e3);
   fmt::print("memory   peak {} of {:.0f} GB ({} weights){}\n", bytes_str(static_cast<double>(p.peak_memory_bytes)),
              gpu.memory.dram.size_gb, bytes_str(static_cast<double>(p.weight_bytes)),
              p.fits_in_memory ? "" : "  DOES NOT FIT");
@@ -145,9 +150,19 @@ void add_common(CLI::App* cmd, Args& a) {
   cmd->add_option("--dim", a.dims, "Set a symbolic input dim: NAME=VALUE or INPUT:AXIS=VALUE (repeatable)");
   cmd->add_option("--profiles", a.profile_dirs, "Extra directory of GPU profiles, searched first (repeatable)");
   cmd->add_flag("--json", a.json, "Print machine-readable JSON (schema gpusim.predict/1, see README)");
+  cmd->add_option("--runtime", a.runtime,
+                  "What launches the kernels: gpusim (default: gpusim's executor), cuda-graph, pytorch-eager, or a "
+                  "runtime YAML (runtimes/)");
 }
 
-// Loads the model and the dtype; prints the error and sets rc on failure.
+// The runtime --runtime names (checked by load), or none: gpusim's executor.
+std::optional<RuntimeModel> runtime_of(const Args& a) {
+  if (a.runtime.empty()) return std::nullopt;
+  auto r = find_runtime(a.runtime, default_runtime_dirs());
+  return r ? std::optional<RuntimeModel>(std::move(*r)) : std::nullopt;
+}
+
+// Loads the model, the dtype and checks the runtime; prints the error and sets rc on failure.
 std::optional<Graph> load(const Args& a, const char* cmd, std::optional<DType>& dtype, int& rc) {
   if (!a.dtype.empty()) {
     auto d = parse_dtype(a.dtype);
@@ -157,6 +172,14 @@ std::optional<Graph> load(const Args& a, const char* cmd, std::optional<DType>& 
       return std::nullopt;
     }
     dtype = *d;
+  }
+  if (!a.runtime.empty()) {
+    auto r = find_runtime(a.runtime, default_runtime_dirs());
+    if (!r) {
+      fmt::print(stderr, "gpusim {}: --runtime: {}\n", cmd, r.error().message);
+      rc = 2;
+      return std::nullopt;
+    }
   }
   auto g = load_model(a.model, a.dims);
   if (!g) {
@@ -189,7 +212,7 @@ void add_predict(CLI::App& app, int& rc) {
     }
     Result<Prediction> p = make_error(ErrorCode::kInvalidArgument, "");
     if (a->plan.empty()) {
-      p = predict(*g, *gpu, {dtype});
+      p = predict(*g, *gpu, {dtype, runtime_of(*a)});
     } else {
       std::ifstream f(a->plan);
       if (!f) {
@@ -207,7 +230,7 @@ void add_predict(CLI::App& app, int& rc) {
         rc = 1;
         return;
       }
-      p = predict_plan(*g, *plan, *gpu);
+      p = predict_plan(*g, *plan, *gpu, {std::nullopt, runtime_of(*a)});
     }
     if (!p) {
       fmt::print(stderr, "gpusim predict: {}\n", p.error().message);
@@ -255,7 +278,7 @@ void add_compare(CLI::App& app, int& rc) {
         rc = 1;
         return;
       }
-      auto p = predict(*g, *gpu, {dtype});
+      auto p = predict(*g, *gpu, {dtype, runtime_of(*a)});
       if (!p) {
         fmt::print(stderr, "gpusim compare: {}\n", p.error().message);
         rc = 1;
