@@ -353,7 +353,11 @@ Result<std::vector<Measurement>> read_measurements(const std::string& path) {
     return all;
   }
   if (!fs::exists(path, ec)) {
-    return make_error(ErrorCode::kIo, fmt::format("{}: no such file or directory", path));
+    return make_error(ErrorCode::kIo,
+                      fmt::format("{}: no such file or directory; pass a NeuSight CSV (.csv, .csv.xz), a gpusim run or "
+                                  "calibration JSON, a store (.db) or a directory of them (the training split lives in "
+                                  "../shared/truth beside a checkout)",
+                                  path));
   }
   if (ends_with(path, ".csv") || ends_with(path, ".csv.xz")) return read_neusight_csv(path);
   if (ends_with(path, ".db") || ends_with(path, ".sqlite")) {

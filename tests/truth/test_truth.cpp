@@ -146,7 +146,10 @@ TEST_CASE("NeuSight CSVs are read with quoted kernels, and bad rows are named", 
 TEST_CASE("read_measurements picks the reader by file and names what it cannot read", "[truth]") {
   auto missing = read_measurements("/nonexistent/truth.csv");
   REQUIRE_FALSE(missing);
-  CHECK(missing.error().message == "/nonexistent/truth.csv: no such file or directory");
+  CHECK(missing.error().message ==
+        "/nonexistent/truth.csv: no such file or directory; pass a NeuSight CSV (.csv, .csv.xz), a gpusim run or "
+        "calibration JSON, a store (.db) or a directory of them (the training split lives in ../shared/truth beside a "
+        "checkout)");
   const std::string txt = write("truth.txt", "x");
   auto unknown = read_measurements(txt);
   REQUIRE_FALSE(unknown);
