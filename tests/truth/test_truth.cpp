@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -267,66 +268,65 @@ TEST_CASE("framework ops become the work the catalog counts", "[truth]") {
 
 TEST_CASE("a library kernel's name and launch give the tile it ran with", "[truth]") {
   const DeviceModel d = make_device(*find_profile("nvidia-v100-pcie-32gb", default_profile_dirs()));
-  Measurement lin = sample_record();
-  lin.op = "linear";
-  lin.op_class = "gemm";
-  lin.dims = {{"b", 1}, {"m", 204}, {"n", 32026}, {"k", 432}};
-  lin.kernel = "volta_sgemm_64x32_sliced1x4_tn";
-  lin.grid = "7x7x16";
-  lin.block = "256x1x1";
-  auto w = measurement_work(lin);
-  REQUIRE(w);
-  auto t = library_tile(lin, *w, d);
-  REQUIRE(t);
-  CHECK(t->block_n == 64);  // cuBLAS's first figure runs along the output's columns
-  CHECK(t->block_m == 32);
-  CHECK(t->block_k == 32);  // a k-step of 8, sliced four ways
-  CHECK(t->threads == 256);
-  CHECK(t->split_k == 16);  // the grid's depth over a batch of one
-  CHECK(kernel_cost(*w, *t, d).feasible);
+  // A record of `op` that ran `kernel` with this launch.
+  auto launched = [](const std::string& op, const std::string& cls, std::map<std::string, int64_t> dims,
+                     const std::string& kernel, const std::string& grid, const std::string& block) {
+    Measurement m = sample_record();
+    m.op = op;
+    m.op_class = cls;
+    m.dims = std::move(dims);
+    m.kernel = kernel;
+    m.grid = grid;
+    m.block = block;
+    return m;
+  };
+  // Its work and the tile its launch gives.
+  auto priced = [&](const Measurement& m) {
+    auto w = measurement_work(m);
+    REQUIRE(w);
+    auto t = library_tile(m, *w, d);
+    REQUIRE(t);
+    return std::pair{*w, *t};
+  };
+  const Measurement lin = launched("linear", "gemm", {{"b", 1}, {"m", 204}, {"n", 32026}, {"k", 432}},
+                                   "volta_sgemm_64x32_sliced1x4_tn", "7x7x16", "256x1x1");
+  const auto [w, t] = priced(lin);
+  CHECK(t.block_n == 64);  // cuBLAS's first figure runs along the output's columns
+  CHECK(t.block_m == 32);
+  CHECK(t.block_k == 32);  // a k-step of 8, sliced four ways
+  CHECK(t.threads == 256);
+  CHECK(t.split_k == 16);  // the grid's depth over a batch of one
+  CHECK(kernel_cost(w, t, d).feasible);
 
-  Measurement bmm = lin;
-  bmm.op = "bmm";
-  bmm.dims = {{"b", 13}, {"m", 27}, {"n", 15}, {"k", 29}};
-  bmm.kernel = "volta_sgemm_128x32_nn";
-  bmm.grid = "1x1x13";
-  auto bw = measurement_work(bmm);
-  REQUIRE(bw);
-  auto bt = library_tile(bmm, *bw, d);
-  REQUIRE(bt);
-  CHECK(bt->block_n == 128);
-  CHECK(bt->split_k == 1);  // the depth is the batch
+  const Measurement bmm = launched("bmm", "gemm", {{"b", 13}, {"m", 27}, {"n", 15}, {"k", 29}},
+                                   "volta_sgemm_128x32_nn", "1x1x13", "256x1x1");
+  const auto [bw, bt] = priced(bmm);
+  CHECK(bt.block_n == 128);
+  CHECK(bt.split_k == 1);  // the depth is the batch
 
-  Measurement ln = lin;
-  ln.op = "ln";
-  ln.op_class = "normalization";
-  ln.dims = {{"b", 4000}, {"h", 64}};
-  ln.kernel = "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>";
-  ln.grid = "4000x1x1";
-  ln.block = "32x4x1";
-  auto lw = measurement_work(ln);
-  REQUIRE(lw);
-  auto lt = library_tile(ln, *lw, d);
-  REQUIRE(lt);
-  CHECK(lt->threads == 128);
-  CHECK(lt->rows_per_block == 1);
+  const Measurement ln = launched("ln", "normalization", {{"b", 4000}, {"h", 64}},
+                                  "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>",
+                                  "4000x1x1", "32x4x1");
+  const auto [lw, lt] = priced(ln);
+  CHECK(lt.threads == 128);
+  CHECK(lt.rows_per_block == 1);
   // A block per row costs more than gpusim's own packing of short rows into one block.
-  CHECK(kernel_cost(*lw, *lt, d).ctas == 4000);
-  CHECK(kernel_cost(*lw, choose_tile(*lw, d), d).ctas < 4000);
+  CHECK(kernel_cost(lw, lt, d).ctas == 4000);
+  CHECK(kernel_cost(lw, choose_tile(lw, d), d).ctas < 4000);
 
   // What it cannot read leaves the choice to gpusim.
   Measurement other = lin;
   other.kernel = "Cijk_Ailk_Bljk_SB_MT64x64x16";
-  CHECK_FALSE(library_tile(other, *w, d));
+  CHECK_FALSE(library_tile(other, w, d));
   other = lin;
   other.kernel.clear();
-  CHECK_FALSE(library_tile(other, *w, d));
+  CHECK_FALSE(library_tile(other, w, d));
   other = ln;
   other.grid = "many";
-  CHECK_FALSE(library_tile(other, *lw, d));
+  CHECK_FALSE(library_tile(other, lw, d));
   other = ln;
   other.block = "4096x1x1";  // more threads than a block may have here: not this device's launch
-  CHECK_FALSE(library_tile(other, *lw, d));
+  CHECK_FALSE(library_tile(other, lw, d));
 }
 
 TEST_CASE("rows per block round-trips through tile JSON and is range-checked", "[truth][sim]") {
