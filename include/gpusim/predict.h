@@ -4,7 +4,7 @@
 // memory from tensor lifetimes, and energy from the power figures.
 //
 // Usage:
-//   auto p = gpusim::predict(graph, profile, {.dtype = gpusim::DType::kFloat16});
+//   auto p = gpusim::predict(graph, profile, {gpusim::DType::kFloat16});
 //   if (!p) { ... }
 //   fmt::print("{:.2f} ms\n", p->total_us / 1e3);
 #pragma once
@@ -23,6 +23,9 @@
 namespace gpusim {
 
 struct PredictOptions {
+  PredictOptions() = default;
+  PredictOptions(std::optional<DType> dt, std::optional<RuntimeModel> rt = std::nullopt)  // NOLINT: {dtype} reads well
+      : dtype(dt), runtime(std::move(rt)) {}
   // Re-type the graph's floating-point tensors (fp32/fp16/bf16/fp64) to this type first.
   std::optional<DType> dtype;
   // The runtime that launches the kernels (include/gpusim/runtime.h): its host time per op call
