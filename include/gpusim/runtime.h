@@ -46,6 +46,11 @@ struct RuntimeModel {
   double op_time_us(const std::string& op, const std::string& op_class, double kernels_us, int kernels) const;
 };
 
+// The framework ops measurements and runtimes/*.yaml name (PyTorch's: "add", "linear", "ln"), each
+// with the ONNX op that computes it ("Add", "Gemm", "LayerNormalization"). Scalar variants
+// ("addu") are not listed: they share their op's kernel.
+const std::map<std::string, std::string>& framework_ops();
+
 // runtimes/ of the source tree, after $GPUSIM_RUNTIME_PATH (colon-separated).
 std::vector<std::string> default_runtime_dirs();
 // A built-in name, a NAME.yaml in `dirs`, or a path to a YAML file. Errors name the file, the key,

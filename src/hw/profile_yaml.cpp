@@ -337,6 +337,17 @@ CacheSpec cache(const YAML::Node& n) {
   return c;
 }
 
+// Every efficiency figure by its YAML key: a profile's `efficiency` block, its calibrated figures
+// and the vendor defaults file all name them so.
+const std::vector<std::pair<const char*, double Efficiency::*>>& efficiency_fields() {
+  static const std::vector<std::pair<const char*, double Efficiency::*>> kFields = {
+      {"dram_bandwidth", &Efficiency::dram_bandwidth}, {"l2_bandwidth", &Efficiency::l2_bandwidth},
+      {"vector_flops", &Efficiency::vector_flops},     {"gemm_vector_flops", &Efficiency::gemm_vector_flops},
+      {"matrix_flops", &Efficiency::matrix_flops},     {"host_link", &Efficiency::host_link},
+      {"launch", &Efficiency::launch}};
+  return kFields;
+}
+
 GpuProfile convert(const YAML::Node& y) {
   GpuProfile p;
   p.name = y["name"].as<std::string>();
@@ -389,16 +400,9 @@ GpuProfile convert(const YAML::Node& y) {
   p.power.tdp_w = y["power"]["tdp_w"].as<double>();
   p.power.idle_w = y["power"]["idle_w"].as<double>();
   if (const YAML::Node e = y["efficiency"]) {
-    auto get = [&](const char* k, double& v) {
-      if (e[k]) v = e[k].as<double>();
-    };
-    get("dram_bandwidth", p.efficiency.dram_bandwidth);
-    get("l2_bandwidth", p.efficiency.l2_bandwidth);
-    get("vector_flops", p.efficiency.vector_flops);
-    get("gemm_vector_flops", p.efficiency.gemm_vector_flops);
-    get("matrix_flops", p.efficiency.matrix_flops);
-    get("host_link", p.efficiency.host_link);
-    get("launch", p.efficiency.launch);
+    for (const auto& [key, field] : efficiency_fields()) {
+      if (e[key]) p.efficiency.*field = e[key].as<double>();
+    }
   }
   for (const auto& kv : y["sources"]) p.sources[kv.first.as<std::string>()] = kv.second.as<std::string>();
   return p;
@@ -421,14 +425,12 @@ void apply_calibration(const YAML::Node& cal, GpuProfile& p) {
       if (kv.second["repeats"]) f.repeats = static_cast<int64_t>(kv.second["repeats"].as<double>());
       if (kv.second["unit"]) f.unit = kv.second["unit"].as<std::string>();
       c.figures[std::string(group) + "." + key] = f;
-      Efficiency& e = p.efficiency;
       double* slot = nullptr;
       const std::string g = group;
       if (g == "efficiency") {
-        slot = key == "dram_bandwidth" ? &e.dram_bandwidth : key == "l2_bandwidth" ? &e.l2_bandwidth
-             : key == "vector_flops"   ? &e.vector_flops   : key == "matrix_flops" ? &e.matrix_flops
-             : key == "gemm_vector_flops" ? &e.gemm_vector_flops
-             : key == "host_link"      ? &e.host_link      : &e.launch;
+        for (const auto& [name, field] : efficiency_fields()) {
+          if (key == name) slot = &(p.efficiency.*field);
+        }
       } else if (g == "launch") {
         slot = key == "overhead_us" ? &p.launch.overhead_us
              : key == "block_us"    ? &p.launch.block_us : &p.launch.latency_floor_us;
@@ -442,7 +444,7 @@ void apply_calibration(const YAML::Node& cal, GpuProfile& p) {
              : key == "l2.bandwidth_gbps" ? &m.l2.bandwidth_gbps : key == "l1.latency_ns" ? &m.l1.latency_ns
              : &m.l2.latency_ns;
       }
-      *slot = f.value;
+      if (slot) *slot = f.value;  // the schema check admits only these keys
     }
   }
   p.calibrated = std::move(c);
@@ -473,16 +475,6 @@ void apply_assumptions(GpuProfile& p) {
   };
   assume_absent(p.launch.overhead_us, 4.0, "launch overhead 4 us");
   assume_absent(p.launch.latency_floor_us, 2.0, "kernel latency floor 2 us");
-}
-
-// The efficiency fields a vendor defaults file may set, in the order they are written.
-const std::vector<std::pair<const char*, double Efficiency::*>>& efficiency_fields() {
-  static const std::vector<std::pair<const char*, double Efficiency::*>> kFields = {
-      {"dram_bandwidth", &Efficiency::dram_bandwidth}, {"l2_bandwidth", &Efficiency::l2_bandwidth},
-      {"vector_flops", &Efficiency::vector_flops},     {"gemm_vector_flops", &Efficiency::gemm_vector_flops},
-      {"matrix_flops", &Efficiency::matrix_flops},     {"host_link", &Efficiency::host_link},
-      {"launch", &Efficiency::launch}};
-  return kFields;
 }
 
 Result<YAML::Node> load_merged(const std::string& path, const std::vector<std::string>& dirs,

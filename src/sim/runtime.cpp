@@ -58,6 +58,14 @@ double RuntimeModel::op_time_us(const std::string& op, const std::string& op_cla
   return std::max(host, kernels_us + launch_latency_us);
 }
 
+const std::map<std::string, std::string>& framework_ops() {
+  static const std::map<std::string, std::string> kOps = {
+      {"add", "Add"},   {"mul", "Mul"},   {"div", "Div"},   {"pow", "Pow"},         {"relu", "Relu"},
+      {"gelu", "Gelu"}, {"tanh", "Tanh"}, {"conv", "Conv"}, {"linear", "Gemm"},     {"bmm", "MatMul"},
+      {"ln", "LayerNormalization"},       {"softmax", "Softmax"}};
+  return kOps;
+}
+
 std::vector<std::string> default_runtime_dirs() { return search_dirs("GPUSIM_RUNTIME_PATH", "runtimes"); }
 
 Result<RuntimeModel> load_runtime(const std::string& path) {

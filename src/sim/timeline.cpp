@@ -291,17 +291,15 @@ Result<Prediction> predict_plan(const Graph& input, const Plan& plan, const GpuP
 }
 
 std::string framework_op_name(const Graph& g, const Node& n) {
-  static const std::map<std::string, std::string> kNames = {
-      {"Add", "add"},   {"Mul", "mul"},   {"Div", "div"},         {"Pow", "pow"},   {"Relu", "relu"},
-      {"Gelu", "gelu"}, {"Tanh", "tanh"}, {"Conv", "conv"},       {"Gemm", "linear"}, {"Softmax", "softmax"},
-      {"LayerNormalization", "ln"}};
   if (n.op_type == "MatMul") {
     const bool weight = n.inputs.size() > 1 && n.inputs[1] != kNoTensor &&
                         g.tensor(n.inputs[1]).role == TensorRole::kWeight;
     return weight ? "linear" : "bmm";
   }
-  auto it = kNames.find(n.op_type);
-  return it == kNames.end() ? n.op_type : it->second;
+  for (const auto& [framework, onnx] : framework_ops()) {
+    if (onnx == n.op_type) return framework;
+  }
+  return n.op_type;
 }
 
 std::string chrome_trace(const Prediction& p) {

@@ -4,7 +4,10 @@
 // predicted by exactly the code that predicts an ONNX model.
 #include <fmt/format.h>
 
+#include <map>
+
 #include "gpusim/kernel_work.h"
+#include "gpusim/runtime.h"
 #include "gpusim/validate.h"
 
 namespace gpusim {
@@ -72,12 +75,23 @@ Result<KernelWork> measurement_work(const Measurement& m) {
   o.g.opset = 20;
   o.n.name = m.op;
   const std::string& op = m.op;
+  // With a Python scalar the op runs its tensor op's kernel; PyTorch computes x / c as x * (1 / c).
+  static const std::map<std::string, std::string> kScalar = {
+      {"addu", "add"}, {"mulu", "mul"}, {"divu", "mul"}, {"powu", "pow"}};
+  const auto scalar = kScalar.find(op);
+  const auto onnx = framework_ops().find(scalar == kScalar.end() ? op : scalar->second);
+  if (onnx == framework_ops().end()) {
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("{}: gpusim cannot rebuild the work of op \"{}\" from its dims; records of other "
+                                  "ops need their kernel work stored (as `gpusim run --json` writes it)",
+                                  where, op));
+  }
+  o.n.op_type = onnx->second;
   if (op == "linear") {  // nn.Linear(N, K) on x[B, M, N]: y = x W^T + b, W [K, N]
     auto b = dim("b"), mm = dim("m"), n = dim("n"), k = dim("k");
     for (auto* r : {&b, &mm, &n, &k}) {
       if (!*r) return r->error();
     }
-    o.n.op_type = "Gemm";
     o.input("x", t, {*b * *mm, *n});
     o.input("w", t, {*k, *n}, TensorRole::kWeight);
     o.input("bias", t, {*k}, TensorRole::kWeight);
@@ -88,7 +102,6 @@ Result<KernelWork> measurement_work(const Measurement& m) {
     for (auto* r : {&b, &mm, &n, &k}) {
       if (!*r) return r->error();
     }
-    o.n.op_type = "MatMul";
     o.input("a", t, {*b, *mm, *n});
     o.input("b", t, {*b, *n, *k});
     o.output(t, {*b, *mm, *k});
@@ -106,7 +119,6 @@ Result<KernelWork> measurement_work(const Measurement& m) {
                         fmt::format("{}: a {}x{} window with padding {} does not fit an input of {}", where, *ks, *ks,
                                     pad, *s));
     }
-    o.n.op_type = "Conv";
     o.input("x", t, {*b, *c, *s, *s});
     o.input("w", t, {*co, *c, *ks, *ks}, TensorRole::kWeight);
     o.input("bias", t, {*co}, TensorRole::kWeight);
@@ -120,38 +132,27 @@ Result<KernelWork> measurement_work(const Measurement& m) {
       if (!*r) return r->error();
     }
     const Shape x = {*b, *h};
-    static const std::map<std::string, std::string> kBinary = {{"add", "Add"}, {"mul", "Mul"}, {"div", "Div"},
-                                                               {"pow", "Pow"}};
-    // With a Python scalar: PyTorch computes x / c as x * (1 / c) (its kernel is the multiply).
-    static const std::map<std::string, std::string> kScalar = {{"addu", "Add"}, {"mulu", "Mul"}, {"divu", "Mul"},
-                                                               {"powu", "Pow"}};
-    static const std::map<std::string, std::string> kUnary = {{"relu", "Relu"}, {"gelu", "Gelu"}, {"tanh", "Tanh"}};
-    if (auto it = kBinary.find(op); it != kBinary.end()) {
-      o.n.op_type = it->second;
+    const std::string& base = scalar == kScalar.end() ? op : scalar->second;
+    if (base == "add" || base == "mul" || base == "div" || base == "pow") {
       o.input("x", t, x);
-      o.input("y", t, x);
-    } else if (auto it2 = kScalar.find(op); it2 != kScalar.end()) {
-      o.n.op_type = it2->second;
-      o.input("x", t, x);
-      o.scalar("c", t, 0.5);
-    } else if (auto it3 = kUnary.find(op); it3 != kUnary.end()) {
-      o.n.op_type = it3->second;
+      if (scalar == kScalar.end()) {
+        o.input("y", t, x);
+      } else {
+        o.scalar("c", t, 0.5);
+      }
+    } else if (op == "relu" || op == "gelu" || op == "tanh") {
       o.input("x", t, x);
     } else if (op == "ln") {
-      o.n.op_type = "LayerNormalization";
       o.input("x", t, x);
       o.input("scale", t, {*h}, TensorRole::kWeight);
       o.input("bias", t, {*h}, TensorRole::kWeight);
       o.i("axis", -1);
     } else if (op == "softmax") {
-      o.n.op_type = "Softmax";
       o.input("x", t, x);
       o.i("axis", -1);
     } else {
       return make_error(ErrorCode::kUnsupported,
-                        fmt::format("{}: gpusim cannot rebuild the work of op \"{}\" from its dims; records of other "
-                                    "ops need their kernel work stored (as `gpusim run --json` writes it)",
-                                    where, op));
+                        fmt::format("{}: gpusim cannot rebuild the work of op \"{}\" from [b, h] dims", where, op));
     }
     o.output(t, x);
   }

@@ -155,15 +155,8 @@ void add_common(CLI::App* cmd, Args& a) {
                   "runtime YAML (runtimes/)");
 }
 
-// The runtime --runtime names (checked by load), or none: gpusim's executor.
-std::optional<RuntimeModel> runtime_of(const Args& a) {
-  if (a.runtime.empty()) return std::nullopt;
-  auto r = find_runtime(a.runtime, default_runtime_dirs());
-  return r ? std::optional<RuntimeModel>(std::move(*r)) : std::nullopt;
-}
-
-// Loads the model, the dtype and checks the runtime; prints the error and sets rc on failure.
-std::optional<Graph> load(const Args& a, const char* cmd, std::optional<DType>& dtype, int& rc) {
+// Loads the model and the options (--dtype, --runtime); prints the error and sets rc on failure.
+std::optional<Graph> load(const Args& a, const char* cmd, PredictOptions& opts, int& rc) {
   if (!a.dtype.empty()) {
     auto d = parse_dtype(a.dtype);
     if (!d) {
@@ -171,7 +164,7 @@ std::optional<Graph> load(const Args& a, const char* cmd, std::optional<DType>& 
       rc = 2;
       return std::nullopt;
     }
-    dtype = *d;
+    opts.dtype = *d;
   }
   if (!a.runtime.empty()) {
     auto r = find_runtime(a.runtime, default_runtime_dirs());
@@ -180,6 +173,7 @@ std::optional<Graph> load(const Args& a, const char* cmd, std::optional<DType>& 
       rc = 2;
       return std::nullopt;
     }
+    opts.runtime = std::move(*r);
   }
   auto g = load_model(a.model, a.dims);
   if (!g) {
@@ -201,8 +195,8 @@ void add_predict(CLI::App& app, int& rc) {
   cmd->add_flag("--all", a->all, "List every kernel, not the 25 slowest");
   cmd->add_option("--plan", a->plan, "Score this plan (JSON from gpusim plan --out) instead of the eager one");
   cmd->callback([a, &rc] {
-    std::optional<DType> dtype;
-    auto g = load(*a, "predict", dtype, rc);
+    PredictOptions opts;
+    auto g = load(*a, "predict", opts, rc);
     if (!g) return;
     auto gpu = load_gpu(a->gpu, a->profile_dirs);
     if (!gpu) {
@@ -212,7 +206,7 @@ void add_predict(CLI::App& app, int& rc) {
     }
     Result<Prediction> p = make_error(ErrorCode::kInvalidArgument, "");
     if (a->plan.empty()) {
-      p = predict(*g, *gpu, {dtype, runtime_of(*a)});
+      p = predict(*g, *gpu, opts);
     } else {
       std::ifstream f(a->plan);
       if (!f) {
@@ -222,7 +216,7 @@ void add_predict(CLI::App& app, int& rc) {
       }
       const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
       auto plan = plan_from_json(text, a->plan, *g);
-      if (plan && dtype) plan->dtype = dtype;
+      if (plan && opts.dtype) plan->dtype = opts.dtype;
       Status valid = plan ? validate_plan(*plan, plan->dtype ? retype(*g, *plan->dtype) : *g, make_device(*gpu))
                           : Status(plan.error());
       if (!valid) {
@@ -230,7 +224,7 @@ void add_predict(CLI::App& app, int& rc) {
         rc = 1;
         return;
       }
-      p = predict_plan(*g, *plan, *gpu, {std::nullopt, runtime_of(*a)});
+      p = predict_plan(*g, *plan, *gpu, {std::nullopt, opts.runtime});
     }
     if (!p) {
       fmt::print(stderr, "gpusim predict: {}\n", p.error().message);
@@ -262,8 +256,8 @@ void add_compare(CLI::App& app, int& rc) {
   add_common(cmd, *a);
   cmd->add_option("--gpus", a->gpus, "Comma-separated GPU profile names or paths")->required()->delimiter(',');
   cmd->callback([a, &rc] {
-    std::optional<DType> dtype;
-    auto g = load(*a, "compare", dtype, rc);
+    PredictOptions opts;
+    auto g = load(*a, "compare", opts, rc);
     if (!g) return;
     nlohmann::json rows = nlohmann::json::array();
     if (!a->json) {
@@ -278,7 +272,7 @@ void add_compare(CLI::App& app, int& rc) {
         rc = 1;
         return;
       }
-      auto p = predict(*g, *gpu, {dtype, runtime_of(*a)});
+      auto p = predict(*g, *gpu, opts);
       if (!p) {
         fmt::print(stderr, "gpusim compare: {}\n", p.error().message);
         rc = 1;
