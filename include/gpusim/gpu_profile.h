@@ -13,9 +13,11 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpusim/dtype.h"
+#include "gpusim/data_dirs.h"
 #include "gpusim/result.h"
 
 namespace gpusim {
@@ -160,16 +162,23 @@ struct GpuProfile {
   double vector_tflops(Precision p) const;
 };
 
-// Directories named by a colon-separated environment variable (empty entries skipped), then
-// `subdir` of the source tree: how profiles and runtimes are found.
-std::vector<std::string> search_dirs(const char* env_var, const std::string& subdir);
-// Directories searched for profiles: $GPUSIM_PROFILE_PATH (colon-separated), then the source tree's
-// gpu_profiles/.
-std::vector<std::string> default_profile_dirs();
+// The profile whose display name occurs in a device's name ("NVIDIA H200" -> nvidia-h200); the
+// longest display name wins, and on a tie a calibrated profile beats a datasheet one, unless
+// `datasheet_only` (calibration wants the datasheet profile to extend).
+std::optional<GpuProfile> profile_for_device(const std::string& device_name, const std::vector<std::string>& dirs,
+                                             bool datasheet_only = false);
+// Every efficiency figure by its YAML key ("dram_bandwidth", ...): a profile's `efficiency` block,
+// its calibrated figures and the vendor defaults file all name them so.
+const std::vector<std::pair<const char*, double Efficiency::*>>& efficiency_fields();
 
 // Loads one file (resolving `extends:` by name in `dirs`). Errors name the file, the YAML path, the
 // value and the allowed range.
 Result<GpuProfile> load_profile(const std::string& path, const std::vector<std::string>& dirs);
+// A profile from YAML text in memory (an upload, a string in a program); `source` names it in
+// messages, and when it ends in .yaml its stem must match the profile's name, as a file's does.
+// `extends:` resolves by name in `dirs`.
+Result<GpuProfile> load_profile_yaml(const std::string& text, const std::string& source,
+                                     const std::vector<std::string>& dirs);
 // NAME (searched in dirs) or a path to a .yaml file.
 Result<GpuProfile> find_profile(const std::string& name_or_path, const std::vector<std::string>& dirs);
 

@@ -118,6 +118,8 @@ Result<std::vector<Measurement>> read_measurements(const std::string& path);
 // The individual readers, for callers that know the format.
 Result<std::vector<Measurement>> read_neusight_csv(const std::string& path);
 Result<std::vector<Measurement>> read_run_json(const std::string& path);
+// A gpusim.run/1 document in memory; `source` names it in messages.
+Result<std::vector<Measurement>> parse_run_json(const std::string& text, const std::string& source);
 Result<std::vector<Measurement>> read_calibration_json(const std::string& path);
 
 }  // namespace gpusim

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "gpusim/graph.h"
 #include "gpusim/result.h"
@@ -37,5 +38,8 @@ struct ImportOptions {
 Result<std::pair<std::string, int64_t>> parse_dim_override(const std::string& text);
 
 Result<Graph> import_onnx(const std::string& path, const ImportOptions& opts = {});
+// The same from a serialized ModelProto in memory (an upload); `name` stands for the file in
+// messages. External data files cannot be read from bytes: such tensors count as shape-only.
+Result<Graph> import_onnx_bytes(std::string_view bytes, const std::string& name, const ImportOptions& opts = {});
 
 }  // namespace gpusim

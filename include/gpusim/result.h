@@ -28,6 +28,8 @@ enum class ErrorCode {
   kInvalidArgument,
   kUnavailable,  // a backend, driver or device that is not present at run time
   kDevice,       // a device or compiler reported an error (compile log, launch failure)
+  kInternal,     // a bug: an unexpected exception caught at a public entry point
+  kLimit,        // a request over a service limit (body, model size, time)
 };
 
 struct Error {

@@ -51,7 +51,8 @@ struct RuntimeModel {
 // ("addu") are not listed: they share their op's kernel.
 const std::map<std::string, std::string>& framework_ops();
 
-// runtimes/ of the source tree, after $GPUSIM_RUNTIME_PATH (colon-separated).
+// $GPUSIM_RUNTIME_PATH (colon-separated), <user config>/runtimes, then the installed runtimes/
+// (include/gpusim/data_dirs.h).
 std::vector<std::string> default_runtime_dirs();
 // A built-in name, a NAME.yaml in `dirs`, or a path to a YAML file. Errors name the file, the key,
 // the value and the fix.

@@ -10,6 +10,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpusim/graph.h"
@@ -29,6 +30,8 @@ struct TensorData {
 // Every initializer and Constant-node tensor whose data is in the file or in an external-data file
 // beside it. Tensors whose data is absent (a shape-only model) are simply not in the map.
 Result<std::map<std::string, TensorData>> read_model_tensors(const std::string& model_path);
+// The same from a serialized model in memory (external data is not read: no directory).
+Result<std::map<std::string, TensorData>> read_model_tensors_bytes(std::string_view bytes, const std::string& name);
 
 // One serialized onnx.TensorProto (.pb).
 Result<TensorData> read_tensor_file(const std::string& path);

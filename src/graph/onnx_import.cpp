@@ -647,8 +647,10 @@ Result<Graph> Importer::run(onnx::ModelProto& model, const detail::StrippedModel
 
 }  // namespace
 
-Result<Graph> import_onnx(const std::string& path, const ImportOptions& opts) {
-  auto stripped = detail::read_model_stripped(path);
+namespace {
+
+Result<Graph> import_stripped(Result<detail::StrippedModel> stripped, const std::string& path,
+                              const ImportOptions& opts) {
   if (!stripped) return stripped.error();
   onnx::ModelProto model;
   if (!model.ParseFromString(stripped->bytes)) {
@@ -660,6 +662,16 @@ Result<Graph> import_onnx(const std::string& path, const ImportOptions& opts) {
   stripped->bytes.shrink_to_fit();
   Importer imp(path, opts);
   return imp.run(model, *stripped);
+}
+
+}  // namespace
+
+Result<Graph> import_onnx(const std::string& path, const ImportOptions& opts) {
+  return import_stripped(detail::read_model_stripped(path), path, opts);
+}
+
+Result<Graph> import_onnx_bytes(std::string_view bytes, const std::string& name, const ImportOptions& opts) {
+  return import_stripped(detail::read_model_stripped_bytes(bytes, name), name, opts);
 }
 
 }  // namespace gpusim

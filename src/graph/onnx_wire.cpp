@@ -209,6 +209,28 @@ class Filter {
 
 }  // namespace
 
+namespace {
+
+// Copies the model from `stream` into r.bytes without its weight payloads.
+Result<StrippedModel> strip(google::protobuf::io::ZeroCopyInputStream& stream, const std::string& name,
+                            StrippedModel& r) {
+  bool ok;
+  Error err;
+  {
+    CodedInputStream in(&stream);
+    in.SetTotalBytesLimit(INT32_MAX);
+    Filter f(in, name, r.file_bytes);
+    ok = f.run(Msg::kModel, r.bytes, true);
+    err = f.error;
+    r.stripped_bytes = f.stripped_bytes;
+    r.stripped_tensors = f.stripped_tensors;
+  }
+  if (!ok) return err;
+  return std::move(r);
+}
+
+}  // namespace
+
 Result<StrippedModel> read_model_stripped(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -238,19 +260,23 @@ Result<StrippedModel> read_model_stripped(const std::string& path) {
   }
   google::protobuf::io::FileInputStream file(fd, 1 << 20);
   file.SetCloseOnDelete(true);
-  bool ok;
-  Error err;
-  {
-    CodedInputStream in(&file);
-    in.SetTotalBytesLimit(INT32_MAX);
-    Filter f(in, path, r.file_bytes);
-    ok = f.run(Msg::kModel, r.bytes, true);
-    err = f.error;
-    r.stripped_bytes = f.stripped_bytes;
-    r.stripped_tensors = f.stripped_tensors;
+  return strip(file, path, r);
+}
+
+Result<StrippedModel> read_model_stripped_bytes(std::string_view bytes, const std::string& name) {
+  StrippedModel r;
+  r.file_bytes = static_cast<int64_t>(bytes.size());
+  if (bytes.empty()) {
+    return make_error(ErrorCode::kParse, fmt::format("{}: the model is empty (0 bytes); an ONNX model is a binary "
+                                                     "protobuf ModelProto",
+                                                     name));
   }
-  if (!ok) return err;
-  return r;
+  if (bytes.size() > static_cast<size_t>(INT32_MAX)) {
+    return make_error(ErrorCode::kParse, fmt::format("{}: {} bytes exceeds the 2 GiB limit of a single protobuf", name,
+                                                     bytes.size()));
+  }
+  google::protobuf::io::ArrayInputStream array(bytes.data(), static_cast<int>(bytes.size()));
+  return strip(array, name, r);
 }
 
 }  // namespace gpusim::detail

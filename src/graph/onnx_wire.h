@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "gpusim/result.h"
 
@@ -23,5 +24,7 @@ struct StrippedModel {
 
 // Errors (kIo, kParse) name the file, the byte offset and the field path where reading stopped.
 Result<StrippedModel> read_model_stripped(const std::string& path);
+// The same from bytes in memory; `name` stands for the file in messages.
+Result<StrippedModel> read_model_stripped_bytes(std::string_view bytes, const std::string& name);
 
 }  // namespace gpusim::detail

@@ -34,7 +34,8 @@ Status decode_raw(const std::string& raw, int64_t n, TensorData& t, const std::s
 
 // Decodes a TensorProto; `dir` resolves external data. Returns false (no error) when the data is
 // simply absent (shape-only files, a missing external file).
-Result<bool> decode(const onnx::TensorProto& p, const std::filesystem::path& dir, TensorData& t,
+// `dir`: where external data files lie; nullptr for a model from memory (they are not read).
+Result<bool> decode(const onnx::TensorProto& p, const std::filesystem::path* dir, TensorData& t,
                     const std::string& where) {
   auto dt = dtype_from_onnx(p.data_type());
   if (!dt) return make_error(ErrorCode::kInvalidModel, fmt::format("{}: data type {} is not an ONNX type", where, p.data_type()));
@@ -50,7 +51,8 @@ Result<bool> decode(const onnx::TensorProto& p, const std::filesystem::path& dir
       if (kv.key() == "offset") offset = std::stoll(kv.value());
       if (kv.key() == "length") length = std::stoll(kv.value());
     }
-    std::ifstream f(dir / location, std::ios::binary);
+    if (dir == nullptr) return false;
+    std::ifstream f(*dir / location, std::ios::binary);
     if (!f) return false;
     const int64_t bytes = length >= 0 ? length : *n * std::max(1, dtype_bits(t.dtype) / 8);
     std::string raw(static_cast<size_t>(bytes), '\0');
@@ -103,14 +105,10 @@ Result<bool> decode(const onnx::TensorProto& p, const std::filesystem::path& dir
 
 }  // namespace
 
-Result<std::map<std::string, TensorData>> read_model_tensors(const std::string& model_path) {
-  std::ifstream f(model_path, std::ios::binary);
-  if (!f) return make_error(ErrorCode::kIo, fmt::format("{}: cannot open (check the path)", model_path));
-  onnx::ModelProto m;
-  if (!m.ParseFromIstream(&f)) {
-    return make_error(ErrorCode::kParse, fmt::format("{}: not a valid ONNX model (gpusim inspect says why)", model_path));
-  }
-  const auto dir = std::filesystem::path(model_path).parent_path();
+namespace {
+
+Result<std::map<std::string, TensorData>> model_tensors(const onnx::ModelProto& m, const std::string& model_path,
+                                                        const std::filesystem::path* dir) {
   std::map<std::string, TensorData> out;
   for (const auto& init : m.graph().initializer()) {
     TensorData t;
@@ -133,6 +131,27 @@ Result<std::map<std::string, TensorData>> read_model_tensors(const std::string& 
   return out;
 }
 
+}  // namespace
+
+Result<std::map<std::string, TensorData>> read_model_tensors(const std::string& model_path) {
+  std::ifstream f(model_path, std::ios::binary);
+  if (!f) return make_error(ErrorCode::kIo, fmt::format("{}: cannot open (check the path)", model_path));
+  onnx::ModelProto m;
+  if (!m.ParseFromIstream(&f)) {
+    return make_error(ErrorCode::kParse, fmt::format("{}: not a valid ONNX model (gpusim inspect says why)", model_path));
+  }
+  const std::filesystem::path dir = std::filesystem::path(model_path).parent_path();
+  return model_tensors(m, model_path, &dir);
+}
+
+Result<std::map<std::string, TensorData>> read_model_tensors_bytes(std::string_view bytes, const std::string& name) {
+  onnx::ModelProto m;
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) || !m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return make_error(ErrorCode::kParse, fmt::format("{}: not a valid ONNX model (gpusim inspect says why)", name));
+  }
+  return model_tensors(m, name, nullptr);
+}
+
 Result<TensorData> read_tensor_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return make_error(ErrorCode::kIo, fmt::format("{}: cannot open (check the path)", path));
@@ -140,7 +159,8 @@ Result<TensorData> read_tensor_file(const std::string& path) {
   if (!p.ParseFromIstream(&f)) return make_error(ErrorCode::kParse, fmt::format("{}: not a serialized TensorProto", path));
   TensorData t;
   t.name = p.name();
-  auto ok = decode(p, std::filesystem::path(path).parent_path(), t, path);
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  auto ok = decode(p, &dir, t, path);
   if (!ok) return ok.error();
   if (!*ok) return make_error(ErrorCode::kParse, fmt::format("{}: the tensor has no data", path));
   return t;

@@ -1,6 +1,7 @@
 #include "gpusim/gpu_profile.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -81,22 +82,29 @@ double GpuProfile::vector_tflops(Precision p) const {
   return f32 == compute.vector_tflops.end() ? 0.0 : f32->second;
 }
 
-std::vector<std::string> default_profile_dirs() { return search_dirs("GPUSIM_PROFILE_PATH", "gpu_profiles"); }
-
-std::vector<std::string> search_dirs(const char* env_var, const std::string& subdir) {
-  std::vector<std::string> dirs;
-  if (const char* env = std::getenv(env_var); env && *env) {
-    std::string s(env);
-    size_t start = 0;
-    for (size_t p = 0; p <= s.size(); ++p) {
-      if (p == s.size() || s[p] == ':') {
-        if (p > start) dirs.push_back(s.substr(start, p - start));
-        start = p + 1;
-      }
+std::optional<GpuProfile> profile_for_device(const std::string& device_name, const std::vector<std::string>& dirs,
+                                             bool datasheet_only) {
+  auto lower = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  const std::string dev = lower(device_name);
+  std::optional<GpuProfile> best;
+  size_t best_len = 0;
+  for (const auto& e : list_profiles(dirs)) {
+    auto p = load_profile(e.path, dirs);
+    if (!p) continue;
+    const bool calibrated = p->calibrated.has_value();
+    if (datasheet_only && calibrated) continue;
+    const std::string disp = lower(p->display_name);
+    if (disp.empty() || dev.find(disp) == std::string::npos) continue;
+    const bool better = disp.size() > best_len || (disp.size() == best_len && calibrated && !best->calibrated);
+    if (better) {
+      best = *p;
+      best_len = disp.size();
     }
   }
-  dirs.push_back(std::string(GPUSIM_SOURCE_DIR) + "/" + subdir);
-  return dirs;
+  return best;
 }
 
 std::vector<ProfileEntry> list_profiles(const std::vector<std::string>& dirs) {

@@ -273,6 +273,22 @@ YAML::Node merge(const YAML::Node& base, const YAML::Node& over) {
   return out;
 }
 
+Result<YAML::Node> parse_yaml_text(const std::string& text, const std::string& source) {
+  try {
+    YAML::Node n = YAML::Load(text);
+    if (!n.IsMap()) {
+      return make_error(ErrorCode::kParse, fmt::format("{}: a profile must be a YAML mapping (see gpu_profiles/README.md)",
+                                                       source));
+    }
+    return n;
+  } catch (const YAML::Exception& e) {
+    return make_error(ErrorCode::kParse, fmt::format("{}:{}:{}: not valid YAML: {}", source, e.mark.line + 1,
+                                                     e.mark.column + 1, e.msg));
+  } catch (const std::exception& e) {
+    return make_error(ErrorCode::kParse, fmt::format("{}: cannot read: {}", source, e.what()));
+  }
+}
+
 Result<YAML::Node> read_yaml(const std::string& path) {
   if (!fs::exists(path)) {
     return make_error(ErrorCode::kIo, fmt::format("{}: cannot open: no such file (check the path)", path));
@@ -337,6 +353,8 @@ CacheSpec cache(const YAML::Node& n) {
   return c;
 }
 
+}  // namespace
+
 // Every efficiency figure by its YAML key: a profile's `efficiency` block, its calibrated figures
 // and the vendor defaults file all name them so.
 const std::vector<std::pair<const char*, double Efficiency::*>>& efficiency_fields() {
@@ -347,6 +365,8 @@ const std::vector<std::pair<const char*, double Efficiency::*>>& efficiency_fiel
       {"launch", &Efficiency::launch}};
   return kFields;
 }
+
+namespace {
 
 GpuProfile convert(const YAML::Node& y) {
   GpuProfile p;
@@ -477,9 +497,10 @@ void apply_assumptions(GpuProfile& p) {
   assume_absent(p.launch.latency_floor_us, 2.0, "kernel latency floor 2 us");
 }
 
+// `text`: the profile's YAML when it comes from memory (then `path` only names it in messages).
 Result<YAML::Node> load_merged(const std::string& path, const std::vector<std::string>& dirs,
-                               std::vector<std::string>& chain) {
-  auto node = read_yaml(path);
+                               std::vector<std::string>& chain, const std::string* text = nullptr) {
+  auto node = text != nullptr ? parse_yaml_text(*text, path) : read_yaml(path);
   if (!node) return node.error();
   if (chain.empty()) chain.push_back(fs::path(path).stem().string());
   if (!(*node)["extends"]) return node;
@@ -513,14 +534,31 @@ Result<YAML::Node> load_merged(const std::string& path, const std::vector<std::s
 
 }  // namespace
 
+namespace {
+Result<GpuProfile> load_profile_from(const std::string& path, const std::vector<std::string>& dirs,
+                                     const std::string* text);
+}  // namespace
+
 Result<GpuProfile> load_profile(const std::string& path, const std::vector<std::string>& dirs) {
+  return load_profile_from(path, dirs, nullptr);
+}
+
+Result<GpuProfile> load_profile_yaml(const std::string& text, const std::string& source,
+                                     const std::vector<std::string>& dirs) {
+  return load_profile_from(source, dirs, &text);
+}
+
+namespace {
+
+Result<GpuProfile> load_profile_from(const std::string& path, const std::vector<std::string>& dirs,
+                                     const std::string* text) {
   std::vector<std::string> chain;
-  auto y = load_merged(path, dirs, chain);
+  auto y = load_merged(path, dirs, chain, text);
   if (!y) return y.error();
   Validator v(path);
   if (auto st = v.check(*y, schema(), ""); !st) return st.error();
   const std::string stem = fs::path(path).stem().string();
-  if ((*y)["name"].as<std::string>() != stem) {
+  if ((text == nullptr || fs::path(path).extension() == ".yaml") && (*y)["name"].as<std::string>() != stem) {
     return v.fail("name", fmt::format("\"{}\" does not match the file name \"{}\"; rename one of them",
                                       (*y)["name"].as<std::string>(), stem));
   }
@@ -588,6 +626,8 @@ Result<GpuProfile> load_profile(const std::string& path, const std::vector<std::
   apply_assumptions(p);
   return p;
 }
+
+}  // namespace
 
 Result<VendorEfficiency> load_vendor_efficiency(const std::vector<std::string>& dirs) {
   VendorEfficiency out;

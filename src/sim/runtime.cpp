@@ -66,7 +66,7 @@ const std::map<std::string, std::string>& framework_ops() {
   return kOps;
 }
 
-std::vector<std::string> default_runtime_dirs() { return search_dirs("GPUSIM_RUNTIME_PATH", "runtimes"); }
+std::vector<std::string> default_runtime_dirs() { return search_dirs("GPUSIM_RUNTIME_PATH", "runtimes", "runtimes"); }
 
 Result<RuntimeModel> load_runtime(const std::string& path) {
   YAML::Node y;

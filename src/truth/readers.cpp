@@ -231,8 +231,18 @@ Result<nlohmann::json> read_json(const std::string& path) {
 }  // namespace
 
 Result<std::vector<Measurement>> read_run_json(const std::string& path) {
-  auto j = read_json(path);
-  if (!j) return j.error();
+  auto text = read_file(path);
+  if (!text) return text.error();
+  return parse_run_json(*text, path);
+}
+
+Result<std::vector<Measurement>> parse_run_json(const std::string& text, const std::string& path) {
+  Result<nlohmann::json> j = nlohmann::json();
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    return make_error(ErrorCode::kParse, fmt::format("{}: not valid JSON ({})", path, e.what()));
+  }
   std::vector<Measurement> out;
   try {
     const auto& dev = j->at("device");

@@ -76,7 +76,20 @@ int run(const Args& a, const std::string& command) {
     }
     base = *p;
   }
-  const std::string out = a.out.empty() ? base.name + "-calibrated.yaml" : a.out;
+  // By default the profile lands in the user's profile directory, which every later command
+  // searches: `--gpu <base>-calibrated` then finds it from any working directory.
+  std::string out = a.out;
+  if (out.empty()) {
+    const std::string user = user_profile_dir();
+    out = (std::filesystem::path(user.empty() ? "." : user) / (base.name + "-calibrated.yaml")).string();
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(out).parent_path(), ec);
+    if (ec) {
+      fmt::print(stderr, "gpusim calibrate: cannot create {}: {}; pass --out FILE.yaml\n",
+                 std::filesystem::path(out).parent_path().string(), ec.message());
+      return 1;
+    }
+  }
   if (std::filesystem::path(out).extension() != ".yaml") {
     fmt::print(stderr, "gpusim calibrate: --out {}: a profile file must end in .yaml (its name is the profile's name)\n", out);
     return 2;
@@ -124,7 +137,7 @@ void add_calibrate(CLI::App& app, int& rc) {
   cmd->add_option("--device", a->device, "Device index within the backend (default 0)");
   cmd->add_flag("--quick", a->quick, "Fewer sizes and repeats: under a minute");
   cmd->add_option("--base", a->base, "Datasheet profile to extend (name or .yaml path; default: the one matching the device)");
-  cmd->add_option("--out", a->out, "Profile file to write (default: <base>-calibrated.yaml); raw data goes beside it");
+  cmd->add_option("--out", a->out, "Profile file to write (default: <base>-calibrated.yaml in the user profile directory, ~/.config/gpusim/profiles); raw data goes beside it");
   cmd->add_option("--profiles", a->profile_dirs, "Extra directories of GPU profiles");
   cmd->add_flag("--json", a->json, "Print the raw measurements (schema gpusim.calibration/1) instead of the report");
   cmd->callback([a, &rc] {

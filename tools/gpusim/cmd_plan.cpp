@@ -4,12 +4,11 @@
 #include <fmt/format.h>
 
 #include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "common.h"
 #include "format.h"
-#include "gpusim/scheduler.h"
+#include "gpusim/gpusim.h"
 
 namespace gpusim::cli {
 
@@ -64,32 +63,28 @@ void add_plan(CLI::App& app, int& rc) {
       }
       o.dtype = *d;
     }
-    auto g = load_model(a->model, a->dims);
-    if (!g) {
-      fmt::print(stderr, "gpusim plan: {}\n", g.error().message);
-      rc = exit_code(g.error());
+    const Session session({a->profile_dirs, {}});
+    auto m = session.open_model(a->model, {a->dims});
+    if (!m) {
+      fmt::print(stderr, "gpusim plan: {}\n", m.error().message);
+      rc = exit_code(m.error());
       return;
     }
-    auto gpu = load_gpu(a->gpu, a->profile_dirs);
+    auto gpu = session.gpu(a->gpu);
     if (!gpu) {
       fmt::print(stderr, "gpusim plan: {}\n", gpu.error().message);
       rc = 1;
       return;
     }
-    auto r = search(*g, *gpu, o);
+    auto r = session.plan(*m, *gpu, o);
     if (!r) {
       fmt::print(stderr, "gpusim plan: {}\n", r.error().message);
       rc = exit_code(r.error());
       return;
     }
-    if (r->plans.empty()) {
-      fmt::print(stderr, "gpusim plan: the search produced no plan\n");
-      rc = 1;
-      return;
-    }
     if (!a->out.empty()) {
       std::ofstream f(a->out, std::ios::trunc);
-      f << plan_to_json(r->plans.front().plan, *g) << "\n";
+      f << plan_to_json(r->plans.front().plan, m->graph()) << "\n";
       if (!f) {
         fmt::print(stderr, "gpusim plan: {}: cannot write the plan file\n", a->out);
         rc = 1;
@@ -98,28 +93,7 @@ void add_plan(CLI::App& app, int& rc) {
     }
     const double eager_us = r->eager.total_us;
     if (a->json) {
-      nlohmann::json plans = nlohmann::json::array();
-      for (const RankedPlan& p : r->plans) {
-        plans.push_back({{"total_us", p.prediction.total_us},
-                         {"speedup_vs_eager", eager_us / p.prediction.total_us},
-                         {"kernels", p.plan.kernels.size()},
-                         {"peak_memory_bytes", p.prediction.peak_memory_bytes},
-                         {"energy_j", p.prediction.energy_j},
-                         {"objective_value", p.objective_value},
-                         {"offloaded_weights", p.plan.offloaded.size()},
-                         {"decisions", p.plan.decisions},
-                         {"plan", nlohmann::json::parse(plan_to_json(p.plan, *g))}});
-      }
-      fmt::print("{}\n", nlohmann::json{{"schema", "gpusim.plan-search/1"},
-                                        {"model", a->model},
-                                        {"gpu", gpu->name},
-                                        {"scheduler", o.scheduler},
-                                        {"objective", a->objective},
-                                        {"plans_scored", r->plans_scored},
-                                        {"eager", {{"total_us", eager_us}, {"kernels", r->eager.kernels.size()}}},
-                                        {"plans", plans},
-                                        {"notes", r->notes}}
-                             .dump(2));
+      fmt::print("{}\n", plan_search_document(a->model, m->graph(), *gpu, o, *r));
       rc = 0;
       return;
     }

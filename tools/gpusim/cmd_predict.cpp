@@ -13,7 +13,7 @@
 #include "commands.h"
 #include "common.h"
 #include "format.h"
-#include "gpusim/predict.h"
+#include "gpusim/gpusim.h"
 
 namespace gpusim::cli {
 namespace {
@@ -31,68 +31,6 @@ struct Args {
   std::string plan;
   std::string runtime;
 };
-
-nlohmann::json kernel_json(const Prediction& p, const PlannedKernel& k) {
-  const KernelCost& c = k.cost;
-  return {{"name", k.name},
-          {"op_type", k.op_type},
-          {"class", std::string(op_class_name(k.work.cls))},
-          {"start_us", k.start_us},
-          {"time_us", c.total_us},
-          {"share", p.kernels_us > 0 ? c.total_us / p.kernels_us : 0},
-          {"bound", std::string(bound_name(c.bound))},
-          {"compute_us", c.compute_us},
-          {"dram_us", c.dram_us},
-          {"l2_us", c.l2_us},
-          {"latency_us", c.latency_us},
-          {"floor_us", c.floor_us},
-          {"ctas", c.ctas},
-          {"ctas_per_unit", c.ctas_per_unit},
-          {"occupancy_limiter", c.occupancy_limiter},
-          {"occupancy", c.occupancy},
-          {"waves", c.waves},
-          {"last_wave_fraction", c.last_wave_fraction},
-          {"matrix_units", c.matrix_units},
-          {"peak_tflops", c.peak_tflops},
-          {"achieved_tflops", p.achieved_tflops(k)},
-          {"achieved_gbps", p.achieved_gbps(k)},
-          {"macs", k.work.macs},
-          {"flops", k.work.flops.total()},
-          {"dram_bytes", c.dram_bytes},
-          {"l2_bytes", c.l2_bytes},
-          {"tile",
-           {{"block_m", c.tile.block_m}, {"block_n", c.tile.block_n}, {"block_k", c.tile.block_k},
-            {"threads", c.tile.threads}, {"stages", c.tile.stages}, {"split_k", c.tile.split_k},
-            {"vector_width", c.tile.vector_width}, {"items_per_thread", c.tile.items_per_thread}}}};
-}
-
-nlohmann::json prediction_json(const Prediction& p, const GpuProfile& gpu) {
-  nlohmann::json ks = nlohmann::json::array();
-  for (const auto& k : p.kernels) ks.push_back(kernel_json(p, k));
-  nlohmann::json ts = nlohmann::json::array();
-  for (const auto& t : p.transfers) {
-    ts.push_back({{"tensor", t.tensor}, {"direction", t.to_device ? "h2d" : "d2h"}, {"bytes", t.bytes},
-                  {"start_us", t.start_us}, {"duration_us", t.duration_us}});
-  }
-  return {{"schema", "gpusim.predict/1"},
-          {"model", p.model},
-          {"gpu", p.gpu},
-          {"gpu_display_name", gpu.display_name},
-          {"dtype", std::string(dtype_name(p.dtype))},
-          {"total_us", p.total_us},
-          {"kernels_us", p.kernels_us},
-          {"launch_bound_us", p.launch_bound_us},
-          {"runtime", p.runtime},
-          {"host_us", p.host_us},
-          {"kernel_count", p.kernels.size()},
-          {"peak_memory_bytes", p.peak_memory_bytes},
-          {"weight_bytes", p.weight_bytes},
-          {"fits_in_memory", p.fits_in_memory},
-          {"energy_j", p.energy_j},
-          {"kernels", ks},
-          {"transfers", ts},
-          {"notes", p.notes}};
-}
 
 std::string tile_str(const KernelCost& c) {
   if (c.tile.block_m > 0) {
@@ -155,8 +93,11 @@ void add_common(CLI::App* cmd, Args& a) {
                   "runtime YAML (runtimes/)");
 }
 
-// Loads the model and the options (--dtype, --runtime); prints the error and sets rc on failure.
-std::optional<Graph> load(const Args& a, const char* cmd, PredictOptions& opts, int& rc) {
+// A bad --runtime is a bad argument (2); anything else about the prediction is 1.
+int predict_exit_code(const Error& e) { return e.message.starts_with("--runtime") ? 2 : 1; }
+
+// The session, the model and the request (--dtype, --runtime); prints the error and sets rc on failure.
+std::optional<Model> load(const Args& a, const char* cmd, const Session& s, PredictRequest& req, int& rc) {
   if (!a.dtype.empty()) {
     auto d = parse_dtype(a.dtype);
     if (!d) {
@@ -164,24 +105,16 @@ std::optional<Graph> load(const Args& a, const char* cmd, PredictOptions& opts, 
       rc = 2;
       return std::nullopt;
     }
-    opts.dtype = *d;
+    req.dtype = *d;
   }
-  if (!a.runtime.empty()) {
-    auto r = find_runtime(a.runtime, default_runtime_dirs());
-    if (!r) {
-      fmt::print(stderr, "gpusim {}: --runtime: {}\n", cmd, r.error().message);
-      rc = 2;
-      return std::nullopt;
-    }
-    opts.runtime = std::move(*r);
-  }
-  auto g = load_model(a.model, a.dims);
-  if (!g) {
-    fmt::print(stderr, "gpusim {}: {}\n", cmd, g.error().message);
-    rc = exit_code(g.error());
+  req.runtime = a.runtime;
+  auto m = s.open_model(a.model, {a.dims});
+  if (!m) {
+    fmt::print(stderr, "gpusim {}: {}\n", cmd, m.error().message);
+    rc = exit_code(m.error());
     return std::nullopt;
   }
-  return std::move(*g);
+  return std::move(*m);
 }
 
 }  // namespace
@@ -195,19 +128,17 @@ void add_predict(CLI::App& app, int& rc) {
   cmd->add_flag("--all", a->all, "List every kernel, not the 25 slowest");
   cmd->add_option("--plan", a->plan, "Score this plan (JSON from gpusim plan --out) instead of the eager one");
   cmd->callback([a, &rc] {
-    PredictOptions opts;
-    auto g = load(*a, "predict", opts, rc);
-    if (!g) return;
-    auto gpu = load_gpu(a->gpu, a->profile_dirs);
+    const Session session({a->profile_dirs, {}});
+    PredictRequest req;
+    auto m = load(*a, "predict", session, req, rc);
+    if (!m) return;
+    auto gpu = session.gpu(a->gpu);
     if (!gpu) {
       fmt::print(stderr, "gpusim predict: {}\n", gpu.error().message);
       rc = 1;
       return;
     }
-    Result<Prediction> p = make_error(ErrorCode::kInvalidArgument, "");
-    if (a->plan.empty()) {
-      p = predict(*g, *gpu, opts);
-    } else {
+    if (!a->plan.empty()) {
       std::ifstream f(a->plan);
       if (!f) {
         fmt::print(stderr, "gpusim predict: {}: cannot open the plan file (check the path)\n", a->plan);
@@ -215,20 +146,18 @@ void add_predict(CLI::App& app, int& rc) {
         return;
       }
       const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-      auto plan = plan_from_json(text, a->plan, *g);
-      if (plan && opts.dtype) plan->dtype = opts.dtype;
-      Status valid = plan ? validate_plan(*plan, plan->dtype ? retype(*g, *plan->dtype) : *g, make_device(*gpu))
-                          : Status(plan.error());
-      if (!valid) {
-        fmt::print(stderr, "gpusim predict: {}\n", valid.error().message);
+      auto plan = session.load_plan(*m, text, a->plan);
+      if (!plan) {
+        fmt::print(stderr, "gpusim predict: {}\n", plan.error().message);
         rc = 1;
         return;
       }
-      p = predict_plan(*g, *plan, *gpu, {std::nullopt, opts.runtime});
+      req.plan = std::move(*plan);
     }
+    auto p = session.predict(*m, *gpu, req);
     if (!p) {
       fmt::print(stderr, "gpusim predict: {}\n", p.error().message);
-      rc = 1;
+      rc = predict_exit_code(p.error());
       return;
     }
     if (!a->trace.empty()) {
@@ -241,7 +170,7 @@ void add_predict(CLI::App& app, int& rc) {
       }
     }
     if (a->json) {
-      fmt::print("{}\n", prediction_json(*p, *gpu).dump(2));
+      fmt::print("{}\n", prediction_document(*p, *gpu));
     } else {
       print_text(*p, *gpu, a->all);
       if (!a->trace.empty()) fmt::print("\ntrace written to {}\n", a->trace);
@@ -256,47 +185,33 @@ void add_compare(CLI::App& app, int& rc) {
   add_common(cmd, *a);
   cmd->add_option("--gpus", a->gpus, "Comma-separated GPU profile names or paths")->required()->delimiter(',');
   cmd->callback([a, &rc] {
-    PredictOptions opts;
-    auto g = load(*a, "compare", opts, rc);
-    if (!g) return;
-    nlohmann::json rows = nlohmann::json::array();
-    if (!a->json) {
-      fmt::print("{:<26} {:>11} {:>9} {:>9} {:>9} {:>9} {:>11} {:>9}\n", "gpu", "latency_ms", "vs_first", "compute%",
-                 "dram%", "latency%", "peak_mem", "energy_J");
-    }
-    double first = 0;
-    for (const std::string& name : a->gpus) {
-      auto gpu = load_gpu(name, a->profile_dirs);
-      if (!gpu) {
-        fmt::print(stderr, "gpusim compare: {}\n", gpu.error().message);
-        rc = 1;
-        return;
-      }
-      auto p = predict(*g, *gpu, opts);
-      if (!p) {
-        fmt::print(stderr, "gpusim compare: {}\n", p.error().message);
-        rc = 1;
-        return;
-      }
-      std::map<Bound, double> bound;
-      for (const auto& k : p->kernels) bound[k.cost.bound] += k.cost.total_us;
-      if (first == 0) first = p->total_us;
-      auto share = [&](Bound b) { return p->kernels_us > 0 ? 100 * bound[b] / p->kernels_us : 0; };
-      if (a->json) {
-        rows.push_back({{"gpu", gpu->name}, {"total_us", p->total_us}, {"speedup_vs_first", first / p->total_us},
-                        {"compute_share", share(Bound::kCompute) / 100}, {"dram_share", share(Bound::kDram) / 100},
-                        {"l2_share", share(Bound::kL2) / 100}, {"latency_share", share(Bound::kLatency) / 100},
-                        {"peak_memory_bytes", p->peak_memory_bytes}, {"fits_in_memory", p->fits_in_memory},
-                        {"energy_j", p->energy_j}});
-      } else {
-        fmt::print("{:<26} {:>11.3f} {:>8.2f}x {:>8.1f}% {:>8.1f}% {:>8.1f}% {:>11} {:>9.3f}{}\n", gpu->name,
-                   p->total_us / 1e3, first / p->total_us, share(Bound::kCompute), share(Bound::kDram),
-                   share(Bound::kLatency), bytes_str(static_cast<double>(p->peak_memory_bytes)), p->energy_j,
-                   p->fits_in_memory ? "" : "  (does not fit)");
-      }
+    const Session session({a->profile_dirs, {}});
+    PredictRequest req;
+    auto m = load(*a, "compare", session, req, rc);
+    if (!m) return;
+    auto rows = session.compare(*m, a->gpus, req);
+    if (!rows) {
+      fmt::print(stderr, "gpusim compare: {}\n", rows.error().message);
+      rc = predict_exit_code(rows.error());
+      return;
     }
     if (a->json) {
-      fmt::print("{}\n", nlohmann::json{{"schema", "gpusim.compare/1"}, {"model", a->model}, {"gpus", rows}}.dump(2));
+      fmt::print("{}\n", compare_document(a->model, *rows));
+      rc = 0;
+      return;
+    }
+    fmt::print("{:<26} {:>11} {:>9} {:>9} {:>9} {:>9} {:>11} {:>9}\n", "gpu", "latency_ms", "vs_first", "compute%",
+               "dram%", "latency%", "peak_mem", "energy_J");
+    const double first = rows->front().prediction.total_us;
+    for (const ComparedGpu& r : *rows) {
+      const Prediction& p = r.prediction;
+      std::map<Bound, double> bound;
+      for (const auto& k : p.kernels) bound[k.cost.bound] += k.cost.total_us;
+      auto share = [&](Bound b) { return p.kernels_us > 0 ? 100 * bound[b] / p.kernels_us : 0; };
+      fmt::print("{:<26} {:>11.3f} {:>8.2f}x {:>8.1f}% {:>8.1f}% {:>8.1f}% {:>11} {:>9.3f}{}\n", r.gpu.name,
+                 p.total_us / 1e3, first / p.total_us, share(Bound::kCompute), share(Bound::kDram),
+                 share(Bound::kLatency), bytes_str(static_cast<double>(p.peak_memory_bytes)), p.energy_j,
+                 p.fits_in_memory ? "" : "  (does not fit)");
     }
     rc = 0;
   });

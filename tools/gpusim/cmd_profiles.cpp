@@ -6,8 +6,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <exception>
@@ -18,7 +16,7 @@
 #include <vector>
 
 #include "commands.h"
-#include "gpusim/gpu_profile.h"
+#include "gpusim/gpusim.h"
 
 namespace gpusim::cli {
 namespace {
@@ -33,15 +31,6 @@ std::string num(double v) {
 
 // Exact (shortest round-trip) form for `show`.
 std::string exact(double v) { return fmt::format("{}", v); }
-
-// The best fp16-input matrix rate (any accumulate), or nullopt when the GPU has no fp16 matrix units.
-std::optional<double> best_fp16_matrix(const GpuProfile& p) {
-  std::optional<double> best;
-  for (const MatrixPeak& m : p.compute.matrix_tflops) {
-    if (m.input == Precision::kFp16 && (!best || m.tflops > *best)) best = m.tflops;
-  }
-  return best;
-}
 
 // The efficiency factors by key, with a pointer into a profile's Efficiency.
 struct EffField {
@@ -62,99 +51,12 @@ bool is_calibrated(const GpuProfile& p, const std::string& dotted) {
   return p.calibrated && p.calibrated->figures.count(dotted) > 0;
 }
 
-// "calibrated" (measured by gpusim calibrate), "profile" (set in the YAML) or "default" (README table).
-std::string efficiency_origin(const GpuProfile& p, const EffField& f) {
-  if (is_calibrated(p, std::string("efficiency.") + f.key)) return "calibrated";
-  static const Efficiency kDefaults{};
-  return p.efficiency.*f.member == kDefaults.*f.member ? "default" : "profile";
-}
-
 std::string host_link_text(const HostLinkSpec& h) {
   if (h.unified) return "unified memory (no host copies)";
   std::string link = "PCIe";
   if (h.generation > 0) link += fmt::format(" gen {}", h.generation);
   if (h.lanes > 0) link += fmt::format(" x{}", h.lanes);
   return link;
-}
-
-// ---- JSON ---------------------------------------------------------------------------------------
-
-nlohmann::json cache_json(const CacheSpec& c) {
-  if (!c.present) return nullptr;
-  return {{"size_mb", c.size_mb}, {"bandwidth_gbps", c.bandwidth_gbps}, {"latency_ns", c.latency_ns}};
-}
-
-nlohmann::json profile_json(const GpuProfile& p) {
-  nlohmann::json j;
-  j["schema"] = "gpusim.profile/1";
-  j["name"] = p.name;
-  j["display_name"] = p.display_name;
-  j["vendor"] = p.vendor;
-  j["architecture"] = p.architecture;
-  j["path"] = p.source_path;
-  j["extends_chain"] = p.extends_chain;
-  const ComputeSpec& c = p.compute;
-  nlohmann::json vec = nlohmann::json::object();
-  for (const auto& [prec, tflops] : c.vector_tflops) vec[std::string(precision_name(prec))] = tflops;
-  nlohmann::json matrix = nlohmann::json::array();
-  for (const MatrixPeak& m : c.matrix_tflops) {
-    matrix.push_back({{"dtype", std::string(precision_name(m.input))},
-                      {"accumulate", std::string(precision_name(m.accumulate))},
-                      {"tflops", m.tflops}});
-  }
-  j["compute"] = {{"units", c.units},
-                  {"boost_clock_mhz", c.boost_clock_mhz},
-                  {"base_clock_mhz", c.base_clock_mhz},
-                  {"sustained_clock_mhz", c.sustained_clock_mhz},
-                  {"warp_size", c.warp_size},
-                  {"max_threads_per_unit", c.max_threads_per_unit},
-                  {"max_blocks_per_unit", c.max_blocks_per_unit},
-                  {"max_threads_per_block", c.max_threads_per_block},
-                  {"registers_per_unit", c.registers_per_unit},
-                  {"max_registers_per_thread", c.max_registers_per_thread},
-                  {"shared_memory_per_unit_kb", c.shared_memory_per_unit_kb},
-                  {"shared_memory_per_block_kb", c.shared_memory_per_block_kb},
-                  {"vector_tflops", vec},
-                  {"matrix_tflops", matrix},
-                  {"matrix_alignment_elements", c.matrix_alignment_elements}};
-  const DramSpec& d = p.memory.dram;
-  j["memory"] = {{"dram",
-                  {{"size_gb", d.size_gb},
-                   {"bandwidth_gbps", d.bandwidth_gbps},
-                   {"bus_width_bits", d.bus_width_bits},
-                   {"type", d.type},
-                   {"latency_ns", d.latency_ns}}},
-                 {"l2", cache_json(p.memory.l2)},
-                 {"infinity_cache", cache_json(p.memory.infinity_cache)},
-                 {"l1", {{"size_per_unit_kb", p.memory.l1.size_per_unit_kb}, {"latency_ns", p.memory.l1.latency_ns}}}};
-  const HostLinkSpec& h = p.host_link;
-  j["host_link"] = {{"type", h.unified ? "unified" : "pcie"},
-                    {"generation", h.generation},
-                    {"lanes", h.lanes},
-                    {"bandwidth_gbps", h.bandwidth_gbps},
-                    {"sustained_bandwidth_gbps", h.bandwidth_gbps * p.efficiency.host_link}};
-  j["launch"] = {{"overhead_us", p.launch.overhead_us}, {"latency_floor_us", p.launch.latency_floor_us}};
-  j["power"] = {{"tdp_w", p.power.tdp_w}, {"idle_w", p.power.idle_w}};
-  nlohmann::json eff = nlohmann::json::object();
-  nlohmann::json origin = nlohmann::json::object();
-  for (const EffField& f : kEffFields) {
-    eff[f.key] = p.efficiency.*f.member;
-    origin[f.key] = efficiency_origin(p, f);
-  }
-  j["efficiency"] = eff;
-  j["efficiency_origin"] = origin;
-  if (p.calibrated) {
-    nlohmann::json figs = nlohmann::json::object();
-    for (const auto& [key, f] : p.calibrated->figures) {
-      figs[key] = {{"value", f.value}, {"p50", f.p50}, {"p95", f.p95}, {"repeats", f.repeats}, {"unit", f.unit}};
-    }
-    j["calibrated"] = {{"device", p.calibrated->device}, {"date", p.calibrated->date}, {"figures", figs}};
-  } else {
-    j["calibrated"] = nullptr;
-  }
-  j["sources"] = p.sources;
-  j["assumptions"] = p.assumptions;
-  return j;
 }
 
 // ---- show ---------------------------------------------------------------------------------------
@@ -239,7 +141,7 @@ void print_show(const GpuProfile& p) {
 
   fmt::print("\nefficiency\n");
   for (const EffField& f : kEffFields) {
-    row(f.key, fmt::format("{:<6} ({})  {}", exact(p.efficiency.*f.member), efficiency_origin(p, f), f.meaning));
+    row(f.key, fmt::format("{:<6} ({})  {}", exact(p.efficiency.*f.member), efficiency_origin(p, f.key, p.efficiency.*f.member), f.meaning));
   }
 
   if (p.calibrated) {
@@ -263,70 +165,22 @@ void print_show(const GpuProfile& p) {
   for (const std::string& a : p.assumptions) fmt::print("  - {}\n", a);
 }
 
-// ---- loading ------------------------------------------------------------------------------------
-
-// find_profile, with an exception from the YAML library (a file it cannot read, a value it cannot
-// convert) turned into an error naming the profile, so that one bad file does not end list/validate.
-Result<GpuProfile> safe_find(const std::string& name_or_path, const std::vector<std::string>& dirs) {
-  try {
-    return find_profile(name_or_path, dirs);
-  } catch (const std::exception& e) {
-    return make_error(ErrorCode::kParse, fmt::format("{}: cannot load: {}", name_or_path, e.what()));
-  }
-}
-
 // ---- list ---------------------------------------------------------------------------------------
 
-struct Loaded {
-  ProfileEntry entry;
-  Result<GpuProfile> profile;
-};
-
-std::vector<Loaded> load_all(const std::vector<std::string>& dirs) {
-  std::vector<Loaded> out;
-  for (const ProfileEntry& e : list_profiles(dirs)) out.push_back({e, safe_find(e.path, dirs)});
-  return out;
-}
-
-nlohmann::json list_entry_json(const Loaded& l) {
-  nlohmann::json j;
-  j["name"] = l.entry.name;
-  j["path"] = l.entry.path;
-  if (l.profile) {
-    const GpuProfile& p = *l.profile;
-    j["vendor"] = p.vendor;
-    j["display_name"] = p.display_name;
-    j["units"] = p.compute.units;
-    j["boost_clock_mhz"] = p.compute.boost_clock_mhz;
-    j["fp32_tflops"] = p.vector_tflops(Precision::kFp32);
-    const auto m = best_fp16_matrix(p);
-    j["fp16_matrix_tflops"] = m ? nlohmann::json(*m) : nlohmann::json(nullptr);
-    j["dram_gb"] = p.memory.dram.size_gb;
-    j["dram_bandwidth_gbps"] = p.memory.dram.bandwidth_gbps;
-    j["valid"] = true;
-  } else {
-    for (const char* k : {"vendor", "display_name", "units", "boost_clock_mhz", "fp32_tflops", "fp16_matrix_tflops",
-                          "dram_gb", "dram_bandwidth_gbps"}) {
-      j[k] = nullptr;
-    }
-    j["valid"] = false;
-    j["error"] = l.profile.error().message;
-  }
-  return j;
-}
+using Loaded = std::pair<ProfileEntry, Result<GpuProfile>>;
 
 void print_list(const std::vector<Loaded>& all) {
   size_t w = 4;
-  for (const Loaded& l : all) w = std::max(w, l.entry.name.size());
+  for (const auto& [entry, profile] : all) w = std::max(w, entry.name.size());
   fmt::print("{:<{}}  {:<7} {:>5} {:>10} {:>11} {:>12} {:>8} {:>8}\n", "name", w, "vendor", "units", "boost MHz",
              "FP32 TFLOPS", "FP16 mat TF", "DRAM GB", "GB/s");
-  for (const Loaded& l : all) {
-    if (!l.profile) {
-      fmt::print("{:<{}}  INVALID  {}\n", l.entry.name, w, l.profile.error().message);
+  for (const auto& [entry, profile] : all) {
+    if (!profile) {
+      fmt::print("{:<{}}  INVALID  {}\n", entry.name, w, profile.error().message);
       continue;
     }
-    const GpuProfile& p = *l.profile;
-    const auto m = best_fp16_matrix(p);
+    const GpuProfile& p = *profile;
+    const auto m = best_fp16_matrix_tflops(p);
     fmt::print("{:<{}}  {:<7} {:>5} {:>10} {:>11} {:>12} {:>8} {:>8}\n", p.name, w, p.vendor, p.compute.units,
                num(p.compute.boost_clock_mhz), num(p.vector_tflops(Precision::kFp32)), m ? num(*m) : "-",
                num(p.memory.dram.size_gb), num(p.memory.dram.bandwidth_gbps));
@@ -352,8 +206,8 @@ void add_profiles(CLI::App& app, int& rc) {
                   "Also search this directory for *.yaml profiles, before $GPUSIM_PROFILE_PATH and gpu_profiles/ "
                   "(repeatable)");
 
-  // The search path, or nullopt (after reporting) when a --dir is not a directory.
-  auto dirs = [args, &rc]() -> std::optional<std::vector<std::string>> {
+  // The session searching --dir first, or nullopt (after reporting) when a --dir is not a directory.
+  auto dirs = [args, &rc]() -> std::optional<Session> {
     for (const std::string& d : args->dirs) {
       if (!std::filesystem::is_directory(d)) {
         fmt::print(stderr, "{}--dir {}: not a directory\n", kPrefix, d);
@@ -361,9 +215,7 @@ void add_profiles(CLI::App& app, int& rc) {
         return std::nullopt;
       }
     }
-    std::vector<std::string> out = args->dirs;
-    for (std::string& d : default_profile_dirs()) out.push_back(std::move(d));
-    return out;
+    return Session({args->dirs, {}});
   };
 
   auto* list = cmd->add_subcommand("list", "Table of every profile: units, clock, FP32 and FP16 matrix TFLOPS, DRAM "
@@ -374,20 +226,18 @@ void add_profiles(CLI::App& app, int& rc) {
   list->callback([args, dirs, &rc] {
     const auto d = dirs();
     if (!d) return;
-    const std::vector<Loaded> all = load_all(*d);
+    const std::vector<Loaded> all = d->profiles();
     if (all.empty()) {
-      fmt::print(stderr, "{}no profiles found (searched {})\n", kPrefix, fmt::join(*d, ", "));
+      fmt::print(stderr, "{}no profiles found (searched {})\n", kPrefix, fmt::join(d->profile_dirs(), ", "));
       rc = 1;
       return;
     }
     if (args->list_json) {
-      nlohmann::json arr = nlohmann::json::array();
-      for (const Loaded& l : all) arr.push_back(list_entry_json(l));
-      fmt::print("{}\n", nlohmann::json{{"profiles", arr}}.dump(2));
+      fmt::print("{}\n", profile_list_document(all));
     } else {
       print_list(all);
     }
-    const bool any_invalid = std::any_of(all.begin(), all.end(), [](const Loaded& l) { return !l.profile.ok(); });
+    const bool any_invalid = std::any_of(all.begin(), all.end(), [](const Loaded& l) { return !l.second.ok(); });
     rc = any_invalid ? 1 : 0;
   });
 
@@ -399,14 +249,14 @@ void add_profiles(CLI::App& app, int& rc) {
   show->callback([args, dirs, &rc] {
     const auto d = dirs();
     if (!d) return;
-    auto p = safe_find(args->show_name, *d);
+    auto p = d->gpu(args->show_name);
     if (!p) {
       fmt::print(stderr, "{}{}\n", kPrefix, p.error().message);
       rc = 1;
       return;
     }
     if (args->show_json) {
-      fmt::print("{}\n", profile_json(*p).dump(2));
+      fmt::print("{}\n", profile_document(*p));
     } else {
       print_show(*p);
     }
@@ -421,14 +271,14 @@ void add_profiles(CLI::App& app, int& rc) {
     if (!d) return;
     std::vector<std::pair<std::string, Result<GpuProfile>>> results;
     if (args->validate_names.empty()) {
-      for (Loaded& l : load_all(*d)) results.emplace_back(l.entry.name, std::move(l.profile));
+      for (Loaded& l : d->profiles()) results.emplace_back(l.first.name, std::move(l.second));
       if (results.empty()) {
-        fmt::print(stderr, "{}no profiles found (searched {})\n", kPrefix, fmt::join(*d, ", "));
+        fmt::print(stderr, "{}no profiles found (searched {})\n", kPrefix, fmt::join(d->profile_dirs(), ", "));
         rc = 1;
         return;
       }
     } else {
-      for (const std::string& n : args->validate_names) results.emplace_back(n, safe_find(n, *d));
+      for (const std::string& n : args->validate_names) results.emplace_back(n, d->gpu(n));
     }
     size_t valid = 0;
     for (const auto& [name, r] : results) {

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "gpusim/documents.h"
 #include "common.h"
 #include "gpusim/measurement.h"
 #include "gpusim/runtime.h"
@@ -74,34 +75,6 @@ std::string runtime_yaml(const RuntimeModel& r, const std::string& command, cons
                    "the time) per op, measured on {}\"\n",
                    command, fmt::join(gpus, ", "));
   return s;
-}
-
-nlohmann::json stats_json(const ErrorStats& s) {
-  return {{"n", s.n},           {"mape", s.mape}, {"median_ape", s.median_ape}, {"p90_ape", s.p90_ape},
-          {"bias", s.bias},     {"kendall_tau", s.kendall_tau}};
-}
-
-nlohmann::json group_json(const ValidationGroup& g, const std::vector<Measurement>& recs) {
-  nlohmann::json worst = nlohmann::json::array();
-  for (const auto& r : g.worst) {
-    const Measurement& m = recs[r.record];
-    worst.push_back({{"op", m.op},
-                     {"dims", m.dims},
-                     {"measured_us", r.measured_us},
-                     {"predicted_us", r.predicted_us},
-                     {"kernel_us", r.kernel_us},
-                     {"roofline_us", r.roofline_us},
-                     {"bound", r.bound},
-                     {"tile", r.tile},
-                     {"kernel", m.kernel},
-                     {"source", m.source_ref}});
-  }
-  return {{"gpu", g.gpu},
-          {"profile", g.profile},
-          {"class", g.op_class},
-          {"model", stats_json(g.model)},
-          {"roofline", stats_json(g.roofline)},
-          {"worst", worst}};
 }
 
 std::string dims_text(const std::map<std::string, int64_t>& d) {
@@ -257,19 +230,8 @@ int run_validate(const ValidateArgs& a) {
     }
   }
   if (a.json) {
-    nlohmann::json groups = nlohmann::json::array(), per_gpu = nlohmann::json::array(), skipped = nlohmann::json::array();
-    for (const auto& g : rep->groups) groups.push_back(group_json(g, *recs));
-    for (const auto& g : rep->per_gpu) per_gpu.push_back(group_json(g, *recs));
-    for (const auto& s : rep->skipped) skipped.push_back({{"reason", s.reason}, {"count", s.count}});
-    nlohmann::json out = {{"schema", "gpusim.validate/1"},
-                          {"mode", a.logo ? "leave-one-gpu-out" : (a.fit ? "fit" : "datasheet")},
-                          {"truth", a.truth},
-                          {"records", recs->size()},
-                          {"runtime", a.runtime.empty() ? "per record" : a.runtime},
-                          {"groups", groups},
-                          {"per_gpu", per_gpu},
-                          {"overall", group_json(rep->overall, *recs)},
-                          {"skipped", skipped}};
+    nlohmann::json out = nlohmann::json::parse(validation_document(
+        *rep, *recs, a.logo ? "leave-one-gpu-out" : (a.fit ? "fit" : "datasheet"), a.truth, a.runtime));
     if (!a.check_against.empty()) out["regressions"] = regressions;
     fmt::print("{}\n", out.dump(1));
   } else {

@@ -1,7 +1,5 @@
 #include "common.h"
 
-#include <cctype>
-
 #include "gpusim/onnx_import.h"
 
 namespace gpusim::cli {
@@ -20,31 +18,6 @@ Result<GpuProfile> load_gpu(const std::string& name_or_path, const std::vector<s
   std::vector<std::string> dirs = extra_dirs;
   for (const std::string& d : default_profile_dirs()) dirs.push_back(d);
   return find_profile(name_or_path, dirs);
-}
-
-std::optional<GpuProfile> profile_for_device(const std::string& device_name, const std::vector<std::string>& dirs,
-                                             bool datasheet_only) {
-  auto lower = [](std::string s) {
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  };
-  const std::string dev = lower(device_name);
-  std::optional<GpuProfile> best;
-  size_t best_len = 0;
-  for (const auto& e : list_profiles(dirs)) {
-    auto p = load_profile(e.path, dirs);
-    if (!p) continue;
-    const bool calibrated = p->calibrated.has_value();
-    if (datasheet_only && calibrated) continue;
-    const std::string disp = lower(p->display_name);
-    if (disp.empty() || dev.find(disp) == std::string::npos) continue;
-    const bool better = disp.size() > best_len || (disp.size() == best_len && calibrated && !best->calibrated);
-    if (better) {
-      best = *p;
-      best_len = disp.size();
-    }
-  }
-  return best;
 }
 
 Result<DType> parse_dtype(const std::string& s) {

@@ -1,0 +1,55 @@
+// The JSON documents gpusim answers with — one function per schema, used by the CLI's --json, the
+// Python package and `gpusim serve`, so the three give the same document for the same question.
+// Schemas are documented in README.md ("JSON output"); each document carries its "schema" field.
+//
+// Usage:
+//   auto p = session.predict(model, gpu);
+//   std::string doc = gpusim::prediction_document(*p, gpu);   // {"schema": "gpusim.predict/1", ...}
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gpusim/gpu_profile.h"
+#include "gpusim/measurement.h"
+#include "gpusim/predict.h"
+#include "gpusim/result.h"
+#include "gpusim/scheduler.h"
+#include "gpusim/validate.h"
+
+namespace gpusim {
+
+struct ComparedGpu;
+struct RunReport;
+
+// gpusim.predict/1: totals, every kernel (time, bound, tile, achieved rates), transfers, notes.
+std::string prediction_document(const Prediction& p, const GpuProfile& gpu);
+// gpusim.compare/1: one row per GPU (latency, speed-up over the first, time share by bound).
+std::string compare_document(const std::string& model, const std::vector<ComparedGpu>& rows);
+// gpusim.plan-search/1: the ranked plans, each with its plan document (gpusim.plan/1) inside.
+std::string plan_search_document(const std::string& model, const Graph& g, const GpuProfile& gpu,
+                                 const SearchOptions& o, const SearchResult& r);
+// gpusim.profile/1: every figure of one profile, efficiency origins, sources, assumptions.
+std::string profile_document(const GpuProfile& p);
+// {"profiles": [...]}: one entry per profile found, loaded or with its error.
+std::string profile_list_document(const std::vector<std::pair<ProfileEntry, Result<GpuProfile>>>& all);
+// gpusim.validate/1: the report card per GPU and class; `mode` is datasheet, fit or
+// leave-one-gpu-out; `records` are the measurements the report indexes.
+std::string validation_document(const ValidationReport& rep, const std::vector<Measurement>& records,
+                                const std::string& mode, const std::string& truth, const std::string& runtime);
+// gpusim.run/1: a timed run, measured beside predicted per kernel.
+std::string run_document(const RunReport& r);
+// gpusim.error/1: {"schema", "error": {"code", "message"}} — how the service reports a failure.
+std::string error_document(const Error& e);
+std::string_view error_code_name(ErrorCode c);
+
+// Where an efficiency factor of a profile comes from: "calibrated" (measured by gpusim calibrate),
+// "profile" (set in its YAML or the vendor's fitted defaults) or "default".
+std::string efficiency_origin(const GpuProfile& p, const std::string& key, double value);
+// The best fp16-input matrix-unit peak (any accumulate); nullopt when the GPU has none.
+std::optional<double> best_fp16_matrix_tflops(const GpuProfile& p);
+
+}  // namespace gpusim

@@ -1,0 +1,275 @@
+// gpusim's library entry point: one Session for the whole pipeline an inference engine or a service
+// links — open a model, choose a GPU, predict, search plans, compile and run a plan on a backend
+// with the caller's own buffers, time it, and record the measurements in the store. The gpusim
+// command line, the Python package and `gpusim serve` are thin layers over this header, and every
+// JSON document they print comes from gpusim/documents.h, so all three answer alike.
+//
+// Errors: every call returns a Result (gpusim/result.h) whose message is the one the CLI prints
+// ("model.onnx: node "conv_7" (Conv): ..."). No exception escapes a public call: an unexpected
+// one becomes ErrorCode::kInternal with the call's name in the message.
+//
+// Thread safety:
+//   - Session: every method is const and safe to call from many threads at once on one Session.
+//   - Model, GpuProfile, Plan, Prediction: immutable values; share them freely between threads.
+//   - Program: one compiled plan on one device; use it from one thread at a time (calls on one
+//     Program are serialized by a mutex, so misuse is slow, not wrong).
+//
+// Usage:
+//   #include <gpusim/gpusim.h>
+//   gpusim::Session s;
+//   auto model = s.open_model("resnet50.onnx", {.dims = {"batch=8"}});
+//   auto gpu = s.gpu("nvidia-rtx-3060");
+//   if (!model || !gpu) { ... model.error().message ... }
+//   auto p = s.predict(*model, *gpu, {.dtype = gpusim::DType::kFloat16});
+//   std::printf("%.3f ms\n", p->total_us / 1e3);
+//   std::string doc = gpusim::prediction_document(*p, *gpu);  // schema gpusim.predict/1
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpusim/documents.h"
+#include "gpusim/gpu_profile.h"
+#include "gpusim/graph.h"
+#include "gpusim/measurement.h"
+#include "gpusim/plan.h"
+#include "gpusim/predict.h"
+#include "gpusim/result.h"
+#include "gpusim/scheduler.h"
+#include "gpusim/validate.h"
+
+namespace gpusim {
+
+// The library's version ("0.1.0").
+const char* version();
+
+// The id of a model's bytes (hex, 32 digits): Model::content_hash, the service's model_id.
+std::string content_hash(std::string_view bytes);
+
+struct SessionOptions {
+  // Directories of GPU profiles searched first (the CLI's --profiles), before $GPUSIM_PROFILE_PATH,
+  // the user's config directory and the installed profiles (gpusim/data_dirs.h).
+  std::vector<std::string> profile_dirs;
+  // Directories of runtime models (runtimes/*.yaml) searched first.
+  std::vector<std::string> runtime_dirs;
+};
+
+struct ModelOptions {
+  // Symbolic input dims, as --dim takes them: "NAME=VALUE" or "INPUT:AXIS=VALUE".
+  std::vector<std::string> dims;
+};
+
+// An imported graph (shapes inferred, weights not kept). Immutable and cheap to copy: copies share
+// one graph. `source` is the path, or the name given with the bytes.
+class Model {
+ public:
+  Model() = default;
+  bool valid() const { return state_ != nullptr; }
+  const Graph& graph() const;
+  const std::string& source() const;
+  // Hex digest of the model's bytes: the same file or upload gives the same id.
+  const std::string& content_hash() const;
+  int64_t size_bytes() const;
+
+ private:
+  friend class Session;
+  struct State;
+  std::shared_ptr<const State> state_;
+};
+
+struct PredictRequest {
+  // Re-type the graph's float tensors first (fp32, fp16, bf16); unset: the model's own types.
+  std::optional<DType> dtype;
+  // The runtime that launches the kernels: "" or "gpusim" (gpusim's executor), "cuda-graph",
+  // "pytorch-eager", or a runtime YAML file (include/gpusim/runtime.h).
+  std::string runtime;
+  // Score this plan instead of the eager one (Session::load_plan). Its own dtype applies unless
+  // `dtype` is given.
+  std::optional<Plan> plan;
+};
+
+// One GPU's prediction in a comparison.
+struct ComparedGpu {
+  GpuProfile gpu;
+  Prediction prediction;
+};
+
+// Backends that run plans for real.
+struct CompileOptions {
+  std::string backend = "cpu";  // cpu (the reference), vulkan, cuda or hip
+  int device = 0;               // index within the backend
+  // The plan to run; unset: the eager plan, with each kernel's tile chosen for `gpu` (or for the
+  // profile whose name matches the device) among those codegen generates.
+  std::optional<Plan> plan;
+  // The profile predictions and tiles use; unset: the profile matching the device's name, if any.
+  std::optional<GpuProfile> gpu;
+  DType dtype = DType::kFloat32;  // fp32 or fp16: the float type the kernels store
+  uint64_t seed = 1;              // weights a shape-only model lacks, and inputs not given
+};
+
+// A caller's buffer: `data` holds `shape`'s elements of `dtype`, densely packed, row-major.
+struct TensorView {
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+  void* data = nullptr;
+  size_t size_bytes = 0;
+};
+struct ConstTensorView {
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+  const void* data = nullptr;
+  size_t size_bytes = 0;
+};
+
+// A buffer that owns its bytes (a tensor read from a file, an output to keep).
+struct HostBuffer {
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+  std::vector<unsigned char> bytes;
+  ConstTensorView view() const { return {dtype, shape, bytes.data(), bytes.size()}; }
+};
+// A serialized ONNX TensorProto (.pb, as the ONNX test data keeps inputs) as a buffer.
+Result<HostBuffer> read_tensor_buffer(const std::string& path) noexcept;
+
+// A graph input or output as a Program sees it.
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+  size_t size_bytes = 0;
+};
+
+struct TimingOptions {
+  int repeat = 3;     // timed runs after one warm-up; per-kernel times are medians
+  bool check = false; // compare every output with the CPU reference (relative L2 error)
+};
+
+struct KernelReport {
+  int plan_kernel = 0;
+  std::string name, op_type, cls;
+  std::vector<std::string> fused_ops;  // anchor first
+  bool device = true;                  // false: ran on the host reference
+  bool fused_as_planned = true;
+  int launches = 0;
+  double measured_us = 0, min_us = 0, max_us = 0;
+  std::optional<double> predicted_us;  // when a profile was used
+  TileConfig tile;
+  std::optional<KernelWork> work;  // what it computes, when predicted (the store re-predicts it)
+};
+
+struct OutputCheck {
+  std::string output;
+  double relative_l2 = 0;  // NaN: shapes differ, or a NaN the reference does not have
+  double tolerance = 0;
+  bool pass = false;
+};
+
+struct OutputSummary {
+  std::string name;
+  std::vector<int64_t> shape;
+  DType dtype = DType::kFloat32;
+  double min = 0, max = 0, mean = 0;
+};
+
+// One timed run of a Program: the gpusim.run/1 document's content.
+struct RunReport {
+  std::string model, backend, dtype;
+  std::string device_name, device_vendor, device_driver, device_arch;
+  bool device_is_cpu = false;
+  std::optional<std::string> gpu;  // the profile predictions used
+  int repeat = 0;
+  double total_us = 0;  // sum of the kernels' medians
+  std::optional<double> predicted_us;
+  std::vector<KernelReport> kernels;  // in plan order; for the cpu backend, one per node
+  std::vector<OutputSummary> outputs;
+  std::vector<OutputCheck> checks;    // when TimingOptions::check
+  int compiled = 0, cache_hits = 0;
+  double compile_ms = 0;
+  std::string plan_source;  // "eager" or where the plan came from
+  int plan_kernels = 0;
+  std::vector<std::string> notes;
+  bool check_passed() const;
+};
+
+// A plan compiled for one device. Not copyable; see the thread-safety note above.
+class Program {
+ public:
+  struct Impl;  // opaque
+  Program(Program&&) noexcept;
+  Program& operator=(Program&&) noexcept;
+  ~Program();
+
+  const std::vector<TensorInfo>& inputs() const;
+  const std::vector<TensorInfo>& outputs() const;
+  const Plan& plan() const;
+  // Runs once: `inputs` in graph-input order (fewer: the rest from the seed); each output is
+  // written to the caller's buffer of the same index, whose dtype and shape must match outputs().
+  Status run(const std::vector<ConstTensorView>& inputs, const std::vector<TensorView>& outputs) noexcept;
+  // The timing harness: one warm-up, then `repeat` timed runs, every kernel timed with the
+  // device's timers; predictions beside measurements when a profile is known.
+  Result<RunReport> time(const std::vector<ConstTensorView>& inputs, const TimingOptions& opts = {}) noexcept;
+
+ private:
+  friend class Session;
+  explicit Program(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// A report card and the measurements it indexes (validation_document needs both).
+struct Validation {
+  std::vector<Measurement> records;
+  ValidationReport report;
+};
+
+class Session {
+ public:
+  explicit Session(SessionOptions opts = {});
+
+  // The directories profiles are searched in, in order.
+  const std::vector<std::string>& profile_dirs() const { return profile_dirs_; }
+
+  // ---- models
+  Result<Model> open_model(const std::string& path, const ModelOptions& opts = {}) const noexcept;
+  // A serialized ONNX ModelProto in memory; `name` stands for the file in messages.
+  Result<Model> open_model_bytes(std::string bytes, const std::string& name = "model.onnx",
+                                 const ModelOptions& opts = {}) const noexcept;
+
+  // ---- GPUs
+  // A profile id (`gpusim profiles list`), or a path to a .yaml profile (a calibrated one too).
+  Result<GpuProfile> gpu(const std::string& id_or_path) const noexcept;
+  // A profile from YAML text; `extends:` resolves against the session's profile directories.
+  Result<GpuProfile> gpu_from_yaml(const std::string& yaml_text, const std::string& source = "profile.yaml") const noexcept;
+  // Every profile found, each loaded or with the reason it does not load.
+  std::vector<std::pair<ProfileEntry, Result<GpuProfile>>> profiles() const noexcept;
+
+  // ---- prediction and search
+  Result<Prediction> predict(const Model& m, const GpuProfile& gpu, const PredictRequest& req = {}) const noexcept;
+  Result<std::vector<ComparedGpu>> compare(const Model& m, const std::vector<std::string>& gpus,
+                                           const PredictRequest& req = {}) const noexcept;
+  Result<SearchResult> plan(const Model& m, const GpuProfile& gpu, const SearchOptions& opts = {}) const noexcept;
+  // A plan document (schema gpusim.plan/1, from plan_to_json or `gpusim plan --out`) for `m`.
+  Result<Plan> load_plan(const Model& m, const std::string& json_text, const std::string& source = "plan.json") const noexcept;
+
+  // ---- execution
+  Result<Program> compile(const Model& m, const CompileOptions& opts = {}) const noexcept;
+
+  // ---- ground truth
+  // Measurements of a timed run, ready for the store (source "gpusim run").
+  std::vector<Measurement> measurements(const RunReport& r) const noexcept;
+  // Adds records to the SQLite store at `store_path` (created when absent).
+  Result<InsertStats> record(const std::string& store_path, const std::vector<Measurement>& records,
+                             const std::string& command = "gpusim library") const noexcept;
+  // The simulator's report card against measurements (a NeuSight CSV, run JSON, a store or a
+  // directory of them; read_measurements).
+  Result<Validation> validate(const std::string& truth_path, ValidateOptions opts = {}) const noexcept;
+
+ private:
+  std::vector<std::string> profile_dirs_;
+  std::vector<std::string> runtime_dirs_;
+};
+
+}  // namespace gpusim

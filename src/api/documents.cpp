@@ -1,0 +1,374 @@
+// The JSON documents of include/gpusim/documents.h: one place that writes each schema.
+#include "gpusim/documents.h"
+
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "gpusim/gpusim.h"
+#include "gpusim/work_json.h"
+
+namespace gpusim {
+namespace {
+
+using nlohmann::json;
+
+json kernel_json(const Prediction& p, const PlannedKernel& k) {
+  const KernelCost& c = k.cost;
+  return {{"name", k.name},
+          {"op_type", k.op_type},
+          {"class", std::string(op_class_name(k.work.cls))},
+          {"start_us", k.start_us},
+          {"time_us", c.total_us},
+          {"share", p.kernels_us > 0 ? c.total_us / p.kernels_us : 0},
+          {"bound", std::string(bound_name(c.bound))},
+          {"compute_us", c.compute_us},
+          {"dram_us", c.dram_us},
+          {"l2_us", c.l2_us},
+          {"latency_us", c.latency_us},
+          {"floor_us", c.floor_us},
+          {"ctas", c.ctas},
+          {"ctas_per_unit", c.ctas_per_unit},
+          {"occupancy_limiter", c.occupancy_limiter},
+          {"occupancy", c.occupancy},
+          {"waves", c.waves},
+          {"last_wave_fraction", c.last_wave_fraction},
+          {"matrix_units", c.matrix_units},
+          {"peak_tflops", c.peak_tflops},
+          {"achieved_tflops", p.achieved_tflops(k)},
+          {"achieved_gbps", p.achieved_gbps(k)},
+          {"macs", k.work.macs},
+          {"flops", k.work.flops.total()},
+          {"dram_bytes", c.dram_bytes},
+          {"l2_bytes", c.l2_bytes},
+          {"tile",
+           {{"block_m", c.tile.block_m}, {"block_n", c.tile.block_n}, {"block_k", c.tile.block_k},
+            {"threads", c.tile.threads}, {"stages", c.tile.stages}, {"split_k", c.tile.split_k},
+            {"vector_width", c.tile.vector_width}, {"items_per_thread", c.tile.items_per_thread}}}};
+}
+
+json cache_json(const CacheSpec& c) {
+  if (!c.present) return nullptr;
+  return {{"size_mb", c.size_mb}, {"bandwidth_gbps", c.bandwidth_gbps}, {"latency_ns", c.latency_ns}};
+}
+
+json stats_json(const ErrorStats& s) {
+  return {{"n", s.n},       {"mape", s.mape}, {"median_ape", s.median_ape}, {"p90_ape", s.p90_ape},
+          {"bias", s.bias}, {"kendall_tau", s.kendall_tau}};
+}
+
+json group_json(const ValidationGroup& g, const std::vector<Measurement>& recs) {
+  json worst = json::array();
+  for (const auto& r : g.worst) {
+    const Measurement& m = recs.at(r.record);
+    worst.push_back({{"op", m.op},
+                     {"dims", m.dims},
+                     {"measured_us", r.measured_us},
+                     {"predicted_us", r.predicted_us},
+                     {"kernel_us", r.kernel_us},
+                     {"roofline_us", r.roofline_us},
+                     {"bound", r.bound},
+                     {"tile", r.tile},
+                     {"kernel", m.kernel},
+                     {"source", m.source_ref}});
+  }
+  return {{"gpu", g.gpu},
+          {"profile", g.profile},
+          {"class", g.op_class},
+          {"model", stats_json(g.model)},
+          {"roofline", stats_json(g.roofline)},
+          {"worst", worst}};
+}
+
+}  // namespace
+
+std::string prediction_document(const Prediction& p, const GpuProfile& gpu) {
+  json ks = json::array();
+  for (const auto& k : p.kernels) ks.push_back(kernel_json(p, k));
+  json ts = json::array();
+  for (const auto& t : p.transfers) {
+    ts.push_back({{"tensor", t.tensor}, {"direction", t.to_device ? "h2d" : "d2h"}, {"bytes", t.bytes},
+                  {"start_us", t.start_us}, {"duration_us", t.duration_us}});
+  }
+  return json{{"schema", "gpusim.predict/1"},
+              {"model", p.model},
+              {"gpu", p.gpu},
+              {"gpu_display_name", gpu.display_name},
+              {"dtype", std::string(dtype_name(p.dtype))},
+              {"total_us", p.total_us},
+              {"kernels_us", p.kernels_us},
+              {"launch_bound_us", p.launch_bound_us},
+              {"runtime", p.runtime},
+              {"host_us", p.host_us},
+              {"kernel_count", p.kernels.size()},
+              {"peak_memory_bytes", p.peak_memory_bytes},
+              {"weight_bytes", p.weight_bytes},
+              {"fits_in_memory", p.fits_in_memory},
+              {"energy_j", p.energy_j},
+              {"kernels", ks},
+              {"transfers", ts},
+              {"notes", p.notes}}
+      .dump(2);
+}
+
+std::string compare_document(const std::string& model, const std::vector<ComparedGpu>& rows) {
+  json out = json::array();
+  const double first = rows.empty() ? 0 : rows.front().prediction.total_us;
+  for (const ComparedGpu& r : rows) {
+    const Prediction& p = r.prediction;
+    std::map<Bound, double> bound;
+    for (const auto& k : p.kernels) bound[k.cost.bound] += k.cost.total_us;
+    auto share = [&](Bound b) { return p.kernels_us > 0 ? bound[b] / p.kernels_us : 0.0; };
+    out.push_back({{"gpu", r.gpu.name}, {"total_us", p.total_us}, {"speedup_vs_first", first / p.total_us},
+                   {"compute_share", share(Bound::kCompute)}, {"dram_share", share(Bound::kDram)},
+                   {"l2_share", share(Bound::kL2)}, {"latency_share", share(Bound::kLatency)},
+                   {"peak_memory_bytes", p.peak_memory_bytes}, {"fits_in_memory", p.fits_in_memory},
+                   {"energy_j", p.energy_j}});
+  }
+  return json{{"schema", "gpusim.compare/1"}, {"model", model}, {"gpus", out}}.dump(2);
+}
+
+std::string plan_search_document(const std::string& model, const Graph& g, const GpuProfile& gpu,
+                                 const SearchOptions& o, const SearchResult& r) {
+  const double eager_us = r.eager.total_us;
+  json plans = json::array();
+  for (const RankedPlan& p : r.plans) {
+    plans.push_back({{"total_us", p.prediction.total_us},
+                     {"speedup_vs_eager", eager_us / p.prediction.total_us},
+                     {"kernels", p.plan.kernels.size()},
+                     {"peak_memory_bytes", p.prediction.peak_memory_bytes},
+                     {"energy_j", p.prediction.energy_j},
+                     {"objective_value", p.objective_value},
+                     {"offloaded_weights", p.plan.offloaded.size()},
+                     {"decisions", p.plan.decisions},
+                     {"plan", json::parse(plan_to_json(p.plan, g))}});
+  }
+  return json{{"schema", "gpusim.plan-search/1"},
+              {"model", model},
+              {"gpu", gpu.name},
+              {"scheduler", o.scheduler},
+              {"objective", std::string(objective_name(o.objective))},
+              {"plans_scored", r.plans_scored},
+              {"eager", {{"total_us", eager_us}, {"kernels", r.eager.kernels.size()}}},
+              {"plans", plans},
+              {"notes", r.notes}}
+      .dump(2);
+}
+
+std::optional<double> best_fp16_matrix_tflops(const GpuProfile& p) {
+  std::optional<double> best;
+  for (const MatrixPeak& m : p.compute.matrix_tflops) {
+    if (m.input == Precision::kFp16 && (!best || m.tflops > *best)) best = m.tflops;
+  }
+  return best;
+}
+
+std::string efficiency_origin(const GpuProfile& p, const std::string& key, double value) {
+  if (p.calibrated && p.calibrated->figures.count("efficiency." + key) > 0) return "calibrated";
+  static const Efficiency kDefaults{};
+  for (const auto& [k, member] : efficiency_fields()) {
+    if (k == key) return value == kDefaults.*member ? "default" : "profile";
+  }
+  return "profile";
+}
+
+std::string profile_document(const GpuProfile& p) {
+  json j;
+  j["schema"] = "gpusim.profile/1";
+  j["name"] = p.name;
+  j["display_name"] = p.display_name;
+  j["vendor"] = p.vendor;
+  j["architecture"] = p.architecture;
+  j["path"] = p.source_path;
+  j["extends_chain"] = p.extends_chain;
+  const ComputeSpec& c = p.compute;
+  json vec = json::object();
+  for (const auto& [prec, tflops] : c.vector_tflops) vec[std::string(precision_name(prec))] = tflops;
+  json matrix = json::array();
+  for (const MatrixPeak& m : c.matrix_tflops) {
+    matrix.push_back({{"dtype", std::string(precision_name(m.input))},
+                      {"accumulate", std::string(precision_name(m.accumulate))},
+                      {"tflops", m.tflops}});
+  }
+  j["compute"] = {{"units", c.units},
+                  {"boost_clock_mhz", c.boost_clock_mhz},
+                  {"base_clock_mhz", c.base_clock_mhz},
+                  {"sustained_clock_mhz", c.sustained_clock_mhz},
+                  {"warp_size", c.warp_size},
+                  {"max_threads_per_unit", c.max_threads_per_unit},
+                  {"max_blocks_per_unit", c.max_blocks_per_unit},
+                  {"max_threads_per_block", c.max_threads_per_block},
+                  {"registers_per_unit", c.registers_per_unit},
+                  {"max_registers_per_thread", c.max_registers_per_thread},
+                  {"shared_memory_per_unit_kb", c.shared_memory_per_unit_kb},
+                  {"shared_memory_per_block_kb", c.shared_memory_per_block_kb},
+                  {"vector_tflops", vec},
+                  {"matrix_tflops", matrix},
+                  {"matrix_alignment_elements", c.matrix_alignment_elements}};
+  const DramSpec& d = p.memory.dram;
+  j["memory"] = {{"dram",
+                  {{"size_gb", d.size_gb},
+                   {"bandwidth_gbps", d.bandwidth_gbps},
+                   {"bus_width_bits", d.bus_width_bits},
+                   {"type", d.type},
+                   {"latency_ns", d.latency_ns}}},
+                 {"l2", cache_json(p.memory.l2)},
+                 {"infinity_cache", cache_json(p.memory.infinity_cache)},
+                 {"l1", {{"size_per_unit_kb", p.memory.l1.size_per_unit_kb}, {"latency_ns", p.memory.l1.latency_ns}}}};
+  const HostLinkSpec& h = p.host_link;
+  j["host_link"] = {{"type", h.unified ? "unified" : "pcie"},
+                    {"generation", h.generation},
+                    {"lanes", h.lanes},
+                    {"bandwidth_gbps", h.bandwidth_gbps},
+                    {"sustained_bandwidth_gbps", h.bandwidth_gbps * p.efficiency.host_link}};
+  j["launch"] = {{"overhead_us", p.launch.overhead_us}, {"latency_floor_us", p.launch.latency_floor_us}};
+  j["power"] = {{"tdp_w", p.power.tdp_w}, {"idle_w", p.power.idle_w}};
+  json eff = json::object();
+  json origin = json::object();
+  for (const auto& [key, member] : efficiency_fields()) {
+    eff[key] = p.efficiency.*member;
+    origin[key] = efficiency_origin(p, key, p.efficiency.*member);
+  }
+  j["efficiency"] = eff;
+  j["efficiency_origin"] = origin;
+  if (p.calibrated) {
+    json figs = json::object();
+    for (const auto& [key, f] : p.calibrated->figures) {
+      figs[key] = {{"value", f.value}, {"p50", f.p50}, {"p95", f.p95}, {"repeats", f.repeats}, {"unit", f.unit}};
+    }
+    j["calibrated"] = {{"device", p.calibrated->device}, {"date", p.calibrated->date}, {"figures", figs}};
+  } else {
+    j["calibrated"] = nullptr;
+  }
+  j["sources"] = p.sources;
+  j["assumptions"] = p.assumptions;
+  return j.dump(2);
+}
+
+std::string profile_list_document(const std::vector<std::pair<ProfileEntry, Result<GpuProfile>>>& all) {
+  json arr = json::array();
+  for (const auto& [entry, profile] : all) {
+    json j;
+    j["name"] = entry.name;
+    j["path"] = entry.path;
+    if (profile) {
+      const GpuProfile& p = *profile;
+      j["vendor"] = p.vendor;
+      j["display_name"] = p.display_name;
+      j["units"] = p.compute.units;
+      j["boost_clock_mhz"] = p.compute.boost_clock_mhz;
+      j["fp32_tflops"] = p.vector_tflops(Precision::kFp32);
+      const auto m = best_fp16_matrix_tflops(p);
+      j["fp16_matrix_tflops"] = m ? json(*m) : json(nullptr);
+      j["dram_gb"] = p.memory.dram.size_gb;
+      j["dram_bandwidth_gbps"] = p.memory.dram.bandwidth_gbps;
+      j["valid"] = true;
+    } else {
+      for (const char* k : {"vendor", "display_name", "units", "boost_clock_mhz", "fp32_tflops", "fp16_matrix_tflops",
+                            "dram_gb", "dram_bandwidth_gbps"}) {
+        j[k] = nullptr;
+      }
+      j["valid"] = false;
+      j["error"] = profile.error().message;
+    }
+    arr.push_back(std::move(j));
+  }
+  return json{{"profiles", arr}}.dump(2);
+}
+
+std::string validation_document(const ValidationReport& rep, const std::vector<Measurement>& records,
+                                const std::string& mode, const std::string& truth, const std::string& runtime) {
+  json groups = json::array(), per_gpu = json::array(), skipped = json::array();
+  for (const auto& g : rep.groups) groups.push_back(group_json(g, records));
+  for (const auto& g : rep.per_gpu) per_gpu.push_back(group_json(g, records));
+  for (const auto& s : rep.skipped) skipped.push_back({{"reason", s.reason}, {"count", s.count}});
+  return json{{"schema", "gpusim.validate/1"},
+              {"mode", mode},
+              {"truth", truth},
+              {"records", records.size()},
+              {"runtime", runtime.empty() ? "per record" : runtime},
+              {"groups", groups},
+              {"per_gpu", per_gpu},
+              {"overall", group_json(rep.overall, records)},
+              {"skipped", skipped}}
+      .dump(1);
+}
+
+std::string run_document(const RunReport& r) {
+  json outs = json::array();
+  for (const OutputSummary& o : r.outputs) {
+    outs.push_back({{"name", o.name}, {"shape", o.shape}, {"dtype", std::string(dtype_name(o.dtype))},
+                    {"min", o.min}, {"max", o.max}, {"mean", o.mean}});
+  }
+  json out = {{"schema", "gpusim.run/1"}, {"model", r.model}, {"backend", r.backend}};
+  json ks = json::array();
+  if (r.backend == "cpu") {
+    json nodes = json::array();
+    for (const KernelReport& k : r.kernels) {
+      nodes.push_back({{"node", k.name}, {"op_type", k.op_type}, {"measured_us", k.measured_us}});
+    }
+    out["repeat"] = r.repeat;
+    out["total_us"] = r.total_us;
+    out["outputs"] = outs;
+    out["nodes"] = nodes;
+    out["notes"] = r.notes;
+    return out.dump(2);
+  }
+  for (const KernelReport& k : r.kernels) {
+    json j = {{"kernel", k.plan_kernel}, {"name", k.name}, {"op_type", k.op_type}, {"class", k.cls},
+              {"device", k.device}, {"fused_as_planned", k.fused_as_planned}, {"launches", k.launches},
+              {"measured_us", k.measured_us}, {"min_us", k.min_us}, {"max_us", k.max_us},
+              {"tile", tile_to_json(k.tile)}, {"fused_ops", k.fused_ops}};
+    if (k.predicted_us) {
+      if (k.work) j["work"] = work_to_json(*k.work);
+      j["predicted_us"] = *k.predicted_us;
+      j["error_pct"] = k.measured_us > 0 ? 100 * (*k.predicted_us - k.measured_us) / k.measured_us : 0.0;
+    }
+    ks.push_back(std::move(j));
+  }
+  out["device"] = {{"name", r.device_name}, {"vendor", r.device_vendor}, {"driver", r.device_driver},
+                   {"arch", r.device_arch}, {"is_cpu", r.device_is_cpu}};
+  out["dtype"] = r.dtype;
+  out["repeat"] = r.repeat;
+  out["total_us"] = r.total_us;
+  out["outputs"] = outs;
+  out["kernels"] = ks;
+  out["compile"] = {{"compiled", r.compiled}, {"cache_hits", r.cache_hits}, {"compile_ms", r.compile_ms}};
+  out["notes"] = r.notes;
+  if (r.gpu) out["gpu"] = *r.gpu;
+  if (r.predicted_us) out["predicted_us"] = *r.predicted_us;
+  if (!r.checks.empty()) {
+    json checks = json::array();
+    for (const OutputCheck& c : r.checks) {
+      checks.push_back({{"output", c.output}, {"relative_l2", std::isnan(c.relative_l2) ? -1.0 : c.relative_l2},
+                        {"tolerance", c.tolerance}, {"pass", c.pass}});
+    }
+    out["check"] = checks;
+  }
+  return out.dump(2);
+}
+
+std::string_view error_code_name(ErrorCode c) {
+  switch (c) {
+    case ErrorCode::kIo: return "io";
+    case ErrorCode::kParse: return "parse";
+    case ErrorCode::kInvalidModel: return "invalid_model";
+    case ErrorCode::kUnsupported: return "unsupported";
+    case ErrorCode::kShape: return "shape";
+    case ErrorCode::kDataDependent: return "data_dependent";
+    case ErrorCode::kInvalidArgument: return "invalid_argument";
+    case ErrorCode::kUnavailable: return "unavailable";
+    case ErrorCode::kDevice: return "device";
+    case ErrorCode::kInternal: return "internal";
+    case ErrorCode::kLimit: return "limit";
+  }
+  return "unknown";
+}
+
+std::string error_document(const Error& e) {
+  return json{{"schema", "gpusim.error/1"},
+              {"error", {{"code", std::string(error_code_name(e.code))}, {"message", e.message}}}}
+      .dump(2);
+}
+
+}  // namespace gpusim

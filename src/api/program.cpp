@@ -1,0 +1,504 @@
+// Program (include/gpusim/gpusim.h): a plan made ready for one backend, run with the caller's
+// buffers or timed with the harness. The cpu backend is the reference (fp64 accumulation) and
+// times nodes; a device backend runs the plan through codegen and times kernels with device timers.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+
+#include "executor.h"
+#include "gpusim/gpusim.h"
+#include "gpusim/tensor_data.h"
+#include "guard.h"
+#include "model_state.h"
+#include "raw_decode.h"
+#include "reference.h"
+
+namespace gpusim {
+
+using api::guarded;
+
+bool RunReport::check_passed() const {
+  return std::all_of(checks.begin(), checks.end(), [](const OutputCheck& c) { return c.pass; });
+}
+
+struct Program::Impl {
+  std::mutex mu;  // one call at a time: a device has one queue
+  std::string model;
+  CompileOptions opts;
+  Graph g0;  // as imported
+  Graph g;   // re-typed to the plan's dtype
+  Plan plan;
+  std::string plan_source;
+  std::optional<GpuProfile> gpu;
+  std::optional<Prediction> pred;
+  std::map<std::string, TensorData> weights;
+  std::unique_ptr<backend::Backend> dev;  // null for the cpu backend
+  std::vector<std::string> notes;
+  std::vector<TensorInfo> inputs, outputs;
+};
+
+Program::Program(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Program::Program(Program&&) noexcept = default;
+Program& Program::operator=(Program&&) noexcept = default;
+Program::~Program() = default;
+
+const std::vector<TensorInfo>& Program::inputs() const { return impl_->inputs; }
+const std::vector<TensorInfo>& Program::outputs() const { return impl_->outputs; }
+const Plan& Program::plan() const { return impl_->plan; }
+
+namespace {
+
+int64_t element_bytes(DType t) { return std::max(1, dtype_bits(t) / 8); }
+
+TensorInfo info_of(const Graph& g, TensorId id) {
+  const Tensor& t = g.tensor(id);
+  TensorInfo i;
+  i.name = t.name;
+  i.dtype = t.dtype;
+  i.shape = t.shape;
+  i.size_bytes = static_cast<size_t>(shape_elements(t.shape).value_or(0) * element_bytes(t.dtype));
+  return i;
+}
+
+// IEEE half from a double: round to nearest even, overflow to infinity.
+uint16_t double_to_half(double d) {
+  const float f = static_cast<float>(d);
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
+  uint32_t mant = x & 0x7fffffu;
+  if (((x >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0u));
+  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
+  if (exp <= 0) {
+    if (exp < -10) return static_cast<uint16_t>(sign);
+    mant |= 0x800000u;
+    const int shift = 14 - exp;
+    uint32_t h = mant >> shift;
+    const uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1u))) ++h;
+    return static_cast<uint16_t>(sign | h);
+  }
+  uint32_t h = (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
+  const uint32_t rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // may carry into the exponent: still right
+  return static_cast<uint16_t>(sign | h);
+}
+
+uint16_t double_to_bf16(double d) {
+  const float f = static_cast<float>(d);
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if (std::isnan(f)) return static_cast<uint16_t>((x >> 16) | 0x40u);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>(x >> 16);
+}
+
+bool supported_buffer_type(DType t) {
+  switch (t) {
+    case DType::kFloat32: case DType::kFloat64: case DType::kFloat16: case DType::kBFloat16:
+    case DType::kInt8: case DType::kUInt8: case DType::kInt16: case DType::kInt32: case DType::kInt64:
+    case DType::kBool:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string shape_text(const std::vector<int64_t>& s) { return shape_str(s); }
+
+// The caller's input buffers as host tensors, each checked against the graph's input.
+Result<std::vector<cpu::HostTensor>> host_inputs(const Graph& g, const std::vector<TensorInfo>& want,
+                                                 const std::vector<ConstTensorView>& views) {
+  if (views.size() > want.size()) {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("run: {} inputs given; the model takes {}", views.size(),
+                                                               want.size()));
+  }
+  std::vector<cpu::HostTensor> out;
+  for (size_t k = 0; k < views.size(); ++k) {
+    const ConstTensorView& v = views[k];
+    const TensorInfo& w = want[k];
+    const std::string where = fmt::format("run: input {} \"{}\"", k, w.name);
+    // A float input may come in another float type (an fp32 file for an fp16 plan): the values
+    // convert. Anything else must match.
+    if (v.dtype != w.dtype && !(dtype_is_float(v.dtype) && dtype_is_float(w.dtype))) {
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: dtype {} given, the model takes {}", where,
+                                                                 dtype_name(v.dtype), dtype_name(w.dtype)));
+    }
+    if (v.shape != w.shape) {
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: shape {} given, the model takes {} (set symbolic "
+                                                                 "dims with ModelOptions::dims)",
+                                                                 where, shape_text(v.shape), shape_text(w.shape)));
+    }
+    if (!supported_buffer_type(v.dtype)) {
+      return make_error(ErrorCode::kUnsupported, fmt::format("{}: dtype {} cannot be passed as a buffer", where,
+                                                             dtype_name(v.dtype)));
+    }
+    const size_t need = static_cast<size_t>(shape_elements(v.shape).value_or(0) * element_bytes(v.dtype));
+    if (v.size_bytes != need || (v.data == nullptr && need > 0)) {
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: the buffer holds {} bytes, {} {} needs {}", where,
+                                                                 v.data ? v.size_bytes : 0, dtype_name(v.dtype),
+                                                                 shape_text(v.shape), need));
+    }
+    cpu::HostTensor t;
+    t.dtype = w.dtype;
+    t.shape = v.shape;
+    const std::string raw(static_cast<const char*>(v.data), v.size_bytes);
+    if (!detail::decode_raw(raw, v.dtype, shape_elements(v.shape).value_or(0), t.r, t.i)) {
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: the bytes do not decode as {}", where,
+                                                                 dtype_name(v.dtype)));
+    }
+    out.push_back(std::move(t));
+  }
+  (void)g;
+  return out;
+}
+
+// The tensor's elements as packed little-endian bytes of its dtype.
+std::vector<unsigned char> encode(const cpu::HostTensor& t) {
+  const int64_t n = t.elements();
+  std::vector<unsigned char> bytes(static_cast<size_t>(n * element_bytes(t.dtype)));
+  unsigned char* p = bytes.data();
+  for (int64_t e = 0; e < n; ++e) {
+    const size_t at = static_cast<size_t>(e);
+    switch (t.dtype) {
+      case DType::kFloat32: { const float f = static_cast<float>(t.real(e)); std::memcpy(p + at * 4, &f, 4); break; }
+      case DType::kFloat64: { const double d = t.real(e); std::memcpy(p + at * 8, &d, 8); break; }
+      case DType::kFloat16: { const uint16_t h = double_to_half(t.real(e)); std::memcpy(p + at * 2, &h, 2); break; }
+      case DType::kBFloat16: { const uint16_t h = double_to_bf16(t.real(e)); std::memcpy(p + at * 2, &h, 2); break; }
+      case DType::kInt8: { const auto x = static_cast<int8_t>(t.integer(e)); std::memcpy(p + at, &x, 1); break; }
+      case DType::kUInt8: case DType::kBool: { const auto x = static_cast<uint8_t>(t.integer(e)); std::memcpy(p + at, &x, 1); break; }
+      case DType::kInt16: { const auto x = static_cast<int16_t>(t.integer(e)); std::memcpy(p + at * 2, &x, 2); break; }
+      case DType::kInt32: { const auto x = static_cast<int32_t>(t.integer(e)); std::memcpy(p + at * 4, &x, 4); break; }
+      case DType::kInt64: { const int64_t x = t.integer(e); std::memcpy(p + at * 8, &x, 8); break; }
+      default: break;
+    }
+  }
+  return bytes;
+}
+
+Status write_output(const cpu::HostTensor& t, const TensorInfo& want, const TensorView& v, size_t k) {
+  const std::string where = fmt::format("run: output {} \"{}\"", k, want.name);
+  if (t.is_sequence || t.is_string() || !supported_buffer_type(t.dtype)) {
+    return make_error(ErrorCode::kUnsupported, fmt::format("{}: a {} output cannot be returned in a buffer", where,
+                                                           t.is_sequence ? "sequence" : std::string(dtype_name(t.dtype))));
+  }
+  const size_t need = static_cast<size_t>(t.elements() * element_bytes(t.dtype));
+  if (v.dtype != t.dtype || v.shape != t.shape || v.size_bytes != need || (v.data == nullptr && need > 0)) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: the buffer is {} {} of {} bytes; the output is {} {} ({} bytes)", where,
+                                  dtype_name(v.dtype), shape_text(v.shape), v.size_bytes, dtype_name(t.dtype),
+                                  shape_text(t.shape), need));
+  }
+  const std::vector<unsigned char> bytes = encode(t);
+  if (!bytes.empty()) std::memcpy(v.data, bytes.data(), bytes.size());
+  return Ok{};
+}
+
+std::vector<OutputSummary> summarize(const Graph& g, const std::vector<cpu::HostTensor>& outputs) {
+  std::vector<OutputSummary> out;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const cpu::HostTensor& o = outputs[k];
+    OutputSummary s;
+    s.name = g.tensor(g.outputs[k]).name;
+    s.shape = o.shape;
+    s.dtype = o.dtype;
+    double sum = 0;
+    const int64_t n = o.is_sequence || o.is_string() ? 0 : o.elements();
+    for (int64_t e = 0; e < n; ++e) {
+      const double v = o.real(e);
+      s.min = e == 0 ? v : std::min(s.min, v);
+      s.max = e == 0 ? v : std::max(s.max, v);
+      sum += v;
+    }
+    s.mean = n > 0 ? sum / static_cast<double>(n) : 0.0;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Result<cpu::RunResult> reference(const Program::Impl& p, const std::vector<cpu::HostTensor>& inputs) {
+  cpu::RunOptions o;
+  o.weights = &p.weights;
+  o.seed = p.opts.seed;
+  return cpu::run_reference(p.g, inputs, o);
+}
+
+}  // namespace
+
+Result<HostBuffer> read_tensor_buffer(const std::string& path) noexcept {
+  return guarded("read_tensor_buffer", [&]() -> Result<HostBuffer> {
+    auto t = read_tensor_file(path);
+    if (!t) return t.error();
+    const cpu::HostTensor h = cpu::from_data(*t);
+    if (h.is_string() || !supported_buffer_type(h.dtype)) {
+      return make_error(ErrorCode::kUnsupported,
+                        fmt::format("{}: a {} tensor cannot be passed as a buffer", path, dtype_name(h.dtype)));
+    }
+    HostBuffer b;
+    b.dtype = h.dtype;
+    b.shape = h.shape;
+    b.bytes = encode(h);
+    return b;
+  });
+}
+
+Status Program::run(const std::vector<ConstTensorView>& inputs, const std::vector<TensorView>& outputs) noexcept {
+  return guarded("run", [&]() -> Status {
+    Impl& p = *impl_;
+    std::lock_guard<std::mutex> lock(p.mu);
+    if (outputs.size() != p.outputs.size()) {
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("run: {} output buffers given; the model has {} "
+                                                                 "outputs (Program::outputs() lists them)",
+                                                                 outputs.size(), p.outputs.size()));
+    }
+    auto in = host_inputs(p.g, p.inputs, inputs);
+    if (!in) return in.error();
+    std::vector<cpu::HostTensor> result;
+    if (!p.dev) {
+      auto r = reference(p, *in);
+      if (!r) return r.error();
+      result = std::move(r->outputs);
+    } else {
+      exec::RunOptions eo;
+      eo.weights = &p.weights;
+      eo.seed = p.opts.seed;
+      eo.repeat = 1;
+      eo.poison = false;
+      eo.fp16_storage = p.opts.dtype == DType::kFloat16;
+      auto r = exec::run_plan(*p.dev, p.g, p.plan, *in, eo);
+      if (!r) return r.error();
+      result = std::move(r->outputs);
+    }
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      if (auto s = write_output(result.at(k), p.outputs[k], outputs[k], k); !s) return s;
+    }
+    return Ok{};
+  });
+}
+
+Result<RunReport> Program::time(const std::vector<ConstTensorView>& inputs, const TimingOptions& opts) noexcept {
+  return guarded("time", [&]() -> Result<RunReport> {
+    Impl& p = *impl_;
+    std::lock_guard<std::mutex> lock(p.mu);
+    if (opts.repeat < 1) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("repeat {} is not a count of timed runs; give 1 or more", opts.repeat));
+    }
+    auto in = host_inputs(p.g, p.inputs, inputs);
+    if (!in) return in.error();
+    RunReport rep;
+    rep.model = p.model;
+    rep.backend = p.opts.backend;
+    rep.dtype = std::string(dtype_name(p.opts.dtype));
+    rep.repeat = opts.repeat;
+    rep.plan_source = p.plan_source;
+    rep.plan_kernels = static_cast<int>(p.plan.kernels.size());
+    if (!p.dev) {
+      // The reference: every node timed on the host, the median of `repeat` runs after a warm-up.
+      std::vector<std::vector<double>> times(p.g.nodes.size());
+      Result<cpu::RunResult> r = make_error(ErrorCode::kInvalidArgument, "");
+      for (int i = 0; i <= opts.repeat; ++i) {
+        r = reference(p, *in);
+        if (!r) return r.error();
+        if (i == 0) continue;
+        for (size_t n = 0; n < times.size(); ++n) times[n].push_back(r->node_us[n]);
+      }
+      std::vector<size_t> order(times.size());
+      std::vector<double> median(times.size());
+      for (size_t n = 0; n < times.size(); ++n) {
+        std::sort(times[n].begin(), times[n].end());
+        median[n] = times[n][times[n].size() / 2];
+        rep.total_us += median[n];
+        order[n] = n;
+      }
+      std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return median[x] > median[y]; });
+      for (size_t i : order) {
+        if (median[i] <= 0) continue;
+        KernelReport k;
+        k.plan_kernel = static_cast<int>(i);
+        k.name = p.g.nodes[i].name;
+        k.op_type = p.g.nodes[i].op_type;
+        k.cls = "host";
+        k.device = false;
+        k.measured_us = median[i];
+        rep.kernels.push_back(std::move(k));
+      }
+      rep.outputs = summarize(p.g, r->outputs);
+      rep.notes = r->notes;
+      if (p.g.inputs.size() > in->size()) {
+        rep.notes.push_back(fmt::format("{} inputs filled from seed {}", p.g.inputs.size() - in->size(), p.opts.seed));
+      }
+      if (opts.check) rep.notes.push_back("--check: the cpu backend is the reference itself; nothing to compare");
+      rep.device_name = "cpu reference";
+      rep.device_is_cpu = true;
+      return rep;
+    }
+    const backend::DeviceInfo& info = p.dev->info();
+    rep.device_name = info.name;
+    rep.device_vendor = info.vendor;
+    rep.device_driver = info.driver;
+    rep.device_arch = info.arch;
+    rep.device_is_cpu = info.is_cpu;
+    exec::RunOptions eo;
+    eo.weights = &p.weights;
+    eo.seed = p.opts.seed;
+    eo.repeat = opts.repeat;
+    eo.fp16_storage = p.opts.dtype == DType::kFloat16;
+    auto r = exec::run_plan(*p.dev, p.g, p.plan, *in, eo);
+    if (!r) return r.error();
+    rep.notes = r->notes;
+    for (const auto& n : p.notes) rep.notes.push_back(n);
+    if (opts.check) {
+      auto ref = reference(p, *in);
+      if (!ref) return make_error(ref.error().code, "--check: the CPU reference failed: " + ref.error().message);
+      const double tol = p.opts.dtype == DType::kFloat16 ? 2e-2 : 1e-3;
+      for (size_t k = 0; k < r->outputs.size(); ++k) {
+        const double err = exec::relative_l2(r->outputs[k], ref->outputs[k]);
+        rep.checks.push_back({p.g.tensor(p.g.outputs[k]).name, err, tol, err <= tol});  // NaN fails
+      }
+    }
+    rep.outputs = summarize(p.g, r->outputs);
+    rep.total_us = r->total_us;
+    rep.compiled = r->compile.compiled;
+    rep.cache_hits = r->compile.cache_hits;
+    rep.compile_ms = r->compile.compile_ms;
+    if (p.gpu) rep.gpu = p.gpu->name;
+    double predicted_total = 0;
+    for (const auto& k : r->kernels) {
+      KernelReport kr;
+      kr.plan_kernel = k.plan_kernel;
+      kr.name = k.name;
+      kr.op_type = k.op_type;
+      kr.cls = k.cls;
+      kr.device = k.device;
+      kr.fused_as_planned = k.fused_as_planned;
+      kr.launches = k.launches;
+      kr.measured_us = k.measured_us;
+      kr.min_us = k.min_us;
+      kr.max_us = k.max_us;
+      const PlanKernel& pk = p.plan.kernels.at(static_cast<size_t>(k.plan_kernel));
+      kr.tile = pk.tile;  // the tile it ran with, as codegen generates it (and as it was priced)
+      const int anchor = pk.nodes.empty() ? -1 : pk.nodes.at(static_cast<size_t>(pk.anchor));
+      if (anchor >= 0) kr.fused_ops.push_back(p.g.nodes.at(static_cast<size_t>(anchor)).op_type);
+      for (int n : pk.nodes) {
+        if (n != anchor) kr.fused_ops.push_back(p.g.nodes.at(static_cast<size_t>(n)).op_type);
+      }
+      if (p.pred) {
+        const PlannedKernel& pk2 = p.pred->kernels.at(static_cast<size_t>(k.plan_kernel));
+        kr.predicted_us = pk2.cost.total_us;
+        kr.work = pk2.work;
+        predicted_total += pk2.cost.total_us;
+      }
+      rep.kernels.push_back(std::move(kr));
+    }
+    if (p.pred) rep.predicted_us = predicted_total;
+    return rep;
+  });
+}
+
+Result<Program> Session::compile(const Model& m, const CompileOptions& opts) const noexcept {
+  return guarded("compile", [&]() -> Result<Program> {
+    if (!m.valid()) {
+      return make_error(ErrorCode::kInvalidArgument, "compile: the Model is empty; open one with Session::open_model first");
+    }
+    const std::string& b = opts.backend;
+    if (b != "cpu" && b != "vulkan" && b != "cuda" && b != "hip") {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("--backend \"{}\" is not a backend; choose cpu, vulkan, cuda or hip", b));
+    }
+    if (opts.dtype != DType::kFloat32 && opts.dtype != DType::kFloat16) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("--dtype {} is not supported by the backends yet; use fp32 or fp16",
+                                    dtype_name(opts.dtype)));
+    }
+    auto impl = std::make_unique<Program::Impl>();
+    Program::Impl& p = *impl;
+    p.model = m.source();
+    p.opts = opts;
+    p.g0 = m.graph();
+    auto weights = m.state_->from_bytes ? read_model_tensors_bytes(m.state_->bytes, m.source())
+                                        : read_model_tensors(m.source());
+    if (!weights) return weights.error();
+    p.weights = std::move(*weights);
+    const DType dtype = opts.dtype;
+    if (b == "cpu") {
+      p.g = p.g0;
+      p.plan_source = "reference";
+    } else {
+      auto dev = backend::open(b, opts.device);
+      if (!dev) return dev.error();
+      p.dev = std::move(*dev);
+      const backend::DeviceInfo& info = p.dev->info();
+      if (opts.gpu) {
+        p.gpu = *opts.gpu;
+      } else {
+        p.gpu = profile_for_device(info.name, profile_dirs_);
+        if (p.gpu) {
+          p.notes.push_back(fmt::format("predictions use profile {} (matched the device name; --gpu picks another)",
+                                        p.gpu->name));
+        } else {
+          p.notes.push_back(fmt::format("no profile matches device \"{}\": kernels use default tiles and nothing is "
+                                        "predicted (--gpu NAME picks a profile; gpusim calibrate makes one for this "
+                                        "device)",
+                                        info.name));
+        }
+      }
+      // The plan: the caller's, or eager (one kernel per op; tiles from the profile's cost model
+      // when there is one, else each generator's default).
+      if (opts.plan) {
+        p.plan = *opts.plan;
+        p.plan_source = "given";
+        if (dtype != DType::kFloat32 || !p.plan.dtype) p.plan.dtype = dtype;
+      } else if (p.gpu) {
+        // Each kernel gets the cost model's best tile among those codegen generates as priced (no
+        // split-K, scalar loads), so the prediction prices the kernel that runs.
+        p.plan = eager_plan(dtype == DType::kFloat32 ? p.g0 : retype(p.g0, dtype), make_device(*p.gpu),
+                            codegen::generated_tile);
+        p.plan.dtype = dtype;
+        p.plan_source = "eager";
+      } else {
+        for (size_t i = 0; i < p.g0.nodes.size(); ++i) {
+          if (!runs_on_device(p.g0, p.g0.nodes[i])) continue;
+          PlanKernel k;
+          k.nodes = {static_cast<int>(i)};
+          p.plan.kernels.push_back(k);
+        }
+        p.plan.dtype = dtype;
+        p.plan_source = "eager";
+      }
+      p.g = p.plan.dtype && *p.plan.dtype != DType::kFloat32 ? retype(p.g0, *p.plan.dtype) : p.g0;
+      // A plan's split-K is not generated, nor vector widths outside fused elementwise kernels
+      // (or ones that do not divide the kernel's elements): price each tile as it runs.
+      int regenerated = 0;
+      const GraphIndex idx = index_graph(p.g);
+      for (PlanKernel& k : p.plan.kernels) {
+        if (k.nodes.empty() || k.anchor < 0 || k.anchor >= static_cast<int>(k.nodes.size())) continue;  // validate_plan says why
+        const bool attention = std::find(k.fusions.begin(), k.fusions.end(), "attention") != k.fusions.end();
+        const TileConfig t = codegen::as_generated(k.tile, group_work(p.g, idx, k.nodes, k.anchor, attention, k.recomputed));
+        regenerated += t.split_k != k.tile.split_k || t.vector_width != k.tile.vector_width;
+        k.tile = t;
+      }
+      if (regenerated > 0) {
+        p.notes.push_back(fmt::format("{} kernel(s) of the plan ask for split-K, or for a vector width that codegen "
+                                      "does not generate for their class and size: they run, and are predicted, with "
+                                      "split_k 1 and the vector width that runs (1 outside fused elementwise kernels)",
+                                      regenerated));
+      }
+      if (p.gpu) {
+        if (auto v = validate_plan(p.plan, p.g, make_device(*p.gpu)); !v) return v.error();
+        auto pr = predict_plan(p.g0, p.plan, *p.gpu);
+        if (!pr) return pr.error();
+        p.pred = std::move(*pr);
+      }
+    }
+    for (TensorId id : p.g.inputs) p.inputs.push_back(info_of(p.g, id));
+    for (TensorId id : p.g.outputs) p.outputs.push_back(info_of(p.g, id));
+    return Program(std::move(impl));
+  });
+}
+
+}  // namespace gpusim

@@ -1,0 +1,215 @@
+// The Session API (include/gpusim/gpusim.h): models, GPUs, prediction, search and the store. The
+// compiled-plan half (Program) is in program.cpp.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+
+#include "gpusim/gpusim.h"
+#include "gpusim/onnx_import.h"
+#include "gpusim/runtime.h"
+#include "guard.h"
+#include "model_state.h"
+
+namespace gpusim {
+
+using api::guarded;
+
+const char* version() { return GPUSIM_VERSION; }
+
+const Graph& Model::graph() const { return state_->graph; }
+const std::string& Model::source() const { return state_->source; }
+const std::string& Model::content_hash() const { return state_->hash; }
+int64_t Model::size_bytes() const { return state_->size_bytes; }
+
+// 128-bit FNV-1a (two 64-bit lanes with different offsets), hex: an id, not a security measure.
+std::string content_hash(std::string_view bytes) {
+  uint64_t a = 0xcbf29ce484222325ULL, b = 0x84222325cbf29ce4ULL;
+  for (const unsigned char c : bytes) {
+    a = (a ^ c) * 0x100000001b3ULL;
+    b = (b ^ c) * 0x100000001b3ULL;
+    b ^= b >> 29;
+  }
+  return fmt::format("{:016x}{:016x}", a, b);
+}
+
+namespace {
+
+Result<ImportOptions> import_options(const ModelOptions& o) {
+  ImportOptions io;
+  for (const std::string& d : o.dims) {
+    auto kv = parse_dim_override(d);
+    if (!kv) return kv.error();
+    io.dims[kv->first] = kv->second;
+  }
+  return io;
+}
+
+Error invalid_model_handle(const char* call) {
+  return make_error(ErrorCode::kInvalidArgument,
+                    fmt::format("{}: the Model is empty; open one with Session::open_model first", call));
+}
+
+}  // namespace
+
+Session::Session(SessionOptions opts) : profile_dirs_(std::move(opts.profile_dirs)), runtime_dirs_(std::move(opts.runtime_dirs)) {
+  for (std::string& d : default_profile_dirs()) profile_dirs_.push_back(std::move(d));
+  for (std::string& d : default_runtime_dirs()) runtime_dirs_.push_back(std::move(d));
+}
+
+Result<Model> Session::open_model(const std::string& path, const ModelOptions& opts) const noexcept {
+  return guarded("open_model", [&]() -> Result<Model> {
+    auto io = import_options(opts);
+    if (!io) return io.error();
+    auto g = import_onnx(path, *io);
+    if (!g) return g.error();
+    auto st = std::make_shared<Model::State>();
+    st->graph = std::move(*g);
+    st->source = path;
+    std::ifstream f(path, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    st->hash = content_hash(bytes);
+    st->size_bytes = static_cast<int64_t>(bytes.size());
+    Model m;
+    m.state_ = std::move(st);
+    return m;
+  });
+}
+
+Result<Model> Session::open_model_bytes(std::string bytes, const std::string& name, const ModelOptions& opts) const noexcept {
+  return guarded("open_model_bytes", [&]() -> Result<Model> {
+    auto io = import_options(opts);
+    if (!io) return io.error();
+    auto g = import_onnx_bytes(bytes, name, *io);
+    if (!g) return g.error();
+    auto st = std::make_shared<Model::State>();
+    st->graph = std::move(*g);
+    st->source = name;
+    st->hash = content_hash(bytes);
+    st->size_bytes = static_cast<int64_t>(bytes.size());
+    st->bytes = std::move(bytes);
+    st->from_bytes = true;
+    Model m;
+    m.state_ = std::move(st);
+    return m;
+  });
+}
+
+Result<GpuProfile> Session::gpu(const std::string& id_or_path) const noexcept {
+  return guarded("gpu", [&]() -> Result<GpuProfile> { return find_profile(id_or_path, profile_dirs_); });
+}
+
+Result<GpuProfile> Session::gpu_from_yaml(const std::string& yaml_text, const std::string& source) const noexcept {
+  return guarded("gpu_from_yaml", [&]() -> Result<GpuProfile> { return load_profile_yaml(yaml_text, source, profile_dirs_); });
+}
+
+std::vector<std::pair<ProfileEntry, Result<GpuProfile>>> Session::profiles() const noexcept {
+  std::vector<std::pair<ProfileEntry, Result<GpuProfile>>> out;
+  try {
+    for (const ProfileEntry& e : list_profiles(profile_dirs_)) {
+      // One bad file never ends the listing: its error stands in its row.
+      out.emplace_back(e, guarded("profiles", [&]() -> Result<GpuProfile> { return find_profile(e.path, profile_dirs_); }));
+    }
+  } catch (...) {
+    // The directory walk itself failed (a directory removed meanwhile): what was listed stands.
+  }
+  return out;
+}
+
+namespace {
+
+Result<Prediction> predict_impl(const Graph& g, const GpuProfile& gpu, const PredictRequest& req,
+                                const std::vector<std::string>& runtime_dirs) {
+  std::optional<RuntimeModel> runtime;
+  if (!req.runtime.empty()) {
+    auto r = find_runtime(req.runtime, runtime_dirs);
+    if (!r) return make_error(r.error().code, "--runtime: " + r.error().message);
+    runtime = std::move(*r);
+  }
+  if (!req.plan) return predict(g, gpu, PredictOptions(req.dtype, runtime));
+  Plan plan = *req.plan;
+  if (req.dtype) plan.dtype = req.dtype;
+  if (auto v = validate_plan(plan, plan.dtype ? retype(g, *plan.dtype) : g, make_device(gpu)); !v) return v.error();
+  return predict_plan(g, plan, gpu, PredictOptions(std::nullopt, runtime));
+}
+
+}  // namespace
+
+Result<Prediction> Session::predict(const Model& m, const GpuProfile& gpu, const PredictRequest& req) const noexcept {
+  return guarded("predict", [&]() -> Result<Prediction> {
+    if (!m.valid()) return invalid_model_handle("predict");
+    return predict_impl(m.graph(), gpu, req, runtime_dirs_);
+  });
+}
+
+Result<std::vector<ComparedGpu>> Session::compare(const Model& m, const std::vector<std::string>& gpus,
+                                                  const PredictRequest& req) const noexcept {
+  return guarded("compare", [&]() -> Result<std::vector<ComparedGpu>> {
+    if (!m.valid()) return invalid_model_handle("compare");
+    if (gpus.empty()) return make_error(ErrorCode::kInvalidArgument, "compare: no GPUs given; name at least one profile");
+    std::vector<ComparedGpu> rows;
+    // Every profile first, so a bad name fails before any prediction is made.
+    for (const std::string& name : gpus) {
+      auto p = find_profile(name, profile_dirs_);
+      if (!p) return p.error();
+      rows.push_back({std::move(*p), {}});
+    }
+    for (ComparedGpu& r : rows) {
+      auto p = predict_impl(m.graph(), r.gpu, req, runtime_dirs_);
+      if (!p) return p.error();
+      r.prediction = std::move(*p);
+    }
+    return rows;
+  });
+}
+
+Result<SearchResult> Session::plan(const Model& m, const GpuProfile& gpu, const SearchOptions& opts) const noexcept {
+  return guarded("plan", [&]() -> Result<SearchResult> {
+    if (!m.valid()) return invalid_model_handle("plan");
+    auto r = search(m.graph(), gpu, opts);
+    if (!r) return r.error();
+    if (r->plans.empty()) return make_error(ErrorCode::kInvalidArgument, "plan: the search produced no plan");
+    return r;
+  });
+}
+
+Result<Plan> Session::load_plan(const Model& m, const std::string& json_text, const std::string& source) const noexcept {
+  return guarded("load_plan", [&]() -> Result<Plan> {
+    if (!m.valid()) return invalid_model_handle("load_plan");
+    return plan_from_json(json_text, source, m.graph());
+  });
+}
+
+std::vector<Measurement> Session::measurements(const RunReport& r) const noexcept {
+  try {
+    if (r.backend == "cpu") return {};  // the reference times nodes on the host: not kernel truth
+    auto recs = parse_run_json(run_document(r), r.model);
+    return recs ? std::move(*recs) : std::vector<Measurement>{};
+  } catch (...) {
+    return {};
+  }
+}
+
+Result<InsertStats> Session::record(const std::string& store_path, const std::vector<Measurement>& records,
+                                    const std::string& command) const noexcept {
+  return guarded("record", [&]() -> Result<InsertStats> {
+    auto store = MeasurementStore::open(store_path);
+    if (!store) return store.error();
+    return store->insert(records, command);
+  });
+}
+
+Result<Validation> Session::validate(const std::string& truth_path, ValidateOptions opts) const noexcept {
+  return guarded("validate", [&]() -> Result<Validation> {
+    auto recs = read_measurements(truth_path);
+    if (!recs) return recs.error();
+    for (const std::string& d : profile_dirs_) opts.profile_dirs.push_back(d);
+    auto rep = gpusim::validate(*recs, opts);
+    if (!rep) return rep.error();
+    return Validation{std::move(*recs), std::move(*rep)};
+  });
+}
+
+}  // namespace gpusim

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The install test: installs the built gpusim into a temporary prefix, builds the example consumer
+# (examples/predict_consumer) against it with find_package(gpusim CONFIG), and runs both it and the
+# installed gpusim program from outside the source and build trees, with no profile path set, so
+# that they can only find their profiles in <prefix>/share/gpusim.
+# Usage: install_consumer.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+prefix="$work/prefix"
+
+cmake --install "$build" --prefix "$prefix" >/dev/null
+test -f "$prefix/include/gpusim/gpusim.h"
+test -f "$prefix/share/gpusim/gpu_profiles/nvidia/nvidia-rtx-3060.yaml"
+test -x "$prefix/bin/gpusim"
+
+cmake -S "$src/examples/predict_consumer" -B "$work/example" -DCMAKE_PREFIX_PATH="$prefix" \
+      -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$work/example" -j2 >/dev/null
+
+# Nothing but the installation: no profile path, a fresh home, a working directory elsewhere.
+unset GPUSIM_PROFILE_PATH GPUSIM_RUNTIME_PATH
+export HOME="$work/home" XDG_CONFIG_HOME="$work/home/.config"
+mkdir -p "$HOME"
+cp "$src/models/mobilenet_v2.onnx" "$work/model.onnx"
+cd "$work"
+
+"$work/example/predict_consumer" model.onnx nvidia-rtx-3060 | tee "$work/consumer.txt"
+grep -q "^eager " "$work/consumer.txt"
+grep -q "^fused " "$work/consumer.txt"
+grep -q "^ran " "$work/consumer.txt"
+
+"$prefix/bin/gpusim" profiles list --json > "$work/profiles.json"
+grep -q "\"$prefix/share/gpusim/gpu_profiles" "$work/profiles.json"
+"$prefix/bin/gpusim" predict model.onnx --gpu nvidia-rtx-3060 --runtime pytorch-eager --json > "$work/predict.json"
+grep -q '"schema": "gpusim.predict/1"' "$work/predict.json"
+
+# A calibrated profile in the user's config directory is found by name.
+mkdir -p "$XDG_CONFIG_HOME/gpusim/profiles"
+cat > "$XDG_CONFIG_HOME/gpusim/profiles/my-3060.yaml" <<'YAML'
+schema: gpusim.profile/1
+name: my-3060
+extends: nvidia-rtx-3060
+display_name: My RTX 3060
+YAML
+"$prefix/bin/gpusim" predict model.onnx --gpu my-3060 --json | grep -q '"gpu": "my-3060"'
+echo "install test: ok ($prefix)"
