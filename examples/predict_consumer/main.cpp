@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   }
   std::vector<std::vector<unsigned char>> storage;
   std::vector<gpusim::TensorView> outs;
-  for (const gpusim::TensorInfo& o : program->outputs()) {
+  for (const gpusim::TensorSpec& o : program->outputs()) {
     storage.emplace_back(o.size_bytes);
     outs.push_back({o.dtype, o.shape, storage.back().data(), o.size_bytes});
   }

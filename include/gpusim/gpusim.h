@@ -136,7 +136,7 @@ struct HostBuffer {
 Result<HostBuffer> read_tensor_buffer(const std::string& path) noexcept;
 
 // A graph input or output as a Program sees it.
-struct TensorInfo {
+struct TensorSpec {
   std::string name;
   DType dtype = DType::kFloat32;
   std::vector<int64_t> shape;
@@ -203,8 +203,8 @@ class Program {
   Program& operator=(Program&&) noexcept;
   ~Program();
 
-  const std::vector<TensorInfo>& inputs() const;
-  const std::vector<TensorInfo>& outputs() const;
+  const std::vector<TensorSpec>& inputs() const;
+  const std::vector<TensorSpec>& outputs() const;
   const Plan& plan() const;
   // Runs once: `inputs` in graph-input order (fewer: the rest from the seed); each output is
   // written to the caller's buffer of the same index, whose dtype and shape must match outputs().

@@ -28,6 +28,7 @@ enum class ErrorCode {
   kInvalidArgument,
   kUnavailable,  // a backend, driver or device that is not present at run time
   kDevice,       // a device or compiler reported an error (compile log, launch failure)
+  kNotFound,     // a name that is not there: a GPU profile, a runtime, an uploaded model's id
   kInternal,     // a bug: an unexpected exception caught at a public entry point
   kLimit,        // a request over a service limit (body, model size, time)
 };

@@ -359,6 +359,7 @@ std::string_view error_code_name(ErrorCode c) {
     case ErrorCode::kInvalidArgument: return "invalid_argument";
     case ErrorCode::kUnavailable: return "unavailable";
     case ErrorCode::kDevice: return "device";
+    case ErrorCode::kNotFound: return "not_found";
     case ErrorCode::kInternal: return "internal";
     case ErrorCode::kLimit: return "limit";
   }

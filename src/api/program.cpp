@@ -37,7 +37,7 @@ struct Program::Impl {
   std::map<std::string, TensorData> weights;
   std::unique_ptr<backend::Backend> dev;  // null for the cpu backend
   std::vector<std::string> notes;
-  std::vector<TensorInfo> inputs, outputs;
+  std::vector<TensorSpec> inputs, outputs;
 };
 
 Program::Program(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -45,17 +45,17 @@ Program::Program(Program&&) noexcept = default;
 Program& Program::operator=(Program&&) noexcept = default;
 Program::~Program() = default;
 
-const std::vector<TensorInfo>& Program::inputs() const { return impl_->inputs; }
-const std::vector<TensorInfo>& Program::outputs() const { return impl_->outputs; }
+const std::vector<TensorSpec>& Program::inputs() const { return impl_->inputs; }
+const std::vector<TensorSpec>& Program::outputs() const { return impl_->outputs; }
 const Plan& Program::plan() const { return impl_->plan; }
 
 namespace {
 
 int64_t element_bytes(DType t) { return std::max(1, dtype_bits(t) / 8); }
 
-TensorInfo info_of(const Graph& g, TensorId id) {
+TensorSpec info_of(const Graph& g, TensorId id) {
   const Tensor& t = g.tensor(id);
-  TensorInfo i;
+  TensorSpec i;
   i.name = t.name;
   i.dtype = t.dtype;
   i.shape = t.shape;
@@ -111,7 +111,7 @@ bool supported_buffer_type(DType t) {
 std::string shape_text(const std::vector<int64_t>& s) { return shape_str(s); }
 
 // The caller's input buffers as host tensors, each checked against the graph's input.
-Result<std::vector<cpu::HostTensor>> host_inputs(const Graph& g, const std::vector<TensorInfo>& want,
+Result<std::vector<cpu::HostTensor>> host_inputs(const Graph& g, const std::vector<TensorSpec>& want,
                                                  const std::vector<ConstTensorView>& views) {
   if (views.size() > want.size()) {
     return make_error(ErrorCode::kInvalidArgument, fmt::format("run: {} inputs given; the model takes {}", views.size(),
@@ -120,7 +120,7 @@ Result<std::vector<cpu::HostTensor>> host_inputs(const Graph& g, const std::vect
   std::vector<cpu::HostTensor> out;
   for (size_t k = 0; k < views.size(); ++k) {
     const ConstTensorView& v = views[k];
-    const TensorInfo& w = want[k];
+    const TensorSpec& w = want[k];
     const std::string where = fmt::format("run: input {} \"{}\"", k, w.name);
     // A float input may come in another float type (an fp32 file for an fp16 plan): the values
     // convert. Anything else must match.
@@ -180,7 +180,7 @@ std::vector<unsigned char> encode(const cpu::HostTensor& t) {
   return bytes;
 }
 
-Status write_output(const cpu::HostTensor& t, const TensorInfo& want, const TensorView& v, size_t k) {
+Status write_output(const cpu::HostTensor& t, const TensorSpec& want, const TensorView& v, size_t k) {
   const std::string where = fmt::format("run: output {} \"{}\"", k, want.name);
   if (t.is_sequence || t.is_string() || !supported_buffer_type(t.dtype)) {
     return make_error(ErrorCode::kUnsupported, fmt::format("{}: a {} output cannot be returned in a buffer", where,

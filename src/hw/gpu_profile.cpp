@@ -137,7 +137,7 @@ Result<GpuProfile> find_profile(const std::string& name_or_path, const std::vect
   }
   std::string known;
   for (const ProfileEntry& e : list_profiles(dirs)) known += (known.empty() ? "" : ", ") + e.name;
-  return make_error(ErrorCode::kInvalidArgument,
+  return make_error(ErrorCode::kNotFound,
                     "no GPU profile named \"" + name_or_path + "\"; known profiles: " +
                         (known.empty() ? std::string("(none found)") : known) +
                         " (or pass a path to a .yaml file; `gpusim profiles list` shows them)");

@@ -45,5 +45,6 @@ name: my-3060
 extends: nvidia-rtx-3060
 display_name: My RTX 3060
 YAML
-"$prefix/bin/gpusim" predict model.onnx --gpu my-3060 --json | grep -q '"gpu": "my-3060"'
+"$prefix/bin/gpusim" predict model.onnx --gpu my-3060 --json > "$work/mine.json"
+grep -q '"gpu": "my-3060"' "$work/mine.json"
 echo "install test: ok ($prefix)"

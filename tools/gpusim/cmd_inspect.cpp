@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "gpusim/gpusim.h"
 #include "format.h"
 #include "gpusim/graph_summary.h"
 #include "gpusim/onnx_import.h"
@@ -122,13 +123,13 @@ void add_inspect(CLI::App& app, int& rc) {
   cmd->add_option("--dim", args->dims, "Set a symbolic input dim: NAME=VALUE or INPUT:AXIS=VALUE (repeatable)");
   cmd->add_flag("--json", args->json, "Print machine-readable JSON (schema gpusim.inspect/1, see README)");
   cmd->callback([args, &rc] {
-    auto g = load_model(args->model, args->dims);
-    if (!g) {
-      fmt::print(stderr, "gpusim inspect: {}\n", g.error().message);
-      rc = exit_code(g.error());
+    auto m = Session().open_model(args->model, {args->dims});
+    if (!m) {
+      fmt::print(stderr, "gpusim inspect: {}\n", m.error().message);
+      rc = exit_code(m.error());
       return;
     }
-    const GraphSummary s = summarize(*g);
+    const GraphSummary s = summarize(m->graph());
     if (args->json) {
       fmt::print("{}\n", to_json(s).dump(2));
     } else {

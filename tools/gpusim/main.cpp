@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   gpusim::cli::add_validate(app, rc);
   gpusim::cli::add_truth(app, rc);
   gpusim::cli::add_profiles(app, rc);
+  gpusim::cli::add_serve(app, rc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,76 @@
+// gpusim serve: the Session API over HTTP/JSON (cpp-httplib). The routes, their request bodies and
+// their answers are documented in openapi.json beside this file, which /openapi.json serves as is.
+//
+//   GET  /healthz                 liveness and counters
+//   GET  /openapi.json            the OpenAPI 3 document
+//   GET  /v1/profiles             every GPU profile (as `gpusim profiles list --json`)
+//   GET  /v1/profiles/{name}      one profile (gpusim.profile/1)
+//   POST /v1/models               upload an ONNX model (raw bytes); answers its id (content hash)
+//   POST /v1/predict              gpusim.predict/1
+//   POST /v1/compare              gpusim.compare/1
+//   POST /v1/plan                 gpusim.plan-search/1
+//   POST /v1/validate             gpusim.validate/1 against the server's --truth or posted runs
+//
+// Requests name a model by "model_id" (from /v1/models), carry it base64-encoded in
+// "model_base64", or POST the raw ONNX bytes with the options as query parameters. Errors are
+// gpusim.error/1 documents with a 4xx (the request) or 5xx (the server) status.
+//
+// Work runs on a pool of `workers` threads with a bounded queue: a full queue answers 503 at once,
+// and a request that runs past `request_timeout_s` answers 504 (its computation finishes in the
+// background and is dropped; the pool bounds how many can). Uploaded models are kept by content
+// hash in a cache bounded in bytes, least recently used first out.
+//
+// Usage:
+//   gpusim::serve::Service svc({.port = 0});
+//   auto port = svc.bind();          // a free port when 0
+//   std::thread t([&] { svc.run(); });
+//   ... svc.stop(); t.join();
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpusim/result.h"
+
+namespace gpusim::serve {
+
+struct ServiceOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;                 // 0: any free port (bind() returns it)
+  int workers = 0;                 // compute threads; 0: the hardware's
+  int queue = 64;                  // requests waiting for a worker before 503
+  int64_t max_body_bytes = 64ll << 20;
+  int64_t max_model_bytes = 32ll << 20;
+  double request_timeout_s = 60;
+  int64_t model_cache_bytes = 256ll << 20;  // uploaded model bytes kept
+  int imported_cache_entries = 16;          // imported graphs kept (per model and dims)
+  std::vector<std::string> profile_dirs;    // searched first, as --profiles
+  std::string truth;                        // measurements /v1/validate uses by default ("" none)
+};
+
+class Service {
+ public:
+  explicit Service(ServiceOptions opts);
+  ~Service();
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  // Binds the listening socket; returns the port (the chosen one when opts.port is 0).
+  Result<int> bind();
+  // Serves until stop(); in-flight requests finish first.
+  Status run();
+  // Stops accepting, lets in-flight requests finish, and makes run() return. Safe from any thread.
+  void stop();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// The OpenAPI document the service serves (src/serve/openapi.json, compiled in).
+const std::string& openapi_document();
+
+}  // namespace gpusim::serve

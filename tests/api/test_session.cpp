@@ -1,0 +1,262 @@
+// The Session API (include/gpusim/gpusim.h): one entry for models, GPUs, prediction, search,
+// execution with the caller's buffers and the store; documents equal to the CLI's.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <thread>
+
+#include "gpusim/gpusim.h"
+#include "guard.h"
+#include "support/onnx_builder.h"
+#include "support/run_cli.h"
+
+namespace gpusim {
+namespace {
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+// y = Relu(x + b) with x [2,3] and b a constant with data.
+std::string small_model() {
+  test::OnnxBuilder b;
+  b.input("x", 1, {2, 3});
+  auto* init = b.graph().add_initializer();
+  *init = test::f32_tensor({3}, {0.5f, -1.0f, 2.0f});
+  init->set_name("b");
+  b.node("Add", {"x", "b"}, {"s"}, "add");
+  b.node("Relu", {"s"}, {"y"}, "relu");
+  b.output("y");
+  return b.write("session_small.onnx");
+}
+
+}  // namespace
+
+TEST_CASE("a Session opens models from paths and bytes, with dims, and names what is wrong", "[api]") {
+  const Session s;
+  const std::string path = test::source_dir() + "/models/bert_base_seq128.onnx";
+  auto by_path = s.open_model(path, {{"batch=1"}});
+  REQUIRE(by_path);
+  auto by_bytes = s.open_model_bytes(file_bytes(path), "bert.onnx", {{"batch=1"}});
+  REQUIRE(by_bytes);
+  CHECK(by_path->content_hash() == by_bytes->content_hash());
+  CHECK(by_path->content_hash().size() == 32);
+  CHECK(by_bytes->source() == "bert.onnx");
+  CHECK(by_path->graph().nodes.size() == by_bytes->graph().nodes.size());
+
+  auto bad_dim = s.open_model(path, {{"batch"}});
+  REQUIRE_FALSE(bad_dim);
+  CHECK_THAT(bad_dim.error().message, Catch::Contains("--dim \"batch\""));
+  auto garbage = s.open_model_bytes("not a model at all", "upload.onnx");
+  REQUIRE_FALSE(garbage);
+  CHECK_THAT(garbage.error().message, Catch::StartsWith("upload.onnx: "));
+  auto empty = s.open_model_bytes("", "empty.onnx");
+  REQUIRE_FALSE(empty);
+  CHECK_THAT(empty.error().message, Catch::Contains("empty.onnx: the model is empty (0 bytes)"));
+  auto missing = s.open_model("/no/such/model.onnx");
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().code == ErrorCode::kIo);
+  // A default Model is refused with the fix, not dereferenced.
+  auto p = s.predict(Model{}, *s.gpu("nvidia-t4"));
+  REQUIRE_FALSE(p);
+  CHECK_THAT(p.error().message, Catch::Contains("the Model is empty; open one with Session::open_model first"));
+}
+
+TEST_CASE("a Session takes GPUs by id, path or YAML text, and lists the installed profiles", "[api]") {
+  const Session s;
+  auto by_id = s.gpu("nvidia-rtx-3060");
+  REQUIRE(by_id);
+  auto by_path = s.gpu(by_id->source_path);
+  REQUIRE(by_path);
+  CHECK(by_path->name == "nvidia-rtx-3060");
+  // Profiles come from the installed data (build/share/gpusim in a build tree), never the sources.
+  CHECK(by_id->source_path.find("/share/gpusim/gpu_profiles/") != std::string::npos);
+  auto yaml = s.gpu_from_yaml("schema: gpusim.profile/1\nname: my-card\nextends: nvidia-rtx-3060\n"
+                              "display_name: My card\n",
+                              "my-card.yaml");
+  REQUIRE(yaml);
+  CHECK(yaml->compute.units == by_id->compute.units);
+  auto wrong_name = s.gpu_from_yaml("schema: gpusim.profile/1\nname: other\nextends: nvidia-rtx-3060\n", "my-card.yaml");
+  REQUIRE_FALSE(wrong_name);
+  CHECK_THAT(wrong_name.error().message, Catch::Contains("does not match the file name \"my-card\""));
+  auto not_yaml = s.gpu_from_yaml("name: [unclosed", "text.yaml");
+  REQUIRE_FALSE(not_yaml);
+  CHECK_THAT(not_yaml.error().message, Catch::StartsWith("text.yaml:1:"));
+  auto unknown = s.gpu("no-such-gpu");
+  REQUIRE_FALSE(unknown);
+  const auto all = s.profiles();
+  CHECK(all.size() >= 30);
+  for (const auto& [entry, profile] : all) CHECK(profile.ok());
+}
+
+TEST_CASE("Session documents are the CLI's documents", "[api][cli]") {
+  const Session s;
+  const std::string path = test::source_dir() + "/models/resnet50.onnx";
+  auto m = s.open_model(path);
+  REQUIRE(m);
+  auto gpu = s.gpu("nvidia-t4");
+  REQUIRE(gpu);
+  PredictRequest req;
+  req.dtype = DType::kFloat16;
+  auto p = s.predict(*m, *gpu, req);
+  REQUIRE(p);
+  const auto cli = test::run_gpusim("predict " + path + " --gpu nvidia-t4 --dtype fp16 --json");
+  REQUIRE(cli.rc == 0);
+  CHECK(nlohmann::json::parse(prediction_document(*p, *gpu)) == nlohmann::json::parse(cli.out));
+
+  auto rows = s.compare(*m, {"nvidia-t4", "amd-mi300x"});
+  REQUIRE(rows);
+  const auto cli_cmp = test::run_gpusim("compare " + path + " --gpus nvidia-t4,amd-mi300x --json");
+  REQUIRE(cli_cmp.rc == 0);
+  CHECK(nlohmann::json::parse(compare_document(path, *rows)) == nlohmann::json::parse(cli_cmp.out));
+  // Every GPU is checked before any is predicted.
+  auto bad = s.compare(*m, {"nvidia-t4", "no-such-gpu"});
+  REQUIRE_FALSE(bad);
+  CHECK_THAT(bad.error().message, Catch::Contains("no-such-gpu"));
+
+  SearchOptions o;
+  auto plans = s.plan(*m, *gpu, o);
+  REQUIRE(plans);
+  const auto cli_plan = test::run_gpusim("plan " + path + " --gpu nvidia-t4 --json");
+  REQUIRE(cli_plan.rc == 0);
+  CHECK(nlohmann::json::parse(plan_search_document(path, m->graph(), *gpu, o, *plans)) ==
+        nlohmann::json::parse(cli_plan.out));
+  // A plan document loads back and scores as it did in the search.
+  auto plan = s.load_plan(*m, plan_to_json(plans->plans.front().plan, m->graph()), "best.json");
+  REQUIRE(plan);
+  PredictRequest with_plan;
+  with_plan.plan = *plan;
+  auto scored = s.predict(*m, *gpu, with_plan);
+  REQUIRE(scored);
+  CHECK(scored->total_us == Approx(plans->plans.front().prediction.total_us).epsilon(1e-9));
+}
+
+TEST_CASE("many threads predicting on one Session get the single-threaded answer", "[api][threads]") {
+  const Session s;
+  auto m = s.open_model(test::source_dir() + "/models/mobilenet_v2.onnx");
+  REQUIRE(m);
+  auto gpu = s.gpu("nvidia-rtx-3060");
+  REQUIRE(gpu);
+  PredictRequest req;
+  req.dtype = DType::kFloat16;
+  req.runtime = "pytorch-eager";
+  auto expected = s.predict(*m, *gpu, req);
+  REQUIRE(expected);
+  const std::string want = prediction_document(*expected, *gpu);
+  constexpr int kThreads = 8, kEach = 6;
+  std::vector<int> same(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        // Half the threads also load the GPU and the model themselves: those paths are shared too.
+        auto g = t % 2 ? s.gpu("nvidia-rtx-3060") : Result<GpuProfile>(*gpu);
+        auto p = g ? s.predict(*m, *g, req) : Result<Prediction>(g.error());
+        if (p && prediction_document(*p, *g) == want) ++same[static_cast<size_t>(t)];
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) CHECK(same[static_cast<size_t>(t)] == kEach);
+}
+
+TEST_CASE("a Program runs with the caller's buffers and checks them", "[api][run]") {
+  const Session s;
+  auto m = s.open_model(small_model());
+  REQUIRE(m);
+  auto prog = s.compile(*m);  // the cpu reference
+  REQUIRE(prog);
+  REQUIRE(prog->inputs().size() == 1);
+  REQUIRE(prog->outputs().size() == 1);
+  CHECK(prog->inputs()[0].size_bytes == 24);
+  std::vector<float> x = {1, 2, 3, -4, -5, -6}, y(6, -1);
+  ConstTensorView in{DType::kFloat32, {2, 3}, x.data(), x.size() * 4};
+  TensorView out{DType::kFloat32, {2, 3}, y.data(), y.size() * 4};
+  REQUIRE(prog->run({in}, {out}));
+  CHECK(y == std::vector<float>{1.5f, 1.0f, 5.0f, 0.0f, 0.0f, 0.0f});
+
+  TensorView short_out{DType::kFloat32, {2, 3}, y.data(), 8};
+  auto bad = prog->run({in}, {short_out});
+  REQUIRE_FALSE(bad);
+  CHECK_THAT(bad.error().message, Catch::Contains("run: output 0 \"y\": the buffer is fp32 [2, 3] of 8 bytes"));
+  ConstTensorView wrong_shape{DType::kFloat32, {3, 2}, x.data(), x.size() * 4};
+  auto bad_in = prog->run({wrong_shape}, {out});
+  REQUIRE_FALSE(bad_in);
+  CHECK_THAT(bad_in.error().message, Catch::Contains("run: input 0 \"x\": shape [3, 2] given, the model takes [2, 3]"));
+  std::vector<int64_t> ints(6);
+  ConstTensorView wrong_type{DType::kInt64, {2, 3}, ints.data(), 48};
+  auto bad_type = prog->run({wrong_type}, {out});
+  REQUIRE_FALSE(bad_type);
+  CHECK_THAT(bad_type.error().message, Catch::Contains("dtype int64 given, the model takes fp32"));
+  auto no_out = prog->run({in}, {});
+  REQUIRE_FALSE(no_out);
+  CHECK_THAT(no_out.error().message, Catch::Contains("0 output buffers given; the model has 1 outputs"));
+
+  // The timing harness is its own call.
+  auto r = prog->time({in}, TimingOptions{2, false});
+  REQUIRE(r);
+  CHECK(r->backend == "cpu");
+  CHECK(r->repeat == 2);
+  CHECK(r->outputs.at(0).max == Approx(5.0));
+  auto zero = prog->time({in}, TimingOptions{0, false});
+  REQUIRE_FALSE(zero);
+  CHECK_THAT(zero.error().message, Catch::Contains("repeat 0 is not a count of timed runs"));
+
+  CompileOptions tpu;
+  tpu.backend = "tpu";
+  auto bad_backend = s.compile(*m, tpu);
+  REQUIRE_FALSE(bad_backend);
+  CHECK_THAT(bad_backend.error().message, Catch::Contains("--backend \"tpu\" is not a backend"));
+}
+
+TEST_CASE("a timed device run becomes measurements in the store", "[api][run][vulkan]") {
+  const Session s;
+  auto m = s.open_model(small_model());
+  REQUIRE(m);
+  auto gpu = s.gpu("lavapipe");
+  REQUIRE(gpu);
+  CompileOptions co;
+  co.backend = "vulkan";
+  co.gpu = *gpu;
+  auto prog = s.compile(*m, co);
+  if (!prog && prog.error().code == ErrorCode::kUnavailable) {
+    WARN("no Vulkan device: " << prog.error().message);
+    return;
+  }
+  REQUIRE(prog);
+  auto r = prog->time({}, TimingOptions{1, true});
+  REQUIRE(r);
+  CHECK(r->check_passed());
+  REQUIRE(r->predicted_us);
+  const auto recs = s.measurements(*r);
+  REQUIRE(recs.size() == r->kernels.size());
+  CHECK(recs.front().source == "gpusim run");
+  const std::string db = test::temp_dir() + "/session_store.db";
+  std::remove(db.c_str());
+  auto st = s.record(db, recs, "test");
+  REQUIRE(st);
+  CHECK(st->added == static_cast<int64_t>(recs.size()));
+  auto again = s.record(db, recs, "test");
+  REQUIRE(again);
+  CHECK(again->added == 0);
+}
+
+TEST_CASE("an exception inside a public call becomes an internal error, never a terminate", "[api]") {
+  const Result<int> thrown = api::guarded("predict", []() -> Result<int> { throw std::out_of_range("vector::at"); });
+  REQUIRE_FALSE(thrown);
+  CHECK(thrown.error().code == ErrorCode::kInternal);
+  CHECK_THAT(thrown.error().message, Catch::StartsWith("predict: internal error: vector::at"));
+  const Result<int> oom = api::guarded("plan", []() -> Result<int> { throw std::bad_alloc(); });
+  REQUIRE_FALSE(oom);
+  CHECK_THAT(oom.error().message, Catch::Contains("plan: out of memory"));
+  const Result<int> odd = api::guarded("run", []() -> Result<int> { throw 42; });
+  REQUIRE_FALSE(odd);
+  CHECK_THAT(odd.error().message, Catch::Contains("unknown exception"));
+}
+
+}  // namespace gpusim
