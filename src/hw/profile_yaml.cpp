@@ -7,6 +7,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <iterator>
+#include <fstream>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -296,19 +298,10 @@ Result<YAML::Node> read_yaml(const std::string& path) {
   if (!fs::is_regular_file(path)) {
     return make_error(ErrorCode::kIo, fmt::format("{}: is not a regular file (a directory?); pass a .yaml profile", path));
   }
-  try {
-    YAML::Node n = YAML::LoadFile(path);
-    if (!n.IsMap()) {
-      return make_error(ErrorCode::kParse, fmt::format("{}: a profile must be a YAML mapping (see gpu_profiles/README.md)",
-                                                       path));
-    }
-    return n;
-  } catch (const YAML::Exception& e) {
-    return make_error(ErrorCode::kParse, fmt::format("{}:{}:{}: not valid YAML: {}", path, e.mark.line + 1,
-                                                     e.mark.column + 1, e.msg));
-  } catch (const std::exception& e) {
-    return make_error(ErrorCode::kIo, fmt::format("{}: cannot read: {}", path, e.what()));
-  }
+  std::ifstream f(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (!f && !f.eof()) return make_error(ErrorCode::kIo, fmt::format("{}: cannot read the file", path));
+  return parse_yaml_text(text, path);
 }
 
 // Numeric leaves under the datasheet sections, as dotted paths (list elements as path[i]); every
