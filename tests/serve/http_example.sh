@@ -14,8 +14,8 @@ url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$out")
 test -n "$url"
 cd "$src"
 answer=$(examples/http/predict.sh "$url" models/resnet50.onnx)
-echo "$answer" | grep -q '"schema": "gpusim.predict/1"'
-echo "$answer" | grep -q '"gpu": "nvidia-rtx-3060"'
+grep -q '"schema": "gpusim.predict/1"' <<< "$answer"
+grep -q '"gpu": "nvidia-rtx-3060"' <<< "$answer"
 kill -TERM "$pid"
 wait "$pid"
 grep -q "gpusim serve: stopped" "$out"

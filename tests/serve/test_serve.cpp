@@ -85,7 +85,7 @@ TEST_CASE("serve: /healthz, /openapi.json (the file in the repo) and unknown pat
   CHECK_THAT(error_message(none), Catch::Contains("GET /v1/nope: no such endpoint"));
 }
 
-TEST_CASE("serve: upload once, predict by id; the answers are the library's documents", "[serve]") {
+TEST_CASE("serve: a model uploaded once is predicted by id, and the answers are the library documents", "[serve]") {
   Running s(small_service());
   auto c = s.client();
   const std::string path = test::source_dir() + "/models/resnet50.onnx";
