@@ -14,53 +14,12 @@
 #include <limits>
 
 #include "gpusim/kernel_work.h"
+#include "raw_decode.h"
 
 namespace gpusim::exec {
 
 namespace {
 
-uint16_t to_half(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  const int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
-  uint32_t mant = x & 0x7fffffu;
-  if (((x >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0u));  // inf/nan
-  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);                                           // overflow
-  if (exp <= 0) {                                                                                         // subnormal
-    if (exp < -10) return static_cast<uint16_t>(sign);
-    mant |= 0x800000u;
-    const int shift = 14 - exp;
-    uint32_t h = mant >> shift;
-    const uint32_t rem = mant & ((1u << shift) - 1);
-    const uint32_t half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1u))) ++h;
-    return static_cast<uint16_t>(sign | h);
-  }
-  uint32_t h = (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
-  const uint32_t rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // round to nearest even (may carry into exp)
-  return static_cast<uint16_t>(sign | h);
-}
-
-float from_half(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu;
-  const uint32_t mant = h & 0x3ffu;
-  float f;
-  if (exp == 0) {
-    f = std::ldexp(static_cast<float>(mant), -24);
-    return sign ? -f : f;
-  }
-  uint32_t x;
-  if (exp == 31) {
-    x = sign | 0x7f800000u | (mant << 13);
-  } else {
-    x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-  }
-  std::memcpy(&f, &x, 4);
-  return f;
-}
 
 cpu::HostTensor from_value(const Tensor& t) {
   cpu::HostTensor h;
@@ -334,7 +293,7 @@ class Runner {
       } else if (s == codegen::Storage::kF16) {
         uint16_t v;
         std::memcpy(&v, &bytes[kk * 2], 2);
-        h.r[kk] = from_half(v);
+        h.r[kk] = static_cast<float>(detail::half_to_double(v));
       } else {
         int32_t v;
         std::memcpy(&v, &bytes[kk * 4], 4);
@@ -360,7 +319,7 @@ class Runner {
         const auto f = static_cast<float>(h.real(k));
         std::memcpy(&bytes[kk * 4], &f, 4);
       } else if (s == codegen::Storage::kF16) {
-        const uint16_t v = to_half(static_cast<float>(h.real(k)));
+        const uint16_t v = detail::float_to_half(static_cast<float>(h.real(k)));
         std::memcpy(&bytes[kk * 2], &v, 2);
       } else {
         const int64_t v = h.integer(k);

@@ -38,6 +38,8 @@ enum class DType : int {
 int dtype_bits(DType t);
 std::string_view dtype_name(DType t);  // "fp32", "int64", "bf16", ...
 std::optional<DType> dtype_from_onnx(int onnx_type);  // nullopt for codes gpusim does not know
+// "fp32" | "fp16" | "bf16": the float types a graph may be re-typed to (--dtype); nullopt otherwise.
+std::optional<DType> float_dtype_from_name(std::string_view name);
 bool dtype_is_float(DType t);    // fp64/32/16, bf16, fp8 variants
 bool dtype_is_integer(DType t);  // signed and unsigned ints, bool excluded
 

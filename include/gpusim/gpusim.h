@@ -71,7 +71,8 @@ class Model {
   bool valid() const { return state_ != nullptr; }
   const Graph& graph() const;
   const std::string& source() const;
-  // Hex digest of the model's bytes: the same file or upload gives the same id.
+  // Hex digest of the model's bytes: the same file or upload gives the same id. A file is read
+  // for it on the first call (not when opened).
   const std::string& content_hash() const;
   int64_t size_bytes() const;
 

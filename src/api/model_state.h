@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 #include "gpusim/gpusim.h"
@@ -11,7 +12,10 @@ namespace gpusim {
 struct Model::State {
   Graph graph;
   std::string source;
-  std::string hash;
+  // The digest of the bytes: set at once for bytes; for a file, read on the first content_hash()
+  // call, so opening a model (every CLI command) never reads its weights only to hash them.
+  mutable std::once_flag hash_once;
+  mutable std::string hash;
   int64_t size_bytes = 0;
   std::string bytes;  // kept for models opened from memory: the executor reads their weights
   bool from_bytes = false;

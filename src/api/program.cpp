@@ -28,8 +28,7 @@ struct Program::Impl {
   std::mutex mu;  // one call at a time: a device has one queue
   std::string model;
   CompileOptions opts;
-  Graph g0;  // as imported
-  Graph g;   // re-typed to the plan's dtype
+  Graph g;  // as imported, re-typed to the plan's dtype
   Plan plan;
   std::string plan_source;
   std::optional<GpuProfile> gpu;
@@ -63,40 +62,6 @@ TensorSpec info_of(const Graph& g, TensorId id) {
   return i;
 }
 
-// IEEE half from a double: round to nearest even, overflow to infinity.
-uint16_t double_to_half(double d) {
-  const float f = static_cast<float>(d);
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  const int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
-  uint32_t mant = x & 0x7fffffu;
-  if (((x >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0u));
-  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
-  if (exp <= 0) {
-    if (exp < -10) return static_cast<uint16_t>(sign);
-    mant |= 0x800000u;
-    const int shift = 14 - exp;
-    uint32_t h = mant >> shift;
-    const uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1u))) ++h;
-    return static_cast<uint16_t>(sign | h);
-  }
-  uint32_t h = (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
-  const uint32_t rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // may carry into the exponent: still right
-  return static_cast<uint16_t>(sign | h);
-}
-
-uint16_t double_to_bf16(double d) {
-  const float f = static_cast<float>(d);
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if (std::isnan(f)) return static_cast<uint16_t>((x >> 16) | 0x40u);
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return static_cast<uint16_t>(x >> 16);
-}
-
 bool supported_buffer_type(DType t) {
   switch (t) {
     case DType::kFloat32: case DType::kFloat64: case DType::kFloat16: case DType::kBFloat16:
@@ -108,10 +73,8 @@ bool supported_buffer_type(DType t) {
   }
 }
 
-std::string shape_text(const std::vector<int64_t>& s) { return shape_str(s); }
-
 // The caller's input buffers as host tensors, each checked against the graph's input.
-Result<std::vector<cpu::HostTensor>> host_inputs(const Graph& g, const std::vector<TensorSpec>& want,
+Result<std::vector<cpu::HostTensor>> host_inputs(const std::vector<TensorSpec>& want,
                                                  const std::vector<ConstTensorView>& views) {
   if (views.size() > want.size()) {
     return make_error(ErrorCode::kInvalidArgument, fmt::format("run: {} inputs given; the model takes {}", views.size(),
@@ -131,7 +94,7 @@ Result<std::vector<cpu::HostTensor>> host_inputs(const Graph& g, const std::vect
     if (v.shape != w.shape) {
       return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: shape {} given, the model takes {} (set symbolic "
                                                                  "dims with ModelOptions::dims)",
-                                                                 where, shape_text(v.shape), shape_text(w.shape)));
+                                                                 where, shape_str(v.shape), shape_str(w.shape)));
     }
     if (!supported_buffer_type(v.dtype)) {
       return make_error(ErrorCode::kUnsupported, fmt::format("{}: dtype {} cannot be passed as a buffer", where,
@@ -141,7 +104,7 @@ Result<std::vector<cpu::HostTensor>> host_inputs(const Graph& g, const std::vect
     if (v.size_bytes != need || (v.data == nullptr && need > 0)) {
       return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: the buffer holds {} bytes, {} {} needs {}", where,
                                                                  v.data ? v.size_bytes : 0, dtype_name(v.dtype),
-                                                                 shape_text(v.shape), need));
+                                                                 shape_str(v.shape), need));
     }
     cpu::HostTensor t;
     t.dtype = w.dtype;
@@ -153,7 +116,6 @@ Result<std::vector<cpu::HostTensor>> host_inputs(const Graph& g, const std::vect
     }
     out.push_back(std::move(t));
   }
-  (void)g;
   return out;
 }
 
@@ -167,8 +129,8 @@ std::vector<unsigned char> encode(const cpu::HostTensor& t) {
     switch (t.dtype) {
       case DType::kFloat32: { const float f = static_cast<float>(t.real(e)); std::memcpy(p + at * 4, &f, 4); break; }
       case DType::kFloat64: { const double d = t.real(e); std::memcpy(p + at * 8, &d, 8); break; }
-      case DType::kFloat16: { const uint16_t h = double_to_half(t.real(e)); std::memcpy(p + at * 2, &h, 2); break; }
-      case DType::kBFloat16: { const uint16_t h = double_to_bf16(t.real(e)); std::memcpy(p + at * 2, &h, 2); break; }
+      case DType::kFloat16: { const uint16_t h = detail::float_to_half(static_cast<float>(t.real(e))); std::memcpy(p + at * 2, &h, 2); break; }
+      case DType::kBFloat16: { const uint16_t h = detail::float_to_bf16(static_cast<float>(t.real(e))); std::memcpy(p + at * 2, &h, 2); break; }
       case DType::kInt8: { const auto x = static_cast<int8_t>(t.integer(e)); std::memcpy(p + at, &x, 1); break; }
       case DType::kUInt8: case DType::kBool: { const auto x = static_cast<uint8_t>(t.integer(e)); std::memcpy(p + at, &x, 1); break; }
       case DType::kInt16: { const auto x = static_cast<int16_t>(t.integer(e)); std::memcpy(p + at * 2, &x, 2); break; }
@@ -190,8 +152,8 @@ Status write_output(const cpu::HostTensor& t, const TensorSpec& want, const Tens
   if (v.dtype != t.dtype || v.shape != t.shape || v.size_bytes != need || (v.data == nullptr && need > 0)) {
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("{}: the buffer is {} {} of {} bytes; the output is {} {} ({} bytes)", where,
-                                  dtype_name(v.dtype), shape_text(v.shape), v.size_bytes, dtype_name(t.dtype),
-                                  shape_text(t.shape), need));
+                                  dtype_name(v.dtype), shape_str(v.shape), v.size_bytes, dtype_name(t.dtype),
+                                  shape_str(t.shape), need));
   }
   const std::vector<unsigned char> bytes = encode(t);
   if (!bytes.empty()) std::memcpy(v.data, bytes.data(), bytes.size());
@@ -255,7 +217,7 @@ Status Program::run(const std::vector<ConstTensorView>& inputs, const std::vecto
                                                                  "outputs (Program::outputs() lists them)",
                                                                  outputs.size(), p.outputs.size()));
     }
-    auto in = host_inputs(p.g, p.inputs, inputs);
+    auto in = host_inputs(p.inputs, inputs);
     if (!in) return in.error();
     std::vector<cpu::HostTensor> result;
     if (!p.dev) {
@@ -288,7 +250,7 @@ Result<RunReport> Program::time(const std::vector<ConstTensorView>& inputs, cons
       return make_error(ErrorCode::kInvalidArgument,
                         fmt::format("repeat {} is not a count of timed runs; give 1 or more", opts.repeat));
     }
-    auto in = host_inputs(p.g, p.inputs, inputs);
+    auto in = host_inputs(p.inputs, inputs);
     if (!in) return in.error();
     RunReport rep;
     rep.model = p.model;
@@ -419,14 +381,14 @@ Result<Program> Session::compile(const Model& m, const CompileOptions& opts) con
     Program::Impl& p = *impl;
     p.model = m.source();
     p.opts = opts;
-    p.g0 = m.graph();
+    const Graph& g0 = m.graph();
     auto weights = m.state_->from_bytes ? read_model_tensors_bytes(m.state_->bytes, m.source())
                                         : read_model_tensors(m.source());
     if (!weights) return weights.error();
     p.weights = std::move(*weights);
     const DType dtype = opts.dtype;
     if (b == "cpu") {
-      p.g = p.g0;
+      p.g = g0;
       p.plan_source = "reference";
     } else {
       auto dev = backend::open(b, opts.device);
@@ -456,13 +418,13 @@ Result<Program> Session::compile(const Model& m, const CompileOptions& opts) con
       } else if (p.gpu) {
         // Each kernel gets the cost model's best tile among those codegen generates as priced (no
         // split-K, scalar loads), so the prediction prices the kernel that runs.
-        p.plan = eager_plan(dtype == DType::kFloat32 ? p.g0 : retype(p.g0, dtype), make_device(*p.gpu),
+        p.plan = eager_plan(dtype == DType::kFloat32 ? g0 : retype(g0, dtype), make_device(*p.gpu),
                             codegen::generated_tile);
         p.plan.dtype = dtype;
         p.plan_source = "eager";
       } else {
-        for (size_t i = 0; i < p.g0.nodes.size(); ++i) {
-          if (!runs_on_device(p.g0, p.g0.nodes[i])) continue;
+        for (size_t i = 0; i < g0.nodes.size(); ++i) {
+          if (!runs_on_device(g0, g0.nodes[i])) continue;
           PlanKernel k;
           k.nodes = {static_cast<int>(i)};
           p.plan.kernels.push_back(k);
@@ -470,7 +432,7 @@ Result<Program> Session::compile(const Model& m, const CompileOptions& opts) con
         p.plan.dtype = dtype;
         p.plan_source = "eager";
       }
-      p.g = p.plan.dtype && *p.plan.dtype != DType::kFloat32 ? retype(p.g0, *p.plan.dtype) : p.g0;
+      p.g = p.plan.dtype && *p.plan.dtype != DType::kFloat32 ? retype(g0, *p.plan.dtype) : g0;
       // A plan's split-K is not generated, nor vector widths outside fused elementwise kernels
       // (or ones that do not divide the kernel's elements): price each tile as it runs.
       int regenerated = 0;
@@ -490,7 +452,7 @@ Result<Program> Session::compile(const Model& m, const CompileOptions& opts) con
       }
       if (p.gpu) {
         if (auto v = validate_plan(p.plan, p.g, make_device(*p.gpu)); !v) return v.error();
-        auto pr = predict_plan(p.g0, p.plan, *p.gpu);
+        auto pr = predict_plan(g0, p.plan, *p.gpu);
         if (!pr) return pr.error();
         p.pred = std::move(*pr);
       }

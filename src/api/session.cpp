@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -21,7 +22,18 @@ const char* version() { return GPUSIM_VERSION; }
 
 const Graph& Model::graph() const { return state_->graph; }
 const std::string& Model::source() const { return state_->source; }
-const std::string& Model::content_hash() const { return state_->hash; }
+const std::string& Model::content_hash() const {
+  const State& st = *state_;
+  std::call_once(st.hash_once, [&st] {
+    if (st.from_bytes) {
+      st.hash = gpusim::content_hash(st.bytes);
+      return;
+    }
+    std::ifstream f(st.source, std::ios::binary);
+    st.hash = gpusim::content_hash(std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>()));
+  });
+  return st.hash;
+}
 int64_t Model::size_bytes() const { return state_->size_bytes; }
 
 // 128-bit FNV-1a (two 64-bit lanes with different offsets), hex: an id, not a security measure.
@@ -68,10 +80,9 @@ Result<Model> Session::open_model(const std::string& path, const ModelOptions& o
     auto st = std::make_shared<Model::State>();
     st->graph = std::move(*g);
     st->source = path;
-    std::ifstream f(path, std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    st->hash = content_hash(bytes);
-    st->size_bytes = static_cast<int64_t>(bytes.size());
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    st->size_bytes = ec ? 0 : static_cast<int64_t>(size);
     Model m;
     m.state_ = std::move(st);
     return m;
@@ -87,7 +98,6 @@ Result<Model> Session::open_model_bytes(std::string bytes, const std::string& na
     auto st = std::make_shared<Model::State>();
     st->graph = std::move(*g);
     st->source = name;
-    st->hash = content_hash(bytes);
     st->size_bytes = static_cast<int64_t>(bytes.size());
     st->bytes = std::move(bytes);
     st->from_bytes = true;

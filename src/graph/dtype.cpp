@@ -18,6 +18,13 @@ int dtype_bits(DType t) {
   return 0;
 }
 
+std::optional<DType> float_dtype_from_name(std::string_view name) {
+  if (name == "fp32") return DType::kFloat32;
+  if (name == "fp16") return DType::kFloat16;
+  if (name == "bf16") return DType::kBFloat16;
+  return std::nullopt;
+}
+
 std::string_view dtype_name(DType t) {
   switch (t) {
     case DType::kUndefined: return "undefined";

@@ -1,6 +1,7 @@
 // Internal: decoding ONNX tensor payloads (little-endian raw bytes, fp16 and bf16 bit patterns),
 // shared by the importer's small constants (tensor_value.cpp) and the tensor-data reader
-// (tensor_data.cpp).
+// (tensor_data.cpp); and the fp16/bf16 encoders the executor's uploads and the API's output
+// buffers use.
 #pragma once
 
 #include <cmath>
@@ -24,6 +25,40 @@ inline double bf16_to_double(uint16_t b) {
   float f;
   std::memcpy(&f, &bits, 4);
   return f;
+}
+
+// IEEE half from a float: round to nearest even, overflow to infinity, NaN kept a NaN.
+inline uint16_t float_to_half(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
+  uint32_t mant = x & 0x7fffffu;
+  if (((x >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0u));  // inf/nan
+  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);                                           // overflow
+  if (exp <= 0) {                                                                                         // subnormal
+    if (exp < -10) return static_cast<uint16_t>(sign);
+    mant |= 0x800000u;
+    const int shift = 14 - exp;
+    uint32_t h = mant >> shift;
+    const uint32_t rem = mant & ((1u << shift) - 1);
+    const uint32_t half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1u))) ++h;
+    return static_cast<uint16_t>(sign | h);
+  }
+  uint32_t h = (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
+  const uint32_t rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // round to nearest even (may carry into exp)
+  return static_cast<uint16_t>(sign | h);
+}
+
+// bfloat16 from a float: round to nearest even, NaN kept a NaN.
+inline uint16_t float_to_bf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if (std::isnan(f)) return static_cast<uint16_t>((x >> 16) | 0x40u);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>(x >> 16);
 }
 
 // Appends the `n` elements of `raw` (type `t`, little-endian) to `reals` (floating types) or

@@ -210,6 +210,12 @@ std::optional<std::string> base64_decode(const std::string& in) {
 
 Error bad_request(std::string msg) { return make_error(ErrorCode::kInvalidArgument, std::move(msg)); }
 
+Error model_too_large(size_t size, int64_t limit) {
+  return make_error(ErrorCode::kLimit, fmt::format("the model is {} bytes; this server takes models up to {} bytes "
+                                                   "(gpusim serve --max-model-mb)",
+                                                   size, limit));
+}
+
 }  // namespace
 
 // What one request asks, from a JSON body or from query parameters beside a raw ONNX body.
@@ -245,9 +251,7 @@ struct Service::Impl {
     const std::string type = req.get_header_value("Content-Type");
     if (type.rfind("application/octet-stream", 0) == 0 || type.rfind("application/onnx", 0) == 0) {
       if (static_cast<int64_t>(req.body.size()) > opts.max_model_bytes) {
-        return make_error(ErrorCode::kLimit, fmt::format("the model is {} bytes; this server takes models up to {} bytes "
-                                                         "(gpusim serve --max-model-mb)",
-                                                         req.body.size(), opts.max_model_bytes));
+        return model_too_large(req.body.size(), opts.max_model_bytes);
       }
       r.raw_model = std::make_shared<const std::string>(req.body);
       for (const auto& [k, v] : req.params) {
@@ -335,6 +339,11 @@ struct Service::Impl {
     return out;
   }
 
+  // The imported-model cache key: the same bytes with the same dims and name import alike.
+  static std::string import_key(const std::string& id, const std::vector<std::string>& dims, const std::string& name) {
+    return fmt::format("{}|{}|{}", id, fmt::join(dims, ","), name);
+  }
+
   Result<Model> model(const Request& r) {
     auto d = dims(r.body);
     if (!d) return d.error();
@@ -357,9 +366,7 @@ struct Service::Impl {
         auto decoded = base64_decode(*b64);
         if (!decoded) return bad_request("\"model_base64\" is not base64");
         if (static_cast<int64_t>(decoded->size()) > opts.max_model_bytes) {
-          return make_error(ErrorCode::kLimit, fmt::format("the model is {} bytes; this server takes models up to {} "
-                                                           "bytes (gpusim serve --max-model-mb)",
-                                                           decoded->size(), opts.max_model_bytes));
+          return model_too_large(decoded->size(), opts.max_model_bytes);
         }
         bytes = std::make_shared<const std::string>(std::move(*decoded));
       } else {
@@ -371,8 +378,7 @@ struct Service::Impl {
     if (!name) return name.error();
     const std::string shown = name->empty() ? "model.onnx" : *name;
     if (id.empty()) id = cache.put(bytes, content_hash(*bytes));
-    std::string key;
-    key = fmt::format("{}|{}|{}", id, fmt::join(*d, ","), shown);
+    const std::string key = import_key(id, *d, shown);
     if (auto m = cache.imported(key)) return *m;
     auto m = session.open_model_bytes(*bytes, shown, {*d});
     if (!m) return m.error();
@@ -394,16 +400,20 @@ struct Service::Impl {
     return session.gpu(*name);
   }
 
+  // "dtype": unset, or fp32/fp16/bf16.
+  static Result<std::optional<DType>> dtype(const json& b) {
+    auto name = str(b, "dtype", false);
+    if (!name) return name.error();
+    if (name->empty()) return std::optional<DType>();
+    if (auto d = float_dtype_from_name(*name)) return std::optional<DType>(*d);
+    return bad_request(fmt::format("\"dtype\": \"{}\" is not supported; expected fp32, fp16 or bf16", *name));
+  }
+
   Result<PredictRequest> predict_request(const json& b, const Model& m) {
     PredictRequest p;
-    auto dtype = str(b, "dtype", false);
-    if (!dtype) return dtype.error();
-    if (!dtype->empty()) {
-      if (*dtype == "fp32") p.dtype = DType::kFloat32;
-      else if (*dtype == "fp16") p.dtype = DType::kFloat16;
-      else if (*dtype == "bf16") p.dtype = DType::kBFloat16;
-      else return bad_request(fmt::format("\"dtype\": \"{}\" is not supported; expected fp32, fp16 or bf16", *dtype));
-    }
+    auto d = dtype(b);
+    if (!d) return d.error();
+    p.dtype = *d;
     auto rt = str(b, "runtime", false);
     if (!rt) return rt.error();
     if (rt->find('/') != std::string::npos) {
@@ -437,7 +447,7 @@ struct Service::Impl {
     // that only needs dims is kept and imported when a request gives them.
     auto m = session.open_model_bytes(*r.raw_model, shown, {*d});
     if (m) {
-      cache.keep_imported(fmt::format("{}|{}|{}", id, fmt::join(*d, ","), shown), *m);
+      cache.keep_imported(import_key(id, *d, shown), *m);
       json inputs = json::array();
       for (TensorId t : m->graph().inputs) {
         const Tensor& ten = m->graph().tensor(t);
@@ -497,13 +507,9 @@ struct Service::Impl {
       if (!ob) return bad_request(fmt::format("\"objective\": \"{}\" is not one of latency, throughput, energy, memory", *obj));
       o.objective = *ob;
     }
-    auto dtype = str(b, "dtype", false);
-    if (!dtype) return dtype.error();
-    if (!dtype->empty()) {
-      auto pr = predict_request(json{{"dtype", *dtype}}, *m);
-      if (!pr) return pr.error();
-      o.dtype = pr->dtype;
-    }
+    auto d = dtype(b);
+    if (!d) return d.error();
+    o.dtype = *d;
     struct IntField {
       const char* key;
       int* value;

@@ -4,9 +4,7 @@
 namespace gpusim::cli {
 
 Result<DType> parse_dtype(const std::string& s) {
-  if (s == "fp32") return DType::kFloat32;
-  if (s == "fp16") return DType::kFloat16;
-  if (s == "bf16") return DType::kBFloat16;
+  if (auto d = float_dtype_from_name(s)) return *d;
   return make_error(ErrorCode::kInvalidArgument,
                     "--dtype \"" + s + "\" is not supported; expected fp32, fp16 or bf16");
 }
