@@ -12,6 +12,7 @@ pkgs=(
   libvulkan-dev mesa-vulkan-drivers libshaderc-dev glslang-tools glslang-dev spirv-tools
   libamdhip64-dev libcli11-dev libfmt-dev libcpp-httplib-dev libsqlite3-dev liblzma-dev
   libbenchmark-dev pybind11-dev curl
+  python3-dev python3-numpy python3-pytest python3-venv ninja-build
 )
 if [[ "${1:-}" == "--python" ]]; then
   pkgs+=(python3 python3-venv python3-pip python3-onnx python3-torch python3-torchvision python3-numpy)

@@ -1,0 +1,670 @@
+// gpusim._gpusim: the Session API (include/gpusim/gpusim.h) for Python. Results are plain Python
+// objects: every answer is the JSON document the CLI's --json and `gpusim serve` give (parsed into
+// dicts and lists), run inputs and outputs are NumPy arrays, and a failed call raises gpusim.Error
+// carrying the library's message and error code. The GIL is released while the library works, so
+// Python threads predicting on one Session run in parallel (a Session is thread-safe).
+//
+// The package's own gpusim/__init__.py re-exports these names and defines gpusim.Error.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpusim/gpusim.h"
+
+namespace py = pybind11;
+using namespace pybind11::literals;
+
+namespace {
+
+using gpusim::DType;
+using gpusim::ErrorCode;
+
+// Raises gpusim.Error(message, code). Called with the GIL held.
+[[noreturn]] void raise_error(const gpusim::Error& e) {
+  py::object cls = py::module_::import("gpusim").attr("Error");
+  py::object exc = cls(e.message, std::string(gpusim::error_code_name(e.code)));
+  PyErr_SetObject(cls.ptr(), exc.ptr());
+  throw py::error_already_set();
+}
+[[noreturn]] void raise_error(ErrorCode code, std::string message) { raise_error(gpusim::Error{code, std::move(message)}); }
+
+template <typename T>
+T take(gpusim::Result<T>&& r) {
+  if (!r) raise_error(r.error());
+  return std::move(*r);
+}
+
+// A JSON document as Python dicts, lists, strings and numbers.
+py::object loads(const std::string& text) { return py::module_::import("json").attr("loads")(text); }
+std::string dumps(const py::handle& obj) { return py::module_::import("json").attr("dumps")(obj).cast<std::string>(); }
+
+std::optional<DType> float_dtype_arg(const std::optional<std::string>& name, const char* what) {
+  if (!name) return std::nullopt;
+  auto d = gpusim::float_dtype_from_name(*name);
+  if (!d) raise_error(ErrorCode::kInvalidArgument, std::string(what) + ": \"" + *name +
+                                                       "\" is not supported; expected \"fp32\", \"fp16\" or \"bf16\"");
+  return d;
+}
+
+// dims={"batch": 8} or ["batch=8", "input_ids:1=128"]: the --dim strings the library takes.
+std::vector<std::string> dims_arg(const py::object& dims) {
+  std::vector<std::string> out;
+  if (dims.is_none()) return out;
+  if (py::isinstance<py::dict>(dims)) {
+    for (auto kv : dims.cast<py::dict>()) {
+      const std::string key = py::str(kv.first);
+      if (!py::isinstance<py::int_>(kv.second) || py::isinstance<py::bool_>(kv.second)) {
+        raise_error(ErrorCode::kInvalidArgument, "dims: \"" + key + "\" must be an integer, got " +
+                                                     std::string(py::repr(kv.second)));
+      }
+      out.push_back(key + "=" + std::string(py::str(kv.second)));
+    }
+    return out;
+  }
+  if (py::isinstance<py::str>(dims)) {
+    raise_error(ErrorCode::kInvalidArgument, "dims: give a dict ({\"batch\": 8}) or a list of \"NAME=VALUE\" strings, "
+                                             "not the string " + std::string(py::repr(dims)));
+  }
+  for (auto d : dims) {
+    if (!py::isinstance<py::str>(d)) {
+      raise_error(ErrorCode::kInvalidArgument, "dims: " + std::string(py::repr(d)) + " is not a \"NAME=VALUE\" string");
+    }
+    out.push_back(d.cast<std::string>());
+  }
+  return out;
+}
+
+std::vector<std::string> strings_arg(const py::object& v, const char* what) {
+  std::vector<std::string> out;
+  if (v.is_none()) return out;
+  if (py::isinstance<py::str>(v)) return {v.cast<std::string>()};
+  for (auto s : v) {
+    if (!py::isinstance<py::str>(s)) {
+      raise_error(ErrorCode::kInvalidArgument, std::string(what) + ": " + std::string(py::repr(s)) + " is not a string");
+    }
+    out.push_back(s.cast<std::string>());
+  }
+  return out;
+}
+
+// NumPy dtypes and gpusim's, by kind and item size (NumPy has no bfloat16).
+std::optional<DType> dtype_of(const py::dtype& d) {
+  const char k = d.kind();
+  const auto n = d.itemsize();
+  if (k == 'f') return n == 4 ? DType::kFloat32 : n == 2 ? DType::kFloat16 : n == 8 ? std::optional(DType::kFloat64) : std::nullopt;
+  if (k == 'i') {
+    switch (n) {
+      case 1: return DType::kInt8;
+      case 2: return DType::kInt16;
+      case 4: return DType::kInt32;
+      case 8: return DType::kInt64;
+      default: return std::nullopt;
+    }
+  }
+  if (k == 'u') {
+    switch (n) {
+      case 1: return DType::kUInt8;
+      case 2: return DType::kUInt16;
+      case 4: return DType::kUInt32;
+      case 8: return DType::kUInt64;
+      default: return std::nullopt;
+    }
+  }
+  if (k == 'b' && n == 1) return DType::kBool;
+  return std::nullopt;
+}
+
+std::optional<std::string> numpy_name(DType t) {
+  switch (t) {
+    case DType::kFloat32: return "float32";
+    case DType::kFloat16: return "float16";
+    case DType::kFloat64: return "float64";
+    case DType::kInt8: return "int8";
+    case DType::kInt16: return "int16";
+    case DType::kInt32: return "int32";
+    case DType::kInt64: return "int64";
+    case DType::kUInt8: return "uint8";
+    case DType::kUInt16: return "uint16";
+    case DType::kUInt32: return "uint32";
+    case DType::kUInt64: return "uint64";
+    case DType::kBool: return "bool";
+    default: return std::nullopt;
+  }
+}
+
+py::dict spec_dict(const gpusim::TensorSpec& s) {
+  return py::dict("name"_a = s.name, "dtype"_a = std::string(gpusim::dtype_name(s.dtype)), "shape"_a = s.shape,
+                  "size_bytes"_a = s.size_bytes);
+}
+
+py::list tensor_list(const gpusim::Graph& g, const std::vector<gpusim::TensorId>& ids) {
+  py::list out;
+  for (gpusim::TensorId id : ids) {
+    const gpusim::Tensor& t = g.tensor(id);
+    out.append(py::dict("name"_a = t.name, "dtype"_a = std::string(gpusim::dtype_name(t.dtype)), "shape"_a = t.shape));
+  }
+  return out;
+}
+
+// The caller's inputs as arrays in graph-input order: a list (the first k inputs) or a dict by
+// name (which must then name the first k inputs). A non-array is converted to the input's dtype;
+// an array keeps its own, so a wrong one is reported rather than silently cast.
+std::vector<py::array> input_arrays(const std::vector<gpusim::TensorSpec>& want, const py::object& inputs) {
+  std::vector<py::object> given;
+  if (inputs.is_none()) return {};
+  if (py::isinstance<py::dict>(inputs)) {
+    py::dict d = inputs.cast<py::dict>();
+    for (auto kv : d) {
+      const std::string key = py::str(kv.first);
+      bool known = false;
+      for (const auto& w : want) known = known || w.name == key;
+      if (!known) {
+        std::string names;
+        for (const auto& w : want) names += (names.empty() ? "\"" : ", \"") + w.name + "\"";
+        raise_error(ErrorCode::kInvalidArgument, "run: the model has no input \"" + key + "\"; its inputs are " + names);
+      }
+    }
+    size_t k = 0;
+    for (; k < want.size() && d.contains(want[k].name); ++k) given.push_back(d[py::str(want[k].name)]);
+    if (given.size() != d.size()) {
+      raise_error(ErrorCode::kInvalidArgument,
+                  "run: input " + std::to_string(k) + " \"" + want[k].name +
+                      "\" is missing; inputs not given are drawn from the seed only after every one given, so "
+                      "give the inputs before it too (or a list in graph-input order)");
+    }
+  } else if (py::isinstance<py::array>(inputs)) {
+    given.push_back(inputs);
+  } else {
+    for (auto x : inputs) given.push_back(py::reinterpret_borrow<py::object>(x));
+  }
+  std::vector<py::array> out;
+  for (size_t k = 0; k < given.size(); ++k) {
+    if (py::isinstance<py::array>(given[k])) {
+      out.push_back(py::array::ensure(given[k], py::array::c_style));
+    } else if (k < want.size() && numpy_name(want[k].dtype)) {
+      out.push_back(py::array::ensure(py::module_::import("numpy").attr("asarray")(given[k], *numpy_name(want[k].dtype)),
+                                      py::array::c_style));
+    } else {
+      out.push_back(py::array::ensure(given[k], py::array::c_style));
+    }
+    if (!out.back()) throw py::error_already_set();
+  }
+  return out;
+}
+
+std::vector<gpusim::ConstTensorView> views_of(const std::vector<py::array>& arrays) {
+  std::vector<gpusim::ConstTensorView> views;
+  for (size_t k = 0; k < arrays.size(); ++k) {
+    const py::array& a = arrays[k];
+    auto t = dtype_of(a.dtype());
+    if (!t) {
+      raise_error(ErrorCode::kInvalidArgument, "run: input " + std::to_string(k) + ": NumPy dtype " +
+                                                   std::string(py::str(a.dtype())) + " has no gpusim type");
+    }
+    views.push_back({*t, std::vector<int64_t>(a.shape(), a.shape() + a.ndim()), a.data(), static_cast<size_t>(a.nbytes())});
+  }
+  return views;
+}
+
+// A plan given as a dict (a gpusim.plan/1 document), its JSON text, or a path to a plan file.
+std::optional<gpusim::Plan> plan_arg(const gpusim::Session& s, const gpusim::Model& m, const py::object& plan) {
+  if (plan.is_none()) return std::nullopt;
+  std::string text, source = "plan";
+  if (py::isinstance<py::dict>(plan)) {
+    text = dumps(plan);
+  } else if (py::isinstance<py::str>(plan) && plan.cast<std::string>().find('{') != std::string::npos) {
+    text = plan.cast<std::string>();
+  } else {
+    source = py::str(py::module_::import("os").attr("fspath")(plan));
+    py::object f = py::module_::import("builtins").attr("open")(source, "r");
+    py::object closer = f.attr("close");
+    try {
+      text = f.attr("read")().cast<std::string>();
+    } catch (...) {
+      closer();
+      throw;
+    }
+    closer();
+  }
+  return take(s.load_plan(m, text, source));
+}
+
+// gpusim.run/1 documents (dicts, or their JSON text; one or a list) as store records.
+std::vector<gpusim::Measurement> run_records(const py::object& runs) {
+  py::list docs;
+  if (py::isinstance<py::dict>(runs) || py::isinstance<py::str>(runs)) {
+    docs.append(runs);
+  } else {
+    for (auto r : runs) docs.append(r);
+  }
+  std::vector<gpusim::Measurement> recs;
+  for (size_t i = 0; i < docs.size(); ++i) {
+    const std::string text = py::isinstance<py::str>(docs[i]) ? docs[i].cast<std::string>() : dumps(docs[i]);
+    auto one = take(gpusim::parse_run_json(text, "runs[" + std::to_string(i) + "]"));
+    recs.insert(recs.end(), one.begin(), one.end());
+  }
+  return recs;
+}
+
+gpusim::GpuProfile gpu_arg(const gpusim::Session& s, const py::object& gpu) {
+  if (py::isinstance<gpusim::GpuProfile>(gpu)) return gpu.cast<gpusim::GpuProfile>();
+  if (py::isinstance<py::str>(gpu) || py::hasattr(gpu, "__fspath__")) {
+    const std::string id = py::str(py::module_::import("os").attr("fspath")(gpu));
+    gpusim::Result<gpusim::GpuProfile> r = [&] {
+      py::gil_scoped_release nogil;
+      return s.gpu(id);
+    }();
+    return take(std::move(r));
+  }
+  raise_error(ErrorCode::kInvalidArgument, "gpu: give a profile id (\"nvidia-rtx-3060\"), a path to a profile YAML, or "
+                                           "a Gpu from Session.gpu(); got " + std::string(py::repr(gpu)));
+}
+
+class PySession {
+ public:
+  explicit PySession(const py::object& profile_dirs, const py::object& runtime_dirs) {
+    gpusim::SessionOptions o;
+    o.profile_dirs = strings_arg(profile_dirs, "profile_dirs");
+    o.runtime_dirs = strings_arg(runtime_dirs, "runtime_dirs");
+    s_ = std::make_unique<gpusim::Session>(std::move(o));
+  }
+  const gpusim::Session& s() const { return *s_; }
+
+  gpusim::Model open_model(const py::object& model, const py::object& dims, const std::string& name) const {
+    gpusim::ModelOptions o;
+    o.dims = dims_arg(dims);
+    if (py::isinstance<py::bytes>(model) || py::isinstance<py::bytearray>(model) || py::isinstance<py::memoryview>(model)) {
+      std::string bytes = py::isinstance<py::bytes>(model) ? model.cast<std::string>()
+                                                           : py::bytes(py::module_::import("builtins").attr("bytes")(model))
+                                                                 .cast<std::string>();
+      gpusim::Result<gpusim::Model> r = [&] {
+        py::gil_scoped_release nogil;
+        return s_->open_model_bytes(std::move(bytes), name.empty() ? "model.onnx" : name, o);
+      }();
+      return take(std::move(r));
+    }
+    const std::string path = py::str(py::module_::import("os").attr("fspath")(model));
+    gpusim::Result<gpusim::Model> r = [&] {
+      py::gil_scoped_release nogil;
+      return s_->open_model(path, o);
+    }();
+    return take(std::move(r));
+  }
+
+  py::object predict(const gpusim::Model& m, const py::object& gpu, const std::optional<std::string>& dtype,
+                     const std::string& runtime, const py::object& plan) const {
+    const gpusim::GpuProfile g = gpu_arg(*s_, gpu);
+    gpusim::PredictRequest req;
+    req.dtype = float_dtype_arg(dtype, "dtype");
+    req.runtime = runtime;
+    req.plan = plan_arg(*s_, m, plan);
+    std::optional<std::string> doc;
+    gpusim::Result<gpusim::Prediction> p = [&] {
+      py::gil_scoped_release nogil;
+      auto r = s_->predict(m, g, req);
+      if (r) doc = gpusim::prediction_document(*r, g);
+      return r;
+    }();
+    if (!p) raise_error(p.error());
+    return loads(*doc);
+  }
+
+  py::object compare(const gpusim::Model& m, const py::object& gpus, const std::optional<std::string>& dtype,
+                     const std::string& runtime) const {
+    const std::vector<std::string> ids = strings_arg(gpus, "gpus");
+    gpusim::PredictRequest req;
+    req.dtype = float_dtype_arg(dtype, "dtype");
+    req.runtime = runtime;
+    std::string doc;
+    gpusim::Status st = [&]() -> gpusim::Status {
+      py::gil_scoped_release nogil;
+      auto r = s_->compare(m, ids, req);
+      if (!r) return r.error();
+      doc = gpusim::compare_document(m.source(), *r);
+      return gpusim::Ok{};
+    }();
+    if (!st) raise_error(st.error());
+    return loads(doc);
+  }
+
+  py::object plan(const gpusim::Model& m, const py::object& gpu, const std::string& scheduler, const std::string& objective,
+                  int top, int beam_width, int samples, uint64_t seed, const std::optional<std::string>& dtype,
+                  std::optional<double> memory_budget_gb) const {
+    const gpusim::GpuProfile g = gpu_arg(*s_, gpu);
+    gpusim::SearchOptions o;
+    o.scheduler = scheduler;
+    auto ob = gpusim::objective_from_name(objective);
+    if (!ob) {
+      raise_error(ErrorCode::kInvalidArgument,
+                  "objective: \"" + objective + "\" is not one of \"latency\", \"throughput\", \"energy\", \"memory\"");
+    }
+    o.objective = *ob;
+    struct Range {
+      const char* name;
+      int value, lo, hi;
+    };
+    for (const Range& r : {Range{"top", top, 1, 100}, Range{"beam_width", beam_width, 1, 256},
+                           Range{"samples", samples, 1, 100000}}) {
+      if (r.value < r.lo || r.value > r.hi) {
+        raise_error(ErrorCode::kInvalidArgument, std::string(r.name) + ": " + std::to_string(r.value) +
+                                                     " is out of range; give an integer from " + std::to_string(r.lo) +
+                                                     " to " + std::to_string(r.hi));
+      }
+    }
+    o.top_k = top;
+    o.beam_width = beam_width;
+    o.samples = samples;
+    o.seed = seed;
+    o.dtype = float_dtype_arg(dtype, "dtype");
+    if (memory_budget_gb && !(*memory_budget_gb > 0)) {
+      raise_error(ErrorCode::kInvalidArgument,
+                  "memory_budget_gb: " + std::string(py::repr(py::float_(*memory_budget_gb))) + " must be a positive number");
+    }
+    o.memory_budget_gb = memory_budget_gb;
+    std::string doc;
+    gpusim::Status st = [&]() -> gpusim::Status {
+      py::gil_scoped_release nogil;
+      auto r = s_->plan(m, g, o);
+      if (!r) return r.error();
+      doc = gpusim::plan_search_document(m.source(), m.graph(), g, o, *r);
+      return gpusim::Ok{};
+    }();
+    if (!st) raise_error(st.error());
+    return loads(doc);
+  }
+
+  py::object profiles() const {
+    std::string doc;
+    {
+      py::gil_scoped_release nogil;
+      doc = gpusim::profile_list_document(s_->profiles());
+    }
+    return loads(doc).attr("__getitem__")("profiles");
+  }
+
+  gpusim::Program compile(const gpusim::Model& m, const std::string& backend, int device, const py::object& plan,
+                          const py::object& gpu, const std::string& dtype, uint64_t seed) const {
+    gpusim::CompileOptions o;
+    o.backend = backend;
+    o.device = device;
+    o.plan = plan_arg(*s_, m, plan);
+    if (!gpu.is_none()) o.gpu = gpu_arg(*s_, gpu);
+    auto d = gpusim::float_dtype_from_name(dtype);
+    if (!d || *d == DType::kBFloat16) {
+      raise_error(ErrorCode::kInvalidArgument, "dtype: \"" + dtype + "\" is not a type the kernels store; expected \"fp32\" or \"fp16\"");
+    }
+    o.dtype = *d;
+    o.seed = seed;
+    gpusim::Result<gpusim::Program> r = [&] {
+      py::gil_scoped_release nogil;
+      return s_->compile(m, o);
+    }();
+    return take(std::move(r));
+  }
+
+  py::object record(const std::string& store, const py::object& runs, const std::string& command) const {
+    const std::vector<gpusim::Measurement> recs = run_records(runs);
+    gpusim::Result<gpusim::InsertStats> st = [&] {
+      py::gil_scoped_release nogil;
+      return s_->record(store, recs, command);
+    }();
+    const auto stats = take(std::move(st));
+    return py::dict("added"_a = stats.added, "duplicates"_a = stats.duplicates);
+  }
+
+  py::object validate(const py::object& truth, const py::object& runs, const py::object& gpus, const std::string& runtime,
+                      const std::map<std::string, std::string>& profile_for) const {
+    gpusim::ValidateOptions o;
+    o.gpus = strings_arg(gpus, "gpus");
+    o.runtime = runtime;
+    o.profile_for = profile_for;
+    if (truth.is_none() == runs.is_none()) {
+      raise_error(ErrorCode::kInvalidArgument, "validate: give either truth (a measurement file, directory or store) or "
+                                               "runs (gpusim.run/1 documents), not both or neither");
+    }
+    std::string doc;
+    if (!truth.is_none()) {
+      const std::string path = py::str(py::module_::import("os").attr("fspath")(truth));
+      gpusim::Status st = [&]() -> gpusim::Status {
+        py::gil_scoped_release nogil;
+        auto v = s_->validate(path, o);
+        if (!v) return v.error();
+        doc = gpusim::validation_document(v->report, v->records, "datasheet", path, runtime);
+        return gpusim::Ok{};
+      }();
+      if (!st) raise_error(st.error());
+      return loads(doc);
+    }
+    const std::vector<gpusim::Measurement> recs = run_records(runs);
+    o.profile_dirs = s_->profile_dirs();
+    gpusim::Status st = [&]() -> gpusim::Status {
+      py::gil_scoped_release nogil;
+      auto rep = gpusim::validate(recs, o);
+      if (!rep) return rep.error();
+      doc = gpusim::validation_document(*rep, recs, "datasheet", "runs", runtime);
+      return gpusim::Ok{};
+    }();
+    if (!st) raise_error(st.error());
+    return loads(doc);
+  }
+
+ private:
+  std::unique_ptr<gpusim::Session> s_;
+};
+
+py::dict program_run(gpusim::Program& p, const py::object& inputs) {
+  const std::vector<py::array> in = input_arrays(p.inputs(), inputs);
+  const std::vector<gpusim::ConstTensorView> views = views_of(in);
+  std::vector<py::array> outs;
+  std::vector<gpusim::TensorView> out_views;
+  for (const gpusim::TensorSpec& o : p.outputs()) {
+    auto np = numpy_name(o.dtype);
+    if (!np) {
+      raise_error(ErrorCode::kUnsupported, "run: output \"" + o.name + "\" is " + std::string(gpusim::dtype_name(o.dtype)) +
+                                               ", which NumPy has no type for");
+    }
+    py::array a(py::dtype(*np), o.shape);
+    out_views.push_back({o.dtype, o.shape, a.mutable_data(), static_cast<size_t>(a.nbytes())});
+    outs.push_back(std::move(a));
+  }
+  gpusim::Status st = [&] {
+    py::gil_scoped_release nogil;
+    return p.run(views, out_views);
+  }();
+  if (!st) raise_error(st.error());
+  py::dict result;
+  for (size_t k = 0; k < outs.size(); ++k) result[py::str(p.outputs()[k].name)] = outs[k];
+  return result;
+}
+
+py::object program_time(gpusim::Program& p, const py::object& inputs, int repeat, bool check) {
+  const std::vector<py::array> in = input_arrays(p.inputs(), inputs);
+  const std::vector<gpusim::ConstTensorView> views = views_of(in);
+  std::string doc;
+  gpusim::Status st = [&]() -> gpusim::Status {
+    py::gil_scoped_release nogil;
+    auto r = p.time(views, gpusim::TimingOptions{repeat, check});
+    if (!r) return r.error();
+    doc = gpusim::run_document(*r);
+    return gpusim::Ok{};
+  }();
+  if (!st) raise_error(st.error());
+  return loads(doc);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_gpusim, m) {
+  m.doc() = "gpusim's C++ library (the Session API); import it as `gpusim`.";
+  m.def("version", &gpusim::version, "The library's version, e.g. \"0.1.0\".");
+  m.def(
+      "content_hash", [](const py::bytes& b) { return gpusim::content_hash(std::string(b)); }, "data"_a,
+      "The id of a model's bytes (32 hex digits): Model.content_hash, the service's model_id.");
+  m.def(
+      "read_tensor",
+      [](const py::object& path) {
+        const std::string p = py::str(py::module_::import("os").attr("fspath")(path));
+        gpusim::Result<gpusim::HostBuffer> r = [&] {
+          py::gil_scoped_release nogil;
+          return gpusim::read_tensor_buffer(p);
+        }();
+        gpusim::HostBuffer b = take(std::move(r));
+        auto np = numpy_name(b.dtype);
+        if (!np) {
+          raise_error(ErrorCode::kUnsupported,
+                      p + ": a " + std::string(gpusim::dtype_name(b.dtype)) + " tensor, which NumPy has no type for");
+        }
+        py::array a(py::dtype(*np), b.shape);
+        if (static_cast<size_t>(a.nbytes()) != b.bytes.size()) {
+          raise_error(ErrorCode::kParse, p + ": " + std::to_string(b.bytes.size()) + " bytes of data for a " +
+                                             std::to_string(a.nbytes()) + "-byte tensor");
+        }
+        if (!b.bytes.empty()) std::memcpy(a.mutable_data(), b.bytes.data(), b.bytes.size());
+        return a;
+      },
+      "path"_a,
+      "A serialized ONNX TensorProto (.pb, as the ONNX test data keeps inputs and outputs) as a numpy.ndarray.");
+  m.def(
+      "data_dir",
+      []() -> py::object {
+        auto d = gpusim::installed_data_dir();
+        return d ? py::object(py::str(*d)) : py::object(py::none());
+      },
+      "The installed data directory (share/gpusim: gpu_profiles/, runtimes/) this package found, or None.");
+
+  py::class_<gpusim::Model>(m, "Model",
+                            "An imported ONNX graph (shapes inferred, weights not kept). Immutable; open one with "
+                            "Session.open_model().")
+      .def_property_readonly("source", &gpusim::Model::source, "The path, or the name given with the bytes.")
+      .def_property_readonly("content_hash", &gpusim::Model::content_hash,
+                             "Hex digest of the model's bytes (the same file or bytes give the same id).")
+      .def_property_readonly("size_bytes", &gpusim::Model::size_bytes, "The size of the ONNX file in bytes.")
+      .def_property_readonly(
+          "inputs", [](const gpusim::Model& mo) { return tensor_list(mo.graph(), mo.graph().inputs); },
+          "The graph's inputs: a list of {\"name\", \"dtype\", \"shape\"} with every dim resolved.")
+      .def_property_readonly(
+          "outputs", [](const gpusim::Model& mo) { return tensor_list(mo.graph(), mo.graph().outputs); },
+          "The graph's outputs: a list of {\"name\", \"dtype\", \"shape\"}.")
+      .def_property_readonly(
+          "num_nodes", [](const gpusim::Model& mo) { return mo.graph().nodes.size(); }, "The number of ops in the graph.")
+      .def("__repr__", [](const gpusim::Model& mo) {
+        return "<gpusim.Model " + mo.source() + ": " + std::to_string(mo.graph().nodes.size()) + " nodes>";
+      });
+
+  py::class_<gpusim::GpuProfile>(m, "Gpu",
+                                 "A GPU profile (datasheet figures, plus a calibrated block when measured). Get one "
+                                 "with Session.gpu() or Session.gpu_from_yaml().")
+      .def_readonly("name", &gpusim::GpuProfile::name, "The profile id, e.g. \"nvidia-rtx-3060\".")
+      .def_readonly("display_name", &gpusim::GpuProfile::display_name, "The product name, e.g. \"NVIDIA GeForce RTX 3060\".")
+      .def_readonly("vendor", &gpusim::GpuProfile::vendor, "\"nvidia\", \"amd\", ...")
+      .def(
+          "document", [](const gpusim::GpuProfile& g) { return loads(gpusim::profile_document(g)); },
+          "Every figure of the profile, with where each efficiency factor comes from: the gpusim.profile/1 "
+          "document (`gpusim profiles show NAME --json`).")
+      .def("__repr__", [](const gpusim::GpuProfile& g) { return "<gpusim.Gpu " + g.name + ">"; });
+
+  py::class_<gpusim::Program>(m, "Program",
+                              "A plan compiled for one backend and device (Session.compile()). Calls on one Program "
+                              "are serialized; use one per thread for parallel runs.")
+      .def_property_readonly(
+          "inputs",
+          [](const gpusim::Program& p) {
+            py::list l;
+            for (const auto& s : p.inputs()) l.append(spec_dict(s));
+            return l;
+          },
+          "The inputs run() takes, in order: a list of {\"name\", \"dtype\", \"shape\", \"size_bytes\"}.")
+      .def_property_readonly(
+          "outputs",
+          [](const gpusim::Program& p) {
+            py::list l;
+            for (const auto& s : p.outputs()) l.append(spec_dict(s));
+            return l;
+          },
+          "The outputs run() returns, in order: a list of {\"name\", \"dtype\", \"shape\", \"size_bytes\"}.")
+      .def("run", &program_run, "inputs"_a = py::none(),
+           "Runs the plan once and returns {output name: numpy.ndarray}.\n\n"
+           "inputs: a list of arrays in graph-input order, or a dict by input name; inputs not given (the\n"
+           "last ones) are drawn from the compile seed. Arrays keep their dtype, which must be the input's;\n"
+           "lists and scalars are converted to it. Raises gpusim.Error naming the input, the value given and\n"
+           "what the model takes.")
+      .def("time", &program_time, "inputs"_a = py::none(), "repeat"_a = 3, "check"_a = false,
+           "The timing harness: one warm-up, then `repeat` timed runs, each kernel timed with the device's\n"
+           "timers and predicted beside when a profile is known; check=True compares every output with the\n"
+           "CPU reference. Returns the gpusim.run/1 document (`gpusim run --json`) as a dict, which\n"
+           "Session.record() stores and Session.validate(runs=...) scores.");
+
+  py::class_<PySession>(m, "Session",
+                        "gpusim's whole pipeline: open models, choose GPUs, predict, compare, search plans, compile "
+                        "and run them, and record measurements. Thread-safe: many Python threads may call one "
+                        "Session at once (the GIL is released while it works).\n\n"
+                        "profile_dirs: directories searched for GPU profiles first (like --profiles), before\n"
+                        "$GPUSIM_PROFILE_PATH, ~/.config/gpusim/profiles and the installed profiles.\n"
+                        "runtime_dirs: directories searched first for runtime models (runtimes/*.yaml).")
+      .def(py::init<const py::object&, const py::object&>(), "profile_dirs"_a = py::none(), "runtime_dirs"_a = py::none())
+      .def_property_readonly(
+          "profile_dirs", [](const PySession& s) { return s.s().profile_dirs(); },
+          "The directories GPU profiles are searched in, in order.")
+      .def("open_model", &PySession::open_model, "model"_a, "dims"_a = py::none(), "name"_a = "",
+           "Imports an ONNX model without its weights and infers every shape.\n\n"
+           "model: a path, or the file's bytes (then `name` stands for the file in messages).\n"
+           "dims: symbolic input dims, {\"batch\": 8} or [\"batch=8\", \"input_ids:1=128\"] (like --dim).")
+      .def(
+          "gpu", [](const PySession& s, const py::object& id) { return gpu_arg(s.s(), id); }, "id_or_path"_a,
+          "A GPU profile by id (see profiles()), or a path to a profile YAML (a calibrated one too).")
+      .def(
+          "gpu_from_yaml",
+          [](const PySession& s, const std::string& text, const std::string& source) {
+            gpusim::Result<gpusim::GpuProfile> r = [&] {
+              py::gil_scoped_release nogil;
+              return s.s().gpu_from_yaml(text, source);
+            }();
+            return take(std::move(r));
+          },
+          "yaml_text"_a, "source"_a = "profile.yaml",
+          "A GPU profile from YAML text; `extends:` resolves against the session's profile directories.")
+      .def("profiles", &PySession::profiles,
+           "Every profile found: a list of dicts, each with its figures or the reason it does not load.")
+      .def("predict", &PySession::predict, "model"_a, "gpu"_a, "dtype"_a = py::none(), "runtime"_a = "",
+           "plan"_a = py::none(),
+           "Predicts the model on a GPU and returns the gpusim.predict/1 document (`gpusim predict --json`).\n\n"
+           "gpu: a Gpu, a profile id or a profile path. dtype: \"fp32\", \"fp16\" or \"bf16\" re-types the\n"
+           "graph's floats. runtime: \"\" (gpusim's executor), \"cuda-graph\", \"pytorch-eager\" or a runtime\n"
+           "YAML. plan: score this plan instead of the eager one: a gpusim.plan/1 dict (from plan()'s\n"
+           "[\"plans\"][i][\"plan\"]), its JSON text, or a path to a plan file.")
+      .def("compare", &PySession::compare, "model"_a, "gpus"_a, "dtype"_a = py::none(), "runtime"_a = "",
+           "Predicts the model on several GPUs (profile ids) and returns the gpusim.compare/1 document.\n"
+           "Every id is checked before any is predicted.")
+      .def("plan", &PySession::plan, "model"_a, "gpu"_a, "scheduler"_a = "greedy", "objective"_a = "latency",
+           "top"_a = 3, "beam_width"_a = 8, "samples"_a = 64, "seed"_a = 1, "dtype"_a = py::none(),
+           "memory_budget_gb"_a = py::none(),
+           "Searches fusion and tiling plans and returns the gpusim.plan-search/1 document: the ranked\n"
+           "plans, each with its gpusim.plan/1 document under [\"plan\"].\n\n"
+           "scheduler: eager, greedy, beam, random or split. objective: latency, throughput, energy or\n"
+           "memory. top: plans kept (1-100). beam_width (1-256), samples (random, 1-100000), seed.\n"
+           "memory_budget_gb: default the GPU's memory.")
+      .def("compile", &PySession::compile, "model"_a, "backend"_a = "cpu", "device"_a = 0, "plan"_a = py::none(),
+           "gpu"_a = py::none(), "dtype"_a = "fp32", "seed"_a = 1,
+           "Compiles a plan for a backend and returns a Program.\n\n"
+           "backend: cpu (the reference), vulkan, cuda or hip; device: its index. plan: as predict() takes\n"
+           "it; None runs the eager plan with tiles chosen for `gpu` (or the profile matching the device).\n"
+           "dtype: \"fp32\" or \"fp16\", the float type the kernels store. seed: weights a shape-only model\n"
+           "lacks, and inputs not given.")
+      .def("record", &PySession::record, "store"_a, "runs"_a, "command"_a = "gpusim python",
+           "Adds the measurements of timed runs (gpusim.run/1 dicts from Program.time(), or their JSON) to\n"
+           "the SQLite store at `store` (created when absent). Returns {\"added\", \"duplicates\"}.")
+      .def("validate", &PySession::validate, "truth"_a = py::none(), "runs"_a = py::none(), "gpus"_a = py::none(),
+           "runtime"_a = "", "profile_for"_a = std::map<std::string, std::string>{},
+           "The simulator's report card (the gpusim.validate/1 document) against measurements: `truth`, a\n"
+           "NeuSight CSV, run JSON, a store or a directory of them, or `runs`, gpusim.run/1 dicts.\n"
+           "gpus: keep these GPUs only. runtime: override every record's runtime. profile_for: the profile\n"
+           "for a device name no profile's display_name matches ({\"llvmpipe (LLVM 15.0.6, 256 bits)\": \"lavapipe\"}).");
+}

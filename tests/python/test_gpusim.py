@@ -1,0 +1,241 @@
+"""The Python package over the Session API: plain-Python results equal to the CLI's documents,
+NumPy buffers in and out, gpusim.Error with the library's messages, thread safety."""
+import json
+import subprocess
+import threading
+
+import numpy as np
+import pytest
+
+import gpusim
+
+
+def cli_json(binary, root, *args):
+    out = subprocess.run([binary, *args, "--json"], cwd=root, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def test_package_metadata():
+    assert gpusim.__version__ == gpusim.version()
+    assert gpusim.__version__.count(".") == 2
+    assert gpusim.data_dir() is not None
+    assert gpusim.Session.__doc__ and "Thread-safe" in gpusim.Session.__doc__
+    assert "gpusim.predict/1" in gpusim.Session.predict.__doc__
+    assert gpusim.Program.run.__doc__
+
+
+def test_models_from_paths_and_bytes(session, root):
+    path = root / "models" / "mobilenet_v2.onnx"
+    m = session.open_model(path)
+    assert m.source == str(path)
+    assert m.inputs == [{"name": "input", "dtype": "fp32", "shape": [1, 3, 224, 224]}]
+    assert m.outputs[0]["shape"] == [1, 1000]
+    assert m.num_nodes > 100
+    data = path.read_bytes()
+    b = session.open_model(data, name="mnv2.onnx")
+    assert b.source == "mnv2.onnx"
+    assert b.content_hash == m.content_hash == gpusim.content_hash(data)
+    assert b.size_bytes == len(data)
+
+
+def test_dims_as_dict_or_strings(session, root):
+    bert = root / "models" / "bert_base_seq128.onnx"
+    a = session.open_model(bert, dims={"batch": 2})
+    b = session.open_model(bert, dims=["batch=2"])
+    assert a.inputs == b.inputs
+    assert a.inputs[0]["shape"] == [2, 128]
+    with pytest.raises(gpusim.Error) as e:
+        session.open_model(bert)
+    assert "set it with --dim batch=N" in str(e.value)
+    with pytest.raises(gpusim.Error) as e:
+        session.open_model(bert, dims={"batch": "two"})
+    assert e.value.code == "invalid_argument"
+    assert "\"batch\" must be an integer" in e.value.message
+
+
+def test_errors_carry_the_library_message_and_code(session, root, tmp_path):
+    with pytest.raises(gpusim.Error) as e:
+        session.open_model(tmp_path / "missing.onnx")
+    assert e.value.code == "io"
+    assert "missing.onnx" in str(e.value)
+    junk = tmp_path / "junk.onnx"
+    junk.write_bytes(b"not a model at all")
+    with pytest.raises(gpusim.Error) as e:
+        session.open_model(junk)
+    assert e.value.code == "parse"
+    assert str(junk) in str(e.value)
+    with pytest.raises(gpusim.Error) as e:
+        session.gpu("nvidia-rtx-9090")
+    assert e.value.code == "not_found"
+    assert "no GPU profile named \"nvidia-rtx-9090\"" in str(e.value)
+    m = session.open_model(root / "models" / "mobilenet_v2.onnx")
+    with pytest.raises(gpusim.Error, match="dtype: \"fp8\" is not supported"):
+        session.predict(m, "nvidia-rtx-3060", dtype="fp8")
+    with pytest.raises(gpusim.Error, match="objective: \"speed\" is not one of"):
+        session.plan(m, "nvidia-rtx-3060", objective="speed")
+    with pytest.raises(gpusim.Error, match="top: 0 is out of range; give an integer from 1 to 100"):
+        session.plan(m, "nvidia-rtx-3060", top=0)
+    with pytest.raises(gpusim.Error, match="gpu: give a profile id"):
+        session.predict(m, 3060)
+    assert issubclass(gpusim.Error, Exception)
+
+
+def test_gpus_by_id_path_and_yaml(session):
+    g = session.gpu("nvidia-rtx-3060")
+    assert g.name == "nvidia-rtx-3060"
+    assert g.vendor == "nvidia"
+    doc = g.document()
+    assert doc["schema"] == "gpusim.profile/1"
+    path = next(p["path"] for p in session.profiles() if p["name"] == "nvidia-t4")
+    assert session.gpu(path).name == "nvidia-t4"
+    derived = session.gpu_from_yaml("schema: gpusim.profile/1\nname: my-3060\nextends: nvidia-rtx-3060\n",
+                                    source="my-3060.yaml")
+    assert derived.name == "my-3060"
+    with pytest.raises(gpusim.Error) as e:
+        session.gpu_from_yaml("name: [1, 2\n", source="broken.yaml")
+    assert "broken.yaml" in str(e.value)
+
+
+def test_documents_are_the_cli_documents(session, root, gpusim_binary):
+    model = "models/mobilenet_v2.onnx"
+    m = session.open_model(str(root / model))
+    m_rel = session.open_model(root / model)
+    assert m_rel.content_hash == m.content_hash
+    # The CLI names the model as given; open it the same way here.
+    import os
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        m = session.open_model(model)
+        assert session.predict(m, "nvidia-rtx-3060", dtype="fp16") == cli_json(
+            gpusim_binary, root, "predict", model, "--gpu", "nvidia-rtx-3060", "--dtype", "fp16")
+        assert session.compare(m, ["nvidia-t4", "nvidia-l4"]) == cli_json(
+            gpusim_binary, root, "compare", model, "--gpus", "nvidia-t4,nvidia-l4")
+        assert session.plan(m, "nvidia-t4", scheduler="beam", top=2) == cli_json(
+            gpusim_binary, root, "plan", model, "--gpu", "nvidia-t4", "--scheduler", "beam", "--top", "2")
+    finally:
+        os.chdir(cwd)
+
+
+def test_a_plan_goes_back_in_as_dict_text_or_file(session, root, tmp_path):
+    m = session.open_model(root / "models" / "mobilenet_v2.onnx")
+    search = session.plan(m, "nvidia-t4", dtype="fp16")
+    assert search["schema"] == "gpusim.plan-search/1"
+    best = search["plans"][0]
+    want = best["total_us"]
+    assert session.predict(m, "nvidia-t4", plan=best["plan"])["total_us"] == pytest.approx(want, rel=1e-9)
+    assert session.predict(m, "nvidia-t4", plan=json.dumps(best["plan"]))["total_us"] == pytest.approx(want, rel=1e-9)
+    f = tmp_path / "plan.json"
+    f.write_text(json.dumps(best["plan"]))
+    assert session.predict(m, "nvidia-t4", plan=f)["total_us"] == pytest.approx(want, rel=1e-9)
+    broken = dict(best["plan"], kernels="all of them")
+    with pytest.raises(gpusim.Error) as e:
+        session.predict(m, "nvidia-t4", plan=broken)
+    assert "kernels" in str(e.value)
+
+
+def test_run_with_numpy_arrays_reproduces_onnx_test_data(session, onnx_testdata):
+    case = onnx_testdata / "pytorch-operator" / "test_operator_addmm"
+    data = case / "test_data_set_0"
+    inputs = [gpusim.read_tensor(p) for p in sorted(data.glob("input_*.pb"))]
+    want = gpusim.read_tensor(data / "output_0.pb")
+    prog = session.compile(session.open_model(case / "model.onnx"))
+    assert [i["shape"] for i in prog.inputs] == [list(x.shape) for x in inputs]
+    out = prog.run(inputs)
+    assert list(out) == [o["name"] for o in prog.outputs]
+    got = next(iter(out.values()))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # By name too, and with a list converted to the input's dtype.
+    by_name = prog.run({spec["name"]: x for spec, x in zip(prog.inputs, inputs)})
+    np.testing.assert_allclose(next(iter(by_name.values())), want, rtol=1e-5, atol=1e-5)
+    as_lists = prog.run([x.tolist() for x in inputs])
+    np.testing.assert_allclose(next(iter(as_lists.values())), want, rtol=1e-5, atol=1e-5)
+
+
+def test_run_names_a_wrong_buffer(session, onnx_testdata):
+    case = onnx_testdata / "pytorch-operator" / "test_operator_addmm"
+    prog = session.compile(session.open_model(case / "model.onnx"))
+    spec = prog.inputs[0]
+    good = np.zeros(spec["shape"], dtype=np.float32)
+    with pytest.raises(gpusim.Error) as e:
+        prog.run([good.astype(np.int64)])
+    assert "dtype int64 given, the model takes fp32" in str(e.value)
+    with pytest.raises(gpusim.Error) as e:
+        prog.run([np.zeros([7, 7], dtype=np.float32)])
+    assert f"input 0 \"{spec['name']}\": shape [7, 7] given, the model takes {spec['shape']}" in str(e.value)
+    with pytest.raises(gpusim.Error, match="the model has no input \"nope\""):
+        prog.run({"nope": good})
+    second = prog.inputs[1]["name"]
+    with pytest.raises(gpusim.Error, match=f"input 0 \"{spec['name']}\" is missing"):
+        prog.run({second: np.zeros(prog.inputs[1]["shape"], dtype=np.float32)})
+    with pytest.raises(gpusim.Error, match="has no gpusim type"):
+        prog.run([good.astype(np.complex64)])
+    # A transposed (non-contiguous) view is copied to row-major order, not misread.
+    t = np.arange(np.prod(spec["shape"]), dtype=np.float32).reshape(spec["shape"][::-1]).T
+    assert not t.flags.c_contiguous
+    prog.run([t])
+
+
+def test_time_record_and_validate_on_vulkan(session, root, tmp_path):
+    m = session.open_model(root / "models" / "mobilenet_v2.onnx")
+    try:
+        prog = session.compile(m, backend="vulkan", gpu="lavapipe")
+    except gpusim.Error as e:
+        if e.code == "unavailable":
+            pytest.skip(f"no Vulkan device: {e}")
+        raise
+    run = prog.time(repeat=1, check=True)
+    assert run["schema"] == "gpusim.run/1"
+    assert run["backend"] == "vulkan"
+    assert run["check"] and all(c["pass"] for c in run["check"])
+    store = tmp_path / "store.db"
+    first = session.record(str(store), run)
+    assert first["added"] == len(run["kernels"]) > 0
+    assert session.record(str(store), [run])["duplicates"] == first["added"]
+    device = {run["device"]["name"]: "lavapipe"}
+    card = session.validate(runs=[run], profile_for=device)
+    assert card["schema"] == "gpusim.validate/1"
+    from_store = session.validate(truth=store, profile_for=device)
+    assert from_store["overall"]["model"]["n"] == card["overall"]["model"]["n"] > 0
+    with pytest.raises(gpusim.Error, match="give either truth"):
+        session.validate()
+    with pytest.raises(gpusim.Error) as e:
+        prog.time(repeat=0)
+    assert "repeat 0 is not a count of timed runs" in str(e.value)
+
+
+def test_many_threads_predicting_on_one_session(session, root):
+    m = session.open_model(root / "models" / "resnet50.onnx")
+    want = session.predict(m, "nvidia-l4", dtype="fp16")
+    same = []
+
+    def work():
+        for _ in range(4):
+            same.append(session.predict(m, "nvidia-l4", dtype="fp16") == want)
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert same == [True] * 24
+
+
+def test_profiles_are_listed_with_their_figures(session):
+    all_ = session.profiles()
+    names = [p["name"] for p in all_]
+    assert "nvidia-rtx-3060" in names and names == sorted(names)
+    assert all("path" in p for p in all_)
+
+
+def test_readme_python_block(root, monkeypatch, capsys):
+    """The README's Python example runs as printed there, from the repository root."""
+    text = (root / "README.md").read_text()
+    section = text.split("\n## Python\n", 1)[1]
+    block = section.split("```python\n", 1)[1].split("\n```", 1)[0]
+    assert "s.predict(" in block and "program.run(" in block
+    monkeypatch.chdir(root)
+    exec(compile(block, "README.md (## Python)", "exec"), {})
+    out = capsys.readouterr().out
+    assert "ms in" in out and "not_found no GPU profile named" in out
