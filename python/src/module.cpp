@@ -140,9 +140,13 @@ std::optional<std::string> numpy_name(DType t) {
   }
 }
 
-py::dict spec_dict(const gpusim::TensorSpec& s) {
-  return py::dict("name"_a = s.name, "dtype"_a = std::string(gpusim::dtype_name(s.dtype)), "shape"_a = s.shape,
-                  "size_bytes"_a = s.size_bytes);
+py::list spec_list(const std::vector<gpusim::TensorSpec>& specs) {
+  py::list l;
+  for (const auto& s : specs) {
+    l.append(py::dict("name"_a = s.name, "dtype"_a = std::string(gpusim::dtype_name(s.dtype)), "shape"_a = s.shape,
+                      "size_bytes"_a = s.size_bytes));
+  }
+  return l;
 }
 
 py::list tensor_list(const gpusim::Graph& g, const std::vector<gpusim::TensorId>& ids) {
@@ -575,20 +579,10 @@ PYBIND11_MODULE(_gpusim, m) {
                               "A plan compiled for one backend and device (Session.compile()). Calls on one Program "
                               "are serialized; use one per thread for parallel runs.")
       .def_property_readonly(
-          "inputs",
-          [](const gpusim::Program& p) {
-            py::list l;
-            for (const auto& s : p.inputs()) l.append(spec_dict(s));
-            return l;
-          },
+          "inputs", [](const gpusim::Program& p) { return spec_list(p.inputs()); },
           "The inputs run() takes, in order: a list of {\"name\", \"dtype\", \"shape\", \"size_bytes\"}.")
       .def_property_readonly(
-          "outputs",
-          [](const gpusim::Program& p) {
-            py::list l;
-            for (const auto& s : p.outputs()) l.append(spec_dict(s));
-            return l;
-          },
+          "outputs", [](const gpusim::Program& p) { return spec_list(p.outputs()); },
           "The outputs run() returns, in order: a list of {\"name\", \"dtype\", \"shape\", \"size_bytes\"}.")
       .def("run", &program_run, "inputs"_a = py::none(),
            "Runs the plan once and returns {output name: numpy.ndarray}.\n\n"
