@@ -124,7 +124,7 @@ class Validator {
       case Kind::kMap: {
         if (!n.IsMap()) return fail(path, fmt::format("{} is not a mapping; expected keys {}", show(n), keys(s)));
         for (const auto& kv : n) {
-          const std::string k = kv.first.as<std::string>();
+          const std::string k = kv.first.Scalar();
           const Spec* child = find(s, k);
           if (!child) return fail(join_path(path, k), fmt::format("unknown key; allowed here: {}", keys(s)));
           if (auto st = check(kv.second, *child, join_path(path, k)); !st) return st;
@@ -172,7 +172,7 @@ class Validator {
         if (!n.IsMap()) return fail(path, fmt::format("{} is not a mapping of path -> source", show(n)));
         for (const auto& kv : n) {
           if (!kv.second.IsScalar() || kv.second.Scalar().empty()) {
-            return fail(join_path(path, kv.first.as<std::string>()), "must be a non-empty string naming the source");
+            return fail(join_path(path, kv.first.Scalar()), "must be a non-empty string naming the source");
           }
         }
         return Ok{};
@@ -212,7 +212,7 @@ class Validator {
     if (!n.IsMap()) return fail(path, "is not a mapping");
     static const std::set<std::string> kGroups = {"efficiency", "launch", "memory", "compute"};
     for (const auto& kv : n) {
-      const std::string k = kv.first.as<std::string>();
+      const std::string k = kv.first.Scalar();
       const std::string p = join_path(path, k);
       if (k == "device" || k == "date" || k == "driver" || k == "command") {
         if (!kv.second.IsScalar()) return fail(p, fmt::format("{} is not a string", show(kv.second)));
@@ -224,7 +224,7 @@ class Validator {
       if (!kv.second.IsMap()) return fail(p, fmt::format("{} is not a mapping of figure -> {{value, p50, p95, ...}}", show(kv.second)));
       const Spec& target = *find(schema(), k);
       for (const auto& fig : kv.second) {
-        const std::string name = fig.first.as<std::string>();
+        const std::string name = fig.first.Scalar();
         const Spec* t = k == "memory"    ? find_dotted(target, name)
                         : k == "compute" ? (std::find(kCalibratedCompute.begin(), kCalibratedCompute.end(), name) != kCalibratedCompute.end()
                                                 ? find(target, name)
@@ -269,19 +269,63 @@ YAML::Node merge(const YAML::Node& base, const YAML::Node& over) {
   if (!base.IsMap() || !over.IsMap()) return YAML::Clone(over);
   YAML::Node out = YAML::Clone(base);
   for (const auto& kv : over) {
-    const std::string k = kv.first.as<std::string>();
+    const std::string k = kv.first.Scalar();
     out[k] = out[k] ? merge(out[k], kv.second) : YAML::Clone(kv.second);
   }
   return out;
 }
 
+// Limits on a profile's YAML, checked before anything reads it: real profiles are a few KB, about
+// 200 nodes, nested 4 deep, and extend at most one or two others.
+constexpr size_t kMaxProfileBytes = 1 << 20;
+constexpr int kMaxDepth = 32;
+constexpr int64_t kMaxNodes = 100000;  // visits, aliases counted each time they are reached
+constexpr size_t kMaxExtends = 16;
+
+// Every key is a plain scalar (a mapping or list as a key has no name to report or merge by), the
+// nesting is bounded, and so is the tree as seen through its aliases (an alias "bomb" expands
+// exponentially when walked).
+Status check_structure(const YAML::Node& n, const std::string& source, const std::string& path, int depth,
+                       int64_t& visited) {
+  if (++visited > kMaxNodes) {
+    return make_error(ErrorCode::kLimit, fmt::format("{}: more than {} values once aliases (*name) are expanded; a "
+                                                     "profile is a few hundred: remove the aliases",
+                                                     source, kMaxNodes));
+  }
+  if (depth > kMaxDepth) {
+    return make_error(ErrorCode::kLimit, fmt::format("{}: {}: nested more than {} levels deep; a profile is 4",
+                                                     source, path.empty() ? "(top)" : path, kMaxDepth));
+  }
+  if (n.IsMap()) {
+    for (const auto& kv : n) {
+      if (!kv.first.IsScalar()) {
+        return make_error(ErrorCode::kParse, fmt::format("{}: {}: a key is a {}; keys must be plain names",
+                                                         source, path.empty() ? "(top)" : path,
+                                                         kv.first.IsMap() ? "mapping" : kv.first.IsSequence() ? "list" : "null"));
+      }
+      if (auto st = check_structure(kv.second, source, join_path(path, kv.first.Scalar()), depth + 1, visited); !st) return st;
+    }
+  } else if (n.IsSequence()) {
+    for (size_t i = 0; i < n.size(); ++i) {
+      if (auto st = check_structure(n[i], source, fmt::format("{}[{}]", path, i), depth + 1, visited); !st) return st;
+    }
+  }
+  return Ok{};
+}
+
 Result<YAML::Node> parse_yaml_text(const std::string& text, const std::string& source) {
+  if (text.size() > kMaxProfileBytes) {
+    return make_error(ErrorCode::kLimit, fmt::format("{}: {} bytes; a profile is a few KB (limit {} bytes)", source,
+                                                     text.size(), kMaxProfileBytes));
+  }
   try {
     YAML::Node n = YAML::Load(text);
     if (!n.IsMap()) {
       return make_error(ErrorCode::kParse, fmt::format("{}: a profile must be a YAML mapping (see gpu_profiles/README.md)",
                                                        source));
     }
+    int64_t visited = 0;
+    if (auto st = check_structure(n, source, "", 0, visited); !st) return st.error();
     return n;
   } catch (const YAML::Exception& e) {
     return make_error(ErrorCode::kParse, fmt::format("{}:{}:{}: not valid YAML: {}", source, e.mark.line + 1,
@@ -310,7 +354,7 @@ void figure_paths(const YAML::Node& n, const std::string& path, std::vector<std:
                   std::set<std::string>& all) {
   all.insert(path);
   if (n.IsMap()) {
-    for (const auto& kv : n) figure_paths(kv.second, join_path(path, kv.first.as<std::string>()), out, all);
+    for (const auto& kv : n) figure_paths(kv.second, join_path(path, kv.first.Scalar()), out, all);
   } else if (n.IsSequence()) {
     for (size_t i = 0; i < n.size(); ++i) figure_paths(n[i], fmt::format("{}[{}]", path, i), out, all);
   } else if (n.IsScalar()) {
@@ -417,7 +461,7 @@ GpuProfile convert(const YAML::Node& y) {
       if (e[key]) p.efficiency.*field = e[key].as<double>();
     }
   }
-  for (const auto& kv : y["sources"]) p.sources[kv.first.as<std::string>()] = kv.second.as<std::string>();
+  for (const auto& kv : y["sources"]) p.sources[kv.first.Scalar()] = kv.second.as<std::string>();
   return p;
 }
 
@@ -430,7 +474,7 @@ void apply_calibration(const YAML::Node& cal, GpuProfile& p) {
   for (const char* group : {"efficiency", "launch", "memory", "compute"}) {
     if (!cal[group]) continue;
     for (const auto& kv : cal[group]) {
-      const std::string key = kv.first.as<std::string>();
+      const std::string key = kv.first.Scalar();
       CalibratedFigure f;
       f.value = kv.second["value"].as<double>();
       if (kv.second["p50"]) f.p50 = kv.second["p50"].as<double>();
@@ -501,7 +545,12 @@ Result<YAML::Node> load_merged(const std::string& path, const std::vector<std::s
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("{}: extends: is not a profile name; expected the name of the profile to inherit", path));
   }
-  const std::string parent = (*node)["extends"].as<std::string>();
+  const std::string parent = (*node)["extends"].Scalar();
+  if (chain.size() > kMaxExtends) {
+    return make_error(ErrorCode::kLimit, fmt::format("{}: extends: a chain of more than {} profiles ({} -> ...); "
+                                                     "extend a datasheet profile directly",
+                                                     path, kMaxExtends, fmt::join(chain.begin(), chain.begin() + 3, " -> ")));
+  }
   if (std::find(chain.begin(), chain.end(), parent) != chain.end()) {
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("{}: extends: \"{}\" forms a cycle ({} -> {}); remove one of the extends",
@@ -583,7 +632,7 @@ Result<GpuProfile> load_profile_from(const std::string& path, const std::vector<
   }
   // Every datasheet figure has a source.
   std::set<std::string> sources;
-  for (const auto& kv : (*y)["sources"]) sources.insert(kv.first.as<std::string>());
+  for (const auto& kv : (*y)["sources"]) sources.insert(kv.first.Scalar());
   std::vector<std::string> figures;
   std::set<std::string> paths;
   for (const char* section : {"compute", "memory", "host_link", "launch", "power"}) {

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "gpusim/plan.h"
+#include "gpusim/json_text.h"
 
 namespace gpusim {
 namespace {
@@ -15,6 +16,7 @@ namespace {
 using nlohmann::json;
 
 const char* kSchema = "gpusim.plan/1";
+constexpr int64_t kMaxStreams = 1024;
 
 json tile_json(const TileConfig& t) {
   return {{"block_m", t.block_m}, {"block_n", t.block_n}, {"block_k", t.block_k}, {"threads", t.threads},
@@ -39,7 +41,7 @@ class Reader {
       }
     }
     if (!j.contains("schema") || j["schema"] != kSchema) {
-      return fail("schema", fmt::format("{} is not \"{}\"", j.contains("schema") ? j["schema"].dump() : "missing",
+      return fail("schema", fmt::format("{} is not \"{}\"", j.contains("schema") ? brief(j["schema"]) : "missing",
                                         kSchema));
     }
     Plan p;
@@ -48,7 +50,7 @@ class Reader {
     if (auto s = str(j, "scheduler", p.scheduler); !s) return s.error();
     if (auto s = str(j, "objective", p.objective); !s) return s.error();
     if (j.contains("dtype") && !j["dtype"].is_null()) {
-      const std::string d = j["dtype"].is_string() ? j["dtype"].get<std::string>() : j["dtype"].dump();
+      const std::string d = j["dtype"].is_string() ? j["dtype"].get<std::string>() : brief(j["dtype"]);
       if (d == "fp32") p.dtype = DType::kFloat32;
       else if (d == "fp16") p.dtype = DType::kFloat16;
       else if (d == "bf16") p.dtype = DType::kBFloat16;
@@ -68,16 +70,14 @@ class Reader {
         const json& v = j["offloaded"][i];
         const auto id = v.is_string() ? g_.find(v.get<std::string>()) : std::nullopt;
         if (!id || g_.tensor(*id).role != TensorRole::kWeight) {
-          return fail(fmt::format("offloaded[{}]", i), fmt::format("{} is not a weight of the model", v.dump()));
+          return fail(fmt::format("offloaded[{}]", i), fmt::format("{} is not a weight of the model", brief(v)));
         }
         p.offloaded.push_back(*id);
       }
     }
-    if (j.contains("decisions") && j["decisions"].is_array()) {
-      for (const auto& d : j["decisions"]) {
-        if (d.is_string()) p.decisions.push_back(d.get<std::string>());
-      }
-    }
+    auto dec = strings(j, "decisions", "decisions", "a list of strings (why each fusion was taken)");
+    if (!dec) return dec.error();
+    p.decisions = std::move(*dec);
     return p;
   }
 
@@ -87,18 +87,51 @@ class Reader {
                       field.empty() ? fmt::format("{}: {}", source_, msg) : fmt::format("{}: {}: {}", source_, field, msg));
   }
 
+  // The checked accessors every field is read through: each names the field's path, the value
+  // found and what was expected, and none throws whatever the document holds.
   Status str(const json& j, const char* key, std::string& out) const {
     if (!j.contains(key)) return Ok{};
-    if (!j[key].is_string()) return fail(key, fmt::format("{} is not a string", j[key].dump()));
+    if (!j[key].is_string()) return fail(key, fmt::format("{} is not a string", brief(j[key])));
     out = j[key].get<std::string>();
     return Ok{};
   }
 
+  // An optional list of strings (absent: empty).
+  Result<std::vector<std::string>> strings(const json& j, const char* key, const std::string& at, const char* what) const {
+    std::vector<std::string> out;
+    if (!j.contains(key) || j[key].is_null()) return out;
+    const json& v = j[key];
+    if (!v.is_array()) return fail(at, fmt::format("{} is not {}", brief(v), what));
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (!v[i].is_string()) return fail(fmt::format("{}[{}]", at, i), fmt::format("{} is not a string", brief(v[i])));
+      out.push_back(v[i].get<std::string>());
+    }
+    return out;
+  }
+
+  // An integer in [lo, hi]; a float, a string or an integer out of range names the range.
+  Result<int64_t> integer(const json& v, const std::string& at, int64_t lo, int64_t hi) const {
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi)) {
+      return fail(at, fmt::format("{} is not an integer in [{}, {}]", brief(v), lo, hi));
+    }
+    if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi) {
+      return fail(at, fmt::format("{} is not an integer in [{}, {}]", brief(v), lo, hi));
+    }
+    return v.get<int64_t>();
+  }
+
+  // A value as it appears in a message: its JSON, cut short when long.
+  static std::string brief(const json& v) {
+    std::string s = v.dump(-1, ' ', false, kInvalidUtf8);
+    if (s.size() > 80) s = s.substr(0, 77) + "...";
+    return s;
+  }
+
   Result<int> node(const json& v, const std::string& field) const {
-    if (!v.is_string()) return fail(field, fmt::format("{} is not a node name", v.dump()));
+    if (!v.is_string()) return fail(field, fmt::format("{} is not a node name", brief(v)));
     auto it = node_by_name_.find(v.get<std::string>());
     if (it == node_by_name_.end()) {
-      return fail(field, fmt::format("{} is not a node of {} (was the plan made for another model?)", v.dump(),
+      return fail(field, fmt::format("{} is not a node of {} (was the plan made for another model?)", brief(v),
                                      g_.source_path));
     }
     return it->second;
@@ -126,26 +159,25 @@ class Reader {
       auto a = node(j["anchor"], at + ".anchor");
       if (!a) return a.error();
       const auto it = std::find(k.nodes.begin(), k.nodes.end(), *a);
-      if (it == k.nodes.end()) return fail(at + ".anchor", fmt::format("{} is not one of the kernel's nodes", j["anchor"].dump()));
+      if (it == k.nodes.end()) return fail(at + ".anchor", fmt::format("{} is not one of the kernel's nodes", brief(j["anchor"])));
       k.anchor = static_cast<int>(it - k.nodes.begin());
     }
     if (j.contains("recomputed")) {
-      for (size_t i = 0; i < j["recomputed"].size(); ++i) {
-        auto n = node(j["recomputed"][i], fmt::format("{}.recomputed[{}]", at, i));
+      const json& r = j["recomputed"];
+      if (!r.is_array()) return fail(at + ".recomputed", fmt::format("{} is not a list of node names", brief(r)));
+      for (size_t i = 0; i < r.size(); ++i) {
+        auto n = node(r[i], fmt::format("{}.recomputed[{}]", at, i));
         if (!n) return n.error();
         k.recomputed.push_back(*n);
       }
     }
-    if (j.contains("fusions") && j["fusions"].is_array()) {
-      for (const auto& f : j["fusions"]) {
-        if (f.is_string()) k.fusions.push_back(f.get<std::string>());
-      }
-    }
+    auto fusions = strings(j, "fusions", at + ".fusions", "a list of fusion names");
+    if (!fusions) return fusions.error();
+    k.fusions = std::move(*fusions);
     if (j.contains("stream")) {
-      if (!j["stream"].is_number_integer() || j["stream"].get<int>() < 0) {
-        return fail(at + ".stream", fmt::format("{} is not a non-negative integer", j["stream"].dump()));
-      }
-      k.stream = j["stream"].get<int>();
+      auto st = integer(j["stream"], at + ".stream", 0, kMaxStreams - 1);
+      if (!st) return st.error();
+      k.stream = static_cast<int>(*st);
     }
     if (!j.contains("tile") || !j["tile"].is_object()) return fail(at + ".tile", "missing; expected {block_m, ...}");
     struct Field {
@@ -166,10 +198,9 @@ class Reader {
         return fail(at + ".tile." + key, "unknown key; allowed: block_m, block_n, block_k, threads, stages, split_k, "
                                          "vector_width, items_per_thread");
       }
-      if (!v.is_number_integer() || v.get<int64_t>() < f->lo || v.get<int64_t>() > 65536) {
-        return fail(at + ".tile." + key, fmt::format("{} is not an integer in [{}, 65536]", v.dump(), f->lo));
-      }
-      *f->slot = v.get<int>();
+      auto x = integer(v, at + ".tile." + key, f->lo, 65536);
+      if (!x) return x.error();
+      *f->slot = static_cast<int>(*x);
     }
     return k;
   }
@@ -210,7 +241,7 @@ std::string plan_to_json(const Plan& p, const Graph& g) {
             {"kernels", kernels},
             {"offloaded", off},
             {"decisions", p.decisions}};
-  return j.dump(1);
+  return j.dump(1, ' ', false, kInvalidUtf8);
 }
 
 Result<Plan> plan_from_json(const std::string& text, const std::string& source, const Graph& g) {
