@@ -29,6 +29,14 @@ using Shape = std::vector<int64_t>;
 
 // Element count of a shape, or nullopt when the product overflows int64.
 std::optional<int64_t> shape_elements(const Shape& s);
+
+// The most elements one tensor may have: 2^40 (8 TiB of fp64, far past any device's memory). Within
+// it every byte count, FLOP count and memory sum gpusim computes from shapes fits in 64 bits, so a
+// larger tensor is refused where it enters (a graph input, an initializer, an op's output).
+inline constexpr int64_t kMaxTensorElements = int64_t{1} << 40;
+// Why `s` is not a shape gpusim takes — a negative dim, or more than kMaxTensorElements elements —
+// or "" when it is one.
+std::string shape_problem(const Shape& s);
 std::string shape_str(const Shape& s);  // "[1, 3, 224, 224]"
 
 // Constants with at most this many elements keep their values in the IR.

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -30,6 +31,9 @@ namespace gpusim {
 struct ImportOptions {
   // Symbolic dim name -> value, or "input:axis" -> value.
   std::map<std::string, int64_t> dims;
+  // The value of every symbolic or unsized input dim `dims` does not name (unset: such a dim is an
+  // error that asks for --dim).
+  std::optional<int64_t> other_dims;
   // Run ONNX's shape inference (a cross-check and a fallback after unsupported ops).
   bool onnx_shape_inference = true;
 };

@@ -16,6 +16,18 @@ std::optional<int64_t> shape_elements(const Shape& s) {
 
 std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 
+std::string shape_problem(const Shape& s) {
+  for (int64_t d : s) {
+    if (d < 0) return fmt::format("dims {} have a negative dim {}; dims must be >= 0", shape_str(s), d);
+  }
+  const auto n = shape_elements(s);
+  if (!n || *n > kMaxTensorElements) {
+    return fmt::format("dims {} have {} elements, over gpusim's limit of 2^40 ({}) per tensor", shape_str(s),
+                       n ? fmt::format("{}", *n) : std::string("more than 2^63"), kMaxTensorElements);
+  }
+  return {};
+}
+
 std::string_view role_name(TensorRole r) {
   switch (r) {
     case TensorRole::kInput: return "input";

@@ -102,6 +102,8 @@ class Importer {
   Status add_initializer(const onnx::TensorProto& t, Scope& scope);
   Status resolve_inputs(onnx::GraphProto& g, Scope& scope);
   void run_onnx_inference(onnx::ModelProto& model);
+  Status verify_nodes(const onnx::GraphProto& g, const std::map<std::string, int64_t>& opsets,
+                      const std::unordered_set<std::string>& outer);
   Status process_graph(const onnx::GraphProto& g, Scope& scope);
   Status process_node(const onnx::NodeProto& np, Scope& scope, size_t index);
   Status inline_if(const onnx::NodeProto& np, const std::string& name, Scope& scope);
@@ -116,6 +118,7 @@ class Importer {
   std::map<std::string, std::vector<std::string>> unsupported_;
   std::unordered_set<TensorId> unknown_;
   std::vector<std::string> disagreements_;
+  std::string unsorted_;  // the first node input not assigned before it in file order, if any
 };
 
 Result<Attribute> Importer::convert_attribute(const onnx::AttributeProto& a, const std::string& label) const {
@@ -184,17 +187,10 @@ Status Importer::add_initializer(const onnx::TensorProto& t, Scope& scope) {
   w.dtype = *dt;
   w.shape.assign(t.dims().begin(), t.dims().end());
   w.role = TensorRole::kWeight;
-  for (int64_t d : w.shape) {
-    if (d < 0) {
-      return make_error(ErrorCode::kShape, fmt::format("{}: initializer \"{}\" has dims {} with a negative dim {}; "
-                                                       "dims must be >= 0 (the file is corrupt)",
-                                                       path_, t.name(), shape_str(w.shape), d));
-    }
-  }
-  if (!shape_elements(w.shape)) {
-    return make_error(ErrorCode::kShape,
-                      fmt::format("{}: initializer \"{}\" has dims {} whose element count overflows 64 bits",
-                                  path_, t.name(), shape_str(w.shape)));
+  if (const std::string why = shape_problem(w.shape); !why.empty()) {
+    return make_error(ErrorCode::kShape, fmt::format("{}: initializer \"{}\": {} (the file is corrupt, or the model "
+                                                     "is not one a GPU runs)",
+                                                     path_, t.name(), why));
   }
   w.value = detail::tensor_value(t, w.dtype, w.shape);
   if (scope.names.count(t.name())) {
@@ -245,6 +241,8 @@ Status Importer::resolve_inputs(onnx::GraphProto& g, Scope& scope) {
         if (auto jt = opts_.dims.find(d.dim_param()); jt != opts_.dims.end()) {
           v = jt->second;
           used.insert(d.dim_param());
+        } else if (opts_.other_dims) {
+          v = *opts_.other_dims;
         } else {
           problems.push_back(fmt::format("input \"{}\" dim {} is symbolic (\"{}\") and has no value; set it with "
                                          "--dim {}=N",
@@ -258,6 +256,8 @@ Status Importer::resolve_inputs(onnx::GraphProto& g, Scope& scope) {
                                                            "be >= 0 (fix the model's input shape)",
                                                            path_, vi.name(), i, v));
         }
+      } else if (opts_.other_dims) {
+        v = *opts_.other_dims;
       } else {
         problems.push_back(fmt::format("input \"{}\" dim {} has no size; set it with --dim {}=N", vi.name(), i,
                                        axis_key));
@@ -267,10 +267,11 @@ Status Importer::resolve_inputs(onnx::GraphProto& g, Scope& scope) {
       d.set_dim_value(v);
       in.shape.push_back(v);
     }
-    if (problems.empty() && !shape_elements(in.shape)) {
-      return make_error(ErrorCode::kShape, fmt::format("{}: graph input \"{}\" has dims {} whose element count "
-                                                       "overflows 64 bits",
-                                                       path_, vi.name(), shape_str(in.shape)));
+    if (problems.empty()) {
+      if (const std::string why = shape_problem(in.shape); !why.empty()) {
+        return make_error(ErrorCode::kShape, fmt::format("{}: graph input \"{}\": {}; give smaller --dim values", path_,
+                                                         vi.name(), why));
+      }
     }
     const std::string name = vi.name();
     if (problems.empty()) {
@@ -288,6 +289,80 @@ Status Importer::resolve_inputs(onnx::GraphProto& g, Scope& scope) {
       return make_error(ErrorCode::kInvalidArgument,
                         fmt::format("{}: --dim {}={} matches no input dim; the model's symbolic dims are: {}", path_, k,
                                     v, symbolic.empty() ? std::string("(none)") : fmt::format("{}", fmt::join(symbolic, ", "))));
+    }
+  }
+  return Ok{};
+}
+
+// Every node of a known ONNX op checked against its schema (input and output counts, attribute
+// names and types, required attributes) before any shape inference reads it: libonnx's inference
+// and gpusim's trust what the schema promises, and a node that breaks it must fail here, named.
+Status Importer::verify_nodes(const onnx::GraphProto& g, const std::map<std::string, int64_t>& opsets,
+                              const std::unordered_set<std::string>& outer) {
+  // Each name is assigned once (SSA): by a graph input or initializer (an initializer may also be
+  // listed as an input) or by one node's output. Both inferences key tensors by name.
+  std::unordered_map<std::string, std::pair<std::string, int>> producer;  // name -> who assigns it, node index
+  for (const auto& i : g.input()) producer.emplace(i.name(), std::pair{std::string("graph input"), -1});
+  for (const auto& t : g.initializer()) producer.emplace(t.name(), std::pair{std::string("initializer"), -1});
+  for (int k = 0; k < g.node_size(); ++k) {
+    const onnx::NodeProto& np = g.node(k);
+    for (const std::string& o : np.output()) {
+      if (o.empty()) continue;  // an optional output left out
+      const auto [it, fresh] = producer.emplace(o, std::pair{fmt::format("node \"{}\"", np.name()), k});
+      if (!fresh) {
+        return make_error(ErrorCode::kInvalidModel,
+                          fmt::format("{}: output \"{}\" is also assigned by {}; an ONNX graph assigns each name once "
+                                      "(SSA): the file is corrupt or was edited by hand",
+                                      node_label(np.name(), np.op_type()), o, it->second.first));
+      }
+    }
+  }
+  // libonnx's inference walks the nodes in file order and needs each input typed before it is read:
+  // a node that reads a later node's output (the file is not topologically sorted, or has a cycle)
+  // or a name nothing assigns makes it dereference a missing type. gpusim orders nodes itself and
+  // names what is missing; libonnx's pass is skipped.
+  for (int k = 0; k < g.node_size() && unsorted_.empty(); ++k) {
+    for (const std::string& in : g.node(k).input()) {
+      if (in.empty()) continue;
+      const auto it = producer.find(in);
+      if (it == producer.end() && !outer.count(in)) {
+        unsorted_ = fmt::format("node \"{}\" reads \"{}\", which nothing assigns", g.node(k).name(), in);
+        break;
+      }
+      if (it != producer.end() && it->second.second >= k) {
+        unsorted_ = fmt::format("node \"{}\" reads \"{}\", which {} assigns later in the file", g.node(k).name(), in,
+                                it->second.first);
+        break;
+      }
+    }
+  }
+  std::unordered_set<std::string> visible = outer;
+  for (const auto& [name, who] : producer) visible.insert(name);
+  for (const onnx::NodeProto& np : g.node()) {
+    const std::string domain = norm_domain(np.domain());
+    const auto v = opsets.find(domain);
+    if (v != opsets.end()) {
+      const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(np.op_type(), static_cast<int>(v->second), domain);
+      if (schema != nullptr) {
+        try {
+          schema->Verify(np);
+        } catch (const std::exception& e) {
+          std::string why = e.what();
+          if (const auto at = why.find("==> Context:"); at != std::string::npos) why.erase(at);
+          while (!why.empty() && (why.back() == ' ' || why.back() == '\n')) why.pop_back();
+          return make_error(ErrorCode::kInvalidModel,
+                            fmt::format("{}: {} (the ONNX schema of {} at opset {}); fix or re-export the model",
+                                        node_label(np.name(), np.op_type()), why, np.op_type(), v->second));
+        }
+      }
+    }
+    for (const onnx::AttributeProto& a : np.attribute()) {
+      if (a.has_g()) {
+        if (auto s = verify_nodes(a.g(), opsets, visible); !s) return s;
+      }
+      for (const onnx::GraphProto& sub : a.graphs()) {
+        if (auto s = verify_nodes(sub, opsets, visible); !s) return s;
+      }
     }
   }
   return Ok{};
@@ -616,7 +691,23 @@ Result<Graph> Importer::run(onnx::ModelProto& model, const detail::StrippedModel
     g_.notes.push_back(fmt::format("{} weights live in external data files, which gpusim does not read", external));
   }
   if (auto s = resolve_inputs(graph, root); !s) return s.error();
-  if (opts_.onnx_shape_inference) run_onnx_inference(model);
+  // The domains whose opsets libonnx knows (newer ones are read by gpusim's own rules only).
+  std::map<std::string, int64_t> opsets;
+  const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  for (const auto& o : model.opset_import()) opsets[norm_domain(o.domain())] = o.version();
+  if (opsets.find("") == opsets.end()) opsets[""] = opset_;
+  for (auto it = opsets.begin(); it != opsets.end();) {
+    const auto k = known.find(it->first);
+    it = k == known.end() || it->second > k->second.second ? opsets.erase(it) : std::next(it);
+  }
+  if (auto s = verify_nodes(graph, opsets, {}); !s) return s.error();
+  if (opts_.onnx_shape_inference && !unsorted_.empty()) {
+    g_.notes.push_back(fmt::format("ONNX's shape inference (libonnx) skipped: the nodes are not in topological order "
+                                   "in the file, or read a name nothing assigns ({})",
+                                   unsorted_));
+  } else if (opts_.onnx_shape_inference) {
+    run_onnx_inference(model);
+  }
   if (auto s = process_graph(model.graph(), root); !s) return s.error();
 
   if (!unsupported_.empty()) {

@@ -80,6 +80,10 @@ void put_varint(std::string& out, uint64_t v) {
   out.push_back(static_cast<char>(v));
 }
 
+// Message nesting the reader follows (model.graph.node.attribute.graph...: 3 per subgraph level);
+// deeper input is refused rather than recursed into.
+constexpr size_t kMaxDepth = 64;
+
 class Filter {
  public:
   Filter(CodedInputStream& in, const std::string& path, int64_t file_bytes)
@@ -89,6 +93,13 @@ class Filter {
   // of the file for the top-level message).
   bool run(Msg m, std::string& out, bool top) {
     path_stack_.push_back(msg_name(m));
+    if (path_stack_.size() > kMaxDepth) {
+      error = make_error(ErrorCode::kLimit,
+                         fmt::format("{}: messages nested more than {} deep ({}...); real models nest a few levels "
+                                     "(each If/Loop body adds three): the file is corrupt or hostile",
+                                     path_, kMaxDepth, where().substr(0, 120)));
+      return false;
+    }
     while (true) {
       if (top ? in_.CurrentPosition() >= file_bytes_ : in_.BytesUntilLimit() <= 0) break;
       const int64_t at = in_.CurrentPosition();

@@ -179,7 +179,7 @@ TEST_CASE("negative dims are rejected with the tensor named", "[import][errors]"
     b.output("y");
     auto g = import_onnx(b.write("neg_init.onnx"));
     REQUIRE_FALSE(g);
-    CHECK_THAT(g.error().message, Contains("neg_init.onnx: initializer \"w\" has dims [-1, 2] with a negative dim -1"));
+    CHECK_THAT(g.error().message, Contains("neg_init.onnx: initializer \"w\": dims [-1, 2] have a negative dim -1; dims must be >= 0"));
   }
 }
 
@@ -192,8 +192,8 @@ TEST_CASE("dims whose product overflows 64 bits are rejected", "[import][errors]
     b.output("y");
     auto g = import_onnx(b.write("overflow.onnx"));
     REQUIRE_FALSE(g);
-    CHECK_THAT(g.error().message, Contains("initializer \"huge\" has dims [1099511627776, 1099511627776] whose element "
-                                           "count overflows 64 bits"));
+    CHECK_THAT(g.error().message, Contains("initializer \"huge\": dims [1099511627776, 1099511627776] have more than "
+                                           "2^63 elements, over gpusim's limit of 2^40 (1099511627776) per tensor"));
   }
   SECTION("computed output") {
     OnnxBuilder b;
@@ -203,8 +203,19 @@ TEST_CASE("dims whose product overflows 64 bits are rejected", "[import][errors]
     b.output("y");
     auto g = import_onnx(b.write("overflow_expand.onnx"));
     REQUIRE_FALSE(g);
-    CHECK_THAT(g.error().message, Contains("node \"expand_1\" (Expand): output 0 has dims [1099511627776, "
-                                           "1099511627776] whose element count overflows 64 bits"));
+    CHECK_THAT(g.error().message, Contains("node \"expand_1\" (Expand): output 0: dims [1099511627776, "
+                                           "1099511627776] have more than 2^63 elements"));
+  }
+  SECTION("a graph input over the per-tensor limit") {
+    OnnxBuilder b;
+    b.input("x", kF32, {int64_t{1} << 21, int64_t{1} << 20});
+    b.node("Relu", {"x"}, {"y"});
+    b.output("y");
+    auto g = import_onnx(b.write("too_big_input.onnx"));
+    REQUIRE_FALSE(g);
+    CHECK_THAT(g.error().message, Contains("too_big_input.onnx: graph input \"x\": dims [2097152, 1048576] have "
+                                           "2199023255552 elements, over gpusim's limit of 2^40 (1099511627776) per "
+                                           "tensor; give smaller --dim values"));
   }
 }
 

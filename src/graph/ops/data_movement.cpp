@@ -11,6 +11,7 @@
 #include <cmath>
 #include <set>
 
+#include "ops/checked.h"
 #include "ops/registry.h"
 
 namespace gpusim::ops {
@@ -200,7 +201,9 @@ Status infer_reshape(InferContext& c) {
     }
     if (d < -1) return c.fail(fmt::format("shape {} has the invalid dim {}", shape_str(target), d));
     out[i] = d;
-    known *= d;
+    const auto k = mul_checked(known, d);
+    if (!k) return c.fail(fmt::format("shape {}: the product of its dims overflows 64 bits", shape_str(target)));
+    known = *k;
   }
   const int64_t total = c.in(0).elements();
   if (infer_at >= 0) {
@@ -415,17 +418,22 @@ struct SliceDim {
   int64_t start, step, len;
 };
 
+// Overflow-free for any int64 start, end and step (step != 0): a negative start or end counts
+// from the end, both are clamped to the dim, and the length is a count of steps within the span.
 SliceDim slice_dim(int64_t dim, int64_t start, int64_t end, int64_t step) {
-  if (start < 0) start += dim;
+  if (dim == 0) return {0, step, 0};
+  if (start < 0) start += dim;  // a negative plus a non-negative dim cannot overflow
   if (end < 0) end += dim;
   if (step > 0) {
     start = std::clamp<int64_t>(start, 0, dim);
     end = std::clamp<int64_t>(end, 0, dim);
-    return {start, step, std::max<int64_t>(0, (end - start + step - 1) / step)};
+    return {start, step, end > start ? 1 + (end - start - 1) / step : 0};
   }
   start = std::clamp<int64_t>(start, 0, dim - 1);
   end = std::clamp<int64_t>(end, -1, dim - 1);
-  return {start, step, std::max<int64_t>(0, (start - end + (-step) - 1) / (-step))};
+  // -step overflows for INT64_MIN; any step at or below -dim takes one element.
+  const int64_t back = step < -dim ? dim + 1 : -step;
+  return {start, step, start > end ? 1 + (start - end - 1) / back : 0};
 }
 
 Status infer_slice(InferContext& c) {

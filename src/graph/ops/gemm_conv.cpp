@@ -13,6 +13,7 @@
 #include <set>
 
 #include "gpusim/einsum.h"
+#include "ops/checked.h"
 #include "ops/registry.h"
 
 namespace gpusim::ops {
@@ -63,24 +64,37 @@ Result<Window> read_window(const InferContext& c, size_t n, std::vector<int64_t>
 
 Result<Shape> window_out(const InferContext& c, const Shape& in_spatial, const Window& w) {
   Shape out(in_spatial.size());
-  for (size_t i = 0; i < in_spatial.size(); ++i) {
+  const size_t n = in_spatial.size();
+  for (size_t i = 0; i < n; ++i) {
     const int64_t in = in_spatial[i];
-    const int64_t eff_k = (w.kernel[i] - 1) * w.dilations[i] + 1;
     const int64_t s = w.strides[i];
+    const int64_t pb = w.pads[i], pe = w.pads[i + n];
+    if (pb < 0 || pe < 0) return c.fail(fmt::format("pads[{}] = {}, pads[{}] = {}: pads must be >= 0", i, pb, i + n, pe));
+    // kernel, dilation and stride are positive (read_window); every sum below is checked.
+    auto eff_k = mul_checked(w.kernel[i] - 1, w.dilations[i]);
+    if (eff_k) eff_k = add_checked(*eff_k, 1);
+    auto padded = add_checked(in, pb);
+    if (padded) padded = add_checked(*padded, pe);
+    if (!eff_k || !padded) {
+      return c.fail(fmt::format("spatial dim {}: kernel {} dilation {} pads {} + {} overflow 64 bits", i, w.kernel[i],
+                                w.dilations[i], pb, pe));
+    }
     if (w.auto_pad == "SAME_UPPER" || w.auto_pad == "SAME_LOWER") {
-      out[i] = (in + s - 1) / s;
+      out[i] = in / s + (in % s != 0 ? 1 : 0);
     } else if (w.auto_pad == "VALID") {
-      out[i] = (in - eff_k) / s + 1;
+      out[i] = in >= *eff_k ? (in - *eff_k) / s + 1 : 0;
     } else if (w.auto_pad == "NOTSET" || w.auto_pad.empty()) {
-      const int64_t span = in + w.pads[i] + w.pads[i + in_spatial.size()] - eff_k;
+      const int64_t span = *padded - *eff_k;
       if (span < 0) {
         return c.fail(fmt::format("spatial dim {}: the window ({} with dilation {}) is larger than the padded input "
                                   "({} + pads {} + {})",
-                                  i, w.kernel[i], w.dilations[i], in, w.pads[i], w.pads[i + in_spatial.size()]));
+                                  i, w.kernel[i], w.dilations[i], in, pb, pe));
       }
-      out[i] = (w.ceil_mode ? (span + s - 1) / s : span / s) + 1;
+      out[i] = (w.ceil_mode ? span / s + (span % s != 0 ? 1 : 0) : span / s) + 1;
       // A last window that would start in the end padding is dropped (PyTorch and ONNX agree).
-      if (w.ceil_mode && (out[i] - 1) * s >= in + w.pads[i]) --out[i];
+      // (out - 1) * s >= in + pb, without the product: in + pb cannot overflow (padded did not).
+      const int64_t before_end_pad = in + pb;
+      if (w.ceil_mode && out[i] - 1 >= before_end_pad / s + (before_end_pad % s != 0 ? 1 : 0)) --out[i];
     } else {
       return c.fail(fmt::format("auto_pad = \"{}\" is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID", w.auto_pad));
     }

@@ -50,12 +50,7 @@ Result<int64_t> InferContext::axis(int64_t a, int64_t r, const char* what) const
 }
 
 Status InferContext::set(size_t i, DType t, Shape s) {
-  for (int64_t d : s) {
-    if (d < 0) return fail(fmt::format("output {} would have a negative dim: {}", i, shape_str(s)));
-  }
-  if (!shape_elements(s)) {
-    return fail(fmt::format("output {} has dims {} whose element count overflows 64 bits", i, shape_str(s)));
-  }
+  if (const std::string why = shape_problem(s); !why.empty()) return fail(fmt::format("output {}: {}", i, why));
   Tensor& o = out_.at(i);
   o.dtype = t;
   o.shape = std::move(s);
