@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "session.h"
+#include "gpusim/json_text.h"
 
 namespace gpusim::calibrate {
 namespace {
@@ -352,7 +353,7 @@ Status write_profile(const Outcome& o, const std::string& path, const std::vecto
   }
   {
     std::ofstream f(json);
-    f << raw_json(o, name).dump(1) << "\n";
+    f << raw_json(o, name).dump(1, ' ', false, kInvalidUtf8) << "\n";
     if (!f.flush()) return fail("writing the measurements failed");
   }
   std::vector<std::string> search = dirs;

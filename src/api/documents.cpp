@@ -7,6 +7,7 @@
 
 #include "gpusim/gpusim.h"
 #include "gpusim/work_json.h"
+#include "gpusim/json_text.h"
 
 namespace gpusim {
 namespace {
@@ -108,7 +109,7 @@ std::string prediction_document(const Prediction& p, const GpuProfile& gpu) {
               {"kernels", ks},
               {"transfers", ts},
               {"notes", p.notes}}
-      .dump(2);
+      .dump(2, ' ', false, kInvalidUtf8);
 }
 
 std::string compare_document(const std::string& model, const std::vector<ComparedGpu>& rows) {
@@ -125,7 +126,7 @@ std::string compare_document(const std::string& model, const std::vector<Compare
                    {"peak_memory_bytes", p.peak_memory_bytes}, {"fits_in_memory", p.fits_in_memory},
                    {"energy_j", p.energy_j}});
   }
-  return json{{"schema", "gpusim.compare/1"}, {"model", model}, {"gpus", out}}.dump(2);
+  return json{{"schema", "gpusim.compare/1"}, {"model", model}, {"gpus", out}}.dump(2, ' ', false, kInvalidUtf8);
 }
 
 std::string plan_search_document(const std::string& model, const Graph& g, const GpuProfile& gpu,
@@ -152,7 +153,7 @@ std::string plan_search_document(const std::string& model, const Graph& g, const
               {"eager", {{"total_us", eager_us}, {"kernels", r.eager.kernels.size()}}},
               {"plans", plans},
               {"notes", r.notes}}
-      .dump(2);
+      .dump(2, ' ', false, kInvalidUtf8);
 }
 
 std::optional<double> best_fp16_matrix_tflops(const GpuProfile& p) {
@@ -242,7 +243,7 @@ std::string profile_document(const GpuProfile& p) {
   }
   j["sources"] = p.sources;
   j["assumptions"] = p.assumptions;
-  return j.dump(2);
+  return j.dump(2, ' ', false, kInvalidUtf8);
 }
 
 std::string profile_list_document(const std::vector<std::pair<ProfileEntry, Result<GpuProfile>>>& all) {
@@ -273,7 +274,7 @@ std::string profile_list_document(const std::vector<std::pair<ProfileEntry, Resu
     }
     arr.push_back(std::move(j));
   }
-  return json{{"profiles", arr}}.dump(2);
+  return json{{"profiles", arr}}.dump(2, ' ', false, kInvalidUtf8);
 }
 
 std::string validation_document(const ValidationReport& rep, const std::vector<Measurement>& records,
@@ -291,7 +292,7 @@ std::string validation_document(const ValidationReport& rep, const std::vector<M
               {"per_gpu", per_gpu},
               {"overall", group_json(rep.overall, records)},
               {"skipped", skipped}}
-      .dump(1);
+      .dump(1, ' ', false, kInvalidUtf8);
 }
 
 std::string run_document(const RunReport& r) {
@@ -312,7 +313,7 @@ std::string run_document(const RunReport& r) {
     out["outputs"] = outs;
     out["nodes"] = nodes;
     out["notes"] = r.notes;
-    return out.dump(2);
+    return out.dump(2, ' ', false, kInvalidUtf8);
   }
   for (const KernelReport& k : r.kernels) {
     json j = {{"kernel", k.plan_kernel}, {"name", k.name}, {"op_type", k.op_type}, {"class", k.cls},
@@ -345,7 +346,7 @@ std::string run_document(const RunReport& r) {
     }
     out["check"] = checks;
   }
-  return out.dump(2);
+  return out.dump(2, ' ', false, kInvalidUtf8);
 }
 
 std::string_view error_code_name(ErrorCode c) {
@@ -369,7 +370,7 @@ std::string_view error_code_name(ErrorCode c) {
 std::string error_document(const Error& e) {
   return json{{"schema", "gpusim.error/1"},
               {"error", {{"code", std::string(error_code_name(e.code))}, {"message", e.message}}}}
-      .dump(2);
+      .dump(2, ' ', false, kInvalidUtf8);
 }
 
 }  // namespace gpusim

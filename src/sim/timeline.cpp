@@ -9,6 +9,7 @@
 
 #include "gpusim/kernel_work.h"
 #include "gpusim/predict.h"
+#include "gpusim/json_text.h"
 
 namespace gpusim {
 namespace {
@@ -337,7 +338,7 @@ std::string chrome_trace(const Prediction& p) {
                       {"dur", t.duration_us},
                       {"args", {{"bytes", t.bytes}}}});
   }
-  return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump();
+  return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump(-1, ' ', false, kInvalidUtf8);
 }
 
 }  // namespace gpusim

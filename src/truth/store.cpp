@@ -12,6 +12,7 @@
 
 #include "gpusim/measurement.h"
 #include "gpusim/work_json.h"
+#include "gpusim/json_text.h"
 
 namespace gpusim {
 namespace {
@@ -62,7 +63,7 @@ constexpr const char* kColumns =
     "op, op_class, dims, dtype, work, tile, fused_ops, kernel, kernels_launched, grid, block, gpu, backend, driver, "
     "clocks, runtime, timer, statistic, repeats, warm_cache, time_us, p50_us, p95_us, source, source_ref";
 
-std::string dims_json(const std::map<std::string, int64_t>& d) { return nlohmann::json(d).dump(); }
+std::string dims_json(const std::map<std::string, int64_t>& d) { return nlohmann::json(d).dump(-1, ' ', false, kInvalidUtf8); }
 
 // FNV-1a, 64 bits, from a given offset basis; two bases give the 128-bit key.
 uint64_t fnv1a(const std::string& s, uint64_t h) {
@@ -125,9 +126,9 @@ std::string measurement_key(const Measurement& m) {
   add(m.op_class);
   add(dims_json(m.dims));
   add(std::string(dtype_name(m.dtype)));
-  add(m.work ? work_to_json(*m.work).dump() : "");
-  add(m.tile ? tile_to_json(*m.tile).dump() : "");
-  add(nlohmann::json(m.fused_ops).dump());
+  add(m.work ? work_to_json(*m.work).dump(-1, ' ', false, kInvalidUtf8) : "");
+  add(m.tile ? tile_to_json(*m.tile).dump(-1, ' ', false, kInvalidUtf8) : "");
+  add(nlohmann::json(m.fused_ops).dump(-1, ' ', false, kInvalidUtf8));
   for (const std::string* f : {&m.kernel, &m.grid, &m.block, &m.gpu, &m.backend, &m.driver, &m.clocks, &m.runtime,
                                &m.timer, &m.statistic, &m.source, &m.source_ref}) {
     add(*f);
@@ -229,9 +230,9 @@ Result<InsertStats> MeasurementStore::insert(const std::vector<Measurement>& rec
     ins.text(4, m.op_class);
     ins.text(5, dims_json(m.dims));
     ins.text(6, std::string(dtype_name(m.dtype)));
-    if (m.work) ins.text(7, work_to_json(*m.work).dump()); else ins.null(7);
-    if (m.tile) ins.text(8, tile_to_json(*m.tile).dump()); else ins.null(8);
-    ins.text(9, nlohmann::json(m.fused_ops).dump());
+    if (m.work) ins.text(7, work_to_json(*m.work).dump(-1, ' ', false, kInvalidUtf8)); else ins.null(7);
+    if (m.tile) ins.text(8, tile_to_json(*m.tile).dump(-1, ' ', false, kInvalidUtf8)); else ins.null(8);
+    ins.text(9, nlohmann::json(m.fused_ops).dump(-1, ' ', false, kInvalidUtf8));
     ins.text(10, m.kernel);
     ins.i64(11, m.kernels_launched);
     ins.text(12, m.grid);

@@ -14,6 +14,7 @@
 #include "calibrate.h"
 #include "commands.h"
 #include "common.h"
+#include "gpusim/json_text.h"
 
 namespace gpusim::cli {
 namespace {
@@ -114,7 +115,7 @@ int run(const Args& a, const std::string& command) {
   }
   const std::string stem = std::filesystem::path(out).stem().string();
   if (a.json) {
-    fmt::print("{}\n", calibrate::raw_json(*r, stem).dump(1));
+    fmt::print("{}\n", calibrate::raw_json(*r, stem).dump(1, ' ', false, kInvalidUtf8));
   } else {
     fmt::print("{}\n", calibrate::report(*r));
     fmt::print("Wrote {} (extends {}) and {}.measurements.json beside it.\n", out, base.name, stem);

@@ -16,6 +16,7 @@
 #include "format.h"
 #include "gpusim/graph_summary.h"
 #include "gpusim/onnx_import.h"
+#include "gpusim/json_text.h"
 
 namespace gpusim::cli {
 namespace {
@@ -131,7 +132,7 @@ void add_inspect(CLI::App& app, int& rc) {
     }
     const GraphSummary s = summarize(m->graph());
     if (args->json) {
-      fmt::print("{}\n", to_json(s).dump(2));
+      fmt::print("{}\n", to_json(s).dump(2, ' ', false, kInvalidUtf8));
     } else {
       print_text(s);
     }

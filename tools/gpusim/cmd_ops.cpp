@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "gpusim/op_catalog.h"
+#include "gpusim/json_text.h"
 
 namespace gpusim::cli {
 
@@ -25,7 +26,7 @@ void add_ops(CLI::App& app, int& rc) {
         fmt::print("{:<32} {}\n", key, cls);
       }
     }
-    if (*json) fmt::print("{}\n", nlohmann::json{{"ops", out}}.dump(2));
+    if (*json) fmt::print("{}\n", nlohmann::json{{"ops", out}}.dump(2, ' ', false, kInvalidUtf8));
     rc = 0;
   });
 }

@@ -18,6 +18,7 @@
 #include "gpusim/measurement.h"
 #include "gpusim/runtime.h"
 #include "gpusim/validate.h"
+#include "gpusim/json_text.h"
 
 namespace gpusim::cli {
 namespace {
@@ -233,7 +234,7 @@ int run_validate(const ValidateArgs& a) {
     nlohmann::json out = nlohmann::json::parse(validation_document(
         *rep, *recs, a.logo ? "leave-one-gpu-out" : (a.fit ? "fit" : "datasheet"), a.truth, a.runtime));
     if (!a.check_against.empty()) out["regressions"] = regressions;
-    fmt::print("{}\n", out.dump(1));
+    fmt::print("{}\n", out.dump(1, ' ', false, kInvalidUtf8));
   } else {
     std::set<std::string> gpus;
     for (const auto& g : rep->per_gpu) gpus.insert(g.gpu);
