@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "gpusim/gpusim.h"
+#include "gpusim/json_text.h"
 
 namespace gpusim::serve {
 namespace {
@@ -210,6 +211,11 @@ std::optional<std::string> base64_decode(const std::string& in) {
 
 Error bad_request(std::string msg) { return make_error(ErrorCode::kInvalidArgument, std::move(msg)); }
 
+Error body_too_large(int64_t limit) {
+  return make_error(ErrorCode::kLimit,
+                    fmt::format("the request body is over this server's limit of {} bytes (gpusim serve --max-body-mb)", limit));
+}
+
 Error model_too_large(size_t size, int64_t limit) {
   return make_error(ErrorCode::kLimit, fmt::format("the model is {} bytes; this server takes models up to {} bytes "
                                                    "(gpusim serve --max-model-mb)",
@@ -291,7 +297,7 @@ struct Service::Impl {
       if (required) return bad_request(fmt::format("\"{}\" is missing", key));
       return std::string();
     }
-    if (!b[key].is_string()) return bad_request(fmt::format("\"{}\" must be a string, got {}", key, b[key].dump()));
+    if (!b[key].is_string()) return bad_request(fmt::format("\"{}\" must be a string, got {}", key, b[key].dump(-1, ' ', false, kInvalidUtf8)));
     return b[key].get<std::string>();
   }
 
@@ -313,7 +319,7 @@ struct Service::Impl {
     }
     if (!v.is_array()) return bad_request(fmt::format("\"{}\" must be an array of strings", key));
     for (const json& e : v) {
-      if (!e.is_string()) return bad_request(fmt::format("\"{}\" must be an array of strings, has {}", key, e.dump()));
+      if (!e.is_string()) return bad_request(fmt::format("\"{}\" must be an array of strings, has {}", key, e.dump(-1, ' ', false, kInvalidUtf8)));
       out.push_back(e.get<std::string>());
     }
     return out;
@@ -327,7 +333,7 @@ struct Service::Impl {
       const json& d = b[key];
       if (d.is_object()) {
         for (const auto& [k, v] : d.items()) {
-          if (!v.is_number_integer()) return bad_request(fmt::format("\"dims\": \"{}\" must be an integer, got {}", k, v.dump()));
+          if (!v.is_number_integer()) return bad_request(fmt::format("\"dims\": \"{}\" must be an integer, got {}", k, v.dump(-1, ' ', false, kInvalidUtf8)));
           out.push_back(fmt::format("{}={}", k, v.get<int64_t>()));
         }
       } else {
@@ -421,7 +427,7 @@ struct Service::Impl {
     }
     p.runtime = *rt;
     if (b.contains("plan")) {
-      const std::string text = b["plan"].is_string() ? b["plan"].get<std::string>() : b["plan"].dump();
+      const std::string text = b["plan"].is_string() ? b["plan"].get<std::string>() : b["plan"].dump(-1, ' ', false, kInvalidUtf8);
       auto plan = session.load_plan(m, text, "plan");
       if (!plan) return plan.error();
       p.plan = std::move(*plan);
@@ -462,7 +468,7 @@ struct Service::Impl {
     } else {
       return m.error();
     }
-    return out.dump(2);
+    return out.dump(2, ' ', false, kInvalidUtf8);
   }
 
   Result<std::string> do_predict(const Request& r) {
@@ -519,7 +525,7 @@ struct Service::Impl {
                               IntField{"samples", &o.samples, 1, 100000}}) {
       if (!b.contains(f.key)) continue;
       if (!b[f.key].is_number_integer() || b[f.key].get<int64_t>() < f.lo || b[f.key].get<int64_t>() > f.hi) {
-        return bad_request(fmt::format("\"{}\": {} is out of range; give an integer from {} to {}", f.key, b[f.key].dump(),
+        return bad_request(fmt::format("\"{}\": {} is out of range; give an integer from {} to {}", f.key, b[f.key].dump(-1, ' ', false, kInvalidUtf8),
                                        f.lo, f.hi));
       }
       *f.value = static_cast<int>(b[f.key].get<int64_t>());
@@ -530,7 +536,7 @@ struct Service::Impl {
     }
     if (b.contains("memory_budget_gb")) {
       if (!b["memory_budget_gb"].is_number() || !(b["memory_budget_gb"].get<double>() > 0)) {
-        return bad_request(fmt::format("\"memory_budget_gb\": {} must be a positive number", b["memory_budget_gb"].dump()));
+        return bad_request(fmt::format("\"memory_budget_gb\": {} must be a positive number", b["memory_budget_gb"].dump(-1, ' ', false, kInvalidUtf8)));
       }
       o.memory_budget_gb = b["memory_budget_gb"].get<double>();
     }
@@ -555,7 +561,7 @@ struct Service::Impl {
     if (b.contains("runs")) {
       if (!b["runs"].is_array()) return bad_request("\"runs\" must be an array of gpusim.run/1 documents");
       for (size_t i = 0; i < b["runs"].size(); ++i) {
-        auto recs = parse_run_json(b["runs"][i].dump(), fmt::format("runs[{}]", i));
+        auto recs = parse_run_json(b["runs"][i].dump(-1, ' ', false, kInvalidUtf8), fmt::format("runs[{}]", i));
         if (!recs) return recs.error();
         records.insert(records.end(), recs->begin(), recs->end());
       }
@@ -621,6 +627,18 @@ struct Service::Impl {
     send_json(res, *out);
   }
 
+  static constexpr const char* kPostRoutes[] = {"/v1/models", "/v1/predict", "/v1/compare", "/v1/plan", "/v1/validate"};
+
+  // The work behind a POST route; null for a path that is not one.
+  std::function<Result<std::string>(const Request&)> endpoint(const std::string& path) {
+    if (path == "/v1/models") return [this](const Request& r) { return do_upload(r); };
+    if (path == "/v1/predict") return [this](const Request& r) { return do_predict(r); };
+    if (path == "/v1/compare") return [this](const Request& r) { return do_compare(r); };
+    if (path == "/v1/plan") return [this](const Request& r) { return do_plan(r); };
+    if (path == "/v1/validate") return [this](const Request& r) { return do_validate(r); };
+    return nullptr;
+  }
+
   void routes() {
     server.set_payload_max_length(static_cast<size_t>(opts.max_body_bytes));
     server.set_tcp_nodelay(true);  // small JSON answers must not wait for delayed ACKs (40 ms on Linux)
@@ -634,9 +652,7 @@ struct Service::Impl {
       if (!res.body.empty()) return;  // a handler's own JSON error
       Error e;
       if (res.status == 413) {
-        e = make_error(ErrorCode::kLimit, fmt::format("the request body is over this server's limit of {} bytes "
-                                                      "(gpusim serve --max-body-mb)",
-                                                      opts.max_body_bytes));
+        e = body_too_large(opts.max_body_bytes);
       } else if (res.status == 404) {
         e = make_error(ErrorCode::kNotFound, fmt::format("{} {}: no such endpoint; GET /openapi.json lists them", req.method,
                                                    req.path));
@@ -668,7 +684,7 @@ struct Service::Impl {
                           {"rejected", rejected.load()},
                           {"models_cached", models},
                           {"model_cache_bytes", bytes}}
-                         .dump(2));
+                         .dump(2, ' ', false, kInvalidUtf8));
     });
     server.Get("/openapi.json", [](const httplib::Request&, httplib::Response& res) { send_json(res, openapi_document()); });
     server.Get("/v1/profiles", [this](const httplib::Request&, httplib::Response& res) {
@@ -682,21 +698,9 @@ struct Service::Impl {
       }
       send_json(res, profile_document(*p));
     });
-    server.Post("/v1/models", [this](const httplib::Request& q, httplib::Response& s) {
-      compute(q, s, [this](const Request& r) { return do_upload(r); });
-    });
-    server.Post("/v1/predict", [this](const httplib::Request& q, httplib::Response& s) {
-      compute(q, s, [this](const Request& r) { return do_predict(r); });
-    });
-    server.Post("/v1/compare", [this](const httplib::Request& q, httplib::Response& s) {
-      compute(q, s, [this](const Request& r) { return do_compare(r); });
-    });
-    server.Post("/v1/plan", [this](const httplib::Request& q, httplib::Response& s) {
-      compute(q, s, [this](const Request& r) { return do_plan(r); });
-    });
-    server.Post("/v1/validate", [this](const httplib::Request& q, httplib::Response& s) {
-      compute(q, s, [this](const Request& r) { return do_validate(r); });
-    });
+    for (const char* path : kPostRoutes) {
+      server.Post(path, [this, path](const httplib::Request& q, httplib::Response& s) { compute(q, s, endpoint(path)); });
+    }
   }
 };
 
@@ -727,6 +731,28 @@ Status Service::run() {
     return make_error(ErrorCode::kIo, "the server stopped listening with an error");
   }
   return Ok{};
+}
+
+Service::Answer Service::answer(const std::string& path, const std::string& body, const std::string& content_type) {
+  Impl& s = *impl_;
+  auto fail = [](int status, const Error& e) { return Answer{status, error_document(e)}; };
+  auto work = s.endpoint(path);
+  if (!work) {
+    return fail(404, make_error(ErrorCode::kNotFound, fmt::format("POST {}: no such endpoint; GET /openapi.json lists them", path)));
+  }
+  if (static_cast<int64_t>(body.size()) > s.opts.max_body_bytes) {
+    return fail(413, body_too_large(s.opts.max_body_bytes));
+  }
+  httplib::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.body = body;
+  req.set_header("Content-Type", content_type);
+  auto parsed = s.parse(req);
+  if (!parsed) return fail(http_status(parsed.error()), parsed.error());
+  auto out = work(*parsed);
+  if (!out) return fail(http_status(out.error()), out.error());
+  return Answer{200, std::move(*out)};
 }
 
 void Service::stop() {

@@ -64,6 +64,15 @@ class Service {
   // Stops accepting, lets in-flight requests finish, and makes run() return. Safe from any thread.
   void stop();
 
+  // One POST (/v1/models, /v1/predict, ...) answered in-process on the calling thread, as its route
+  // answers over HTTP but without the socket, the worker pool or the time limit: the HTTP status
+  // and the JSON document. For embedding the request handling, and for fuzzing it (fuzz/).
+  struct Answer {
+    int status = 200;
+    std::string body;
+  };
+  Answer answer(const std::string& path, const std::string& body, const std::string& content_type = "application/json");
+
   struct Impl;
 
  private:

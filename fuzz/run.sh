@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang, AddressSanitizer + UBSan, every library instrumented) in
+# build-fuzz/, assembles their seed corpora and runs them.
+#   fuzz/run.sh [--seconds N] [--jobs J] [TARGET...]     TARGET: onnx profile plan serve (default all)
+# Each target runs N seconds (default 60), J targets at a time (default: the cores). The corpus of
+# each grows in build-fuzz/corpus/TARGET/ across runs. A crash, leak, undefined behaviour, hang (over
+# 10 s on one input) or an allocation over 2 GB fails the script and leaves the input in
+# build-fuzz/crashes/TARGET/; copy it to tests/data/bad/ with its expected message when fixed.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+seconds=60
+jobs=$(nproc)
+targets=()
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --seconds) seconds=$2; shift 2 ;;
+    --jobs) jobs=$2; shift 2 ;;
+    onnx|profile|plan|serve) targets+=("$1"); shift ;;
+    *) echo "fuzz/run.sh: unknown argument \"$1\"; usage: fuzz/run.sh [--seconds N] [--jobs J] [onnx|profile|plan|serve]..." >&2; exit 2 ;;
+  esac
+done
+[[ ${#targets[@]} -gt 0 ]] || targets=(onnx profile plan serve)
+# GPUSIM_FUZZ_BUILD: an existing instrumented build to use (tools/test.sh's build-sanitize/).
+build=${GPUSIM_FUZZ_BUILD:-$root/build-fuzz}
+[[ $build = /* ]] || build=$root/$build
+shared=${GPUSIM_ONNX_TESTDATA:-$root/../shared/onnx-testdata}
+
+if [[ -z ${GPUSIM_FUZZ_BUILD:-} ]]; then
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+    -DGPUSIM_FUZZ=ON -DGPUSIM_SANITIZE=address,undefined \
+    -DGPUSIM_BUILD_TESTS=OFF -DGPUSIM_BUILD_BENCH=OFF -DGPUSIM_BUILD_PYTHON=OFF >/dev/null
+fi
+cmake --build "$build" -j"$(nproc)" --target gpusim $(printf 'fuzz_%s ' "${targets[@]}")
+
+# Seed corpora: real inputs of each edge, so mutations start from valid files.
+seeds=$build/seeds
+rm -rf "$seeds"
+mkdir -p "$seeds"/{onnx,profile,plan,serve}
+n=0
+for f in "$root"/models/*.onnx "$root"/tests/data/models/*.onnx; do cp "$f" "$seeds/onnx/$(basename "$f")"; done
+if [[ -d $shared ]]; then
+  while IFS= read -r f; do n=$((n + 1)); cp "$f" "$seeds/onnx/testdata_$n.onnx"; done < <(find "$shared" -name '*.onnx' | sort)
+fi
+find "$root/gpu_profiles" -name '*.yaml' -exec cp {} "$seeds/profile/" \;
+for s in eager greedy beam random split; do
+  "$build/tools/gpusim" plan "$root/models/mobilenet_v2.onnx" --gpu nvidia-rtx-3060 --scheduler "$s" \
+    --out "$seeds/plan/mobilenet_v2_$s.json" >/dev/null
+done
+# serve: one byte choosing the route (0-4: predict, compare, plan, validate, models) and JSON or
+# raw ONNX (+5), then the body.
+small=$root/models/mobilenet_v2.onnx
+b64=$(base64 -w0 "$small")
+body() { printf "\\x$(printf %02x "$1")"; printf '%s' "$2"; }
+body 0 "{\"model_base64\": \"$b64\", \"gpu\": \"nvidia-t4\", \"dtype\": \"fp16\"}" > "$seeds/serve/predict.bin"
+body 1 "{\"model_base64\": \"$b64\", \"gpus\": [\"nvidia-t4\", \"nvidia-l4\"]}" > "$seeds/serve/compare.bin"
+body 2 "{\"model_base64\": \"$b64\", \"gpu\": \"nvidia-t4\", \"scheduler\": \"beam\", \"top\": 2}" > "$seeds/serve/plan.bin"
+body 3 "{\"runs\": [], \"gpus\": [\"nvidia-t4\"]}" > "$seeds/serve/validate.bin"
+{ printf '\x09'; cat "$small"; } > "$seeds/serve/upload.bin"
+
+status=0
+run_one() {
+  local t=$1
+  mkdir -p "$build/corpus/$t" "$build/crashes/$t"
+  local log=$build/fuzz_$t.log
+  echo "fuzz $t: ${seconds}s, corpus $(ls "$build/corpus/$t" | wc -l) + $(ls "$seeds/$t" | wc -l) seeds, log $log"
+  if ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 UBSAN_OPTIONS=print_stacktrace=1 \
+      "$build/fuzz/fuzz_$t" "$build/corpus/$t" "$seeds/$t" -max_total_time="$seconds" -timeout=10 \
+      -rss_limit_mb=4096 -malloc_limit_mb=2048 -max_len=4000000 -print_final_stats=1 \
+      -artifact_prefix="$build/crashes/$t/" >"$log" 2>&1; then
+    echo "fuzz $t: clean, $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$') inputs"
+  else
+    echo "fuzz $t: FAILED; the input is in $build/crashes/$t/; the report:" >&2
+    grep -A30 -m1 -E "ERROR: |runtime error|deadly signal|out-of-memory|timeout" "$log" >&2 || tail -40 "$log" >&2
+    return 1
+  fi
+}
+pids=()
+for t in "${targets[@]}"; do
+  run_one "$t" &
+  pids+=($!)
+  if [[ ${#pids[@]} -ge $jobs ]]; then wait "${pids[0]}" || status=1; pids=("${pids[@]:1}"); fi
+done
+for p in "${pids[@]}"; do wait "$p" || status=1; done
+exit $status
