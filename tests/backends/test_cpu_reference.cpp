@@ -13,6 +13,7 @@
 #include "gpusim/tensor_data.h"
 #include "reference.h"
 #include "support/onnx_builder.h"
+#include "support/skip.h"
 
 namespace fs = std::filesystem;
 using namespace gpusim;
@@ -52,7 +53,7 @@ std::string compare(const cpu::HostTensor& got, const TensorData& want) {
 TEST_CASE("the CPU reference reproduces the ONNX test data", "[cpu][testdata]") {
   const std::string root = test::onnx_testdata_dir();
   if (root.empty()) {
-    WARN("skipped: ../shared/onnx-testdata not found (set GPUSIM_ONNX_TESTDATA to its path)");
+    SKIPPED("../shared/onnx-testdata not found (set GPUSIM_ONNX_TESTDATA to its path)");
     return;
   }
   int passed = 0, skipped = 0, compared = 0;

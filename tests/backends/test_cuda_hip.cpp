@@ -26,6 +26,7 @@
 #endif
 #ifdef GPUSIM_HAVE_HIP
 #include "hip/hiprtc_compiler.h"
+#include "support/skip.h"
 #endif
 
 using namespace gpusim;
@@ -122,7 +123,7 @@ void conformance(const std::string& name) {
   auto dev = backend::open(name, 0);
   if (!dev) {
     REQUIRE(dev.error().code == ErrorCode::kUnavailable);
-    WARN("skipping the " << name << " device checks: " << dev.error().message);
+    SKIPPED("the " << name << " device checks: " << dev.error().message);
     return;
   }
   backend::Backend& d = **dev;
@@ -293,7 +294,7 @@ TEST_CASE("kernel disk cache stores and loads by key", "[cuda][hip]") {
 TEST_CASE("NVRTC compiles a dialect kernel for sm_70 sm_80 and sm_90", "[cuda]") {
   std::string why;
   if (!backend::cuda::nvrtc_available(&why)) {
-    WARN("skipping: " << why);
+    SKIPPED(why);
     return;
   }
   auto nv = backend::cuda::nvrtc_info();
@@ -327,7 +328,7 @@ TEST_CASE("NVRTC compiles a dialect kernel for sm_70 sm_80 and sm_90", "[cuda]")
 TEST_CASE("NVRTC errors name the kernel the target and the log line", "[cuda]") {
   std::string why;
   if (!backend::cuda::nvrtc_available(&why)) {
-    WARN("skipping: " << why);
+    SKIPPED(why);
     return;
   }
   std::string log;
@@ -394,7 +395,7 @@ TEST_CASE("CUDA device computes 2a plus b with buffers timers and the compile ca
 TEST_CASE("hiprtc compiles a dialect kernel for gfx90a and gfx1100", "[hip]") {
   std::string why;
   if (!backend::hip::hiprtc_available(&why)) {
-    WARN("skipping: " << why);
+    SKIPPED(why);
     return;
   }
   auto rtc = backend::hip::hiprtc_info();
@@ -424,7 +425,7 @@ TEST_CASE("hiprtc compiles a dialect kernel for gfx90a and gfx1100", "[hip]") {
 TEST_CASE("hiprtc errors name the kernel the target and the log line", "[hip]") {
   std::string why;
   if (!backend::hip::hiprtc_available(&why)) {
-    WARN("skipping: " << why);
+    SKIPPED(why);
     return;
   }
   std::string log;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "support/skip.h"
 
 namespace fs = std::filesystem;
 using namespace gpusim;
@@ -23,12 +24,12 @@ namespace {
 // Device 0 of the Vulkan backend, or null after a WARN saying why there is none.
 std::unique_ptr<Backend> open_or_skip() {
 #ifndef GPUSIM_HAVE_VULKAN
-  WARN("skipped: the Vulkan backend is not built (needs libvulkan-dev and libshaderc-dev at configure time)");
+  SKIPPED("the Vulkan backend is not built (needs libvulkan-dev and libshaderc-dev at configure time)");
   return nullptr;
 #else
   auto dev = open("vulkan", 0);
   if (!dev) {
-    WARN("skipped: " << dev.error().message);
+    SKIPPED(dev.error().message);
     return nullptr;
   }
   return std::move(*dev);
@@ -109,7 +110,7 @@ TEST_CASE("vulkan device info is sane", "[vulkan]") {
 
 TEST_CASE("vulkan without a driver is unavailable and says what to install", "[vulkan]") {
 #ifndef GPUSIM_HAVE_VULKAN
-  WARN("skipped: the Vulkan backend is not built");
+  SKIPPED("the Vulkan backend is not built");
 #else
   // Point the loader at a driver list that does not exist (VK_DRIVER_FILES is the newer name).
   const char* names[] = {"VK_ICD_FILENAMES", "VK_DRIVER_FILES"};

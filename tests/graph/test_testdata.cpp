@@ -11,6 +11,7 @@
 #include "gpusim/graph_summary.h"
 #include "gpusim/onnx_import.h"
 #include "support/onnx_builder.h"
+#include "support/skip.h"
 
 namespace fs = std::filesystem;
 
@@ -28,7 +29,7 @@ std::optional<onnx::TensorProto> read_tensor(const fs::path& p) {
 TEST_CASE("every ONNX test-data graph imports and its output shapes match the expected outputs", "[testdata]") {
   const std::string root = gpusim::test::onnx_testdata_dir();
   if (root.empty()) {
-    WARN("skipped: ../shared/onnx-testdata not found (set GPUSIM_ONNX_TESTDATA to its path)");
+    SKIPPED("../shared/onnx-testdata not found (set GPUSIM_ONNX_TESTDATA to its path)");
     return;
   }
   int models = 0, outputs_checked = 0;
@@ -76,7 +77,7 @@ TEST_CASE("every ONNX test-data graph imports and its output shapes match the ex
 TEST_CASE("the light model-zoo graphs import with their published MAC counts", "[testdata]") {
   const std::string root = gpusim::test::onnx_testdata_dir();
   if (root.empty()) {
-    WARN("skipped: ../shared/onnx-testdata not found (set GPUSIM_ONNX_TESTDATA to its path)");
+    SKIPPED("../shared/onnx-testdata not found (set GPUSIM_ONNX_TESTDATA to its path)");
     return;
   }
   // GMACs at 224x224 for the architectures these files hold (VGG-19 and ResNet-50 as torchvision

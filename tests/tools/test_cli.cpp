@@ -8,6 +8,7 @@
 
 #include "support/onnx_builder.h"
 #include "support/run_cli.h"
+#include "support/skip.h"
 
 namespace {
 
@@ -182,7 +183,7 @@ TEST_CASE("run executes a model on the CPU reference and times every node", "[cl
 TEST_CASE("run feeds inputs from .pb files and reproduces an ONNX test graph", "[cli][run]") {
   const std::string root = gpusim::test::onnx_testdata_dir();
   if (root.empty()) {
-    WARN("skipped: ../shared/onnx-testdata not found");
+    SKIPPED("../shared/onnx-testdata not found");
     return;
   }
   const std::string dir = root + "/pytorch-operator/test_operator_add_broadcast";
