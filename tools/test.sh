@@ -1,13 +1,57 @@
 #!/usr/bin/env bash
-# Runs gpusim's whole test suite from a fresh clone: installs the Debian packages (idempotent),
-# configures with warnings as errors, builds, and runs every test with ctest: first the default
-# tiers in parallel, then the "package" tier (`pip install .` into a fresh virtual environment,
-# which builds the library again and fetches scikit-build-core from PyPI).
-# Usage: tools/test.sh            (build directory: build-test/)
+# Runs gpusim's test suite from a fresh clone: installs the Debian packages (idempotent), builds, and
+# runs the tiers in order. With no argument, the tiers CI runs:
+#   default   build-test/ (gcc, warnings as errors): ctest without the slow and package labels
+#   package   `pip install .` into a fresh virtual environment (builds the library again)
+#   sanitize  build-sanitize/ (clang, AddressSanitizer + UBSan, every library instrumented): the
+#             suite, then 60 s of each fuzz target (fuzz/run.sh) from the same build
+# Other tiers, run when named:
+#   slow      the [slow] tests (the complete NVRTC/hiprtc structure compile, ...)
+#   tsan      build-tsan/ (ThreadSanitizer): the tests that share a Session or a Service across threads
+# Usage: tools/test.sh [TIER...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+tiers=("$@")
+[[ ${#tiers[@]} -gt 0 ]] || tiers=(default package sanitize)
+jobs=$(nproc)
 tools/install-deps.sh
-cmake -S . -B build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUSIM_WERROR=ON -DGPUSIM_BUILD_BENCH=ON
-cmake --build build-test -j"$(nproc)"
-ctest --test-dir build-test --output-on-failure -j"$(nproc)" -LE package
-ctest --test-dir build-test --output-on-failure -L package
+
+build_default() {
+  cmake -S . -B build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUSIM_WERROR=ON -DGPUSIM_BUILD_BENCH=ON
+  cmake --build build-test -j"$jobs"
+}
+
+for tier in "${tiers[@]}"; do
+  echo "== tools/test.sh: tier $tier"
+  case $tier in
+    default)
+      build_default
+      ctest --test-dir build-test --output-on-failure -j"$jobs" -LE "slow|package" ;;
+    slow)
+      build_default
+      ctest --test-dir build-test --output-on-failure -j"$jobs" -L slow ;;
+    package)
+      build_default
+      ctest --test-dir build-test --output-on-failure -L package ;;
+    sanitize)
+      # The Python module, the benchmarks and the install tests are left out (an instrumented
+      # library cannot be loaded by an uninstrumented python3 or linked by a plain consumer), and so
+      # are the NVRTC/hiprtc compile tests and results that depend on measured speed.
+      cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+        -DGPUSIM_SANITIZE=address,undefined -DGPUSIM_FUZZ=ON -DGPUSIM_BUILD_BENCH=OFF -DGPUSIM_BUILD_PYTHON=OFF
+      cmake --build build-sanitize -j"$jobs"
+      # Leak checking is on in the fuzz targets; not in the suite, whose device probes load ROCm's HIP
+      # runtime, which leaks at init when no AMD GPU is present (inside libraries it unloads).
+      ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
+        ctest --test-dir build-sanitize --output-on-failure -j"$jobs" -LE "slow|package|install|device|compile|timing"
+      GPUSIM_FUZZ_BUILD=build-sanitize fuzz/run.sh --seconds 60 ;;
+    tsan)
+      cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+        -DGPUSIM_SANITIZE=thread -DGPUSIM_BUILD_BENCH=OFF -DGPUSIM_BUILD_PYTHON=OFF
+      cmake --build build-tsan -j"$jobs" --target gpusim_tests gpusim
+      TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/gpusim_tests "[threads],[serve]" ;;
+    *)
+      echo "tools/test.sh: unknown tier \"$tier\"; tiers: default slow package sanitize tsan" >&2
+      exit 2 ;;
+  esac
+done

@@ -8,7 +8,9 @@ namespace gpusim::backend::vulkan {
 
 Instance::~Instance() {
   if (instance != VK_NULL_HANDLE && fns.vkDestroyInstance != nullptr) fns.vkDestroyInstance(instance, nullptr);
-  if (library != nullptr) dlclose(library);
+  // The loader stays loaded for the life of the process: drivers (lavapipe among them) keep state
+  // past vkDestroyInstance, and unloading them under it leaves that memory unattributable (and
+  // some drivers crash in their own destructors at exit when unloaded early).
 }
 
 namespace {

@@ -91,7 +91,8 @@ std::vector<Case> cases() {
                  b.output("c");
                  b.output("q");
                }});
-  for (auto [m, k, n] : {std::array<int64_t, 3>{1, 1, 1}, {7, 13, 61}, {127, 64, 33}, {64, 64, 64}}) {
+  for (const auto& mkn : {std::array<int64_t, 3>{1, 1, 1}, {7, 13, 61}, {127, 64, 33}, {64, 64, 64}}) {
+    const int64_t m = mkn[0], k = mkn[1], n = mkn[2];  // named (clang 14 cannot capture structured bindings)
     c.push_back({fmt::format("gemm matmul {}x{}x{}", m, k, n), "gemm", 1e-5, 5e-3, [m, k, n](test::OnnxBuilder& b) {
                    b.input("a", kF32, {d(m), d(k)});
                    b.initializer("w", kF32, {k, n});

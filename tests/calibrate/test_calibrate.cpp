@@ -270,7 +270,7 @@ TEST_CASE("gpusim calibrate: bad arguments get clear errors", "[calibrate][cli][
 }
 
 // The CI tier: a quick calibration of lavapipe, then the held-out kernels priced before and after.
-TEST_CASE("gpusim calibrate --quick on lavapipe: a valid profile that lowers held-out error", "[calibrate][vulkan]") {
+TEST_CASE("gpusim calibrate --quick on lavapipe: a valid profile that lowers held-out error", "[calibrate][vulkan][timing]") {
   backend::Backend* dev = test::device("vulkan");
   if (!dev) return;
   const GpuProfile base = lavapipe();
