@@ -52,7 +52,16 @@ struct Value {
   bool is_int() const { return !dtype_is_float(dtype); }
   int64_t size() const { return is_int() ? static_cast<int64_t>(ints.size()) : static_cast<int64_t>(reals.size()); }
   double as_real(int64_t i) const { return is_int() ? static_cast<double>(ints[i]) : reals[i]; }
-  int64_t as_int(int64_t i) const { return is_int() ? ints[i] : static_cast<int64_t>(reals[i]); }
+  // A real read as an integer truncates toward zero and saturates: NaN is 0, and a value past
+  // int64's range is its nearest end (a float tensor used as axes or a shape in a hostile file).
+  int64_t as_int(int64_t i) const {
+    if (is_int()) return ints[i];
+    const double r = reals[i];
+    if (!(r == r)) return 0;
+    if (r >= 9223372036854775807.0) return INT64_MAX;
+    if (r <= -9223372036854775808.0) return INT64_MIN;
+    return static_cast<int64_t>(r);
+  }
 };
 
 enum class TensorRole {

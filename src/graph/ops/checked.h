@@ -30,5 +30,14 @@ inline std::optional<int64_t> to_int64(double v) {
   if (!std::isfinite(v) || v >= 9.2e18 || v <= -9.2e18) return std::nullopt;
   return static_cast<int64_t>(v);
 }
+// A folded value stored in an integer tensor: truncated toward zero and saturated (NaN is 0), as
+// Value::as_int reads one; a cast of an out-of-range double is undefined behaviour. Shapes built
+// from such values are then refused by the shape checks, with the value named.
+inline int64_t saturate_int64(double v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 9223372036854775807.0) return INT64_MAX;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
 
 }  // namespace gpusim::ops

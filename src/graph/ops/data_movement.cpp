@@ -132,7 +132,7 @@ Status infer_constant_of_shape(InferContext& c) {
     Value v = make_value(t, shape);
     for (int64_t i = 0; i < n; ++i) {
       if (v.is_int()) {
-        v.ints.push_back(static_cast<int64_t>(fill));
+        v.ints.push_back(saturate_int64(fill));
       } else {
         v.reals.push_back(fill);
       }
@@ -151,14 +151,14 @@ Status infer_range(InferContext& c) {
   if (!s2) return s2.error();
   const double start = (*s0)->as_real(0), limit = (*s1)->as_real(0), delta = (*s2)->as_real(0);
   if (delta == 0) return c.fail("delta is 0");
-  const auto n = static_cast<int64_t>(std::max(0.0, std::ceil((limit - start) / delta)));
+  const auto n = saturate_int64(std::max(0.0, std::ceil((limit - start) / delta)));
   if (auto s = c.set(0, c.dtype(0), {n}); !s) return s;
   if (value_fits(n)) {
     Value v = make_value(c.dtype(0), {n});
     for (int64_t i = 0; i < n; ++i) {
       const double x = start + static_cast<double>(i) * delta;
       if (v.is_int()) {
-        v.ints.push_back(static_cast<int64_t>(x));
+        v.ints.push_back(saturate_int64(x));
       } else {
         v.reals.push_back(x);
       }
@@ -695,14 +695,14 @@ Status infer_resize(InferContext& c) {
     }
     for (size_t i = 0; i < axes.size(); ++i) {
       const auto a = static_cast<size_t>(axes[i]);
-      out[a] = static_cast<int64_t>(std::nearbyint(static_cast<double>(in[a]) * scale));
+      out[a] = saturate_int64(std::nearbyint(static_cast<double>(in[a]) * scale));
     }
   } else {
     for (size_t i = 0; i < axes.size(); ++i) {
       auto a = c.axis(axes[i], r, "axes");
       if (!a) return a.error();
       const auto ax = static_cast<size_t>(*a);
-      out[ax] = sizes.empty() ? static_cast<int64_t>(std::floor(static_cast<double>(in[ax]) * scales[i] + 1e-9)) : sizes[i];
+      out[ax] = sizes.empty() ? saturate_int64(std::floor(static_cast<double>(in[ax]) * scales[i] + 1e-9)) : sizes[i];
     }
   }
   return c.set(0, c.dtype(0), out);

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "ops/checked.h"
 #include "ops/registry.h"
 
 namespace gpusim::ops {
@@ -144,7 +145,7 @@ double eval_binary(std::string_view op, double a, double b, bool is_int, bool fm
 
 void store(Value& v, double x) {
   if (v.is_int()) {
-    v.ints.push_back(static_cast<int64_t>(x));
+    v.ints.push_back(saturate_int64(x));
   } else {
     v.reals.push_back(x);
   }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <set>
 
+#include "ops/checked.h"
 #include "ops/registry.h"
 
 namespace gpusim::ops {
@@ -94,7 +95,7 @@ Status infer_reduce(InferContext& c) {
   for (size_t i = 0; i < acc.size(); ++i) {
     const double x = op == "ReduceMean" && count[i] ? acc[i] / static_cast<double>(count[i]) : acc[i];
     if (r.is_int()) {
-      r.ints.push_back(static_cast<int64_t>(x));
+      r.ints.push_back(saturate_int64(x));
     } else {
       r.reals.push_back(x);
     }
