@@ -46,6 +46,19 @@ T take(gpusim::Result<T>&& r) {
 py::object loads(const std::string& text) { return py::module_::import("json").attr("loads")(text); }
 std::string dumps(const py::handle& obj) { return py::module_::import("json").attr("dumps")(obj).cast<std::string>(); }
 
+// A document from the library: `make` runs without the GIL (a library call, then the document
+// function over its result) and answers the JSON text or the error; the text comes back as dicts and
+// lists, the error as gpusim.Error.
+template <typename F>
+py::object document(F&& make) {
+  gpusim::Result<std::string> doc = [&] {
+    py::gil_scoped_release nogil;
+    return make();
+  }();
+  if (!doc) raise_error(doc.error());
+  return loads(*doc);
+}
+
 std::optional<DType> float_dtype_arg(const std::optional<std::string>& name, const char* what) {
   if (!name) return std::nullopt;
   auto d = gpusim::float_dtype_from_name(*name);
@@ -310,15 +323,11 @@ class PySession {
     req.dtype = float_dtype_arg(dtype, "dtype");
     req.runtime = runtime;
     req.plan = plan_arg(*s_, m, plan);
-    std::optional<std::string> doc;
-    gpusim::Result<gpusim::Prediction> p = [&] {
-      py::gil_scoped_release nogil;
+    return document([&]() -> gpusim::Result<std::string> {
       auto r = s_->predict(m, g, req);
-      if (r) doc = gpusim::prediction_document(*r, g);
-      return r;
-    }();
-    if (!p) raise_error(p.error());
-    return loads(*doc);
+      if (!r) return r.error();
+      return gpusim::prediction_document(*r, g);
+    });
   }
 
   py::object compare(const gpusim::Model& m, const py::object& gpus, const std::optional<std::string>& dtype,
@@ -327,16 +336,11 @@ class PySession {
     gpusim::PredictRequest req;
     req.dtype = float_dtype_arg(dtype, "dtype");
     req.runtime = runtime;
-    std::string doc;
-    gpusim::Status st = [&]() -> gpusim::Status {
-      py::gil_scoped_release nogil;
+    return document([&]() -> gpusim::Result<std::string> {
       auto r = s_->compare(m, ids, req);
       if (!r) return r.error();
-      doc = gpusim::compare_document(m.source(), *r);
-      return gpusim::Ok{};
-    }();
-    if (!st) raise_error(st.error());
-    return loads(doc);
+      return gpusim::compare_document(m.source(), *r);
+    });
   }
 
   py::object plan(const gpusim::Model& m, const py::object& gpu, const std::string& scheduler, const std::string& objective,
@@ -373,25 +377,16 @@ class PySession {
                   "memory_budget_gb: " + std::string(py::repr(py::float_(*memory_budget_gb))) + " must be a positive number");
     }
     o.memory_budget_gb = memory_budget_gb;
-    std::string doc;
-    gpusim::Status st = [&]() -> gpusim::Status {
-      py::gil_scoped_release nogil;
+    return document([&]() -> gpusim::Result<std::string> {
       auto r = s_->plan(m, g, o);
       if (!r) return r.error();
-      doc = gpusim::plan_search_document(m.source(), m.graph(), g, o, *r);
-      return gpusim::Ok{};
-    }();
-    if (!st) raise_error(st.error());
-    return loads(doc);
+      return gpusim::plan_search_document(m.source(), m.graph(), g, o, *r);
+    });
   }
 
   py::object profiles() const {
-    std::string doc;
-    {
-      py::gil_scoped_release nogil;
-      doc = gpusim::profile_list_document(s_->profiles());
-    }
-    return loads(doc).attr("__getitem__")("profiles");
+    return document([&]() -> gpusim::Result<std::string> { return gpusim::profile_list_document(s_->profiles()); })
+        .attr("__getitem__")("profiles");
   }
 
   gpusim::Program compile(const gpusim::Model& m, const std::string& backend, int device, const py::object& plan,
@@ -434,30 +429,21 @@ class PySession {
       raise_error(ErrorCode::kInvalidArgument, "validate: give either truth (a measurement file, directory or store) or "
                                                "runs (gpusim.run/1 documents), not both or neither");
     }
-    std::string doc;
     if (!truth.is_none()) {
       const std::string path = py::str(py::module_::import("os").attr("fspath")(truth));
-      gpusim::Status st = [&]() -> gpusim::Status {
-        py::gil_scoped_release nogil;
+      return document([&]() -> gpusim::Result<std::string> {
         auto v = s_->validate(path, o);
         if (!v) return v.error();
-        doc = gpusim::validation_document(v->report, v->records, "datasheet", path, runtime);
-        return gpusim::Ok{};
-      }();
-      if (!st) raise_error(st.error());
-      return loads(doc);
+        return gpusim::validation_document(v->report, v->records, "datasheet", path, runtime);
+      });
     }
     const std::vector<gpusim::Measurement> recs = run_records(runs);
     o.profile_dirs = s_->profile_dirs();
-    gpusim::Status st = [&]() -> gpusim::Status {
-      py::gil_scoped_release nogil;
+    return document([&]() -> gpusim::Result<std::string> {
       auto rep = gpusim::validate(recs, o);
       if (!rep) return rep.error();
-      doc = gpusim::validation_document(*rep, recs, "datasheet", "runs", runtime);
-      return gpusim::Ok{};
-    }();
-    if (!st) raise_error(st.error());
-    return loads(doc);
+      return gpusim::validation_document(*rep, recs, "datasheet", "runs", runtime);
+    });
   }
 
  private:
@@ -492,16 +478,11 @@ py::dict program_run(gpusim::Program& p, const py::object& inputs) {
 py::object program_time(gpusim::Program& p, const py::object& inputs, int repeat, bool check) {
   const std::vector<py::array> in = input_arrays(p.inputs(), inputs);
   const std::vector<gpusim::ConstTensorView> views = views_of(in);
-  std::string doc;
-  gpusim::Status st = [&]() -> gpusim::Status {
-    py::gil_scoped_release nogil;
+  return document([&]() -> gpusim::Result<std::string> {
     auto r = p.time(views, gpusim::TimingOptions{repeat, check});
     if (!r) return r.error();
-    doc = gpusim::run_document(*r);
-    return gpusim::Ok{};
-  }();
-  if (!st) raise_error(st.error());
-  return loads(doc);
+    return gpusim::run_document(*r);
+  });
 }
 
 }  // namespace
