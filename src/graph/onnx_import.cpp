@@ -101,7 +101,7 @@ class Importer {
   }
   Status add_initializer(const onnx::TensorProto& t, Scope& scope);
   Status resolve_inputs(onnx::GraphProto& g, Scope& scope);
-  void run_onnx_inference(onnx::ModelProto& model);
+  void run_onnx_inference(onnx::ModelProto& model, const std::map<std::string, int64_t>& opsets);
   Status verify_nodes(const onnx::GraphProto& g, const std::map<std::string, int64_t>& opsets,
                       const std::unordered_set<std::string>& outer);
   Status process_graph(const onnx::GraphProto& g, Scope& scope);
@@ -368,7 +368,13 @@ Status Importer::verify_nodes(const onnx::GraphProto& g, const std::map<std::str
   return Ok{};
 }
 
-void Importer::run_onnx_inference(onnx::ModelProto& model) {
+// libonnx's per-op inference functions, driven node by node by gpusim instead of by libonnx's own
+// InferShapes. That driver calls an op's data propagation even when an earlier node failed and left
+// its input untyped, and some ops (Shape, for one) then dereference the missing type: one bad Conv
+// stride upstream took the process down. Here a node runs only when every input it reads has a
+// type; a node whose inference throws leaves its outputs untyped and is counted in one note; ops
+// with subgraphs, and ops without an inference function, are left to gpusim's own rules.
+void Importer::run_onnx_inference(onnx::ModelProto& model, const std::map<std::string, int64_t>& opsets) {
   // ONNX 1.12 knows opsets up to its release; newer models would be inferred with older schemas.
   const auto& last = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
   auto it = last.find("");
@@ -377,25 +383,84 @@ void Importer::run_onnx_inference(onnx::ModelProto& model) {
                                    it->second.second, opset_));
     return;
   }
-  try {
-    onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0, /*data_propagation=*/true);
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
-  } catch (const std::exception& e) {
-    g_.notes.push_back(fmt::format("ONNX's shape inference stopped early: {}", e.what()));
+  onnx::GraphProto& g = *model.mutable_graph();
+  std::unordered_map<std::string, onnx::TypeProto> types;  // node-based: addresses stay put
+  std::unordered_map<std::string, onnx::TypeProto*> by_name;
+  std::unordered_map<std::string, const onnx::TensorProto*> data;
+  const std::unordered_map<std::string, const onnx::SparseTensorProto*> sparse;
+  std::unordered_map<std::string, onnx::TensorShapeProto> generated;
+  auto declare = [&](const std::string& name, const onnx::TypeProto& t) {
+    if (name.empty() || t.value_case() == onnx::TypeProto::VALUE_NOT_SET) return;
+    const auto [at, fresh] = types.emplace(name, t);
+    if (fresh) by_name[name] = &at->second;
+  };
+  for (const auto& i : g.input()) declare(i.name(), i.type());
+  for (const auto& t : g.initializer()) {
+    onnx::TypeProto tp;
+    auto* tt = tp.mutable_tensor_type();
+    tt->set_elem_type(t.data_type());
+    auto* shape = tt->mutable_shape();
+    for (const int64_t d : t.dims()) shape->add_dim()->set_dim_value(d);
+    declare(t.name(), tp);
+    data[t.name()] = &t;
   }
-  auto take = [&](const onnx::ValueInfoProto& vi) {
-    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
-    const auto& tt = vi.type().tensor_type();
+  for (const auto& vi : g.value_info()) declare(vi.name(), vi.type());
+  for (const auto& vi : g.output()) declare(vi.name(), vi.type());
+
+  size_t failed = 0;
+  std::string first;
+  for (onnx::NodeProto& n : *g.mutable_node()) {
+    const bool typed = std::all_of(n.input().begin(), n.input().end(),
+                                   [&](const std::string& in) { return in.empty() || by_name.count(in); });
+    const bool subgraph = std::any_of(n.attribute().begin(), n.attribute().end(),
+                                      [](const onnx::AttributeProto& a) { return a.has_g() || a.graphs_size() > 0; });
+    const auto v = opsets.find(norm_domain(n.domain()));
+    if (!typed || subgraph || v == opsets.end()) continue;
+    const onnx::OpSchema* schema =
+        onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(v->second), norm_domain(n.domain()));
+    if (!schema || !schema->has_type_and_shape_inference_function()) continue;
+    try {
+      onnx::shape_inference::InferenceContextImpl ctx(n, by_name, data, sparse, &generated);
+      schema->GetTypeAndShapeInferenceFunction()(ctx);
+      for (int i = 0; i < n.output_size(); ++i) {
+        const onnx::TypeProto& inferred = *ctx.getOutputType(static_cast<size_t>(i));
+        if (n.output(i).empty() || inferred.value_case() == onnx::TypeProto::VALUE_NOT_SET) continue;
+        auto known = types.find(n.output(i));
+        if (known == types.end()) {
+          declare(n.output(i), inferred);
+        } else {
+          onnx::shape_inference::checkShapesAndTypes(inferred, known->second);
+          onnx::shape_inference::mergeShapesAndTypes(inferred, &known->second);
+        }
+      }
+      if (schema->has_data_propagation_function()) {
+        onnx::shape_inference::DataPropagationContextImpl dctx(n, by_name, data, generated);
+        schema->GetDataPropagationFunction()(dctx);
+      }
+    } catch (const std::exception& e) {
+      if (failed++ == 0) first = fmt::format("node \"{}\" ({}): {}", n.name(), n.op_type(), e.what());
+    }
+  }
+  if (failed > 0) {
+    g_.notes.push_back(fmt::format("ONNX's shape inference (libonnx) failed on {} node{}, whose outputs gpusim "
+                                   "infers alone; the first: {}",
+                                   failed, failed == 1 ? "" : "s", first));
+  }
+  for (const auto& [name, t] : types) {
+    if (!t.has_tensor_type() || !t.tensor_type().has_shape()) continue;
+    const auto& tt = t.tensor_type();
     Shape s;
+    bool complete = true;
     for (const auto& d : tt.shape().dim()) {
-      if (!d.has_dim_value()) return;
+      if (!d.has_dim_value()) {
+        complete = false;
+        break;
+      }
       s.push_back(d.dim_value());
     }
     auto dt = dtype_from_onnx(tt.elem_type());
-    if (dt) onnx_shapes_[vi.name()] = {*dt, std::move(s)};
-  };
-  for (const auto& vi : model.graph().value_info()) take(vi);
-  for (const auto& vi : model.graph().output()) take(vi);
+    if (complete && dt) onnx_shapes_[name] = {*dt, std::move(s)};
+  }
 }
 
 Status Importer::process_graph(const onnx::GraphProto& g, Scope& scope) {
@@ -706,7 +771,7 @@ Result<Graph> Importer::run(onnx::ModelProto& model, const detail::StrippedModel
                                    "in the file, or read a name nothing assigns ({})",
                                    unsorted_));
   } else if (opts_.onnx_shape_inference) {
-    run_onnx_inference(model);
+    run_onnx_inference(model, opsets);
   }
   if (auto s = process_graph(model.graph(), root); !s) return s.error();
 
