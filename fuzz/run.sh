@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang, AddressSanitizer + UBSan, every library instrumented) in
 # build-fuzz/, assembles their seed corpora and runs them.
-#   fuzz/run.sh [--seconds N] [--jobs J] [TARGET...]     TARGET: onnx profile plan serve (default all)
-# Each target runs N seconds (default 60), J targets at a time (default: the cores). The corpus of
+#   fuzz/run.sh [--seconds N] [--jobs J] [--timeout S] [TARGET...]   TARGET: onnx profile plan serve (default all)
+# Each target runs N seconds (default 60), J targets at a time (default: the cores). S: the seconds
+# one input may take before it counts as a hang (default 10; raise it when the fuzzers share the
+# machine with other work, say `nice`d in the background, where a slice of CPU is not a hang). The corpus of
 # each grows in build-fuzz/corpus/TARGET/ across runs. A crash, leak, undefined behaviour, hang (over
-# 10 s on one input) or an allocation over 2 GB fails the script and leaves the input in
+# S seconds on one input) or an allocation over 2 GB fails the script and leaves the input in
 # build-fuzz/crashes/TARGET/; copy it to tests/data/bad/ with its expected message when fixed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=60
 jobs=$(nproc)
+timeout=10
 targets=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --seconds) seconds=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
+    --timeout) timeout=$2; shift 2 ;;
     onnx|profile|plan|serve) targets+=("$1"); shift ;;
-    *) echo "fuzz/run.sh: unknown argument \"$1\"; usage: fuzz/run.sh [--seconds N] [--jobs J] [onnx|profile|plan|serve]..." >&2; exit 2 ;;
+    *) echo "fuzz/run.sh: unknown argument \"$1\"; usage: fuzz/run.sh [--seconds N] [--jobs J] [--timeout S] [onnx|profile|plan|serve]..." >&2; exit 2 ;;
   esac
 done
 [[ ${#targets[@]} -gt 0 ]] || targets=(onnx profile plan serve)
@@ -62,9 +66,9 @@ run_one() {
   local t=$1
   mkdir -p "$build/corpus/$t" "$build/crashes/$t"
   local log=$build/fuzz_$t.log
-  echo "fuzz $t: ${seconds}s, corpus $(ls "$build/corpus/$t" | wc -l) + $(ls "$seeds/$t" | wc -l) seeds, log $log"
+  echo "fuzz $t: ${seconds}s (hang: ${timeout}s), corpus $(ls "$build/corpus/$t" | wc -l) + $(ls "$seeds/$t" | wc -l) seeds, log $log"
   if ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 UBSAN_OPTIONS=print_stacktrace=1 \
-      "$build/fuzz/fuzz_$t" "$build/corpus/$t" "$seeds/$t" -max_total_time="$seconds" -timeout=10 \
+      "$build/fuzz/fuzz_$t" "$build/corpus/$t" "$seeds/$t" -max_total_time="$seconds" -timeout="$timeout" \
       -rss_limit_mb=4096 -malloc_limit_mb=2048 -max_len=4000000 -print_final_stats=1 \
       -artifact_prefix="$build/crashes/$t/" >"$log" 2>&1; then
     echo "fuzz $t: clean, $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$') inputs"

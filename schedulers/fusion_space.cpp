@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <unordered_map>
 
 #include "gpusim/scheduler.h"
 
@@ -342,7 +343,9 @@ const FusionSpace::Cached& FusionSpace::cached(const std::vector<int>& group) co
 void FusionSpace::remember(const Decision& d, std::shared_ptr<State> s) const {
   std::string key(d.begin(), d.end());
   if (states_.count(key)) return;
-  if (state_order_.size() >= 64) {  // drop the oldest half
+  // At most 64 states, and at most ~16 M union-find entries in all (a few on a 1 M-node graph).
+  const size_t limit = std::clamp<size_t>((size_t{1} << 24) / std::max<size_t>(1, eager_.kernels.size()), 2, 64);
+  if (state_order_.size() >= limit) {  // drop the oldest half
     for (size_t i = 0; i < state_order_.size() / 2; ++i) states_.erase(state_order_[i]);
     state_order_.erase(state_order_.begin(), state_order_.begin() + static_cast<long>(state_order_.size() / 2));
   }
@@ -376,7 +379,16 @@ double FusionSpace::group_cost(State& s, int r) const {
   return std::max(cached(members).us, launch_us_);
 }
 
+void FusionSpace::trim_cache() const {
+  // Scoring meets one new group per candidate tried: the cache is emptied between scoring calls
+  // once it is large, so a million-node graph's search keeps bounded memory (a dropped group is
+  // costed again if it comes back). Never inside a call: a scoring pass relies on what it found
+  // cached, and build() holds references into the cache.
+  if (cache_.size() >= kScoringCacheLimit) cache_.clear();
+}
+
 double FusionSpace::score_us(const Decision& d) const {
+  trim_cache();
   // An exact match, or the parent of this decision (the last candidate taken removed).
   size_t last = d.size();
   for (size_t c = d.size(); c-- > 0;) {
@@ -464,15 +476,20 @@ double FusionSpace::score_us(const Decision& d) const {
 }
 
 double FusionSpace::full_score(const Decision& d) const {
-  // Group hashes from the union-find; a group's members are collected only on a cache miss. The
-  // union-find and each group's cost are kept for this decision's children.
-  unite(d);
-  const size_t nk = eager_.kernels.size();
   // Children add a candidate after the last one taken: with the last one taken there are none, and
   // the state need not be kept (the reusable scratch state serves).
-  const bool keep = !d.empty() && !d.back();
-  std::shared_ptr<State> fresh = keep ? std::make_shared<State>() : nullptr;
-  State& st = keep ? *fresh : scratch_;
+  if (d.empty() || d.back()) return fill_state(d, scratch_);
+  auto fresh = std::make_shared<State>();
+  const double t = fill_state(d, *fresh);
+  remember(d, std::move(fresh));
+  return t;
+}
+
+double FusionSpace::fill_state(const Decision& d, State& st) const {
+  // Group hashes from the union-find; a group's members are collected only on a cache miss. The
+  // union-find (moved in, O(1)) and each group's cost are kept in `st`.
+  unite(d);
+  const size_t nk = eager_.kernels.size();
   st.hash.assign(nk, 0);
   st.size.assign(nk, 0);
   st.cost.assign(nk, 0.0);
@@ -493,31 +510,164 @@ double FusionSpace::full_score(const Decision& d) const {
       ++st.size[r];
     }
   }
-  // The union-find moves into the state (O(1)); unite() rebuilds or gets it back below.
-  auto swap_union_find = [&] {
-    st.parent.swap(parent_);
-    st.mains.swap(mains_);
-    st.rows.swap(rows_);
-    st.attention.swap(attention_);
-    st.merged.swap(merged_);
-    st.removed.swap(removed_);
-    st.copied.swap(copied_);
-    st.recomp.swap(recomp_);
-  };
-  swap_union_find();
+  // The union-find moves into the state (O(1)); unite() refills the old buffers next time.
+  st.parent.swap(parent_);
+  st.mains.swap(mains_);
+  st.rows.swap(rows_);
+  st.attention.swap(attention_);
+  st.merged.swap(merged_);
+  st.removed.swap(removed_);
+  st.copied.swap(copied_);
+  st.recomp.swap(recomp_);
+  // Groups the cache does not know get their members in one pass over the kernels (collecting
+  // each group's alone would be O(kernels) per group: quadratic on a fresh plan of a big graph).
+  std::unordered_map<int, std::vector<int>> missing;
+  for (size_t r = 0; r < nk; ++r) {
+    if (st.parent[r] != static_cast<int>(r) || st.removed[r] || st.size[r] <= 1) continue;
+    if (!cache_.count(st.hash[r])) missing[static_cast<int>(r)];
+  }
+  if (!missing.empty()) {
+    for (size_t k = 0; k < nk; ++k) {
+      if (st.removed[k]) continue;
+      int r = static_cast<int>(k);
+      while (st.parent[static_cast<size_t>(r)] != r) r = st.parent[static_cast<size_t>(r)];
+      if (auto it = missing.find(r); it != missing.end()) it->second.push_back(static_cast<int>(k));
+    }
+    for (size_t c : st.recomp) {
+      const FusionCandidate& fc = cands_[c];
+      const int copy = fc.kernels[0] + static_cast<int>(nk);
+      for (size_t u = 1; u < fc.kernels.size(); ++u) {
+        int r = fc.kernels[u];
+        while (st.parent[static_cast<size_t>(r)] != r) r = st.parent[static_cast<size_t>(r)];
+        auto it = missing.find(r);
+        if (it != missing.end() && std::find(it->second.begin(), it->second.end(), copy) == it->second.end()) {
+          it->second.push_back(copy);
+        }
+      }
+    }
+  }
   double t = 0;
   for (size_t r = 0; r < nk; ++r) {
     if (st.parent[r] != static_cast<int>(r) || st.removed[r]) continue;
-    st.cost[r] = group_cost(st, static_cast<int>(r));
+    if (auto it = missing.find(static_cast<int>(r)); it != missing.end()) {
+      std::sort(it->second.begin(), it->second.end());
+      st.cost[r] = std::max(cached(it->second).us, launch_us_);
+    } else {
+      st.cost[r] = group_cost(st, static_cast<int>(r));
+    }
     t += st.cost[r];
   }
   st.total = t;
-  if (keep) {
-    remember(d, std::move(fresh));
-  } else {
-    swap_union_find();  // the scratch keeps its buffers
-  }
   return t;
+}
+
+std::vector<double> FusionSpace::score_flips(const Decision& base, const std::vector<size_t>& flips) const {
+  trim_cache();
+  State& st = flip_state_;
+  const double total = fill_state(base, st);
+  const size_t nk = eager_.kernels.size();
+  auto find = [&](int k) {
+    while (st.parent[static_cast<size_t>(k)] != k) {
+      st.parent[static_cast<size_t>(k)] = st.parent[static_cast<size_t>(st.parent[static_cast<size_t>(k)])];
+      k = st.parent[static_cast<size_t>(k)];
+    }
+    return k;
+  };
+  // Each group's kernels as a circular list from its root, and the recomputed copies each kernel
+  // holds: a new group's members are then collected in O(its size).
+  std::vector<int> next(nk);
+  std::iota(next.begin(), next.end(), 0);
+  for (size_t k = 0; k < nk; ++k) {
+    const int r = find(static_cast<int>(k));
+    if (st.removed[k] || r == static_cast<int>(k)) continue;
+    next[k] = next[static_cast<size_t>(r)];
+    next[static_cast<size_t>(r)] = static_cast<int>(k);
+  }
+  std::unordered_map<int, std::vector<int>> copies;
+  for (size_t c : st.recomp) {
+    for (size_t u = 1; u < cands_[c].kernels.size(); ++u) {
+      copies[cands_[c].kernels[u]].push_back(cands_[c].kernels[0] + static_cast<int>(nk));
+    }
+  }
+  std::vector<int> members;
+  auto collect = [&](int r) {
+    int k = r;
+    do {
+      members.push_back(k);
+      if (auto it = copies.find(k); it != copies.end()) {
+        for (int c : it->second) {
+          if (std::find(members.begin(), members.end(), c) == members.end()) members.push_back(c);
+        }
+      }
+      k = next[static_cast<size_t>(k)];
+    } while (k != r);
+  };
+  auto cost_of = [&](uint64_t hash) -> double {  // of the group in `members` (hash: its cache key)
+    if (auto it = cache_.find(hash); it != cache_.end()) return std::max(it->second.us, launch_us_);
+    std::sort(members.begin(), members.end());
+    return std::max(cached(members).us, launch_us_);
+  };
+  std::vector<double> out;
+  out.reserve(flips.size());
+  for (size_t c : flips) {
+    if (c >= cands_.size() || (c < base.size() && base[c])) {
+      out.push_back(total);
+      continue;
+    }
+    const FusionCandidate& fc = cands_[c];
+    double t = total;
+    if (!cand_recompute_[c]) {
+      // As unite() would apply it after the base's fusions: merge its kernels' groups if legal.
+      int roots[16], n = 0, m = 0, rw = 0;
+      bool att = cand_attention_[c] != 0;
+      for (int k : fc.kernels) {
+        const int rt = find(k);
+        if (std::find(roots, roots + n, rt) != roots + n || n == 16) continue;
+        roots[n++] = rt;
+        m += st.mains[static_cast<size_t>(rt)];
+        rw += st.rows[static_cast<size_t>(rt)];
+        att = att || st.attention[static_cast<size_t>(rt)];
+      }
+      const bool legal = att ? (m <= 2 && rw <= 1) : (m + rw <= 1);
+      if (legal && n > 1) {
+        uint64_t hash = 0;
+        members.clear();
+        for (int i = 0; i < n; ++i) {
+          t -= st.cost[static_cast<size_t>(roots[i])];
+          hash += st.hash[static_cast<size_t>(roots[i])];
+        }
+        if (!cache_.count(hash)) {
+          for (int i = 0; i < n; ++i) collect(roots[i]);
+        }
+        t += cost_of(hash);
+      }
+    } else {
+      // A recompute: the producer must be a kernel of its own, its readers still present.
+      const int p = fc.kernels[0];
+      const auto pu = static_cast<size_t>(p);
+      bool ok = find(p) == p && !st.merged[pu] && !st.removed[pu] && !st.copied[pu];
+      for (size_t u = 1; ok && u < fc.kernels.size(); ++u) ok = !st.removed[static_cast<size_t>(fc.kernels[u])];
+      if (ok) {
+        t -= st.cost[pu];
+        const int copy = p + static_cast<int>(nk);
+        int done[16], nd = 0;
+        for (size_t u = 1; u < fc.kernels.size(); ++u) {
+          const int r = find(fc.kernels[u]);
+          if (std::find(done, done + nd, r) != done + nd || nd == 16) continue;
+          done[nd++] = r;
+          const uint64_t hash = st.hash[static_cast<size_t>(r)] + mix(copy);
+          members.clear();
+          if (!cache_.count(hash)) {
+            collect(r);
+            members.push_back(copy);
+          }
+          t += cost_of(hash) - st.cost[static_cast<size_t>(r)];
+        }
+      }
+    }
+    out.push_back(t);
+  }
+  return out;
 }
 
 Plan FusionSpace::build(const Decision& d, const std::string& scheduler) const {

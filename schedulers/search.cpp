@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
+#include <memory>
 #include <unordered_map>
 
 #include "gpusim/scheduler.h"
@@ -26,6 +28,54 @@ std::unique_ptr<Scheduler> make_scheduler(const std::string& name, const FusionS
 }
 
 namespace {
+
+// Order-free hash of a decision: the sum of a mixed value per candidate taken, so a base's hash
+// plus one candidate's is the hash of the base with that candidate flipped on.
+uint64_t candidate_hash(size_t c) {
+  uint64_t x = static_cast<uint64_t>(c) + 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t decision_hash(const Decision& d) {
+  uint64_t h = 0;
+  for (size_t c = 0; c < d.size(); ++c) h += d[c] ? candidate_hash(c) : 0;
+  return h;
+}
+
+// The best `capacity` distinct finite scores seen, each with one decision: whole, or a shared base
+// plus one flipped candidate (materialized only for the plans built at the end).
+class Shortlist {
+ public:
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+  struct Entry {
+    uint64_t hash;
+    std::shared_ptr<const Decision> base;
+    size_t flip;
+    Decision decision() const {
+      Decision d = *base;
+      if (flip != kNone) d[flip] = 1;
+      return d;
+    }
+  };
+  explicit Shortlist(size_t capacity) : capacity_(capacity) {}
+  void offer(double score, uint64_t hash, std::shared_ptr<const Decision> base, size_t flip) {
+    if (!std::isfinite(score)) return;  // a plan with a kernel no tile can run
+    if (auto it = entries_.find(score); it != entries_.end()) {
+      if (hash < it->second.hash) it->second = Entry{hash, std::move(base), flip};
+      return;
+    }
+    if (entries_.size() >= capacity_ && score >= entries_.rbegin()->first) return;
+    entries_.emplace(score, Entry{hash, std::move(base), flip});
+    if (entries_.size() > capacity_) entries_.erase(std::prev(entries_.end()));
+  }
+  const std::map<double, Entry>& entries() const { return entries_; }
+
+ private:
+  size_t capacity_;
+  std::map<double, Entry> entries_;
+};
 
 double objective_value(Objective o, const Prediction& p, int64_t batch) {
   switch (o) {
@@ -82,54 +132,74 @@ Result<SearchResult> search(const Graph& input, const GpuProfile& gpu, const Sea
     return make_error(ErrorCode::kInvalidArgument, fmt::format("--scheduler \"{}\" is not one of {}", o.scheduler,
                                                                fmt::join(scheduler_names(), ", ")));
   }
+  for (const SearchOptionRange& range : kSearchOptionRanges) {
+    const int v = o.*range.field;
+    if (v < range.lo || v > range.hi) {
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: {} is out of range; give an integer from {} to {}",
+                                                                 range.name, v, range.lo, range.hi));
+    }
+  }
+  const size_t nc = space.candidates().size();
+  if (o.scheduler == "beam" && static_cast<double>(o.beam_width) * static_cast<double>(nc) * static_cast<double>(nc) > kBeamWorkLimit) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("--scheduler beam on {} fusion candidates with width {} would copy {:.1e} decision "
+                                  "bytes (its work grows as width x candidates^2; the limit is {:.0e}): use --scheduler "
+                                  "greedy, which is linear, or a smaller --beam-width",
+                                  nc, o.beam_width, static_cast<double>(o.beam_width) * static_cast<double>(nc) * static_cast<double>(nc),
+                                  kBeamWorkLimit));
+  }
+  if (o.scheduler == "split" && nc > kSplitCandidateLimit) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("--scheduler split on {} fusion candidates: it re-scores every remaining fusion's "
+                                  "removal each round (up to candidates^3 work) and accepts at most {}; use "
+                                  "--scheduler greedy, which is linear",
+                                  nc, kSplitCandidateLimit));
+  }
   SearchResult r;
-  std::unordered_map<std::string, std::pair<double, Decision>> seen;  // distinct plans, by decision bytes
+  // The most promising distinct plans, by the fast score: a bounded table, so memory does not grow
+  // with the number of plans scored. One decision per distinct score (decisions that differ only in
+  // fusions that could not apply give the same plan and score; two different plans with exactly
+  // equal scores are rare), the one with the smallest hash, so a search is reproducible.
+  const size_t full = static_cast<size_t>(std::max(8, 2 * o.top_k));
+  Shortlist best(std::max<size_t>(64, 4 * full));
   const auto loop_start = std::chrono::steady_clock::now();
   while (true) {
-    std::vector<Decision> batch = sched->propose();
+    Proposals batch = sched->propose();
     if (batch.empty()) break;
     std::vector<double> scores;
     scores.reserve(batch.size());
-    for (const Decision& d : batch) {
+    for (Decision& d : batch.decisions) {
       const double s = space.score_us(d);
       scores.push_back(s);
-      seen.try_emplace(std::string(d.begin(), d.end()), s, d);
+      best.offer(s, decision_hash(d), std::make_shared<const Decision>(std::move(d)), Shortlist::kNone);
     }
-    r.plans_scored += static_cast<int64_t>(batch.size());
+    if (batch.base) {
+      const std::vector<double> flipped = space.score_flips(*batch.base, batch.flips);
+      const uint64_t base_hash = decision_hash(*batch.base);
+      for (size_t i = 0; i < flipped.size(); ++i) {
+        scores.push_back(flipped[i]);
+        best.offer(flipped[i], base_hash + candidate_hash(batch.flips[i]), batch.base, batch.flips[i]);
+      }
+    }
+    r.plans_scored += static_cast<int64_t>(scores.size());
     sched->report(scores);
   }
   r.scoring_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
-  // The most promising distinct plans, by the fast score, get the full timeline.
-  struct Seen {
-    double score;
-    const std::string* key;
-    const Decision* decision;
-  };
-  std::vector<Seen> order;
-  for (const auto& [key, entry] : seen) order.push_back({entry.first, &key, &entry.second});
-  // Ties broken by the decision itself, so a search is reproducible.
-  std::sort(order.begin(), order.end(), [](const Seen& a, const Seen& b) {
-    return a.score != b.score ? a.score < b.score : *a.key < *b.key;
-  });
-  const size_t full = std::min(order.size(), static_cast<size_t>(std::max(8, 2 * o.top_k)));
   const double budget = o.memory_budget_gb.value_or(gpu.memory.dram.size_gb) * 1e9;
   int64_t batch = 1;
   if (!g.inputs.empty() && !g.tensor(g.inputs[0]).shape.empty()) batch = g.tensor(g.inputs[0]).shape[0];
   std::unordered_map<std::string, bool> built;  // decisions that skip conflicting fusions can coincide
-  double last_score = -1;
-  for (size_t i = 0, taken = 0; i < order.size() && taken < full; ++i) {
-    if (!std::isfinite(order[i].score)) break;  // plans with a kernel no tile can run
-    // Decisions that differ only in fusions that could not apply give the same plan and score:
-    // skip them before paying for build() (two different plans with exactly equal scores are rare).
-    if (order[i].score == last_score) continue;
-    last_score = order[i].score;
+  size_t i = 0, taken = 0;
+  for (const auto& [score, entry] : best.entries()) {
+    if (taken >= full) break;
     RankedPlan rp;
-    rp.plan = space.build(*order[i].decision, std::string(sched->name()));
+    rp.plan = space.build(entry.decision(), std::string(sched->name()));
     std::string shape;
     for (const PlanKernel& k : rp.plan.kernels) shape += std::to_string(k.nodes.back()) + "/" + std::to_string(k.nodes.size()) + ",";
     if (!built.emplace(shape, true).second) continue;
     ++taken;
     if (o.scheduler == "random") space.sample_tiles(rp.plan, o.seed + i);  // tilings too, reproducibly
+    ++i;
     rp.plan.dtype = o.dtype;
     rp.plan.objective = std::string(objective_name(o.objective));
     auto pred = fit_memory(input, rp.plan, gpu, budget);

@@ -7,8 +7,8 @@
 // decisions quickly from cached kernel costs and builds the full Plan for the best ones.
 //
 // Schedulers (schedulers/<name>/) search that space behind one ask/tell interface:
-// propose() a batch of decisions, the driver scores them, report() the scores; repeat until
-// propose() returns nothing. search() runs one and returns the top plans.
+// propose() a batch of decisions (whole, or as flips of one base), the driver scores them,
+// report() the scores; repeat until propose() returns nothing. search() runs one and returns the top plans.
 //
 // Usage:
 //   gpusim::SearchOptions o;  o.scheduler = "greedy";
@@ -62,6 +62,12 @@ class FusionSpace {
   // grows plans), the score is derived exactly from the parent's union-find, touching only the
   // groups that candidate changes.
   double score_us(const Decision& d) const;
+  // Scores of `base` with each candidate in `flips` also taken, applied after the base's own
+  // fusions (one that conflicts with them changes nothing and scores as the base): what
+  // score_us gives the whole decision unless a later candidate of the base conflicts with the
+  // flip. O(candidates) for the base, then O(the groups a flip touches) each: greedy's every
+  // neighbour of a plan costs linear time and no copies of the decision.
+  std::vector<double> score_flips(const Decision& base, const std::vector<size_t>& flips) const;
   // The full plan for a decision, tiles chosen by the cost model, with a line per fusion taken.
   Plan build(const Decision& d, const std::string& scheduler) const;
   // Replaces each kernel's tile with one drawn uniformly from the feasible tiles of its class's
@@ -111,10 +117,26 @@ class FusionSpace {
   mutable std::unordered_map<std::string, std::shared_ptr<State>> states_;
   mutable std::vector<std::string> state_order_;
   double full_score(const Decision& d) const;
+  double fill_state(const Decision& d, State& st) const;
+  void trim_cache() const;
+  static constexpr size_t kScoringCacheLimit = size_t{1} << 18;  // kernel groups (~0.5 KB each)
+  mutable State flip_state_;
   double group_cost(State& s, int r) const;
   void remember(const Decision& d, std::shared_ptr<State> s) const;
   std::vector<double> single_us_;
   std::vector<uint8_t> cand_attention_, cand_recompute_;  // per candidate: which pass     // each eager kernel alone (the common case when scoring)
+};
+
+// One batch of a scheduler's proposals: whole decisions, then (optionally) one base decision with
+// single candidates turned on, each scored by FusionSpace::score_flips. A flip is a neighbour of
+// the base described in O(1): proposing every neighbour of a plan costs O(candidates), where whole
+// decisions would cost O(candidates^2) bytes. Scores come back in that order: decisions, flips.
+struct Proposals {
+  std::vector<Decision> decisions;
+  std::shared_ptr<const Decision> base;
+  std::vector<size_t> flips;
+  size_t size() const { return decisions.size() + (base ? flips.size() : 0); }
+  bool empty() const { return size() == 0; }
 };
 
 // The ask/tell interface every scheduler implements.
@@ -122,7 +144,7 @@ class Scheduler {
  public:
   virtual ~Scheduler() = default;
   virtual std::string_view name() const = 0;
-  virtual std::vector<Decision> propose() = 0;
+  virtual Proposals propose() = 0;
   virtual void report(const std::vector<double>& scores) = 0;
 };
 
@@ -136,6 +158,26 @@ struct SearchOptions {
   std::optional<DType> dtype;
   std::optional<double> memory_budget_gb;  // default: the GPU's memory
 };
+
+// The accepted range of each integer search option, the one table search() checks and the CLI,
+// the service and the Python module check in their own spelling of the name.
+struct SearchOptionRange {
+  const char* name;  // as the service and Python spell it; the CLI's --flag has '-' for '_' (top: --top)
+  int SearchOptions::*field;
+  int lo, hi;
+};
+inline constexpr SearchOptionRange kSearchOptionRanges[] = {
+    {"top", &SearchOptions::top_k, 1, 100},
+    {"beam_width", &SearchOptions::beam_width, 1, 256},
+    {"samples", &SearchOptions::samples, 1, 100000},
+};
+
+// The search sizes the schedulers that are not linear in the candidates accept: beam proposes
+// 2 x width whole decisions per candidate (width x candidates^2 bytes in all), split every
+// remaining fusion's removal per round (up to candidates^3). Above them search() says so and
+// names greedy, which is linear.
+inline constexpr double kBeamWorkLimit = 4e10;     // beam_width x candidates^2
+inline constexpr size_t kSplitCandidateLimit = 20000;
 
 std::unique_ptr<Scheduler> make_scheduler(const std::string& name, const FusionSpace& space, const SearchOptions& o);
 std::vector<std::string> scheduler_names();

@@ -355,21 +355,16 @@ class PySession {
                   "objective: \"" + objective + "\" is not one of \"latency\", \"throughput\", \"energy\", \"memory\"");
     }
     o.objective = *ob;
-    struct Range {
-      const char* name;
-      int value, lo, hi;
-    };
-    for (const Range& r : {Range{"top", top, 1, 100}, Range{"beam_width", beam_width, 1, 256},
-                           Range{"samples", samples, 1, 100000}}) {
-      if (r.value < r.lo || r.value > r.hi) {
-        raise_error(ErrorCode::kInvalidArgument, std::string(r.name) + ": " + std::to_string(r.value) +
+    o.top_k = top;
+    o.beam_width = beam_width;
+    o.samples = samples;
+    for (const gpusim::SearchOptionRange& r : gpusim::kSearchOptionRanges) {
+      if (o.*r.field < r.lo || o.*r.field > r.hi) {
+        raise_error(ErrorCode::kInvalidArgument, std::string(r.name) + ": " + std::to_string(o.*r.field) +
                                                      " is out of range; give an integer from " + std::to_string(r.lo) +
                                                      " to " + std::to_string(r.hi));
       }
     }
-    o.top_k = top;
-    o.beam_width = beam_width;
-    o.samples = samples;
     o.seed = seed;
     o.dtype = float_dtype_arg(dtype, "dtype");
     if (memory_budget_gb && !(*memory_budget_gb > 0)) {

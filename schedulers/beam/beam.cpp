@@ -15,7 +15,7 @@ class Beam : public Scheduler {
       : n_(s.candidates().size()), width_(static_cast<size_t>(std::max(1, width))), beam_{Decision(n_, 0)} {}
   std::string_view name() const override { return "beam"; }
 
-  std::vector<Decision> propose() override {
+  Proposals propose() override {
     if (step_ >= n_) return {};
     batch_.clear();
     for (const Decision& d : beam_) {
@@ -24,7 +24,7 @@ class Beam : public Scheduler {
       with[step_] = 1;
       batch_.push_back(std::move(with));
     }
-    return batch_;
+    return Proposals{batch_, nullptr, {}};
   }
 
   void report(const std::vector<double>& scores) override {

@@ -8,10 +8,12 @@ class Eager : public Scheduler {
  public:
   explicit Eager(const FusionSpace& s) : n_(s.candidates().size()) {}
   std::string_view name() const override { return "eager"; }
-  std::vector<Decision> propose() override {
+  Proposals propose() override {
     if (done_) return {};
     done_ = true;
-    return {Decision(n_, 0)};
+    Proposals p;
+    p.decisions.push_back(Decision(n_, 0));
+    return p;
   }
   void report(const std::vector<double>&) override {}
 

@@ -1,6 +1,7 @@
 // greedy: fuse where the simulator says it saves. Each round proposes, from the current plan,
-// every single fusion not yet taken; takes all that helped, keeps the combination if it beats the
-// best single one (else just that one), and stops when a round finds nothing better.
+// every single fusion not yet taken (as flips of the current plan: linear time and memory in the
+// number of candidates); takes all that helped, keeps the combination if it beats the best single
+// one (else just that one), and stops when a round finds nothing better.
 #include "schedulers/registry.h"
 
 namespace gpusim::schedulers {
@@ -11,24 +12,24 @@ class Greedy : public Scheduler {
   explicit Greedy(const FusionSpace& s) : cur_(s.candidates().size(), 0) {}
   std::string_view name() const override { return "greedy"; }
 
-  std::vector<Decision> propose() override {
+  Proposals propose() override {
     if (stage_ == Stage::kDone) return {};
     if (stage_ == Stage::kStart) {
       stage_ = Stage::kBase;
-      return {cur_};
+      return Proposals{{cur_}, nullptr, {}};
     }
-    if (stage_ == Stage::kCombine) return {combined_};
-    flips_.clear();
-    std::vector<Decision> batch;
+    if (stage_ == Stage::kCombine) return Proposals{{combined_}, nullptr, {}};
+    Proposals p;
     for (size_t c = 0; c < cur_.size(); ++c) {
-      if (cur_[c]) continue;
-      Decision d = cur_;
-      d[c] = 1;
-      flips_.push_back(c);
-      batch.push_back(std::move(d));
+      if (!cur_[c]) p.flips.push_back(c);
     }
-    if (batch.empty()) stage_ = Stage::kDone;
-    return batch;
+    if (p.flips.empty()) {
+      stage_ = Stage::kDone;
+      return {};
+    }
+    flips_ = p.flips;
+    p.base = std::make_shared<const Decision>(cur_);
+    return p;
   }
 
   void report(const std::vector<double>& scores) override {
@@ -42,7 +43,7 @@ class Greedy : public Scheduler {
         cur_ = combined_;
         cur_score_ = scores.at(0);
       } else {
-        cur_ = best_single_;
+        cur_[best_single_] = 1;
         cur_score_ = best_single_score_;
       }
       stage_ = Stage::kFlips;
@@ -57,8 +58,7 @@ class Greedy : public Scheduler {
         any = true;
         if (scores[i] < best_single_score_) {
           best_single_score_ = scores[i];
-          best_single_ = cur_;
-          best_single_[flips_[i]] = 1;
+          best_single_ = flips_[i];
         }
       }
     }
@@ -68,7 +68,8 @@ class Greedy : public Scheduler {
  private:
   enum class Stage { kStart, kBase, kFlips, kCombine, kDone };
   Stage stage_ = Stage::kStart;
-  Decision cur_, combined_, best_single_;
+  Decision cur_, combined_;
+  size_t best_single_ = 0;  // the candidate whose flip alone helped most this round
   double cur_score_ = 0, best_single_score_ = 0;
   std::vector<size_t> flips_;
 };

@@ -14,7 +14,7 @@ class Random : public Scheduler {
       : n_(s.candidates().size()), samples_(std::max(1, samples)), rng_(seed) {}
   std::string_view name() const override { return "random"; }
 
-  std::vector<Decision> propose() override {
+  Proposals propose() override {
     if (done_) return {};
     done_ = true;
     std::vector<Decision> batch;
@@ -25,7 +25,7 @@ class Random : public Scheduler {
       for (auto& x : d) x = u(rng_) < p ? 1 : 0;
       batch.push_back(std::move(d));
     }
-    return batch;
+    return Proposals{std::move(batch), nullptr, {}};
   }
   void report(const std::vector<double>&) override {}
 

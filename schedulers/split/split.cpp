@@ -12,9 +12,9 @@ class Split : public Scheduler {
   explicit Split(const FusionSpace& s) : cur_(s.candidates().size(), 1) {}
   std::string_view name() const override { return "split"; }
 
-  std::vector<Decision> propose() override {
+  Proposals propose() override {
     if (done_) return {};
-    if (!scored_) return {cur_};
+    if (!scored_) return Proposals{{cur_}, nullptr, {}};
     flips_.clear();
     std::vector<Decision> batch;
     for (size_t c = 0; c < cur_.size(); ++c) {
@@ -25,7 +25,7 @@ class Split : public Scheduler {
       batch.push_back(std::move(d));
     }
     if (batch.empty()) done_ = true;
-    return batch;
+    return Proposals{std::move(batch), nullptr, {}};
   }
 
   void report(const std::vector<double>& scores) override {

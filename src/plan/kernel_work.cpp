@@ -2,6 +2,7 @@
 // reductions and normalizations, runs for transposes), and a fused group's.
 #include <algorithm>
 #include <numeric>
+#include <unordered_map>
 
 #include "gpusim/kernel_work.h"
 #include "gpusim/op_catalog.h"
@@ -182,24 +183,32 @@ KernelWork group_work(const Graph& g, const GraphIndex& idx, const std::vector<i
   // Boundary, through views: tensors read from outside the group, and produced tensors that some
   // reader outside the group (or the graph's output) needs.
   auto root = [&](TensorId t) { return static_cast<size_t>(idx.root[static_cast<size_t>(t)]); };
-  std::vector<int> inside(g.tensors.size(), 0);  // readers within the group, per root
-  std::vector<bool> produced(g.tensors.size(), false);
+  // Per root tensor the group touches (a map the group's size, not the graph's: a plan search
+  // costs one group per candidate, and a vector per tensor each time was quadratic in the graph).
+  struct Touched {
+    int inside = 0;         // readers within the group
+    bool produced = false;  // written by a node of the group
+    bool counted = false;   // already counted as read
+  };
+  std::unordered_map<size_t, Touched> touched;
+  touched.reserve(nodes.size() * 4);
   for (int ni : nodes) {
     const Node& n = g.nodes[static_cast<size_t>(ni)];
     for (TensorId t : n.outputs) {
-      if (t != kNoTensor) produced[root(t)] = true;
+      if (t != kNoTensor) touched[root(t)].produced = true;
     }
     for (TensorId t : n.inputs) {
-      if (t != kNoTensor) ++inside[root(t)];
+      if (t != kNoTensor) ++touched[root(t)].inside;
     }
   }
   int64_t read = 0, written = 0, anchor_inputs = 0;
-  std::vector<bool> counted(g.tensors.size(), false);
   for (int ni : nodes) {
     const Node& n = g.nodes[static_cast<size_t>(ni)];
     for (TensorId t : n.inputs) {
-      if (t == kNoTensor || produced[root(t)] || counted[root(t)]) continue;
-      counted[root(t)] = true;
+      if (t == kNoTensor) continue;
+      Touched& tt = touched[root(t)];
+      if (tt.produced || tt.counted) continue;
+      tt.counted = true;
       read += g.tensor(t).bytes();
       if (&n == &a) anchor_inputs += g.tensor(t).bytes();
     }
@@ -207,7 +216,7 @@ KernelWork group_work(const Graph& g, const GraphIndex& idx, const std::vector<i
     for (TensorId t : n.outputs) {
       if (t == kNoTensor || copy) continue;  // a recomputed node's result is never stored
       const size_t r = root(t);
-      if (idx.graph_output[r] || idx.readers[r] > inside[r]) written += g.tensor(t).bytes();
+      if (idx.graph_output[r] || idx.readers[r] > touched[r].inside) written += g.tensor(t).bytes();
     }
   }
   FlopCounts flops, anchor_flops;

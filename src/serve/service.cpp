@@ -516,19 +516,13 @@ struct Service::Impl {
     auto d = dtype(b);
     if (!d) return d.error();
     o.dtype = *d;
-    struct IntField {
-      const char* key;
-      int* value;
-      int lo, hi;
-    };
-    for (const IntField& f : {IntField{"top", &o.top_k, 1, 100}, IntField{"beam_width", &o.beam_width, 1, 256},
-                              IntField{"samples", &o.samples, 1, 100000}}) {
-      if (!b.contains(f.key)) continue;
-      if (!b[f.key].is_number_integer() || b[f.key].get<int64_t>() < f.lo || b[f.key].get<int64_t>() > f.hi) {
-        return bad_request(fmt::format("\"{}\": {} is out of range; give an integer from {} to {}", f.key, b[f.key].dump(-1, ' ', false, kInvalidUtf8),
-                                       f.lo, f.hi));
+    for (const SearchOptionRange& f : kSearchOptionRanges) {
+      if (!b.contains(f.name)) continue;
+      if (!b[f.name].is_number_integer() || b[f.name].get<int64_t>() < f.lo || b[f.name].get<int64_t>() > f.hi) {
+        return bad_request(fmt::format("\"{}\": {} is out of range; give an integer from {} to {}", f.name,
+                                       b[f.name].dump(-1, ' ', false, kInvalidUtf8), f.lo, f.hi));
       }
-      *f.value = static_cast<int>(b[f.key].get<int64_t>());
+      o.*f.field = static_cast<int>(b[f.name].get<int64_t>());
     }
     if (b.contains("seed")) {
       if (!b["seed"].is_number_integer()) return bad_request("\"seed\" must be an integer");

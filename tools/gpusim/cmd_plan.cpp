@@ -49,7 +49,7 @@ void add_plan(CLI::App& app, int& rc) {
     }
     o.objective = *obj;
     o.scheduler = a->scheduler;
-    o.top_k = std::max(1, a->top);
+    o.top_k = a->top;
     o.beam_width = a->beam_width;
     o.samples = a->samples;
     o.seed = a->seed;
