@@ -684,7 +684,22 @@ Status k_trilu(KernelArgs& a) {
 Status k_reverse_sequence(KernelArgs& a) {
   const HostTensor& in = *a.in[0];
   const Ints lens = ints_of(a.in[1]);
-  const auto ba = static_cast<size_t>(a.attr_i("batch_axis", 1)), ta = static_cast<size_t>(a.attr_i("time_axis", 0));
+  const int64_t bai = a.attr_i("batch_axis", 1), tai = a.attr_i("time_axis", 0);
+  const auto rank = static_cast<int64_t>(in.shape.size());
+  if (bai < 0 || bai >= rank || tai < 0 || tai >= rank || bai == tai) {
+    return a.fail(fmt::format("batch_axis {} and time_axis {} must be two different axes of the rank-{} input", bai,
+                              tai, rank));
+  }
+  const auto ba = static_cast<size_t>(bai), ta = static_cast<size_t>(tai);
+  if (static_cast<int64_t>(lens.size()) != in.shape[ba]) {
+    return a.fail(fmt::format("sequence_lens has {} values, the batch axis {} has {}", lens.size(), ba, in.shape[ba]));
+  }
+  for (size_t b = 0; b < lens.size(); ++b) {
+    if (lens[b] < 0 || lens[b] > in.shape[ta]) {
+      return a.fail(fmt::format("sequence_lens[{}] = {} is outside 0..{} (the time axis {})", b, lens[b],
+                                in.shape[ta], ta));
+    }
+  }
   const Ints st = strides(in.shape);
   map_copy(in, *a.out[0], [&](const Ints& c) {
     int64_t k = 0;

@@ -1,6 +1,13 @@
 #include "reference.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <stdexcept>
 
 #include <chrono>
 #include <cmath>
@@ -69,7 +76,52 @@ const std::map<std::string, Kernel>& kernels() {
   return table;
 }
 
+int64_t host_bytes(const Tensor& t) {
+  const auto n = shape_elements(t.shape);
+  if (!n) return std::numeric_limits<int64_t>::max();
+  const int64_t per = t.dtype == DType::kString ? 32 : 8;
+  return *n > std::numeric_limits<int64_t>::max() / per ? std::numeric_limits<int64_t>::max() : *n * per;
+}
+
+int64_t host_memory_limit(const RunOptions& opts) {
+  if (opts.max_host_bytes > 0) return opts.max_host_bytes;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return int64_t{8} << 30;
+  return static_cast<int64_t>(pages) / 2 * static_cast<int64_t>(page);
+}
+
+Status check_host_memory(const Graph& g, const RunOptions& opts) {
+  const int64_t limit = host_memory_limit(opts);
+  int64_t total = 0;
+  std::vector<std::pair<int64_t, size_t>> big;
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    const int64_t b = host_bytes(g.tensors[t]);
+    total = b > std::numeric_limits<int64_t>::max() - total ? std::numeric_limits<int64_t>::max() : total + b;
+    big.emplace_back(b, t);
+  }
+  if (total <= limit) return Ok{};
+  const size_t show = std::min<size_t>(3, big.size());
+  std::partial_sort(big.begin(), big.begin() + static_cast<long>(show), big.end(), std::greater<>());
+  std::vector<std::string> names;
+  for (size_t k = 0; k < show; ++k) {
+    const Tensor& t = g.tensors[big[k].second];
+    names.push_back(fmt::format("\"{}\" {} ({:.1f} GB)", t.name, shape_str(t.shape), static_cast<double>(big[k].first) / 1e9));
+  }
+  return make_error(ErrorCode::kLimit,
+                    fmt::format("{}: the CPU reference would hold {:.1f} GB on the host (every tensor, in fp64/int64), "
+                                "over its limit of {:.1f} GB (half the machine's memory, or RunOptions::max_host_bytes); "
+                                "the largest: {}. Make the inputs smaller (--dim) or run on a device backend",
+                                g.source_path, static_cast<double>(total) / 1e9, static_cast<double>(limit) / 1e9,
+                                fmt::join(names, ", ")));
+}
+
 namespace {
+
+std::string input_types(const Graph& g, const Node& n) {
+  std::vector<std::string> v;
+  for (TensorId t : n.inputs) v.push_back(t == kNoTensor ? "-" : std::string(dtype_name(g.tensor(t).dtype)));
+  return fmt::format("{}", fmt::join(v, ", "));
+}
 
 // Seeded values for weights and inputs a caller does not supply: never all zero. Weights of rank
 // two or more (conv kernels, matrices) are uniform with variance 1/fan-in (fan-in: the product of
@@ -193,7 +245,23 @@ Status run_node(const Graph& g, size_t ni, HostState& st, const RunOptions& opts
     o.is_sequence = g.tensor(t).is_sequence;
     a.out.push_back(&o);
   }
-  if (auto s = it->second(a); !s) return s.error();
+  // The firewall around every kernel: a read out of range (CheckedVector), an allocation that
+  // fails, or any other exception becomes an error naming the node, never a crash.
+  try {
+    if (auto s = it->second(a); !s) return s.error();
+  } catch (const std::out_of_range& e) {
+    return make_error(ErrorCode::kInvalidModel,
+                      fmt::format("{}: node \"{}\" ({}): the CPU reference read past a tensor ({}): the node's input "
+                                  "values or attributes (an index, a length, an axis) do not fit its inputs' shapes, "
+                                  "or an input has a type the op does not take (input types: {})",
+                                  g.source_path, n.name, n.op_type, e.what(), input_types(g, n)));
+  } catch (const std::bad_alloc&) {
+    return make_error(ErrorCode::kLimit, fmt::format("{}: node \"{}\" ({}): the CPU reference ran out of host memory",
+                                                     g.source_path, n.name, n.op_type));
+  } catch (const std::exception& e) {
+    return make_error(ErrorCode::kInternal, fmt::format("{}: node \"{}\" ({}): the CPU reference failed: {}",
+                                                        g.source_path, n.name, n.op_type, e.what()));
+  }
   for (TensorId t : n.outputs) {
     if (t != kNoTensor) st.ready[static_cast<size_t>(t)] = true;
   }
@@ -201,6 +269,7 @@ Status run_node(const Graph& g, size_t ni, HostState& st, const RunOptions& opts
 }
 
 Result<RunResult> run_reference(const Graph& g, const std::vector<HostTensor>& inputs, const RunOptions& opts) {
+  if (auto s = check_host_memory(g, opts); !s) return s.error();
   auto st = initial_state(g, inputs, opts);
   if (!st) return st.error();
   RunResult res;

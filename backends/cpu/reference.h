@@ -20,12 +20,27 @@
 
 namespace gpusim::cpu {
 
+// A std::vector whose operator[] checks the index and throws std::out_of_range: a kernel that
+// reads past a tensor because an input's values or attributes do not fit (an index, a length, an
+// axis) becomes an error naming the node (run_node catches it), never a read of other memory. The
+// reference is the oracle, not the fast path: the check costs a compare per element.
+template <typename T>
+class CheckedVector : public std::vector<T> {
+ public:
+  using std::vector<T>::vector;
+  CheckedVector() = default;
+  CheckedVector(const std::vector<T>& v) : std::vector<T>(v) {}  // NOLINT: a plain vector converts
+  CheckedVector(std::vector<T>&& v) : std::vector<T>(std::move(v)) {}  // NOLINT
+  T& operator[](size_t k) { return this->at(k); }
+  const T& operator[](size_t k) const { return this->at(k); }
+};
+
 struct HostTensor {
   DType dtype = DType::kFloat32;
   Shape shape;
-  std::vector<double> r;          // floating types
-  std::vector<int64_t> i;         // integer types and bool
-  std::vector<std::string> s;     // strings
+  CheckedVector<double> r;        // floating types
+  CheckedVector<int64_t> i;       // integer types and bool
+  CheckedVector<std::string> s;   // strings
   bool is_sequence = false;
   std::vector<HostTensor> seq;    // sequence elements
 
@@ -70,7 +85,18 @@ void register_data_movement(std::map<std::string, Kernel>& k);
 struct RunOptions {
   const std::map<std::string, TensorData>* weights = nullptr;  // by tensor name
   uint64_t seed = 1;  // fills weights and inputs the caller does not give
+  // Host memory the reference may hold (it keeps every tensor, in fp64 or int64): a graph that
+  // needs more is refused before anything runs, naming its largest tensors. 0: half the
+  // machine's physical memory.
+  int64_t max_host_bytes = 0;
 };
+
+// Bytes the reference holds for tensor `t` (8 per number, 32 per string).
+int64_t host_bytes(const Tensor& t);
+// The limit RunOptions::max_host_bytes resolves to.
+int64_t host_memory_limit(const RunOptions& opts);
+// Whether the whole graph fits that limit on the host; the error names the largest tensors.
+Status check_host_memory(const Graph& g, const RunOptions& opts);
 
 struct RunResult {
   std::vector<HostTensor> outputs;  // graph outputs, in order

@@ -129,3 +129,54 @@ TEST_CASE("the CPU reference reproduces the ONNX test data", "[cpu][testdata]") 
   CHECK(passed + skipped >= 140);
   CHECK(compared >= 140);  // every graph checked against at least one stored output
 }
+
+// Inputs `predict` accepts that the reference must refuse with the node named, never crash on:
+// values that do not fit the shapes, a type the op does not take, a graph too big for the host.
+TEST_CASE("the CPU reference names the node whose values or types do not fit, and refuses what the host cannot hold",
+          "[cpu][errors]") {
+  constexpr int kF32 = onnx::TensorProto::FLOAT;
+  SECTION("ReverseSequence: a sequence length past the time axis") {
+    test::OnnxBuilder b;
+    b.input("x", kF32, {int64_t{4}, int64_t{2}, int64_t{3}});
+    b.initializer_i64("lens", {2}, {5, 1});
+    b.node("ReverseSequence", {"x", "lens"}, {"y"}, "rev").i("batch_axis", 1).i("time_axis", 0);
+    b.output("y");
+    auto g = import_onnx(b.write("reverse_sequence_long.onnx"));
+    REQUIRE(g);
+    auto r = cpu::run_reference(*g, {});
+    REQUIRE(!r);
+    CHECK_THAT(r.error().message, Catch::Contains("node \"rev\" (ReverseSequence): sequence_lens[0] = 5 is outside 0..4 "
+                                                  "(the time axis 0)"));
+  }
+  SECTION("Relu on strings") {
+    test::OnnxBuilder b;
+    b.input("x", onnx::TensorProto::STRING, {int64_t{3}});
+    b.node("Relu", {"x"}, {"y"}, "relu");
+    b.output("y");
+    auto g = import_onnx(b.write("string_relu.onnx"));
+    if (!g) {
+      CHECK_THAT(g.error().message, Catch::Contains("relu"));  // refused at import: as good
+      return;
+    }
+    auto r = cpu::run_reference(*g, {});
+    REQUIRE(!r);
+    CHECK_THAT(r.error().message, Catch::Contains("node \"relu\" (Relu): the CPU reference read past a tensor"));
+    CHECK_THAT(r.error().message, Catch::Contains("(input types: string)"));
+  }
+  SECTION("a graph bigger than the host memory limit") {
+    test::OnnxBuilder b;
+    b.input("x", kF32, {int64_t{65536}, int64_t{65536}});
+    b.node("Relu", {"x"}, {"y"}, "relu");
+    b.output("y");
+    auto g = import_onnx(b.write("huge_relu.onnx"));
+    REQUIRE(g);
+    cpu::RunOptions o;
+    o.max_host_bytes = int64_t{8} << 30;
+    auto r = cpu::run_reference(*g, {}, o);
+    REQUIRE(!r);
+    CHECK(r.error().code == ErrorCode::kLimit);
+    CHECK_THAT(r.error().message, Catch::Contains("the CPU reference would hold 68.7 GB on the host"));
+    CHECK_THAT(r.error().message, Catch::Contains("over its limit of 8.6 GB"));
+    CHECK_THAT(r.error().message, Catch::Contains("\"x\" [65536, 65536] (34.4 GB)"));
+  }
+}

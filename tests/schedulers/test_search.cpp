@@ -330,3 +330,102 @@ TEST_CASE("incremental scores equal full scores as a beam grows plans", "[schedu
     CHECK(checked >= 10);
   }
 }
+
+TEST_CASE("flip scores equal full scores where the flip comes after the base's fusions", "[schedulers]") {
+  for (const char* file : {"bert_base_seq128.onnx", "sd15_unet_64x64.onnx", "mobilenet_v2.onnx"}) {
+    INFO(file);
+    const Graph& g = model(file);
+    const GpuProfile p = gpu("nvidia-a10");
+    const FusionSpace s(g, p);
+    const size_t n = s.candidates().size();
+    REQUIRE(n > 20);
+    // A base with every fourth candidate of the first half taken; flips: the whole second half
+    // (after every candidate taken, so exact) and candidates of the first half (in between).
+    Decision base(n, 0);
+    for (size_t c = 0; c < n / 2; c += 4) base[c] = 1;
+    std::vector<size_t> flips;
+    for (size_t c = 0; c < n; ++c) {
+      if (!base[c]) flips.push_back(c);
+    }
+    const std::vector<double> scores = s.score_flips(base, flips);
+    REQUIRE(scores.size() == flips.size());
+    const FusionSpace fresh(g, p);
+    const double base_us = fresh.score_us(base);
+    int exact = 0, moved = 0;
+    for (size_t i = 0; i < flips.size(); ++i) {
+      Decision d = base;
+      d[flips[i]] = 1;
+      const double whole = fresh.score_us(d);
+      if (flips[i] >= n / 2) {
+        CHECK(scores[i] == Approx(whole).epsilon(1e-12));
+        ++exact;
+      }
+      moved += scores[i] != base_us;
+    }
+    CHECK(exact > 5);
+    CHECK(moved > 0);  // some flips change the plan
+  }
+}
+
+TEST_CASE("greedy on a long chain takes every helpful fusion in linear work", "[schedulers]") {
+  // 2,000 blocks of MatMul + bias Add + Relu: the shortlist, the flips and the combination must
+  // give the plan of fusing each block's epilogue, as the eager kernels count minus the fusions.
+  test::OnnxBuilder b;
+  b.input("x0", kF32, {int64_t{64}, int64_t{64}});
+  std::string x = "x0";
+  for (int i = 0; i < 2000; ++i) {
+    const std::string p = "b" + std::to_string(i) + "_";
+    b.initializer(p + "w", kF32, {64, 64});
+    b.initializer(p + "bias", kF32, {64});
+    b.node("MatMul", {x, p + "w"}, {p + "mm"}, p + "mm");
+    b.node("Add", {p + "mm", p + "bias"}, {p + "a"}, p + "add");
+    b.node("Relu", {p + "a"}, {p + "y"}, p + "relu");
+    x = p + "y";
+  }
+  b.output(x);
+  const Graph g = build(b, "long_chain.onnx");
+  SearchOptions o;
+  auto r = search(g, gpu("nvidia-a10"), o);
+  REQUIRE(r);
+  REQUIRE(!r->plans.empty());
+  CHECK(r->plans[0].plan.kernels.size() == 2000);  // MatMul + Add + Relu, one kernel per block
+  CHECK(r->plans[0].prediction.total_us < r->eager.total_us / 2);
+  CHECK(r->plans_scored < 3 * 2 * 4000);  // a few rounds of flips, not one decision per pair
+}
+
+TEST_CASE("search checks its option ranges and refuses beam and split past their work limits", "[schedulers]") {
+  const Graph& g = model("mobilenet_v2.onnx");
+  SearchOptions o;
+  o.top_k = 0;
+  auto r = search(g, gpu("nvidia-a10"), o);
+  REQUIRE(!r);
+  CHECK_THAT(r.error().message, Contains("top: 0 is out of range; give an integer from 1 to 100"));
+  o = SearchOptions{};
+  o.beam_width = 100000;
+  r = search(g, gpu("nvidia-a10"), o);
+  REQUIRE(!r);
+  CHECK_THAT(r.error().message, Contains("beam_width: 100000 is out of range"));
+
+  // A chain of elementwise ops: one candidate per adjacent pair, past split's limit.
+  test::OnnxBuilder b;
+  b.input("x0", kF32, {int64_t{256}});
+  std::string x = "x0";
+  for (size_t i = 0; i <= kSplitCandidateLimit + 1; ++i) {
+    const std::string y = "x" + std::to_string(i + 1);
+    b.node(i % 2 ? "Relu" : "Neg", {x}, {y}, "n" + std::to_string(i));
+    x = y;
+  }
+  b.output(x);
+  const Graph chain = build(b, "split_limit.onnx");
+  o = SearchOptions{};
+  o.scheduler = "split";
+  r = search(chain, gpu("nvidia-a10"), o);
+  REQUIRE(!r);
+  CHECK_THAT(r.error().message, Contains("--scheduler split on 20001 fusion candidates"));
+  CHECK_THAT(r.error().message, Contains("use --scheduler greedy, which is linear"));
+  o.scheduler = "beam";
+  o.beam_width = 256;  // 256 x 20001^2 > 4e10
+  r = search(chain, gpu("nvidia-a10"), o);
+  REQUIRE(!r);
+  CHECK_THAT(r.error().message, Contains("--scheduler beam on 20001 fusion candidates with width 256"));
+}
