@@ -1,5 +1,7 @@
 #include "calibrate.h"
 
+#include "gpusim/atomic_file.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -335,35 +337,24 @@ Status write_profile(const Outcome& o, const std::string& path, const std::vecto
     return make_error(ErrorCode::kIo, fmt::format("calibrate: --out {}: cannot create directory {}: {}", path,
                                                   parent.string(), ec.message()));
   }
-  const fs::path tmp = parent / fmt::format(".gpusim-calibrate-{}-{}", getpid(), std::random_device{}());
-  fs::create_directory(tmp, ec);
-  if (ec) {
-    return make_error(ErrorCode::kIo, fmt::format("calibrate: --out {}: cannot write in {}: {}", path, parent.string(), ec.message()));
-  }
-  auto fail = [&](const std::string& why) {
-    fs::remove_all(tmp, ec);
-    return make_error(ErrorCode::kIo, fmt::format("calibrate: --out {}: {}; nothing was written", path, why));
-  };
-  const fs::path yaml = tmp / (name + ".yaml");
-  const fs::path json = tmp / (name + ".measurements.json");
-  {
-    std::ofstream f(yaml);
-    f << profile_yaml(o, name);
-    if (!f.flush()) return fail("writing the profile failed");
-  }
-  {
-    std::ofstream f(json);
-    f << raw_json(o, name).dump(1, ' ', false, kInvalidUtf8) << "\n";
-    if (!f.flush()) return fail("writing the measurements failed");
-  }
+  // Checked before anything is written: the profile must load as it will be read back.
+  const std::string yaml = profile_yaml(o, name);
   std::vector<std::string> search = dirs;
-  auto loaded = load_profile(yaml.string(), search);
-  if (!loaded) return fail("the written profile does not load: " + loaded.error().message);
-  fs::rename(json, parent / json.filename(), ec);
-  if (ec) return fail("cannot move the measurements into place: " + ec.message());
-  fs::rename(yaml, target, ec);
-  if (ec) return fail("cannot move the profile into place: " + ec.message());
-  fs::remove_all(tmp, ec);
+  auto loaded = load_profile_yaml(yaml, target.string(), search);
+  if (!loaded) {
+    return make_error(ErrorCode::kIo, fmt::format("calibrate: --out {}: the written profile does not load: {}; "
+                                                  "nothing was written",
+                                                  path, loaded.error().message));
+  }
+  // Each file whole or not at all, even if the process is killed (write_file_atomic): the
+  // measurements first, so a profile on disk always has its measurements beside it.
+  const std::string json = raw_json(o, name).dump(1, ' ', false, kInvalidUtf8) + "\n";
+  if (auto s = write_file_atomic((parent / (name + ".measurements.json")).string(), json); !s) {
+    return make_error(ErrorCode::kIo, fmt::format("calibrate: --out {}: {}", path, s.error().message));
+  }
+  if (auto s = write_file_atomic(target.string(), yaml); !s) {
+    return make_error(ErrorCode::kIo, fmt::format("calibrate: --out {}: {}", path, s.error().message));
+  }
   return Ok{};
 }
 

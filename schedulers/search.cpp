@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include "gpusim/scheduler.h"
@@ -125,7 +126,10 @@ Result<Prediction> fit_memory(const Graph& g, Plan& plan, const GpuProfile& gpu,
 }  // namespace
 
 Result<SearchResult> search(const Graph& input, const GpuProfile& gpu, const SearchOptions& o) {
-  const Graph g = o.dtype ? retype(input, *o.dtype) : input;
+  // A copy only when re-typed (a million-node graph is a gigabyte).
+  std::optional<Graph> retyped;
+  if (o.dtype) retyped = retype(input, *o.dtype);
+  const Graph& g = retyped ? *retyped : input;
   FusionSpace space(g, gpu);
   auto sched = make_scheduler(o.scheduler, space, o);
   if (!sched) {

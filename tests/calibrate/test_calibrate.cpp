@@ -7,6 +7,10 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +20,7 @@
 #include <utility>
 
 #include "calibrate.h"
+#include "gpusim/atomic_file.h"
 #include "session.h"
 #include "gpusim/kernel_cost.h"
 #include "support/devices.h"
@@ -210,6 +215,13 @@ TEST_CASE("observations round-trip through JSON and bad raw data names the field
   CHECK(tile_from_json(bt).error().message == "raw data: tile.threads: 0 is not a thread count; expected >= 1");
 }
 
+namespace {
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+}  // namespace
+
 TEST_CASE("write_profile: atomic, validated, and its errors name the file", "[calibrate][errors]") {
   Outcome o;
   o.base = lavapipe();
@@ -232,7 +244,7 @@ TEST_CASE("write_profile: atomic, validated, and its errors name the file", "[ca
     CHECK(p->calibrated->device == "llvmpipe (test)");
     CHECK(p->calibrated->figures.at("efficiency.dram_bandwidth").p50 == Approx(4.1));
     CHECK(fs::exists(dir + "/lavapipe-test.measurements.json"));
-    for (const auto& e : fs::directory_iterator(dir)) CHECK(e.path().filename().string().rfind(".gpusim-calibrate", 0) != 0);
+    for (const auto& e : fs::directory_iterator(dir)) CHECK(e.path().filename().string().find(".gpusim-tmp-") == std::string::npos);
   }
   SECTION("a file name without .yaml is refused") {
     auto s = write_profile(o, dir + "/profile.txt", dirs);
@@ -249,6 +261,33 @@ TEST_CASE("write_profile: atomic, validated, and its errors name the file", "[ca
     CHECK_THAT(s.error().message, Catch::Contains("nothing was written"));
     CHECK_FALSE(fs::exists(path));
     CHECK(fs::is_empty(dir));
+  }
+  SECTION("a calibration killed (SIGKILL) while writing leaves the previous profile whole and nothing else") {
+    const std::string path = dir + "/lavapipe-test.yaml";
+    REQUIRE(write_profile(o, path, dirs));
+    const std::string before = read_text(path);
+    for (int round = 0; round < 20; ++round) {
+      const pid_t child = fork();
+      REQUIRE(child >= 0);
+      if (child == 0) {
+        Outcome changed = o;
+        changed.device.name = "llvmpipe (rewritten " + std::string(200000, 'x') + ")";
+        for (;;) (void)write_profile(changed, path, dirs);
+      }
+      usleep(static_cast<useconds_t>(2000 + 1500 * round));
+      kill(child, SIGKILL);
+      int st = 0;
+      waitpid(child, &st, 0);
+      const std::string now = read_text(path);
+      // The old profile, or a whole new one: it loads either way.
+      CHECK((now == before || now.find("rewritten") != std::string::npos));
+      CHECK(load_profile(path, dirs));
+      sweep_stale_temporaries(dir);  // what the next write does first
+      for (const auto& e : fs::directory_iterator(dir)) {
+        const std::string name = e.path().filename().string();
+        CHECK((name == "lavapipe-test.yaml" || name == "lavapipe-test.measurements.json"));
+      }
+    }
   }
 }
 
