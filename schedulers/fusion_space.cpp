@@ -39,6 +39,31 @@ uint64_t mix(int k) {
   return x ^ (x >> 31);
 }
 
+// The distinct groups a merge candidate's kernels are in, and whether one kernel may hold them
+// all: one main loop, or the two of an attention; no GEMM and row-wise pass together.
+struct Merge {
+  int roots[16];
+  int n = 0, mains = 0, rows = 0;
+  bool attention = false;
+  bool legal() const { return attention ? (mains <= 2 && rows <= 1) : (mains + rows <= 1); }
+};
+
+template <typename Find>
+Merge merge_of(const FusionCandidate& fc, bool attention, const std::vector<int>& mains, const std::vector<int>& rows,
+               const std::vector<uint8_t>& att, Find&& find) {
+  Merge m;
+  m.attention = attention;
+  for (int k : fc.kernels) {
+    const int rt = find(k);
+    if (std::find(m.roots, m.roots + m.n, rt) != m.roots + m.n || m.n == 16) continue;
+    m.roots[m.n++] = rt;
+    m.mains += mains[static_cast<size_t>(rt)];
+    m.rows += rows[static_cast<size_t>(rt)];
+    m.attention = m.attention || att[static_cast<size_t>(rt)];
+  }
+  return m;
+}
+
 }  // namespace
 
 FusionSpace::FusionSpace(const Graph& g, const GpuProfile& gpu) : g_(g), dev_(make_device(gpu)) {
@@ -210,7 +235,6 @@ void FusionSpace::unite(const Decision& d) const {
     mains_[k] = kind_[k] == kMainLoop;
     rows_[k] = kind_[k] == kRowwise;
   }
-  int roots[16];
   recomp_.clear();
   for (size_t c = 0; c < cands_.size() && c < d.size(); ++c) {
     if (!d[c]) continue;
@@ -219,24 +243,14 @@ void FusionSpace::unite(const Decision& d) const {
       recomp_.push_back(c);  // decided below, once the merges are known
       continue;
     }
-    int n = 0, m = 0, r = 0;
-    bool att = cand_attention_[c] != 0;
-    for (int k : fc.kernels) {
-      const int rt = root(k);
-      if (std::find(roots, roots + n, rt) != roots + n || n == 16) continue;
-      roots[n++] = rt;
-      m += mains_[static_cast<size_t>(rt)];
-      r += rows_[static_cast<size_t>(rt)];
-      att = att || attention_[static_cast<size_t>(rt)];
-    }
-    // One main loop per kernel, or the two of an attention; no GEMM and row-wise pass together.
-    const bool legal = att ? (m <= 2 && r <= 1) : (m + r <= 1);
-    if (!legal) continue;
-    for (int i = 1; i < n; ++i) parent_[static_cast<size_t>(roots[i])] = roots[0];
-    if (n > 1) merged_[static_cast<size_t>(roots[0])] = 1;
-    mains_[static_cast<size_t>(roots[0])] = m;
-    rows_[static_cast<size_t>(roots[0])] = r;
-    attention_[static_cast<size_t>(roots[0])] = att;
+    const Merge mg = merge_of(fc, cand_attention_[c] != 0, mains_, rows_, attention_, [&](int k) { return root(k); });
+    if (!mg.legal()) continue;
+    const int* roots = mg.roots;
+    for (int i = 1; i < mg.n; ++i) parent_[static_cast<size_t>(roots[i])] = roots[0];
+    if (mg.n > 1) merged_[static_cast<size_t>(roots[0])] = 1;
+    mains_[static_cast<size_t>(roots[0])] = mg.mains;
+    rows_[static_cast<size_t>(roots[0])] = mg.rows;
+    attention_[static_cast<size_t>(roots[0])] = mg.attention;
   }
   // Recomputes: the producer must still be a kernel of its own, and no recompute may feed another.
   removed_.assign(nk, 0);
@@ -419,18 +433,10 @@ double FusionSpace::score_us(const Decision& d) const {
     return r;
   };
   if (!cand_recompute_[last]) {
-    int roots[16], n = 0, m = 0, rw = 0;
-    bool att = cand_attention_[last] != 0;
-    for (int k : fc.kernels) {
-      const int rt = find(k);
-      if (std::find(roots, roots + n, rt) != roots + n || n == 16) continue;
-      roots[n++] = rt;
-      m += s->mains[static_cast<size_t>(rt)];
-      rw += s->rows[static_cast<size_t>(rt)];
-      att = att || s->attention[static_cast<size_t>(rt)];
-    }
-    const bool legal = att ? (m <= 2 && rw <= 1) : (m + rw <= 1);
-    if (legal && n > 1) {
+    const Merge mg = merge_of(fc, cand_attention_[last] != 0, s->mains, s->rows, s->attention, find);
+    const int* roots = mg.roots;
+    const int n = mg.n;
+    if (mg.legal() && n > 1) {
       const auto r0 = static_cast<size_t>(roots[0]);
       for (int i = 0; i < n; ++i) s->total -= s->cost[static_cast<size_t>(roots[i])];
       for (int i = 1; i < n; ++i) {
@@ -440,9 +446,9 @@ double FusionSpace::score_us(const Decision& d) const {
         s->size[r0] += s->size[ri];
       }
       s->merged[r0] = 1;
-      s->mains[r0] = m;
-      s->rows[r0] = rw;
-      s->attention[r0] = att;
+      s->mains[r0] = mg.mains;
+      s->rows[r0] = mg.rows;
+      s->attention[r0] = mg.attention;
       s->cost[r0] = group_cost(*s, roots[0]);
       s->total += s->cost[r0];
     }
@@ -618,18 +624,10 @@ std::vector<double> FusionSpace::score_flips(const Decision& base, const std::ve
     double t = total;
     if (!cand_recompute_[c]) {
       // As unite() would apply it after the base's fusions: merge its kernels' groups if legal.
-      int roots[16], n = 0, m = 0, rw = 0;
-      bool att = cand_attention_[c] != 0;
-      for (int k : fc.kernels) {
-        const int rt = find(k);
-        if (std::find(roots, roots + n, rt) != roots + n || n == 16) continue;
-        roots[n++] = rt;
-        m += st.mains[static_cast<size_t>(rt)];
-        rw += st.rows[static_cast<size_t>(rt)];
-        att = att || st.attention[static_cast<size_t>(rt)];
-      }
-      const bool legal = att ? (m <= 2 && rw <= 1) : (m + rw <= 1);
-      if (legal && n > 1) {
+      const Merge mg = merge_of(fc, cand_attention_[c] != 0, st.mains, st.rows, st.attention, find);
+      const int* roots = mg.roots;
+      const int n = mg.n;
+      if (mg.legal() && n > 1) {
         uint64_t hash = 0;
         members.clear();
         for (int i = 0; i < n; ++i) {

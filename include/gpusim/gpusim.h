@@ -145,7 +145,8 @@ struct TensorSpec {
 };
 
 struct TimingOptions {
-  int repeat = 3;     // timed runs after one warm-up; per-kernel times are medians
+  static constexpr int kMaxRepeat = 10000;  // each run's per-kernel times are kept for the medians
+  int repeat = 3;     // timed runs after one warm-up (1 to kMaxRepeat); per-kernel times are medians
   bool check = false; // compare every output with the CPU reference (relative L2 error)
 };
 

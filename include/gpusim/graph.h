@@ -42,6 +42,15 @@ std::string shape_str(const Shape& s);  // "[1, 3, 224, 224]"
 // Constants with at most this many elements keep their values in the IR.
 inline constexpr int64_t kMaxConstElements = 64;
 
+// A double as an int64: truncated toward zero, NaN as 0, and past int64's range its nearest end
+// (no undefined behaviour on a hostile file's float axes, shapes or sizes).
+inline int64_t saturate_int64(double v) {
+  if (!(v == v)) return 0;
+  if (v >= 9223372036854775807.0) return INT64_MAX;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
 // The value of a small constant tensor. Integer and bool types use `ints`, floating types `reals`.
 struct Value {
   DType dtype = DType::kUndefined;
@@ -54,14 +63,7 @@ struct Value {
   double as_real(int64_t i) const { return is_int() ? static_cast<double>(ints[i]) : reals[i]; }
   // A real read as an integer truncates toward zero and saturates: NaN is 0, and a value past
   // int64's range is its nearest end (a float tensor used as axes or a shape in a hostile file).
-  int64_t as_int(int64_t i) const {
-    if (is_int()) return ints[i];
-    const double r = reals[i];
-    if (!(r == r)) return 0;
-    if (r >= 9223372036854775807.0) return INT64_MAX;
-    if (r <= -9223372036854775808.0) return INT64_MIN;
-    return static_cast<int64_t>(r);
-  }
+  int64_t as_int(int64_t i) const { return is_int() ? ints[i] : saturate_int64(reals[i]); }
 };
 
 enum class TensorRole {

@@ -246,9 +246,10 @@ Result<RunReport> Program::time(const std::vector<ConstTensorView>& inputs, cons
   return guarded("time", [&]() -> Result<RunReport> {
     Impl& p = *impl_;
     std::lock_guard<std::mutex> lock(p.mu);
-    if (opts.repeat < 1) {
+    if (opts.repeat < 1 || opts.repeat > TimingOptions::kMaxRepeat) {
       return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("repeat {} is not a count of timed runs; give 1 or more", opts.repeat));
+                        fmt::format("repeat {} is not a count of timed runs; give 1 to {}", opts.repeat,
+                                    TimingOptions::kMaxRepeat));
     }
     auto in = host_inputs(p.inputs, inputs);
     if (!in) return in.error();

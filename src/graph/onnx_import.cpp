@@ -336,8 +336,15 @@ Status Importer::verify_nodes(const onnx::GraphProto& g, const std::map<std::str
       }
     }
   }
-  std::unordered_set<std::string> visible = outer;
-  for (const auto& [name, who] : producer) visible.insert(name);
+  // The names a subgraph may read: built once, and only when some node has a subgraph.
+  std::optional<std::unordered_set<std::string>> visible_names;
+  auto visible = [&]() -> const std::unordered_set<std::string>& {
+    if (!visible_names) {
+      visible_names = outer;
+      for (const auto& [name, who] : producer) visible_names->insert(name);
+    }
+    return *visible_names;
+  };
   for (const onnx::NodeProto& np : g.node()) {
     const std::string domain = norm_domain(np.domain());
     const auto v = opsets.find(domain);
@@ -358,10 +365,10 @@ Status Importer::verify_nodes(const onnx::GraphProto& g, const std::map<std::str
     }
     for (const onnx::AttributeProto& a : np.attribute()) {
       if (a.has_g()) {
-        if (auto s = verify_nodes(a.g(), opsets, visible); !s) return s;
+        if (auto s = verify_nodes(a.g(), opsets, visible()); !s) return s;
       }
       for (const onnx::GraphProto& sub : a.graphs()) {
-        if (auto s = verify_nodes(sub, opsets, visible); !s) return s;
+        if (auto s = verify_nodes(sub, opsets, visible()); !s) return s;
       }
     }
   }

@@ -206,7 +206,10 @@ TEST_CASE("a Program runs with the caller's buffers and checks them", "[api][run
   CHECK(r->outputs.at(0).max == Approx(5.0));
   auto zero = prog->time({in}, TimingOptions{0, false});
   REQUIRE_FALSE(zero);
-  CHECK_THAT(zero.error().message, Catch::Contains("repeat 0 is not a count of timed runs"));
+  CHECK_THAT(zero.error().message, Catch::Contains("repeat 0 is not a count of timed runs; give 1 to 10000"));
+  auto huge = prog->time({in}, TimingOptions{2000000000, false});  // would keep 2e9 runs of times
+  REQUIRE_FALSE(huge);
+  CHECK_THAT(huge.error().message, Catch::Contains("repeat 2000000000 is not a count of timed runs; give 1 to 10000"));
 
   CompileOptions tpu;
   tpu.backend = "tpu";

@@ -157,7 +157,7 @@ int run(const Args& a) {
   std::vector<ConstTensorView> views;
   for (const HostBuffer& b : buffers) views.push_back(b.view());
   TimingOptions to;
-  to.repeat = std::max(1, a.repeat);
+  to.repeat = a.repeat;
   to.check = a.check;
   auto r = prog->time(views, to);
   if (!r) {

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "gpusim/graph.h"
+
 namespace gpusim::ops {
 
 inline std::optional<int64_t> add_checked(int64_t a, int64_t b) {
@@ -33,11 +35,6 @@ inline std::optional<int64_t> to_int64(double v) {
 // A folded value stored in an integer tensor: truncated toward zero and saturated (NaN is 0), as
 // Value::as_int reads one; a cast of an out-of-range double is undefined behaviour. Shapes built
 // from such values are then refused by the shape checks, with the value named.
-inline int64_t saturate_int64(double v) {
-  if (std::isnan(v)) return 0;
-  if (v >= 9223372036854775807.0) return INT64_MAX;
-  if (v <= -9223372036854775808.0) return INT64_MIN;
-  return static_cast<int64_t>(v);
-}
+using gpusim::saturate_int64;  // graph.h: NaN is 0, past the range its nearest end
 
 }  // namespace gpusim::ops
