@@ -102,6 +102,7 @@ class Importer {
   Status add_initializer(const onnx::TensorProto& t, Scope& scope);
   Status resolve_inputs(onnx::GraphProto& g, Scope& scope);
   void run_onnx_inference(onnx::ModelProto& model, const std::map<std::string, int64_t>& opsets);
+  bool gpusim_accepts(const onnx::NodeProto& np, const std::unordered_map<std::string, onnx::TypeProto*>& types) const;
   Status verify_nodes(const onnx::GraphProto& g, const std::map<std::string, int64_t>& opsets,
                       const std::unordered_set<std::string>& outer);
   Status process_graph(const onnx::GraphProto& g, Scope& scope);
@@ -375,6 +376,54 @@ Status Importer::verify_nodes(const onnx::GraphProto& g, const std::map<std::str
   return Ok{};
 }
 
+// Whether gpusim's own rule for the op accepts the node's inputs as libonnx typed them (unknown
+// dims read as 1). libonnx's inference functions assume what their op's spec promises, ranks above
+// all (Gemm-6 reads dim 1 of a rank-1 B: a read past a protobuf array, SIGSEGV); gpusim's rules
+// check before they read. A node gpusim refuses, or whose op it does not know (the import then
+// fails on it anyway), is not given to libonnx; gpusim names the problem itself later.
+bool Importer::gpusim_accepts(const onnx::NodeProto& np,
+                              const std::unordered_map<std::string, onnx::TypeProto*>& types) const {
+  const ops::OpDef* def = ops::find_op(norm_domain(np.domain()), np.op_type());
+  if (!def) return false;
+  Node n;
+  n.name = np.name();
+  n.op_type = np.op_type();
+  n.domain = norm_domain(np.domain());
+  for (const auto& a : np.attribute()) {
+    auto attr = convert_attribute(a, n.name);
+    if (!attr) return false;
+    n.attributes.emplace(a.name(), std::move(*attr));
+  }
+  std::vector<Tensor> held(static_cast<size_t>(np.input_size()));
+  std::vector<const Tensor*> ins;
+  for (int i = 0; i < np.input_size(); ++i) {
+    if (np.input(i).empty()) {
+      n.inputs.push_back(kNoTensor);
+      ins.push_back(nullptr);
+      continue;
+    }
+    const onnx::TypeProto& t = *types.at(np.input(i));
+    if (!t.has_tensor_type()) return true;  // sequences and maps: gpusim's rules read them elsewhere
+    const auto dt = dtype_from_onnx(t.tensor_type().elem_type());
+    if (!dt || !t.tensor_type().has_shape()) return true;  // libonnx checks for a missing shape itself
+    Tensor& h = held[static_cast<size_t>(i)];
+    h.dtype = *dt;
+    for (const auto& d : t.tensor_type().shape().dim()) h.shape.push_back(d.has_dim_value() ? d.dim_value() : 1);
+    if (!shape_problem(h.shape).empty()) return false;
+    n.inputs.push_back(static_cast<TensorId>(i));
+    ins.push_back(&h);
+  }
+  std::vector<Tensor> outs(static_cast<size_t>(np.output_size()));
+  std::vector<std::string> notes;
+  ops::InferContext ctx(n, std::move(ins), outs, opset_, &notes);
+  try {
+    const Status st = def->infer(ctx);
+    return st || st.error().code == ErrorCode::kDataDependent;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 // libonnx's per-op inference functions, driven node by node by gpusim instead of by libonnx's own
 // InferShapes. That driver calls an op's data propagation even when an earlier node failed and left
 // its input untyped, and some ops (Shape, for one) then dereference the missing type: one bad Conv
@@ -426,6 +475,7 @@ void Importer::run_onnx_inference(onnx::ModelProto& model, const std::map<std::s
     const onnx::OpSchema* schema =
         onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(v->second), norm_domain(n.domain()));
     if (!schema || !schema->has_type_and_shape_inference_function()) continue;
+    if (!gpusim_accepts(n, by_name)) continue;
     try {
       onnx::shape_inference::InferenceContextImpl ctx(n, by_name, data, sparse, &generated);
       schema->GetTypeAndShapeInferenceFunction()(ctx);
