@@ -1,6 +1,10 @@
 // The gpusim program: --help on every command, inspect's text and JSON output, exit codes.
 #include <catch2/catch.hpp>
 
+#include <new>
+#include <stdexcept>
+
+#include "firewall.h"
 
 #include <cstdio>
 #include <fstream>
@@ -193,4 +197,17 @@ TEST_CASE("run feeds inputs from .pb files and reproduces an ONNX test graph", "
   REQUIRE(r.rc == 0);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["notes"].empty());  // weights and inputs all given
+}
+
+// main()'s firewall, the same template: a bug thrown past a command exits 70 (EX_SOFTWARE) with a
+// message, never terminate(); a parse error keeps CLI11's codes; a command's own code passes through.
+TEST_CASE("the gpusim program's exception firewall turns anything thrown into exit 70", "[cli][errors]") {
+  auto no_parse_errors = [](const std::exception&) { return -1; };
+  CHECK(gpusim::cli::firewall([] { return 3; }, no_parse_errors) == 3);
+  CHECK(gpusim::cli::firewall([]() -> int { throw std::out_of_range("vector::at"); }, no_parse_errors) == 70);
+  CHECK(gpusim::cli::firewall([]() -> int { throw std::bad_alloc(); }, no_parse_errors) == 70);
+  CHECK(gpusim::cli::firewall([]() -> int { throw 42; }, no_parse_errors) == 70);
+  auto usage = [](const std::exception& e) { return std::string(e.what()) == "usage" ? 2 : -1; };
+  CHECK(gpusim::cli::firewall([]() -> int { throw std::runtime_error("usage"); }, usage) == 2);
+  CHECK(gpusim::cli::firewall([]() -> int { throw std::runtime_error("other"); }, usage) == 70);
 }

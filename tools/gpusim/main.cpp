@@ -6,8 +6,10 @@
 #include <new>
 
 #include "commands.h"
+#include "firewall.h"
 
 int main(int argc, char** argv) {
+  using gpusim::cli::firewall;
   CLI::App app{"gpusim: a GPU performance simulator and cost model for ONNX graphs"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "gpusim 0.1.0");
@@ -23,25 +25,16 @@ int main(int argc, char** argv) {
   gpusim::cli::add_truth(app, rc);
   gpusim::cli::add_profiles(app, rc);
   gpusim::cli::add_serve(app, rc);
-  // The program's exception firewall: commands report expected failures as messages and exit
-  // codes; anything thrown past them is a bug, reported as one (exit 70, EX_SOFTWARE), never an
-  // abort with a core dump.
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);  // prints help, version or the usage error
-    return code == 0 ? 0 : 2;
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "gpusim: out of memory; the command needs more memory than is free\n");
-    return 70;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "gpusim: internal error: %s (a bug in gpusim: please report it with the command and its input)\n",
-                 e.what());
-    return 70;
-  } catch (...) {
-    std::fprintf(stderr, "gpusim: internal error: an unknown exception (a bug in gpusim: please report it with the "
-                         "command and its input)\n");
-    return 70;
-  }
-  return rc;
+  // The exception firewall (firewall.h): a bug is reported as one (exit 70), never an abort.
+  return firewall(
+      [&] {
+        app.parse(argc, argv);
+        return rc;
+      },
+      [&](const std::exception& e) {
+        const auto* pe = dynamic_cast<const CLI::ParseError*>(&e);
+        if (!pe) return -1;
+        const int code = app.exit(*pe);  // prints help, version or the usage error
+        return code == 0 ? 0 : 2;
+      });
 }
