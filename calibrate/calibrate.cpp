@@ -8,10 +8,7 @@
 #include <cmath>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <random>
-#include <unistd.h>
 
 #include "session.h"
 #include "gpusim/json_text.h"

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "gpusim/scheduler.h"
+#include "schedulers/registry.h"
 
 namespace gpusim {
 namespace {
@@ -32,12 +33,7 @@ Kind kind_of(const Graph& g, const Node& n) {
 }
 
 // Order-free hash of a group: the sum of a mixed value per member.
-uint64_t mix(int k) {
-  uint64_t x = static_cast<uint64_t>(k) + 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+uint64_t mix(int k) { return schedulers::mix(static_cast<uint64_t>(k)); }
 
 // The distinct groups a merge candidate's kernels are in, and whether one kernel may hold them
 // all: one main loop, or the two of an attention; no GEMM and row-wise pass together.
@@ -372,25 +368,23 @@ double FusionSpace::group_cost(State& s, int r) const {
   const auto ru = static_cast<size_t>(r);
   if (s.size[ru] == 1) return std::max(single_us_[ru], launch_us_);
   if (auto it = cache_.find(s.hash[ru]); it != cache_.end()) return std::max(it->second.us, launch_us_);
-  const int nk = static_cast<int>(eager_.kernels.size());
-  auto find = [&](int k) {
-    while (s.parent[static_cast<size_t>(k)] != k) k = s.parent[static_cast<size_t>(k)];
-    return k;
-  };
   std::vector<int> members;
-  for (int k = 0; k < nk; ++k) {
-    if (!s.removed[static_cast<size_t>(k)] && find(k) == r) members.push_back(k);
-  }
-  for (size_t c : s.recomp) {
-    const FusionCandidate& fc = cands_[c];
-    for (size_t u = 1; u < fc.kernels.size(); ++u) {
-      if (find(fc.kernels[u]) == r && std::find(members.begin(), members.end(), fc.kernels[0] + nk) == members.end()) {
-        members.push_back(fc.kernels[0] + nk);
-      }
-    }
-  }
+  members_of(s, r, members);
   std::sort(members.begin(), members.end());
   return std::max(cached(members).us, launch_us_);
+}
+
+void FusionSpace::members_of(const State& s, int r, std::vector<int>& out) const {
+  int k = r;
+  do {
+    out.push_back(k);
+    if (auto it = s.copies.find(k); it != s.copies.end()) {
+      for (int c : it->second) {
+        if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+      }
+    }
+    k = s.next[static_cast<size_t>(k)];
+  } while (k != r);
 }
 
 void FusionSpace::trim_cache() const {
@@ -442,6 +436,7 @@ double FusionSpace::score_us(const Decision& d) const {
       for (int i = 1; i < n; ++i) {
         const auto ri = static_cast<size_t>(roots[i]);
         s->parent[ri] = roots[0];
+        std::swap(s->next[r0], s->next[ri]);  // the two circular member lists become one
         s->hash[r0] += s->hash[ri];
         s->size[r0] += s->size[ri];
       }
@@ -460,7 +455,10 @@ double FusionSpace::score_us(const Decision& d) const {
     if (ok) {
       s->removed[pu] = 1;
       s->total -= s->cost[pu];
-      for (size_t u = 1; u < fc.kernels.size(); ++u) s->copied[static_cast<size_t>(fc.kernels[u])] = 1;
+      for (size_t u = 1; u < fc.kernels.size(); ++u) {
+        s->copied[static_cast<size_t>(fc.kernels[u])] = 1;
+        s->copies[fc.kernels[u]].push_back(p + nk);
+      }
       s->recomp.push_back(last);
       int done[16], nd = 0;
       for (size_t u = 1; u < fc.kernels.size(); ++u) {
@@ -525,42 +523,28 @@ double FusionSpace::fill_state(const Decision& d, State& st) const {
   st.removed.swap(removed_);
   st.copied.swap(copied_);
   st.recomp.swap(recomp_);
-  // Groups the cache does not know get their members in one pass over the kernels (collecting
-  // each group's alone would be O(kernels) per group: quadratic on a fresh plan of a big graph).
-  std::unordered_map<int, std::vector<int>> missing;
-  for (size_t r = 0; r < nk; ++r) {
-    if (st.parent[r] != static_cast<int>(r) || st.removed[r] || st.size[r] <= 1) continue;
-    if (!cache_.count(st.hash[r])) missing[static_cast<int>(r)];
+  // Each group's members as a circular list through its root, and the copies each reader holds:
+  // a group the cache does not know is collected in O(its size), not O(kernels).
+  st.next.resize(nk);
+  std::iota(st.next.begin(), st.next.end(), 0);
+  for (size_t k = 0; k < nk; ++k) {
+    if (st.removed[k]) continue;
+    int r = static_cast<int>(k);
+    while (st.parent[static_cast<size_t>(r)] != r) r = st.parent[static_cast<size_t>(r)];
+    if (r == static_cast<int>(k)) continue;
+    st.next[k] = st.next[static_cast<size_t>(r)];
+    st.next[static_cast<size_t>(r)] = static_cast<int>(k);
   }
-  if (!missing.empty()) {
-    for (size_t k = 0; k < nk; ++k) {
-      if (st.removed[k]) continue;
-      int r = static_cast<int>(k);
-      while (st.parent[static_cast<size_t>(r)] != r) r = st.parent[static_cast<size_t>(r)];
-      if (auto it = missing.find(r); it != missing.end()) it->second.push_back(static_cast<int>(k));
-    }
-    for (size_t c : st.recomp) {
-      const FusionCandidate& fc = cands_[c];
-      const int copy = fc.kernels[0] + static_cast<int>(nk);
-      for (size_t u = 1; u < fc.kernels.size(); ++u) {
-        int r = fc.kernels[u];
-        while (st.parent[static_cast<size_t>(r)] != r) r = st.parent[static_cast<size_t>(r)];
-        auto it = missing.find(r);
-        if (it != missing.end() && std::find(it->second.begin(), it->second.end(), copy) == it->second.end()) {
-          it->second.push_back(copy);
-        }
-      }
+  st.copies.clear();
+  for (size_t c : st.recomp) {
+    for (size_t u = 1; u < cands_[c].kernels.size(); ++u) {
+      st.copies[cands_[c].kernels[u]].push_back(cands_[c].kernels[0] + static_cast<int>(nk));
     }
   }
   double t = 0;
   for (size_t r = 0; r < nk; ++r) {
     if (st.parent[r] != static_cast<int>(r) || st.removed[r]) continue;
-    if (auto it = missing.find(static_cast<int>(r)); it != missing.end()) {
-      std::sort(it->second.begin(), it->second.end());
-      st.cost[r] = std::max(cached(it->second).us, launch_us_);
-    } else {
-      st.cost[r] = group_cost(st, static_cast<int>(r));
-    }
+    st.cost[r] = group_cost(st, static_cast<int>(r));
     t += st.cost[r];
   }
   st.total = t;
@@ -579,37 +563,12 @@ std::vector<double> FusionSpace::score_flips(const Decision& base, const std::ve
     }
     return k;
   };
-  // Each group's kernels as a circular list from its root, and the recomputed copies each kernel
-  // holds: a new group's members are then collected in O(its size).
-  std::vector<int> next(nk);
-  std::iota(next.begin(), next.end(), 0);
-  for (size_t k = 0; k < nk; ++k) {
-    const int r = find(static_cast<int>(k));
-    if (st.removed[k] || r == static_cast<int>(k)) continue;
-    next[k] = next[static_cast<size_t>(r)];
-    next[static_cast<size_t>(r)] = static_cast<int>(k);
-  }
-  std::unordered_map<int, std::vector<int>> copies;
-  for (size_t c : st.recomp) {
-    for (size_t u = 1; u < cands_[c].kernels.size(); ++u) {
-      copies[cands_[c].kernels[u]].push_back(cands_[c].kernels[0] + static_cast<int>(nk));
-    }
-  }
   std::vector<int> members;
-  auto collect = [&](int r) {
-    int k = r;
-    do {
-      members.push_back(k);
-      if (auto it = copies.find(k); it != copies.end()) {
-        for (int c : it->second) {
-          if (std::find(members.begin(), members.end(), c) == members.end()) members.push_back(c);
-        }
-      }
-      k = next[static_cast<size_t>(k)];
-    } while (k != r);
-  };
-  auto cost_of = [&](uint64_t hash) -> double {  // of the group in `members` (hash: its cache key)
+  // The cost of a new group, its cache key `hash`; `gather` fills `members` only on a miss.
+  auto cost_of = [&](uint64_t hash, auto&& gather) -> double {
     if (auto it = cache_.find(hash); it != cache_.end()) return std::max(it->second.us, launch_us_);
+    members.clear();
+    gather();
     std::sort(members.begin(), members.end());
     return std::max(cached(members).us, launch_us_);
   };
@@ -629,15 +588,13 @@ std::vector<double> FusionSpace::score_flips(const Decision& base, const std::ve
       const int n = mg.n;
       if (mg.legal() && n > 1) {
         uint64_t hash = 0;
-        members.clear();
         for (int i = 0; i < n; ++i) {
           t -= st.cost[static_cast<size_t>(roots[i])];
           hash += st.hash[static_cast<size_t>(roots[i])];
         }
-        if (!cache_.count(hash)) {
-          for (int i = 0; i < n; ++i) collect(roots[i]);
-        }
-        t += cost_of(hash);
+        t += cost_of(hash, [&] {
+          for (int i = 0; i < n; ++i) members_of(st, roots[i], members);
+        });
       }
     } else {
       // A recompute: the producer must be a kernel of its own, its readers still present.
@@ -654,12 +611,10 @@ std::vector<double> FusionSpace::score_flips(const Decision& base, const std::ve
           if (std::find(done, done + nd, r) != done + nd || nd == 16) continue;
           done[nd++] = r;
           const uint64_t hash = st.hash[static_cast<size_t>(r)] + mix(copy);
-          members.clear();
-          if (!cache_.count(hash)) {
-            collect(r);
+          t += cost_of(hash, [&] {
+            members_of(st, r, members);
             members.push_back(copy);
-          }
-          t += cost_of(hash) - st.cost[static_cast<size_t>(r)];
+          }) - st.cost[static_cast<size_t>(r)];
         }
       }
     }

@@ -30,18 +30,11 @@ std::unique_ptr<Scheduler> make_scheduler(const std::string& name, const FusionS
 
 namespace {
 
-// Order-free hash of a decision: the sum of a mixed value per candidate taken, so a base's hash
-// plus one candidate's is the hash of the base with that candidate flipped on.
-uint64_t candidate_hash(size_t c) {
-  uint64_t x = static_cast<uint64_t>(c) + 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
+// Order-free hash of a decision: the sum of schedulers::mix per candidate taken, so a base's hash
+// plus mix(c) is the hash of the base with candidate c flipped on.
 uint64_t decision_hash(const Decision& d) {
   uint64_t h = 0;
-  for (size_t c = 0; c < d.size(); ++c) h += d[c] ? candidate_hash(c) : 0;
+  for (size_t c = 0; c < d.size(); ++c) h += d[c] ? schedulers::mix(c) : 0;
   return h;
 }
 
@@ -182,7 +175,7 @@ Result<SearchResult> search(const Graph& input, const GpuProfile& gpu, const Sea
       const uint64_t base_hash = decision_hash(*batch.base);
       for (size_t i = 0; i < flipped.size(); ++i) {
         scores.push_back(flipped[i]);
-        best.offer(flipped[i], base_hash + candidate_hash(batch.flips[i]), batch.base, batch.flips[i]);
+        best.offer(flipped[i], base_hash + schedulers::mix(batch.flips[i]), batch.base, batch.flips[i]);
       }
     }
     r.plans_scored += static_cast<int64_t>(scores.size());
@@ -193,7 +186,7 @@ Result<SearchResult> search(const Graph& input, const GpuProfile& gpu, const Sea
   int64_t batch = 1;
   if (!g.inputs.empty() && !g.tensor(g.inputs[0]).shape.empty()) batch = g.tensor(g.inputs[0]).shape[0];
   std::unordered_map<std::string, bool> built;  // decisions that skip conflicting fusions can coincide
-  size_t i = 0, taken = 0;
+  size_t taken = 0;
   for (const auto& [score, entry] : best.entries()) {
     if (taken >= full) break;
     RankedPlan rp;
@@ -201,9 +194,8 @@ Result<SearchResult> search(const Graph& input, const GpuProfile& gpu, const Sea
     std::string shape;
     for (const PlanKernel& k : rp.plan.kernels) shape += std::to_string(k.nodes.back()) + "/" + std::to_string(k.nodes.size()) + ",";
     if (!built.emplace(shape, true).second) continue;
+    if (o.scheduler == "random") space.sample_tiles(rp.plan, o.seed + taken);  // tilings too, reproducibly
     ++taken;
-    if (o.scheduler == "random") space.sample_tiles(rp.plan, o.seed + i);  // tilings too, reproducibly
-    ++i;
     rp.plan.dtype = o.dtype;
     rp.plan.objective = std::string(objective_name(o.objective));
     auto pred = fit_memory(input, rp.plan, gpu, budget);

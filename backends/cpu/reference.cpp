@@ -76,6 +76,9 @@ const std::map<std::string, Kernel>& kernels() {
   return table;
 }
 
+namespace {
+
+// Bytes the reference holds for tensor `t` (8 per number, 32 per string).
 int64_t host_bytes(const Tensor& t) {
   const auto n = shape_elements(t.shape);
   if (!n) return std::numeric_limits<int64_t>::max();
@@ -83,6 +86,7 @@ int64_t host_bytes(const Tensor& t) {
   return *n > std::numeric_limits<int64_t>::max() / per ? std::numeric_limits<int64_t>::max() : *n * per;
 }
 
+// The limit RunOptions::max_host_bytes resolves to.
 int64_t host_memory_limit(const RunOptions& opts) {
   if (opts.max_host_bytes > 0) return opts.max_host_bytes;
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -90,16 +94,17 @@ int64_t host_memory_limit(const RunOptions& opts) {
   return static_cast<int64_t>(pages) / 2 * static_cast<int64_t>(page);
 }
 
+// Whether the whole graph fits that limit on the host; the error names the largest tensors.
 Status check_host_memory(const Graph& g, const RunOptions& opts) {
   const int64_t limit = host_memory_limit(opts);
   int64_t total = 0;
-  std::vector<std::pair<int64_t, size_t>> big;
-  for (size_t t = 0; t < g.tensors.size(); ++t) {
-    const int64_t b = host_bytes(g.tensors[t]);
+  for (const Tensor& t : g.tensors) {
+    const int64_t b = host_bytes(t);
     total = b > std::numeric_limits<int64_t>::max() - total ? std::numeric_limits<int64_t>::max() : total + b;
-    big.emplace_back(b, t);
   }
   if (total <= limit) return Ok{};
+  std::vector<std::pair<int64_t, size_t>> big;  // only to name the largest, once over
+  for (size_t t = 0; t < g.tensors.size(); ++t) big.emplace_back(host_bytes(g.tensors[t]), t);
   const size_t show = std::min<size_t>(3, big.size());
   std::partial_sort(big.begin(), big.begin() + static_cast<long>(show), big.end(), std::greater<>());
   std::vector<std::string> names;
@@ -114,8 +119,6 @@ Status check_host_memory(const Graph& g, const RunOptions& opts) {
                                 g.source_path, static_cast<double>(total) / 1e9, static_cast<double>(limit) / 1e9,
                                 fmt::join(names, ", ")));
 }
-
-namespace {
 
 std::string input_types(const Graph& g, const Node& n) {
   std::vector<std::string> v;

@@ -91,13 +91,6 @@ struct RunOptions {
   int64_t max_host_bytes = 0;
 };
 
-// Bytes the reference holds for tensor `t` (8 per number, 32 per string).
-int64_t host_bytes(const Tensor& t);
-// The limit RunOptions::max_host_bytes resolves to.
-int64_t host_memory_limit(const RunOptions& opts);
-// Whether the whole graph fits that limit on the host; the error names the largest tensors.
-Status check_host_memory(const Graph& g, const RunOptions& opts);
-
 struct RunResult {
   std::vector<HostTensor> outputs;  // graph outputs, in order
   std::vector<double> node_us;      // wall time of each node (Graph::nodes order)

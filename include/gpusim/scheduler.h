@@ -111,6 +111,8 @@ class FusionSpace {
     std::vector<size_t> recomp;
     std::vector<uint64_t> hash;
     std::vector<double> cost;  // per root: its kernel time, at least the launch overhead
+    std::vector<int> next;     // per kernel: the next member of its group (a circular list through the root)
+    std::unordered_map<int, std::vector<int>> copies;  // per reader kernel: the recomputed copies it holds
     double total = 0;
   };
   mutable State scratch_;
@@ -122,6 +124,9 @@ class FusionSpace {
   static constexpr size_t kScoringCacheLimit = size_t{1} << 18;  // kernel groups (~0.5 KB each)
   mutable State flip_state_;
   double group_cost(State& s, int r) const;
+  // Appends the members of group `r` (a root) to `out`: its kernels, then each recomputed copy
+  // they hold once; O(the group's size).
+  void members_of(const State& s, int r, std::vector<int>& out) const;
   void remember(const Decision& d, std::shared_ptr<State> s) const;
   std::vector<double> single_us_;
   std::vector<uint8_t> cand_attention_, cand_recompute_;  // per candidate: which pass     // each eager kernel alone (the common case when scoring)

@@ -110,6 +110,8 @@ class Importer {
   Status inline_if(const onnx::NodeProto& np, const std::string& name, Scope& scope);
   Status add_node(Node n, const std::vector<std::string>& output_names, Scope& scope);
   Result<Attribute> convert_attribute(const onnx::AttributeProto& a, const std::string& label) const;
+  // A gpusim Node from a NodeProto: name, op, domain and attributes (inputs are the caller's).
+  Result<Node> node_head(const onnx::NodeProto& np, const std::string& name, const std::string& label) const;
 
   std::string path_;
   const ImportOptions& opts_;
@@ -121,6 +123,19 @@ class Importer {
   std::vector<std::string> disagreements_;
   std::string unsorted_;  // the first node input not assigned before it in file order, if any
 };
+
+Result<Node> Importer::node_head(const onnx::NodeProto& np, const std::string& name, const std::string& label) const {
+  Node n;
+  n.name = name;
+  n.op_type = np.op_type();
+  n.domain = norm_domain(np.domain());
+  for (const auto& a : np.attribute()) {
+    auto attr = convert_attribute(a, label);
+    if (!attr) return attr.error();
+    n.attributes.emplace(a.name(), std::move(*attr));
+  }
+  return n;
+}
 
 Result<Attribute> Importer::convert_attribute(const onnx::AttributeProto& a, const std::string& label) const {
   Attribute r;
@@ -385,15 +400,9 @@ bool Importer::gpusim_accepts(const onnx::NodeProto& np,
                               const std::unordered_map<std::string, onnx::TypeProto*>& types) const {
   const ops::OpDef* def = ops::find_op(norm_domain(np.domain()), np.op_type());
   if (!def) return false;
-  Node n;
-  n.name = np.name();
-  n.op_type = np.op_type();
-  n.domain = norm_domain(np.domain());
-  for (const auto& a : np.attribute()) {
-    auto attr = convert_attribute(a, n.name);
-    if (!attr) return false;
-    n.attributes.emplace(a.name(), std::move(*attr));
-  }
+  auto head = node_head(np, np.name(), np.name());
+  if (!head) return false;
+  Node n = std::move(*head);
   std::vector<Tensor> held(static_cast<size_t>(np.input_size()));
   std::vector<const Tensor*> ins;
   for (int i = 0; i < np.input_size(); ++i) {
@@ -596,15 +605,9 @@ Status Importer::process_node(const onnx::NodeProto& np, Scope& scope, size_t in
                                     label));
     }
   }
-  Node n;
-  n.name = name;
-  n.op_type = np.op_type();
-  n.domain = domain;
-  for (const auto& a : np.attribute()) {
-    auto attr = convert_attribute(a, label);
-    if (!attr) return attr.error();
-    n.attributes.emplace(a.name(), std::move(*attr));
-  }
+  auto head = node_head(np, name, label);
+  if (!head) return head.error();
+  Node n = std::move(*head);
   for (const auto& in : np.input()) {
     if (in.empty()) {
       n.inputs.push_back(kNoTensor);

@@ -18,10 +18,7 @@
 namespace gpusim {
 namespace {
 
-std::string file_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
+using test::file_bytes;
 
 // y = Relu(x + b) with x [2,3] and b a constant with data.
 std::string small_model() {

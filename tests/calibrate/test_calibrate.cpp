@@ -215,13 +215,6 @@ TEST_CASE("observations round-trip through JSON and bad raw data names the field
   CHECK(tile_from_json(bt).error().message == "raw data: tile.threads: 0 is not a thread count; expected >= 1");
 }
 
-namespace {
-std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-}  // namespace
-
 TEST_CASE("write_profile: atomic, validated, and its errors name the file", "[calibrate][errors]") {
   Outcome o;
   o.base = lavapipe();
@@ -265,7 +258,7 @@ TEST_CASE("write_profile: atomic, validated, and its errors name the file", "[ca
   SECTION("a calibration killed (SIGKILL) while writing leaves the previous profile whole and nothing else") {
     const std::string path = dir + "/lavapipe-test.yaml";
     REQUIRE(write_profile(o, path, dirs));
-    const std::string before = read_text(path);
+    const std::string before = test::file_bytes(path);
     for (int round = 0; round < 20; ++round) {
       const pid_t child = fork();
       REQUIRE(child >= 0);
@@ -278,7 +271,7 @@ TEST_CASE("write_profile: atomic, validated, and its errors name the file", "[ca
       kill(child, SIGKILL);
       int st = 0;
       waitpid(child, &st, 0);
-      const std::string now = read_text(path);
+      const std::string now = test::file_bytes(path);
       // The old profile, or a whole new one: it loads either way.
       CHECK((now == before || now.find("rewritten") != std::string::npos));
       CHECK(load_profile(path, dirs));

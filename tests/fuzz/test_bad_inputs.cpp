@@ -8,22 +8,15 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "edges.h"
+#include "support/onnx_builder.h"
 
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
@@ -50,8 +43,8 @@ TEST_CASE("regression inputs answer their expected messages", "[fuzz][bad]") {
       const fs::path exp_path = fs::path(in.string() + ".expected");
       INFO(in.string());
       REQUIRE(fs::exists(exp_path));
-      const std::string expected = trim(slurp(exp_path));
-      const std::string got = run(slurp(in));
+      const std::string expected = trim(gpusim::test::file_bytes(exp_path.string()));
+      const std::string got = run(gpusim::test::file_bytes(in.string()));
       if (expected == "ok") {
         CHECK(got == "");
       } else {

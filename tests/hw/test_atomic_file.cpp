@@ -8,21 +8,14 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "gpusim/atomic_file.h"
+#include "support/onnx_builder.h"
 
 namespace fs = std::filesystem;
 using namespace gpusim;
 
 namespace {
-
-std::string read_all(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 std::string fresh_dir(const std::string& name) {
   const fs::path d = fs::temp_directory_path() / (name + "_" + std::to_string(getpid()));
@@ -45,7 +38,7 @@ TEST_CASE("write_file_atomic replaces a file whole, and its errors name the file
   const std::string path = dir + "/cache.json";
   REQUIRE(write_file_atomic(path, "one"));
   REQUIRE(write_file_atomic(path, "two, longer"));
-  CHECK(read_all(path) == "two, longer");
+  CHECK(test::file_bytes(path) == "two, longer");
   CHECK(listing(dir) == std::vector<std::string>{"cache.json"});
   auto s = write_file_atomic(dir + "/no/such/dir/cache.json", "x");
   REQUIRE_FALSE(s);
@@ -72,7 +65,7 @@ TEST_CASE("a writer killed (SIGKILL) mid-write leaves the previous file whole an
     kill(child, SIGKILL);
     int st = 0;
     waitpid(child, &st, 0);
-    const std::string now = read_all(path);
+    const std::string now = test::file_bytes(path);
     CHECK((now == old_text || now == big));  // never part of either
     whole_new += now == big;
     // A temporary can outlive its writer only if the kill lands between link and rename; the

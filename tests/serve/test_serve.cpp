@@ -20,10 +20,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string file_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
+using test::file_bytes;
 
 // A service on a free loopback port, stopped and joined when it goes out of scope.
 struct Running {

@@ -65,6 +65,8 @@ onnx::TensorProto f32_tensor(const std::vector<int64_t>& dims, const std::vector
 std::string temp_dir();
 // Writes raw bytes to a file in temp_dir(); returns the path.
 std::string write_bytes(const std::string& file_name, const std::string& bytes);
+// A whole file's bytes ("" when it cannot be read).
+std::string file_bytes(const std::string& path);
 
 // Where the ONNX project's test data is: $GPUSIM_ONNX_TESTDATA, else ../shared/onnx-testdata next to
 // the source tree. Empty when absent (tests then skip, saying so).
