@@ -11,7 +11,7 @@ pkgs=(
   libyaml-cpp-dev libeigen3-dev nlohmann-json3-dev catch2
   libvulkan-dev mesa-vulkan-drivers libshaderc-dev glslang-tools glslang-dev spirv-tools
   libamdhip64-dev libcli11-dev libfmt-dev libcpp-httplib-dev libsqlite3-dev liblzma-dev
-  libbenchmark-dev pybind11-dev curl
+  libbenchmark-dev pybind11-dev curl clang libclang-rt-14-dev
   python3-dev python3-numpy python3-pytest python3-venv ninja-build
 )
 if [[ "${1:-}" == "--python" ]]; then
