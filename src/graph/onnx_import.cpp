@@ -1,6 +1,7 @@
 // ONNX ModelProto -> Graph. See include/gpusim/onnx_import.h for the contract.
 #include "gpusim/onnx_import.h"
 
+#include <onnx/defs/data_type_utils.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
@@ -107,6 +108,7 @@ class Importer {
                       const std::unordered_set<std::string>& outer);
   Status process_graph(const onnx::GraphProto& g, Scope& scope);
   Status process_node(const onnx::NodeProto& np, Scope& scope, size_t index);
+  Status check_input_types(const onnx::NodeProto& np, const Node& n, const std::string& label) const;
   Status inline_if(const onnx::NodeProto& np, const std::string& name, Scope& scope);
   Status add_node(Node n, const std::vector<std::string>& output_names, Scope& scope);
   Result<Attribute> convert_attribute(const onnx::AttributeProto& a, const std::string& label) const;
@@ -122,6 +124,7 @@ class Importer {
   std::unordered_set<TensorId> unknown_;
   std::vector<std::string> disagreements_;
   std::string unsorted_;  // the first node input not assigned before it in file order, if any
+  std::map<std::string, int64_t> opsets_;  // the domains (and versions) whose schemas libonnx knows
 };
 
 Result<Node> Importer::node_head(const onnx::NodeProto& np, const std::string& name, const std::string& label) const {
@@ -590,6 +593,64 @@ Status Importer::process_graph(const onnx::GraphProto& g, Scope& scope) {
   return Ok{};
 }
 
+// Each input's element type against its formal parameter in the op's schema (Relu takes floats, not
+// strings; Add's A and B share one type T). Verify() checks counts and attributes only; a type the
+// schema does not allow would otherwise be priced by predict and fail deep inside run's kernels.
+// Checked on the types gpusim inferred, so a node downstream of an op gpusim types differently
+// from ONNX is judged by what actually flows into it.
+Status Importer::check_input_types(const onnx::NodeProto& np, const Node& n, const std::string& label) const {
+  const std::string domain = norm_domain(np.domain());
+  const auto v = opsets_.find(domain);
+  if (v == opsets_.end()) return Ok{};
+  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(np.op_type(), static_cast<int>(v->second), domain);
+  if (schema == nullptr || schema->inputs().empty()) return Ok{};
+  const auto& formals = schema->inputs();
+  std::unordered_map<std::string, std::pair<DType, size_t>> bound;  // type parameter -> first type, input index
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (n.inputs[i] == kNoTensor || unknown_.count(n.inputs[i])) continue;
+    const auto& f = formals[std::min(i, formals.size() - 1)];
+    if (i >= formals.size() && f.GetOption() != onnx::OpSchema::Variadic) break;  // counts: Verify's job
+    const Tensor& t = g_.tensor(n.inputs[i]);
+    if (t.is_sequence || t.dtype == DType::kUndefined || f.GetTypes().empty()) continue;
+    std::string have;
+    try {
+      have = onnx::Utils::DataTypeUtils::ToDataTypeString(static_cast<int32_t>(t.dtype));
+    } catch (const std::exception&) {
+      continue;  // a type this libonnx does not name: nothing to check against
+    }
+    const std::string want = fmt::format("tensor({})", have);
+    const auto& allowed = f.GetTypes();
+    const bool ok = std::any_of(allowed.begin(), allowed.end(), [&](onnx::DataType d) { return d && *d == want; });
+    const std::string& param = f.GetTypeStr();
+    if (!ok) {
+      std::vector<std::string> names;
+      for (onnx::DataType d : allowed) {
+        if (d && d->rfind("tensor(", 0) == 0) names.push_back(d->substr(7, d->size() - 8));
+      }
+      std::sort(names.begin(), names.end());
+      return make_error(ErrorCode::kInvalidModel,
+                        fmt::format("{}: input {} (\"{}\") is {}, which {} at opset {} does not take for {}; {} takes "
+                                    "{}; insert a Cast or re-export the model",
+                                    label, i, np.input(static_cast<int>(i)), have, np.op_type(), v->second, param,
+                                    f.GetName(), names.empty() ? std::string("(no tensor type)")
+                                                               : fmt::format("{}", fmt::join(names, ", "))));
+    }
+    // Inputs that share a type parameter (Add's A and B are both T) must agree; a heterogeneous
+    // variadic (Concat-style lists are homogeneous, some ml ops are not) is exempt.
+    if (i >= formals.size() - 1 && f.GetOption() == onnx::OpSchema::Variadic && !f.GetIsHomogeneous()) continue;
+    const auto [at, fresh] = bound.emplace(param, std::pair{t.dtype, i});
+    if (!fresh && at->second.first != t.dtype) {
+      return make_error(ErrorCode::kInvalidModel,
+                        fmt::format("{}: inputs {} and {} share the type {} in {}'s schema but are {} and {}; insert a "
+                                    "Cast or re-export the model",
+                                    label, at->second.second, i, param, np.op_type(),
+                                    onnx::Utils::DataTypeUtils::ToDataTypeString(static_cast<int32_t>(at->second.first)),
+                                    have));
+    }
+  }
+  return Ok{};
+}
+
 Status Importer::process_node(const onnx::NodeProto& np, Scope& scope, size_t index) {
   const std::string domain = norm_domain(np.domain());
   const std::string name =
@@ -620,6 +681,7 @@ Status Importer::process_node(const onnx::NodeProto& np, Scope& scope, size_t in
     }
     n.inputs.push_back(*id);
   }
+  if (auto s = check_input_types(np, n, label); !s) return s;
   return add_node(std::move(n), {np.output().begin(), np.output().end()}, scope);
 }
 
@@ -825,6 +887,7 @@ Result<Graph> Importer::run(onnx::ModelProto& model, const detail::StrippedModel
     const auto k = known.find(it->first);
     it = k == known.end() || it->second > k->second.second ? opsets.erase(it) : std::next(it);
   }
+  opsets_ = opsets;
   if (auto s = verify_nodes(graph, opsets, {}); !s) return s.error();
   if (opts_.onnx_shape_inference && !unsorted_.empty()) {
     g_.notes.push_back(fmt::format("ONNX's shape inference (libonnx) skipped: the nodes are not in topological order "

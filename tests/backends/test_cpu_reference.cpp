@@ -148,20 +148,14 @@ TEST_CASE("the CPU reference names the node whose values or types do not fit, an
     CHECK_THAT(r.error().message, Catch::Contains("node \"rev\" (ReverseSequence): sequence_lens[0] = 5 is outside 0..4 "
                                                   "(the time axis 0)"));
   }
-  SECTION("Relu on strings") {
+  SECTION("Relu on strings") {  // refused at import (the schema's type check) before a kernel could read it
     test::OnnxBuilder b;
     b.input("x", onnx::TensorProto::STRING, {int64_t{3}});
     b.node("Relu", {"x"}, {"y"}, "relu");
     b.output("y");
     auto g = import_onnx(b.write("string_relu.onnx"));
-    if (!g) {
-      CHECK_THAT(g.error().message, Catch::Contains("relu"));  // refused at import: as good
-      return;
-    }
-    auto r = cpu::run_reference(*g, {});
-    REQUIRE(!r);
-    CHECK_THAT(r.error().message, Catch::Contains("node \"relu\" (Relu): the CPU reference read past a tensor"));
-    CHECK_THAT(r.error().message, Catch::Contains("(input types: string)"));
+    REQUIRE_FALSE(g);
+    CHECK_THAT(g.error().message, Catch::Contains("node \"relu\" (Relu): input 0 (\"x\") is string"));
   }
   SECTION("a graph bigger than the host memory limit") {
     test::OnnxBuilder b;

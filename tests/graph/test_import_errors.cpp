@@ -370,3 +370,38 @@ TEST_CASE("weights are not needed: external data may be missing and embedded dat
   CHECK(skipped);
   CHECK(external);
 }
+
+TEST_CASE("input element types are checked against the op's schema", "[import][errors]") {
+  SECTION("a type the schema does not allow") {
+    OnnxBuilder b;
+    b.input("x", onnx::TensorProto::STRING, {int64_t{3}});
+    b.node("Relu", {"x"}, {"y"}, "relu");
+    b.output("y");
+    auto g = import_onnx(b.write("string_relu.onnx"));
+    REQUIRE_FALSE(g);
+    CHECK(g.error().code == ErrorCode::kInvalidModel);
+    CHECK_THAT(g.error().message, Contains("string_relu.onnx: node \"relu\" (Relu): input 0 (\"x\") is string, which "
+                                           "Relu at opset 17 does not take for T; X takes "));
+    CHECK_THAT(g.error().message, Contains("float, float16"));
+    CHECK_THAT(g.error().message, Contains("insert a Cast or re-export the model"));
+  }
+  SECTION("inputs that share a type parameter disagree") {
+    OnnxBuilder b;
+    b.input("a", kF32, {int64_t{4}});
+    b.input("b", onnx::TensorProto::INT64, {int64_t{4}});
+    b.node("Add", {"a", "b"}, {"y"}, "add");
+    b.output("y");
+    auto g = import_onnx(b.write("mixed_add.onnx"));
+    REQUIRE_FALSE(g);
+    CHECK_THAT(g.error().message, Contains("mixed_add.onnx: node \"add\" (Add): inputs 0 and 1 share the type T in Add's "
+                                           "schema but are float and int64; insert a Cast or re-export the model"));
+  }
+  SECTION("types the schema allows pass, and a type constraint names its own parameter") {
+    OnnxBuilder b;
+    b.input("x", kF32, {int64_t{2}, int64_t{3}});
+    b.initializer_i64("s", {2}, {3, 2});
+    b.node("Reshape", {"x", "s"}, {"y"}, "rs");  // T for data, int64 for shape
+    b.output("y");
+    REQUIRE(import_onnx(b.write("reshape_types_ok.onnx")));
+  }
+}
