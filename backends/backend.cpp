@@ -41,6 +41,8 @@ Error not_built(const std::string& name) {
 }
 }  // namespace
 
+bool is_device_backend(const std::string& name) { return name == "vulkan" || name == "cuda" || name == "hip"; }
+
 Result<std::vector<DeviceInfo>> list_devices(const std::string& name) {
 #ifdef GPUSIM_HAVE_VULKAN
   if (name == "vulkan") return vulkan::list_devices();

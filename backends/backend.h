@@ -123,6 +123,10 @@ class Backend {
   Status can_run(const KernelSource& src) const;
 };
 
+// The device backends gpusim has, built into this binary or not ("vulkan", "cuda", "hip"): the one
+// list every option that names a device backend is checked against.
+bool is_device_backend(const std::string& name);
+
 // Backends compiled into this binary ("vulkan", "cuda", "hip"), whether or not a driver is present.
 std::vector<std::string> built_backends();
 

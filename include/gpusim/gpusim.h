@@ -112,6 +112,11 @@ struct CompileOptions {
   uint64_t seed = 1;              // weights a shape-only model lacks, and inputs not given
 };
 
+// Whether compile() accepts the options' backend and dtype: the check compile() itself makes first,
+// so a caller can tell a bad choice (ErrorCode::kInvalidArgument, naming the option, the value and
+// what is allowed) from a failure to compile or run. Thread-safe.
+Status check_compile_options(const CompileOptions& opts) noexcept;
+
 // A caller's buffer: `data` holds `shape`'s elements of `dtype`, densely packed, row-major.
 struct TensorView {
   DType dtype = DType::kFloat32;

@@ -363,21 +363,28 @@ Result<RunReport> Program::time(const std::vector<ConstTensorView>& inputs, cons
   });
 }
 
-Result<Program> Session::compile(const Model& m, const CompileOptions& opts) const noexcept {
-  return guarded("compile", [&]() -> Result<Program> {
-    if (!m.valid()) {
-      return make_error(ErrorCode::kInvalidArgument, "compile: the Model is empty; open one with Session::open_model first");
-    }
-    const std::string& b = opts.backend;
-    if (b != "cpu" && b != "vulkan" && b != "cuda" && b != "hip") {
+Status check_compile_options(const CompileOptions& opts) noexcept {
+  return guarded("compile", [&]() -> Status {
+    if (opts.backend != "cpu" && !backend::is_device_backend(opts.backend)) {
       return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("--backend \"{}\" is not a backend; choose cpu, vulkan, cuda or hip", b));
+                        fmt::format("--backend \"{}\" is not a backend; choose cpu, vulkan, cuda or hip", opts.backend));
     }
     if (opts.dtype != DType::kFloat32 && opts.dtype != DType::kFloat16) {
       return make_error(ErrorCode::kInvalidArgument,
                         fmt::format("--dtype {} is not supported by the backends yet; use fp32 or fp16",
                                     dtype_name(opts.dtype)));
     }
+    return Ok{};
+  });
+}
+
+Result<Program> Session::compile(const Model& m, const CompileOptions& opts) const noexcept {
+  return guarded("compile", [&]() -> Result<Program> {
+    if (!m.valid()) {
+      return make_error(ErrorCode::kInvalidArgument, "compile: the Model is empty; open one with Session::open_model first");
+    }
+    if (auto ok = check_compile_options(opts); !ok) return ok.error();
+    const std::string& b = opts.backend;
     auto impl = std::make_unique<Program::Impl>();
     Program::Impl& p = *impl;
     p.model = m.source();

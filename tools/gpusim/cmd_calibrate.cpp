@@ -43,7 +43,7 @@ void progress(double frac, const std::string& what, double elapsed) {
 }
 
 int run(const Args& a, const std::string& command) {
-  if (a.backend != "vulkan" && a.backend != "cuda" && a.backend != "hip") {
+  if (!backend::is_device_backend(a.backend)) {
     fmt::print(stderr, "gpusim calibrate: --backend \"{}\" is not a device backend; choose vulkan, cuda or hip\n", a.backend);
     return 2;
   }
