@@ -13,6 +13,8 @@
 #include <cmath>
 #include <random>
 
+#include "raw_decode.h"
+
 namespace gpusim::cpu {
 
 void HostTensor::allocate() {
@@ -145,6 +147,15 @@ HostTensor seeded(const Tensor& t, std::mt19937_64& rng, bool weight) {
   }
   std::uniform_real_distribution<double> u(-bound, bound);
   for (double& x : h.r) x = u(rng);
+  // Representable in the tensor's own type, as a device storing it holds it: two fp16 inputs that
+  // differ by less than an ulp would otherwise compare one way here and the other on the device.
+  if (t.dtype == DType::kFloat16) {
+    for (double& x : h.r) x = detail::half_to_double(detail::float_to_half(static_cast<float>(x)));
+  } else if (t.dtype == DType::kBFloat16) {
+    for (double& x : h.r) x = detail::bf16_to_double(detail::float_to_bf16(static_cast<float>(x)));
+  } else if (t.dtype == DType::kFloat32) {
+    for (double& x : h.r) x = static_cast<float>(x);
+  }
   for (int64_t& x : h.i) x = t.dtype == DType::kBool ? static_cast<int64_t>(rng() & 1) : static_cast<int64_t>(rng() % 8);
   return h;
 }

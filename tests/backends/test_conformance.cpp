@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <optional>
+#include <cstdlib>
 #include <random>
 
 #include "executor.h"
@@ -299,7 +300,9 @@ TEST_CASE("conformance: every kernel class on every available device backend aga
         for (const auto& mpath : paths)
         for (int vw : widths)
         for (bool fuse : {false, true}) {
-          const uint64_t seed = (static_cast<uint64_t>(rd()) << 32) | rd();
+          // GPUSIM_CONFORMANCE_SEED replays a failure's printed seed.
+          const char* fixed = std::getenv("GPUSIM_CONFORMANCE_SEED");
+          const uint64_t seed = fixed ? std::strtoull(fixed, nullptr, 10) : (static_cast<uint64_t>(rd()) << 32) | rd();
           INFO(od.backend << " / " << cs.name << " / " << dtype_name(dt) << (fuse ? " / fused" : " / eager")
                           << (mpath ? " / matrix path " + std::string(codegen::matrix_path_name(*mpath)) : "")
                           << (vw ? " / vector width " + std::to_string(vw) : "") << " / seed " << seed);
