@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "gpusim/scheduler.h"
 #include "schedulers/registry.h"
@@ -185,15 +186,20 @@ Result<SearchResult> search(const Graph& input, const GpuProfile& gpu, const Sea
   const double budget = o.memory_budget_gb.value_or(gpu.memory.dram.size_gb) * 1e9;
   int64_t batch = 1;
   if (!g.inputs.empty() && !g.tensor(g.inputs[0]).shape.empty()) batch = g.tensor(g.inputs[0]).shape[0];
-  std::unordered_map<std::string, bool> built;  // decisions that skip conflicting fusions can coincide
+  // Decisions that skip conflicting fusions can build the same plan: each built plan's kernel
+  // boundaries, hashed (the boundaries of a million-kernel plan are megabytes of text).
+  std::unordered_set<uint64_t> built;
   size_t taken = 0;
   for (const auto& [score, entry] : best.entries()) {
     if (taken >= full) break;
     RankedPlan rp;
     rp.plan = space.build(entry.decision(), std::string(sched->name()));
-    std::string shape;
-    for (const PlanKernel& k : rp.plan.kernels) shape += std::to_string(k.nodes.back()) + "/" + std::to_string(k.nodes.size()) + ",";
-    if (!built.emplace(shape, true).second) continue;
+    uint64_t shape = 0xcbf29ce484222325ull;
+    for (const PlanKernel& k : rp.plan.kernels) {
+      shape = schedulers::mix(shape ^ static_cast<uint64_t>(k.nodes.back()));
+      shape = schedulers::mix(shape ^ static_cast<uint64_t>(k.nodes.size()));
+    }
+    if (!built.insert(shape).second) continue;
     if (o.scheduler == "random") space.sample_tiles(rp.plan, o.seed + taken);  // tilings too, reproducibly
     ++taken;
     rp.plan.dtype = o.dtype;
@@ -202,11 +208,14 @@ Result<SearchResult> search(const Graph& input, const GpuProfile& gpu, const Sea
     if (!pred) return pred.error();
     rp.prediction = std::move(*pred);
     rp.objective_value = objective_value(o.objective, rp.prediction, batch);
-    r.plans.push_back(std::move(rp));
+    // Kept sorted as they come (ties in shortlist order, as a stable sort would leave them), and
+    // only the top k: a plan and its prediction of a million-node graph are hundreds of megabytes.
+    const auto at = std::upper_bound(r.plans.begin(), r.plans.end(), rp.objective_value,
+                                     [](double v, const RankedPlan& p) { return v < p.objective_value; });
+    if (at - r.plans.begin() >= o.top_k) continue;
+    r.plans.insert(at, std::move(rp));
+    if (r.plans.size() > static_cast<size_t>(o.top_k)) r.plans.pop_back();
   }
-  std::stable_sort(r.plans.begin(), r.plans.end(),
-                   [](const RankedPlan& a, const RankedPlan& b) { return a.objective_value < b.objective_value; });
-  if (r.plans.size() > static_cast<size_t>(o.top_k)) r.plans.resize(static_cast<size_t>(o.top_k));
   Plan eager = space.eager();
   eager.dtype = o.dtype;
   auto e = fit_memory(input, eager, gpu, budget);
