@@ -629,10 +629,10 @@ Status Importer::check_input_types(const onnx::NodeProto& np, const Node& n, con
       }
       std::sort(names.begin(), names.end());
       return make_error(ErrorCode::kInvalidModel,
-                        fmt::format("{}: input {} (\"{}\") is {}, which {} at opset {} does not take for {}; {} takes "
+                        fmt::format("{}: input {} (\"{}\") is {}, which {} at opset {} does not take{}; {} takes "
                                     "{}; insert a Cast or re-export the model",
-                                    label, i, np.input(static_cast<int>(i)), have, np.op_type(), v->second, param,
-                                    f.GetName(), names.empty() ? std::string("(no tensor type)")
+                                    label, i, np.input(static_cast<int>(i)), have, np.op_type(), v->second,
+                                    param.rfind("tensor(", 0) == 0 ? std::string() : " for " + param, f.GetName(), names.empty() ? std::string("(no tensor type)")
                                                                : fmt::format("{}", fmt::join(names, ", "))));
     }
     // Inputs that share a type parameter (Add's A and B are both T) must agree; a heterogeneous

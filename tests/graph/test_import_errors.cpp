@@ -405,3 +405,15 @@ TEST_CASE("input element types are checked against the op's schema", "[import][e
     REQUIRE(import_onnx(b.write("reshape_types_ok.onnx")));
   }
 }
+
+TEST_CASE("an axis outside the input rank names the node with the value and the range", "[import][errors]") {
+  OnnxBuilder b;
+  b.input("x", kF32, {int64_t{2}, int64_t{3}});
+  b.initializer_i64("axes", {1}, {-9});
+  b.node("Unsqueeze", {"x", "axes"}, {"y"}, "unsq");
+  b.output("y");
+  auto g = import_onnx(b.write("unsqueeze_axis.onnx"));
+  REQUIRE_FALSE(g);
+  CHECK_THAT(g.error().message,
+             Contains("unsqueeze_axis.onnx: node \"unsq\" (Unsqueeze): axes = -9 is out of range [-3, 3) for a rank-3 input"));
+}
