@@ -179,7 +179,11 @@ Result<GpuProfile> load_profile(const std::string& path, const std::vector<std::
 // `extends:` resolves by name in `dirs`.
 Result<GpuProfile> load_profile_yaml(const std::string& text, const std::string& source,
                                      const std::vector<std::string>& dirs);
-// NAME (searched in dirs) or a path to a .yaml file.
+// NAME (searched in dirs) or a path to a .yaml file. A NAME that is no profile's id as written
+// resolves when, in any case and with spaces, '-' or '_' between words, it is one profile's id or
+// display name ("NVIDIA_T4", "NVIDIA GeForce RTX 3060 12GB"), or a run of words only one profile's
+// id or display name has ("3060", "RTX 3060", "h100-sxm"). Otherwise kNotFound names the profiles
+// it matches (when several) or the three closest ids.
 Result<GpuProfile> find_profile(const std::string& name_or_path, const std::vector<std::string>& dirs);
 
 // Efficiency figures fitted per vendor on measured GPUs (gpusim validate --write-efficiency), the

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <set>
 
+#include "gpusim/closest.h"
+
 namespace gpusim {
 
 std::string_view precision_name(Precision p) {
@@ -128,19 +130,83 @@ std::vector<ProfileEntry> list_profiles(const std::vector<std::string>& dirs) {
   return out;
 }
 
+namespace {
+
+// A name's tokens: lower-cased words split at spaces, '-', '_' and '/' ("RTX 3060" -> rtx, 3060).
+std::vector<std::string> name_tokens(const std::string& s) {
+  std::vector<std::string> out(1);
+  for (const char ch : s) {
+    if (ch == ' ' || ch == '-' || ch == '_' || ch == '/' || ch == '\t') {
+      if (!out.back().empty()) out.emplace_back();
+    } else {
+      out.back() += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    }
+  }
+  if (out.back().empty()) out.pop_back();
+  return out;
+}
+
+// Whether `needle` occurs as a run of whole tokens in `hay` ("h100 sxm" in nvidia-h100-sxm).
+bool has_token_run(const std::vector<std::string>& hay, const std::vector<std::string>& needle) {
+  if (needle.empty() || needle.size() > hay.size()) return false;
+  return std::search(hay.begin(), hay.end(), needle.begin(), needle.end()) != hay.end();
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
 Result<GpuProfile> find_profile(const std::string& name_or_path, const std::vector<std::string>& dirs) {
   if (name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".yaml")) {
     return load_profile(name_or_path, dirs);
   }
-  for (const ProfileEntry& e : list_profiles(dirs)) {
+  const std::vector<ProfileEntry> entries = list_profiles(dirs);
+  for (const ProfileEntry& e : entries) {
     if (e.name == name_or_path) return load_profile(e.path, dirs);
   }
-  std::string known;
-  for (const ProfileEntry& e : list_profiles(dirs)) known += (known.empty() ? "" : ", ") + e.name;
+  if (entries.empty()) {
+    return make_error(ErrorCode::kNotFound, "no GPU profile named \"" + name_or_path +
+                                                "\"; known profiles: (none found) (or pass a path to a .yaml file; "
+                                                "`gpusim profiles list` shows them)");
+  }
+  // Not an id as written: the same id in other case or spacing ("NVIDIA_T4"), a display name
+  // ("NVIDIA GeForce RTX 3060 12GB"), or a run of their words that only one profile has ("3060",
+  // "RTX 3060", "h100-sxm"). Display names are read only on this path.
+  const std::vector<std::string> want = name_tokens(name_or_path);
+  std::vector<const ProfileEntry*> exact, partial;
+  for (const ProfileEntry& e : entries) {
+    const std::vector<std::string> id = name_tokens(e.name);
+    std::vector<std::string> disp;
+    if (auto p = load_profile(e.path, dirs)) disp = name_tokens(p->display_name);
+    if (!want.empty() && (want == id || want == disp)) {
+      exact.push_back(&e);
+    } else if (has_token_run(id, want) || has_token_run(disp, want)) {
+      partial.push_back(&e);
+    }
+  }
+  const std::vector<const ProfileEntry*>& hits = exact.empty() ? partial : exact;
+  if (hits.size() == 1) return load_profile(hits.front()->path, dirs);
+  const std::string tail = " (or pass a path to a .yaml file; `gpusim profiles list` shows all " +
+                           std::to_string(entries.size()) + ")";
+  if (hits.size() > 1) {
+    std::vector<std::string> names;
+    for (const ProfileEntry* e : hits) names.push_back(e->name);
+    return make_error(ErrorCode::kNotFound, "no GPU profile named \"" + name_or_path + "\", and it matches " +
+                                                std::to_string(hits.size()) + " profiles: " + joined(names) +
+                                                "; name one of them" + tail);
+  }
+  // The closest ids by edit distance over the joined tokens, at most three.
+  std::string flat;
+  for (const std::string& t : want) flat += (flat.empty() ? "" : "-") + t;
+  std::vector<std::string> ids;
+  for (const ProfileEntry& e : entries) ids.push_back(e.name);
+  const std::vector<std::string> close = closest_names(flat, ids, 3);
   return make_error(ErrorCode::kNotFound,
-                    "no GPU profile named \"" + name_or_path + "\"; known profiles: " +
-                        (known.empty() ? std::string("(none found)") : known) +
-                        " (or pass a path to a .yaml file; `gpusim profiles list` shows them)");
+                    "no GPU profile named \"" + name_or_path + "\"; closest: " + joined(close) + tail);
 }
 
 }  // namespace gpusim

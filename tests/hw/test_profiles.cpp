@@ -649,15 +649,15 @@ TEST_CASE("calibrated memory, compute and launch figures override the datasheet"
 
 // ---- find_profile -----------------------------------------------------------------------------------
 
-TEST_CASE("find_profile with an unknown name lists the known names", "[profiles][errors]") {
+TEST_CASE("find_profile with an unknown name suggests the closest names", "[profiles][errors]") {
   const std::string dir = fixture_dir();
   write_profile(dir, "fixture-gpu", kBase);
   write_profile(dir, "fixture-gpu-2", replace(kBase, "name: fixture-gpu", "name: fixture-gpu-2"));
   const auto p = gpusim::find_profile("nope-gpu", {dir});
   REQUIRE_FALSE(p.ok());
   CHECK(p.error().message ==
-        "no GPU profile named \"nope-gpu\"; known profiles: fixture-gpu, fixture-gpu-2 (or pass a path to a .yaml "
-        "file; `gpusim profiles list` shows them)");
+        "no GPU profile named \"nope-gpu\"; closest: fixture-gpu, fixture-gpu-2 (or pass a path to a .yaml "
+        "file; `gpusim profiles list` shows all 2)");
   const auto none = gpusim::find_profile("nope-gpu", {fixture_dir()});
   REQUIRE_FALSE(none.ok());
   CHECK_THAT(none.error().message, Catch::Contains("known profiles: (none found)"));
@@ -1115,4 +1115,34 @@ TEST_CASE("vendor efficiency defaults apply where a profile sets none, and bad f
   CHECK(error_for("schema: gpusim.efficiency/1\n") ==
         eff + ": vendors: missing or not a map of vendor -> efficiency figures");
   CHECK(error_for("schema: [gpusim.efficiency/1\n").find(eff + ": not valid YAML") == 0);
+}
+
+TEST_CASE("GPU names resolve in any case, by display name and by unambiguous short forms", "[profiles]") {
+  const std::vector<std::string> dirs = gpusim::default_profile_dirs();
+  for (const char* name : {"nvidia-rtx-3060", "NVIDIA-RTX-3060", "nvidia_rtx_3060", "RTX 3060", "3060",
+                           "NVIDIA GeForce RTX 3060 12GB", "rtx-3060"}) {
+    INFO(name);
+    const auto p = gpusim::find_profile(name, dirs);
+    REQUIRE(p.ok());
+    CHECK(p->name == "nvidia-rtx-3060");
+  }
+  const auto sxm = gpusim::find_profile("h100-sxm", dirs);
+  REQUIRE(sxm.ok());
+  CHECK(sxm->name == "nvidia-h100-sxm");
+  const auto t4 = gpusim::find_profile("T4", dirs);
+  REQUIRE(t4.ok());
+  CHECK(t4->name == "nvidia-t4");
+}
+
+TEST_CASE("an ambiguous GPU name lists what it matches and a misspelt one the closest ids", "[profiles][errors]") {
+  const std::vector<std::string> dirs = gpusim::default_profile_dirs();
+  const auto h100 = gpusim::find_profile("h100", dirs);
+  REQUIRE_FALSE(h100.ok());
+  CHECK(h100.error().code == gpusim::ErrorCode::kNotFound);
+  CHECK_THAT(h100.error().message, Catch::Contains("no GPU profile named \"h100\", and it matches 2 profiles: "
+                                                   "nvidia-h100-pcie, nvidia-h100-sxm; name one of them"));
+  const auto typo = gpusim::find_profile("nvidia-rtx-3600", dirs);
+  REQUIRE_FALSE(typo.ok());
+  CHECK_THAT(typo.error().message, Catch::Contains("no GPU profile named \"nvidia-rtx-3600\"; closest: nvidia-rtx-3060"));
+  CHECK_THAT(typo.error().message, Catch::Contains("`gpusim profiles list` shows all"));
 }
