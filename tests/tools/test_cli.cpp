@@ -161,7 +161,7 @@ TEST_CASE("compare ranks GPUs and bad arguments are named", "[cli][predict]") {
   CHECK(j["gpus"][1]["total_us"].get<double>() < j["gpus"][0]["total_us"].get<double>());
   const Run bad_gpu = run_gpusim("predict " + model("resnet50.onnx") + " --gpu nvidia-rtx-9999");
   CHECK(bad_gpu.rc == 1);
-  CHECK_THAT(bad_gpu.out, Catch::Contains("no GPU profile named \"nvidia-rtx-9999\"; known profiles: amd-mi100"));
+  CHECK_THAT(bad_gpu.out, Catch::Contains("no GPU profile named \"nvidia-rtx-9999\"; closest: nvidia-rtx-"));
   const Run bad_dtype = run_gpusim("predict " + model("resnet50.onnx") + " --gpu nvidia-t4 --dtype fp8");
   CHECK(bad_dtype.rc == 2);
   CHECK_THAT(bad_dtype.out, Catch::Contains("--dtype \"fp8\" is not supported; expected fp32, fp16 or bf16"));
@@ -210,4 +210,41 @@ TEST_CASE("the gpusim program's exception firewall turns anything thrown into ex
   auto usage = [](const std::exception& e) { return std::string(e.what()) == "usage" ? 2 : -1; };
   CHECK(gpusim::cli::firewall([]() -> int { throw std::runtime_error("usage"); }, usage) == 2);
   CHECK(gpusim::cli::firewall([]() -> int { throw std::runtime_error("other"); }, usage) == 70);
+}
+
+TEST_CASE("a misspelt command or option is named with the closest one", "[cli][errors]") {
+  const Run cmd = run_gpusim("prdict " + model("resnet50.onnx"));
+  CHECK(cmd.rc == 2);
+  CHECK_THAT(cmd.out, Catch::Contains("gpusim: \"prdict\" is not a command; did you mean \"predict\"? (commands: "));
+  const Run far = run_gpusim("xyzzy");
+  CHECK(far.rc == 2);
+  CHECK_THAT(far.out, Catch::Contains("gpusim: \"xyzzy\" is not a command (commands: inspect, ops, predict"));
+  const Run opt = run_gpusim("predict " + model("resnet50.onnx") + " --gpu nvidia-t4 --dtyp fp16");
+  CHECK(opt.rc == 2);
+  CHECK_THAT(opt.out, Catch::Contains("gpusim predict: unknown option \"--dtyp\"; did you mean \"--dtype\"? "
+                                      "(`gpusim predict --help` lists the options)"));
+  const Run nested = run_gpusim("truth stats --db x.db --dbb y");
+  CHECK(nested.rc == 2);
+  CHECK_THAT(nested.out, Catch::Contains("gpusim truth stats: unknown option \"--dbb\"; did you mean \"--db\"?"));
+}
+
+TEST_CASE("predict takes a GPU by display name or short form", "[cli][predict]") {
+  const Run by_short = run_gpusim("predict " + model("resnet50.onnx") + " --gpu \"RTX 3060\" --json");
+  REQUIRE(by_short.rc == 0);
+  const Run by_id = run_gpusim("predict " + model("resnet50.onnx") + " --gpu nvidia-rtx-3060 --json");
+  REQUIRE(by_id.rc == 0);
+  CHECK(by_short.out == by_id.out);
+  const Run ambiguous = run_gpusim("predict " + model("resnet50.onnx") + " --gpu a100");
+  CHECK(ambiguous.rc == 1);
+  CHECK_THAT(ambiguous.out, Catch::Contains("no GPU profile named \"a100\", and it matches 4 profiles: nvidia-a100-40gb, "
+                                            "nvidia-a100-80gb, nvidia-a100-pcie-40gb, nvidia-a100-pcie-80gb; name one"));
+}
+
+TEST_CASE("compare takes GPU lists with spaces and run refuses a zero repeat with the range", "[cli][errors]") {
+  const Run spaced = run_gpusim("compare " + model("mobilenet_v2.onnx") + " --gpus \"nvidia-t4, nvidia-l4\" --json");
+  REQUIRE(spaced.rc == 0);
+  CHECK(nlohmann::json::parse(spaced.out)["gpus"].size() == 2);
+  const Run repeat = run_gpusim("run " + model("mobilenet_v2.onnx") + " --backend cpu --repeat 0");
+  CHECK(repeat.rc == 2);
+  CHECK_THAT(repeat.out, Catch::Contains("--repeat: Value 0 not in range 1 to 10000"));
 }

@@ -189,7 +189,13 @@ void add_compare(CLI::App& app, int& rc) {
     PredictRequest req;
     auto m = load(*a, "compare", session, req, rc);
     if (!m) return;
-    auto rows = session.compare(*m, a->gpus, req);
+    // "a, b" and "a,,b" as typed: names without the spaces around them, empty ones dropped.
+    std::vector<std::string> gpus;
+    for (const std::string& g : a->gpus) {
+      const size_t b = g.find_first_not_of(" \t"), e = g.find_last_not_of(" \t");
+      if (b != std::string::npos) gpus.push_back(g.substr(b, e - b + 1));
+    }
+    auto rows = session.compare(*m, gpus, req);
     if (!rows) {
       fmt::print(stderr, "gpusim compare: {}\n", rows.error().message);
       rc = predict_exit_code(rows.error());

@@ -193,7 +193,8 @@ void add_run(CLI::App& app, int& rc) {
   cmd->add_option("--input", a->inputs, "A serialized TensorProto (.pb) per graph input, in order (repeatable)");
   cmd->add_option("--dim", a->dims, "Set a symbolic input dim: NAME=VALUE or INPUT:AXIS=VALUE (repeatable)");
   cmd->add_option("--seed", a->seed, "Fills inputs and missing weights (default 1)");
-  cmd->add_option("--repeat", a->repeat, "Timed runs after one warm-up (default 3); times are medians");
+  cmd->add_option("--repeat", a->repeat, "Timed runs after one warm-up (default 3); times are medians")
+      ->check(CLI::Range(1, TimingOptions::kMaxRepeat));
   cmd->add_flag("--check", a->check, "Compare every output with the CPU reference; exit 1 on a mismatch");
   cmd->add_flag("--json", a->json, "Print JSON (schema gpusim.run/1)");
   cmd->callback([a, &rc] { rc = run(*a); });

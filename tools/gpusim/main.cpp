@@ -1,12 +1,72 @@
 // gpusim: predict, plan and measure how ONNX graphs run on GPUs. See README.md.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 #include "firewall.h"
+#include "gpusim/closest.h"
+
+namespace {
+
+std::vector<std::string> command_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* sc : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sc->get_name());
+  return names;
+}
+
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& names) {
+  const auto near = gpusim::closest_names(word, names, 1, std::max<size_t>(2, word.size() / 3));
+  return near.empty() ? std::string() : "; did you mean \"" + near.front() + "\"?";
+}
+
+// A word where the command belongs that is no command (`gpusim prdict`): named, with the closest
+// command. CLI11 alone answers "A subcommand is required", which hides the typo.
+int unknown_command(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return -1;
+  const std::vector<std::string> names = command_names(app);
+  if (std::find(names.begin(), names.end(), argv[1]) != names.end()) return -1;
+  std::string all;
+  for (const std::string& n : names) all += (all.empty() ? "" : ", ") + n;
+  std::fprintf(stderr, "gpusim: \"%s\" is not a command%s (commands: %s; `gpusim --help` describes them)\n", argv[1],
+               did_you_mean(argv[1], names).c_str(), all.c_str());
+  return 2;
+}
+
+// An option the chosen command does not have (`predict --dtyp fp16`): named, with the closest of
+// that command's options, instead of CLI11's "arguments were not expected".
+int unknown_option(CLI::App& app, int argc, char** argv) {
+  std::vector<CLI::App*> chain = app.get_subcommands();
+  if (chain.empty()) return -1;
+  CLI::App* cmd = chain.back();
+  for (std::vector<CLI::App*> sub = cmd->get_subcommands(); !sub.empty(); sub = cmd->get_subcommands()) cmd = sub.back();
+  std::vector<std::string> names;
+  for (const CLI::App* a = cmd; a; a = a->get_parent()) {
+    for (const CLI::Option* o : a->get_options()) {
+      for (const std::string& n : o->get_lnames()) names.push_back("--" + n);
+    }
+  }
+  std::string path;
+  for (const CLI::App* a = cmd; a && a->get_parent(); a = a->get_parent()) path = " " + a->get_name() + path;
+  for (int i = 1; i < argc; ++i) {
+    std::string word = argv[i];
+    if (word == "--") break;
+    if (!word.starts_with("--")) continue;
+    word = word.substr(0, word.find('='));
+    if (std::find(names.begin(), names.end(), word) != names.end()) continue;
+    std::fprintf(stderr, "gpusim%s: unknown option \"%s\"%s (`gpusim%s --help` lists the options)\n", path.c_str(),
+                 word.c_str(), did_you_mean(word, names).c_str(), path.c_str());
+    return 2;
+  }
+  return -1;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using gpusim::cli::firewall;
@@ -25,6 +85,7 @@ int main(int argc, char** argv) {
   gpusim::cli::add_truth(app, rc);
   gpusim::cli::add_profiles(app, rc);
   gpusim::cli::add_serve(app, rc);
+  if (const int rc_word = unknown_command(app, argc, argv); rc_word >= 0) return rc_word;
   // The exception firewall (firewall.h): a bug is reported as one (exit 70), never an abort.
   return firewall(
       [&] {
@@ -34,6 +95,9 @@ int main(int argc, char** argv) {
       [&](const std::exception& e) {
         const auto* pe = dynamic_cast<const CLI::ParseError*>(&e);
         if (!pe) return -1;
+        if (dynamic_cast<const CLI::ExtrasError*>(pe)) {
+          if (const int code = unknown_option(app, argc, argv); code >= 0) return code;
+        }
         const int code = app.exit(*pe);  // prints help, version or the usage error
         return code == 0 ? 0 : 2;
       });
