@@ -13,13 +13,14 @@ Shape-only format
     Every model is exported with torch.onnx.export (eval mode, opset 17 -- the highest
     torch 1.13 supports -- falling back to lower opsets only if 17 fails,
     do_constant_folding=True) into a temporary directory under /tmp. The result is then
-    rewritten so that every tensor (initializer or Constant-node attribute, including
-    subgraphs) larger than 1024 bytes is marked as external data
+    rewritten so that every initializer (including subgraphs') larger than 1024 bytes,
+    and every Constant-node value larger than 16 MiB, is marked as external data
     (data_location=EXTERNAL, external_data = location "<model>.weights.bin", offset,
     length, as onnx.external_data_helper would write it, tensors laid out contiguously
     in file order) and its bytes are dropped. The .weights.bin file is never written
     (equivalently: it is deleted). Tensors <= 1024 bytes (shape constants, small biases)
-    stay embedded. The resulting .onnx is a valid model whose external weight file is
+    stay embedded, and so do Constant values up to 16 MiB (position ids, causal masks:
+    `gpusim run` needs them; gpusim's reader keeps the same). The resulting .onnx is a valid model whose external weight file is
     deliberately absent; gpusim only needs shapes and attributes. Files carry
     metadata_props "gpusim.shape_only"="1" and "gpusim.source".
 
@@ -90,14 +91,23 @@ import tempfile
 import time
 import traceback
 
-import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+# onnx 1.17's generated protobuf modules need the pure-Python protobuf runtime: Debian's
+# python3-protobuf 3.21 defaults to its C++ one, under which `import onnx` fails
+# ("cannot import name 'IR_VERSION_2021_7_30'").
+os.environ.setdefault("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 SEED = 0
 DEFAULT_OPSET = 17
 FALLBACK_OPSETS = (16, 15, 14, 13)
 SIZE_THRESHOLD = 1024  # bytes; larger tensors become (absent) external data
+# A Constant node's value (position ids, a causal mask) stays embedded up to this size: running the
+# model needs it, and gpusim's reader keeps node-attribute tensors up to the same size
+# (kKeepConstantBytes in src/graph/onnx_wire.h).
+CONSTANT_THRESHOLD = 16 << 20
 TMP_ROOT = "/tmp"
 
 
@@ -105,21 +115,21 @@ TMP_ROOT = "/tmp"
 # Shape-only post-processing
 # --------------------------------------------------------------------------------------
 
-def _all_tensors(graph):
+def _all_tensors(graph, with_kind=False):
     """Yield every TensorProto of a graph: initializers and node attribute tensors,
-    recursing into subgraphs."""
+    recursing into subgraphs; with_kind: (tensor, is_node_attribute) pairs."""
     for t in graph.initializer:
-        yield t
+        yield (t, False) if with_kind else t
     for node in graph.node:
         for attr in node.attribute:
             if attr.HasField("t"):
-                yield attr.t
+                yield (attr.t, True) if with_kind else attr.t
             for t in attr.tensors:
-                yield t
+                yield (t, True) if with_kind else t
             if attr.HasField("g"):
-                yield from _all_tensors(attr.g)
+                yield from _all_tensors(attr.g, with_kind)
             for g in attr.graphs:
-                yield from _all_tensors(g)
+                yield from _all_tensors(g, with_kind)
 
 
 def _tensor_nbytes(t):
@@ -134,18 +144,19 @@ def _tensor_nbytes(t):
 
 
 def make_shape_only(model, base_dir, name, source, threshold=SIZE_THRESHOLD):
-    """Rewrite `model` in place: tensors > threshold bytes become external references
-    to the (never written) file <name>.weights.bin; small tensors that torch stored
-    externally are loaded back from base_dir and embedded."""
+    """Rewrite `model` in place: initializers > threshold bytes (and node-attribute
+    tensors > CONSTANT_THRESHOLD) become external references to the (never written)
+    file <name>.weights.bin; tensors kept that torch stored externally are loaded back
+    from base_dir and embedded."""
     location = f"{name}.weights.bin"
     offset = 0
     n_ext = 0
-    for t in _all_tensors(model.graph):
+    for t, is_attr in _all_tensors(model.graph, with_kind=True):
         nbytes = _tensor_nbytes(t)
         if nbytes is None:
             continue
         is_ext = t.data_location == TensorProto.EXTERNAL
-        if nbytes <= threshold:
+        if nbytes <= (CONSTANT_THRESHOLD if is_attr else threshold):
             if is_ext:
                 onnx.external_data_helper.load_external_data_for_tensor(t, base_dir)
                 t.data_location = TensorProto.DEFAULT

@@ -23,7 +23,8 @@ if [[ ! -x $venv/bin/python ]]; then
   $py -m venv --system-site-packages "$venv"
 fi
 "$venv/bin/python" -m pip install -r "$root/tools/requirements-export.txt"
-"$venv/bin/python" - <<'PY'
+# onnx 1.17 needs the pure-Python protobuf runtime (export_models.py sets the same).
+PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python "$venv/bin/python" - <<'PY'
 import torch, torchvision, onnx, transformers, diffusers
 print("torch", torch.__version__, "torchvision", torchvision.__version__,
       "onnx", onnx.__version__, "transformers", transformers.__version__,

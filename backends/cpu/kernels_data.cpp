@@ -209,9 +209,15 @@ Status k_constant(KernelArgs& a) {
     } else if (t.value) {
       fill_from_value(*t.value, o);
     } else {
-      return a.fail(fmt::format("the \"{}\" tensor ({} elements of {}) has no data in the IR (only small constants "
-                                "keep values; string and sparse tensors none); the CPU reference cannot produce it",
-                                key, prod(at.tensor_shape), dtype_name(at.tensor_dtype)));
+      const std::string why = !at.tensor_absent.empty() ? at.tensor_absent
+                              : key == "sparse_value"      ? "gpusim keeps no values of sparse Constants"
+                              : at.tensor_dtype == DType::kString
+                                  ? "gpusim keeps no values of string Constants"
+                                  : "the model holds no data for it";
+      return a.fail(fmt::format("the \"{}\" tensor ({} elements of {}) has no values to run with: {}; re-export the "
+                                "model keeping its Constant values (tools/export_models.py keeps them; torch.onnx.export "
+                                "writes them) or put its external data file beside it",
+                                key, prod(at.tensor_shape), dtype_name(at.tensor_dtype), why));
     }
     return Ok{};
   }

@@ -41,6 +41,11 @@ std::string shape_str(const Shape& s);  // "[1, 3, 224, 224]"
 
 // Constants with at most this many elements keep their values in the IR.
 inline constexpr int64_t kMaxConstElements = 64;
+// A node attribute's tensor (a Constant's value: position ids, a causal mask) keeps its values up to
+// this many elements, and all of a graph's such tensors up to kMaxConstAttrTotalElements, so the
+// executors can produce it; shape arithmetic still sees only values within kMaxConstElements.
+inline constexpr int64_t kMaxConstAttrElements = int64_t{1} << 22;
+inline constexpr int64_t kMaxConstAttrTotalElements = int64_t{1} << 23;
 
 // A double as an int64: truncated toward zero, NaN as 0, and past int64's range its nearest end
 // (no undefined behaviour on a hostile file's float axes, shapes or sizes).
@@ -84,6 +89,9 @@ struct Tensor {
   bool is_sequence = false;
   std::vector<Shape> sequence_shapes;
   std::optional<Value> value;  // set for small constants and folded values
+  // Why a small initializer has no value although it should (its external data file is missing,
+  // or an upload cannot carry one); "" otherwise.
+  std::string data_absent;
 
   int64_t elements() const;  // product of shape (0 for sequences: see sequence_shapes)
   int64_t bytes() const;     // storage in bytes; sequences sum their elements
@@ -102,9 +110,10 @@ struct Attribute {
   std::vector<int64_t> ints;
   std::vector<double> floats;
   std::vector<std::string> strings;
-  std::optional<Value> tensor;  // small tensors only; a large one keeps dtype+shape with no data
+  std::optional<Value> tensor;  // within kMaxConstAttrElements; a larger one keeps dtype+shape only
   DType tensor_dtype = DType::kUndefined;
   Shape tensor_shape;
+  std::string tensor_absent;  // why `tensor` has no data although it has elements ("" when it has)
 };
 
 using TensorId = int32_t;

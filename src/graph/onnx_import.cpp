@@ -10,6 +10,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <queue>
@@ -92,7 +95,8 @@ void outer_refs(const onnx::GraphProto& g, std::unordered_set<std::string>& out)
 
 class Importer {
  public:
-  Importer(const std::string& path, const ImportOptions& opts) : path_(path), opts_(opts) {}
+  Importer(const std::string& path, const ImportOptions& opts, bool from_file)
+      : path_(path), opts_(opts), from_file_(from_file) {}
 
   Result<Graph> run(onnx::ModelProto& model, const detail::StrippedModel& stripped);
 
@@ -115,8 +119,19 @@ class Importer {
   // A gpusim Node from a NodeProto: name, op, domain and attributes (inputs are the caller's).
   Result<Node> node_head(const onnx::NodeProto& np, const std::string& name, const std::string& label) const;
 
+  // A tensor's values, up to `max_elements`, read from its external data file beside the model when
+  // it has one; nullopt with `*absent` saying why when a tensor that has elements has none.
+  std::optional<Value> decode(const onnx::TensorProto& t, DType dt, const Shape& dims, int64_t max_elements,
+                              std::string* absent) const;
+  std::optional<std::string> read_external(const onnx::TensorProto& t, int64_t want_bytes, std::string* absent) const;
+
   std::string path_;
   const ImportOptions& opts_;
+  bool from_file_ = true;                           // external data files are read beside path_
+  mutable int64_t attr_elements_ = 0;               // attribute tensor values kept (kMaxConstAttrTotalElements)
+  mutable std::unordered_map<const onnx::TensorProto*, bool> attr_budget_;  // within it?
+  mutable std::set<std::string> missing_files_;     // external data files not found
+  mutable int64_t external_read_ = 0;               // external tensors read
   Graph g_;
   int64_t opset_ = 0;
   std::unordered_map<std::string, std::pair<DType, Shape>> onnx_shapes_;
@@ -126,6 +141,95 @@ class Importer {
   std::string unsorted_;  // the first node input not assigned before it in file order, if any
   std::map<std::string, int64_t> opsets_;  // the domains (and versions) whose schemas libonnx knows
 };
+
+std::optional<std::string> Importer::read_external(const onnx::TensorProto& t, int64_t want_bytes,
+                                                   std::string* absent) const {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : t.external_data()) {
+    const auto num = [&](int64_t* out) {
+      char* end = nullptr;
+      errno = 0;
+      const long long v = std::strtoll(kv.value().c_str(), &end, 10);
+      if (errno != 0 || end == kv.value().c_str() || *end != '\0' || v < 0) return false;
+      *out = v;
+      return true;
+    };
+    if (kv.key() == "location") location = kv.value();
+    if ((kv.key() == "offset" && !num(&offset)) || (kv.key() == "length" && !num(&length))) {
+      *absent = fmt::format("its external_data {} \"{}\" is not a byte count", kv.key(), kv.value());
+      return std::nullopt;
+    }
+  }
+  if (location.empty()) {
+    *absent = "it is marked external but names no location";
+    return std::nullopt;
+  }
+  if (!from_file_) {
+    *absent = fmt::format("its data is in the external file \"{}\", which a model sent as bytes cannot bring; send "
+                          "the model with its small tensors embedded (onnx.save with size_threshold) or give a path",
+                          location);
+    return std::nullopt;
+  }
+  const bool escapes = location.front() == '/' || location == ".." || location.rfind("../", 0) == 0 ||
+                       location.find("/../") != std::string::npos ||
+                       (location.size() >= 3 && location.compare(location.size() - 3, 3, "/..") == 0);
+  if (escapes) {
+    *absent = fmt::format("its external data location \"{}\" is outside the model's directory; ONNX locations are "
+                          "relative to the model and gpusim reads only those",
+                          location);
+    return std::nullopt;
+  }
+  if (length >= 0 && length != want_bytes) {
+    *absent = fmt::format("its external_data length {} is not the {} bytes its type and shape need", length, want_bytes);
+    return std::nullopt;
+  }
+  const auto slash = path_.rfind('/');
+  const std::string file = (slash == std::string::npos ? std::string() : path_.substr(0, slash + 1)) + location;
+  std::FILE* f = std::fopen(file.c_str(), "rb");
+  if (!f) {
+    missing_files_.insert(file);
+    *absent = fmt::format("external data file \"{}\" not found ({}); put it beside the model", file,
+                          std::strerror(errno));
+    return std::nullopt;
+  }
+  std::string bytes(static_cast<size_t>(want_bytes), '\0');
+  const bool ok = std::fseek(f, static_cast<long>(offset), SEEK_SET) == 0 &&
+                  std::fread(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  std::fclose(f);
+  if (!ok) {
+    *absent = fmt::format("external data file \"{}\" ends before bytes {}..{} that hold it; the file is truncated or "
+                          "belongs to another export",
+                          file, offset, offset + want_bytes);
+    return std::nullopt;
+  }
+  ++external_read_;
+  return bytes;
+}
+
+std::optional<Value> Importer::decode(const onnx::TensorProto& t, DType dt, const Shape& dims, int64_t max_elements,
+                                      std::string* absent) const {
+  const auto n = shape_elements(dims);
+  if (!n || *n == 0 || *n > max_elements) return detail::tensor_value(t, dt, dims, max_elements);
+  if (t.data_location() != onnx::TensorProto::EXTERNAL) {
+    auto v = detail::tensor_value(t, dt, dims, max_elements);
+    if (!v && absent->empty()) {
+      *absent = "the file holds no data for it (a shape-only export drops all but small tensors)";
+    }
+    return v;
+  }
+  const int bits = dtype_bits(dt);
+  if (dt == DType::kString || bits < 8) {
+    *absent = fmt::format("gpusim does not read external {} data", dtype_name(dt));
+    return std::nullopt;
+  }
+  auto bytes = read_external(t, *n * (bits / 8), absent);
+  if (!bytes) return std::nullopt;
+  onnx::TensorProto inline_t;
+  inline_t.set_data_type(t.data_type());
+  inline_t.set_raw_data(std::move(*bytes));
+  return detail::tensor_value(inline_t, dt, dims, max_elements);
+}
 
 Result<Node> Importer::node_head(const onnx::NodeProto& np, const std::string& name, const std::string& label) const {
   Node n;
@@ -182,7 +286,24 @@ Result<Attribute> Importer::convert_attribute(const onnx::AttributeProto& a, con
       r.tensor_dtype = *dt;
       if (type == A::TENSOR) {
         r.tensor_shape.assign(t.dims().begin(), t.dims().end());
-        r.tensor = detail::tensor_value(t, *dt, r.tensor_shape);
+        const int64_t n = shape_elements(r.tensor_shape).value_or(INT64_MAX);
+        // A node's attributes are converted more than once (checks, then the node): the budget
+        // counts each tensor once.
+        const auto [seen, first] = attr_budget_.emplace(&t, false);
+        if (first && n <= kMaxConstAttrElements && attr_elements_ + n <= kMaxConstAttrTotalElements) {
+          seen->second = true;
+          attr_elements_ += n;
+        }
+        if (!seen->second) {
+          r.tensor = decode(t, *dt, r.tensor_shape, kMaxConstElements, &r.tensor_absent);
+          if (!r.tensor && n > 0) {
+            r.tensor_absent = fmt::format("it has {} elements, more than gpusim keeps of a Constant ({} each, {} in all "
+                                          "the model's Constants)",
+                                          n, kMaxConstAttrElements, kMaxConstAttrTotalElements);
+          }
+        } else {
+          r.tensor = decode(t, *dt, r.tensor_shape, kMaxConstAttrElements, &r.tensor_absent);
+        }
       } else {
         r.tensor_shape.assign(a.sparse_tensor().dims().begin(), a.sparse_tensor().dims().end());
       }
@@ -211,7 +332,9 @@ Status Importer::add_initializer(const onnx::TensorProto& t, Scope& scope) {
                                                      "is not one a GPU runs)",
                                                      path_, t.name(), why));
   }
-  w.value = detail::tensor_value(t, w.dtype, w.shape);
+  std::string absent;
+  w.value = decode(t, w.dtype, w.shape, kMaxConstElements, &absent);
+  if (!w.value && t.data_location() == onnx::TensorProto::EXTERNAL) w.data_absent = absent;
   if (scope.names.count(t.name())) {
     return make_error(ErrorCode::kInvalidModel,
                       fmt::format("{}: initializer \"{}\" is defined twice", path_, t.name()));
@@ -875,7 +998,9 @@ Result<Graph> Importer::run(onnx::ModelProto& model, const detail::StrippedModel
   int64_t external = 0;
   for (const auto& t : graph.initializer()) external += t.data_location() == onnx::TensorProto::EXTERNAL;
   if (external > 0) {
-    g_.notes.push_back(fmt::format("{} weights live in external data files, which gpusim does not read", external));
+    g_.notes.push_back(fmt::format("{} weights live in external data files; gpusim reads only small ones (shape "
+                                   "inputs), and read {}",
+                                   external, external_read_));
   }
   if (auto s = resolve_inputs(graph, root); !s) return s.error();
   // The domains whose opsets libonnx knows (newer ones are read by gpusim's own rules only).
@@ -921,6 +1046,9 @@ Result<Graph> Importer::run(onnx::ModelProto& model, const detail::StrippedModel
     g_.outputs.push_back(*id);
   }
   for (const auto& d : disagreements_) g_.notes.push_back("ONNX shape inference disagrees on " + d);
+  for (const auto& f : missing_files_) {
+    g_.notes.push_back(fmt::format("external data file \"{}\" not found: the small tensors it holds have no values", f));
+  }
   return std::move(g_);
 }
 
@@ -929,7 +1057,7 @@ Result<Graph> Importer::run(onnx::ModelProto& model, const detail::StrippedModel
 namespace {
 
 Result<Graph> import_stripped(Result<detail::StrippedModel> stripped, const std::string& path,
-                              const ImportOptions& opts) {
+                              const ImportOptions& opts, bool from_file) {
   if (!stripped) return stripped.error();
   onnx::ModelProto model;
   if (!model.ParseFromString(stripped->bytes)) {
@@ -939,18 +1067,18 @@ Result<Graph> import_stripped(Result<detail::StrippedModel> stripped, const std:
   }
   stripped->bytes.clear();
   stripped->bytes.shrink_to_fit();
-  Importer imp(path, opts);
+  Importer imp(path, opts, from_file);
   return imp.run(model, *stripped);
 }
 
 }  // namespace
 
 Result<Graph> import_onnx(const std::string& path, const ImportOptions& opts) {
-  return import_stripped(detail::read_model_stripped(path), path, opts);
+  return import_stripped(detail::read_model_stripped(path), path, opts, true);
 }
 
 Result<Graph> import_onnx_bytes(std::string_view bytes, const std::string& name, const ImportOptions& opts) {
-  return import_stripped(detail::read_model_stripped_bytes(bytes, name), name, opts);
+  return import_stripped(detail::read_model_stripped_bytes(bytes, name), name, opts, false);
 }
 
 }  // namespace gpusim

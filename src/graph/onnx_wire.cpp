@@ -91,7 +91,7 @@ class Filter {
 
   // Copies the fields of one message of kind `m` into `out` until the current limit (or the end
   // of the file for the top-level message).
-  bool run(Msg m, std::string& out, bool top) {
+  bool run(Msg m, std::string& out, bool top, Msg parent = Msg::kModel) {
     path_stack_.push_back(msg_name(m));
     if (path_stack_.size() > kMaxDepth) {
       error = make_error(ErrorCode::kLimit,
@@ -140,12 +140,12 @@ class Filter {
           if (submessage(m, field, &child)) {
             std::string sub;
             const auto limit = in_.PushLimit(static_cast<int>(len));
-            if (!run(child, sub, false)) return false;
+            if (!run(child, sub, false, m)) return false;
             in_.PopLimit(limit);
             put_varint(out, tag);
             put_varint(out, sub.size());
             out += sub;
-          } else if (m == Msg::kTensor && is_tensor_data(field) && len > kStripDataBytes) {
+          } else if (m == Msg::kTensor && is_tensor_data(field) && len > kStripDataBytes && !keep_constant(parent, len)) {
             if (!in_.Skip(static_cast<int>(len))) return fail_len(at, field, len, 0);
             stripped_bytes += len;
             ++stripped_tensors;
@@ -167,10 +167,21 @@ class Filter {
   }
 
   Error error;
+  int64_t kept_constant_bytes = 0;
   int64_t stripped_bytes = 0;
   int64_t stripped_tensors = 0;
 
  private:
+  // A node attribute's tensor (a Constant's value: position ids, a causal mask) is kept up to
+  // kKeepConstantBytes each and kKeepConstantTotalBytes in all: run-time execution needs its values.
+  bool keep_constant(Msg parent, uint32_t len) {
+    if (parent != Msg::kAttribute || len > kKeepConstantBytes || kept_constant_bytes + len > kKeepConstantTotalBytes) {
+      return false;
+    }
+    kept_constant_bytes += len;
+    return true;
+  }
+
   std::string where() const {
     std::string s;
     for (const char* p : path_stack_) s += s.empty() ? std::string(p) : std::string(".") + p;

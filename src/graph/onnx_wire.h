@@ -12,8 +12,11 @@
 
 namespace gpusim::detail {
 
-// Tensor data fields longer than this are dropped.
+// Tensor data fields longer than this are dropped, except a node attribute's tensor (a Constant's
+// value) up to kKeepConstantBytes, while all those kept stay within kKeepConstantTotalBytes.
 inline constexpr int64_t kStripDataBytes = 4096;
+inline constexpr int64_t kKeepConstantBytes = int64_t{16} << 20;
+inline constexpr int64_t kKeepConstantTotalBytes = int64_t{64} << 20;
 
 struct StrippedModel {
   std::string bytes;           // a serialized ModelProto, weight payloads removed

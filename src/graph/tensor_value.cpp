@@ -4,9 +4,9 @@
 
 namespace gpusim::detail {
 
-std::optional<Value> tensor_value(const onnx::TensorProto& t, DType dtype, const Shape& dims) {
+std::optional<Value> tensor_value(const onnx::TensorProto& t, DType dtype, const Shape& dims, int64_t max_elements) {
   const auto n = shape_elements(dims);
-  if (!n || *n > kMaxConstElements) return std::nullopt;
+  if (!n || *n > max_elements) return std::nullopt;
   if (t.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
   if (dtype == DType::kString || dtype_bits(dtype) < 8 || dtype == DType::kComplex64 || dtype == DType::kComplex128) {
     return std::nullopt;

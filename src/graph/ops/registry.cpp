@@ -36,6 +36,12 @@ Status InferContext::need(size_t i, const char* what) const {
 Result<const Value*> InferContext::need_value(size_t i, const char* what) const {
   if (auto s = need(i, what); !s) return s.error();
   if (const Value* v = value(i)) return v;
+  if (!in(i).data_absent.empty()) {
+    return make_error(ErrorCode::kDataDependent,
+                      fmt::format("input {} ({}, initializer \"{}\") must be known before run time to fix the output "
+                                  "shape, but its data could not be read: {}",
+                                  i, what, in(i).name, in(i).data_absent));
+  }
   return make_error(ErrorCode::kDataDependent, fmt::format("input {} ({}, tensor \"{}\") must be known before run time to fix the output shape, "
                           "but it is computed from run-time data; export the model with static shapes "
                           "(e.g. torch.onnx.export without dynamic_axes on this path)",
