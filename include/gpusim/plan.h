@@ -11,6 +11,7 @@
 #pragma once
 
 #include <optional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,8 @@ struct Plan {
   std::vector<PlanKernel> kernels;
   std::vector<TensorId> offloaded;     // weights kept in host memory and streamed before use
   std::vector<std::string> decisions;  // why: one line per fusion or offload decision
+  // The graph input shapes the plan was made for (batch, sequence length); empty when not recorded.
+  std::map<std::string, Shape> inputs;
 };
 
 // One kernel per run-time op, each with the cost model's best tile (the baseline plan), or the

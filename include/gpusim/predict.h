@@ -75,6 +75,10 @@ struct Prediction {
   double achieved_gbps(const PlannedKernel& k) const;
 };
 
+// Refuses a graph with bf16 tensors on a GPU whose profile has no bf16 figure, vector or matrix (T4,
+// V100, GTX 1080 Ti): it would be priced at another precision's rate. predict and predict_plan run it.
+Status check_precisions(const Graph& g, const GpuProfile& gpu);
+
 // The eager plan of `g` (re-typed per opts) on `gpu`, predicted.
 Result<Prediction> predict(const Graph& g, const GpuProfile& gpu, const PredictOptions& opts = {});
 

@@ -140,9 +140,31 @@ Result<Prediction> predict_impl(const Graph& g, const GpuProfile& gpu, const Pre
   }
   if (!req.plan) return predict(g, gpu, PredictOptions(req.dtype, runtime));
   Plan plan = *req.plan;
+  // What differs from what the plan was made for is priced as asked, and said.
+  std::vector<std::string> notes;
+  if (!plan.gpu.empty() && plan.gpu != gpu.name) {
+    notes.push_back(fmt::format("the plan was made for {}, not {}: its fusions and tiles were chosen for that GPU "
+                                "(gpusim plan --gpu {} makes one for this one)",
+                                plan.gpu, gpu.name, gpu.name));
+  }
+  if (req.dtype && *req.dtype != plan.dtype.value_or(*req.dtype)) {
+    notes.push_back(fmt::format("--dtype {} overrides the plan's {}: its tiles were chosen for {}",
+                                dtype_name(*req.dtype), dtype_name(*plan.dtype), dtype_name(*plan.dtype)));
+  }
+  for (TensorId t : g.inputs) {
+    const Tensor& in = g.tensor(t);
+    const auto it = plan.inputs.find(in.name);
+    if (it != plan.inputs.end() && it->second != in.shape) {
+      notes.push_back(fmt::format("input \"{}\" is {} here but {} in the plan (another --dim): its tiles were chosen "
+                                  "for those shapes",
+                                  in.name, shape_str(in.shape), shape_str(it->second)));
+    }
+  }
   if (req.dtype) plan.dtype = req.dtype;
   if (auto v = validate_plan(plan, plan.dtype ? retype(g, *plan.dtype) : g, make_device(gpu)); !v) return v.error();
-  return predict_plan(g, plan, gpu, PredictOptions(std::nullopt, runtime));
+  auto p = predict_plan(g, plan, gpu, PredictOptions(std::nullopt, runtime));
+  if (p) p->notes.insert(p->notes.begin(), notes.begin(), notes.end());
+  return p;
 }
 
 }  // namespace

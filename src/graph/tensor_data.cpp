@@ -138,7 +138,7 @@ Result<std::map<std::string, TensorData>> read_model_tensors(const std::string& 
   if (!f) return make_error(ErrorCode::kIo, fmt::format("{}: cannot open (check the path)", model_path));
   onnx::ModelProto m;
   if (!m.ParseFromIstream(&f)) {
-    return make_error(ErrorCode::kParse, fmt::format("{}: not a valid ONNX model (gpusim inspect says why)", model_path));
+    return make_error(ErrorCode::kParse, fmt::format("{0}: not a valid ONNX model (`gpusim inspect {0}` says why)", model_path));
   }
   const std::filesystem::path dir = std::filesystem::path(model_path).parent_path();
   return model_tensors(m, model_path, &dir);

@@ -177,18 +177,22 @@ Result<GpuProfile> find_profile(const std::string& name_or_path, const std::vect
   // ("NVIDIA GeForce RTX 3060 12GB"), or a run of their words that only one profile has ("3060",
   // "RTX 3060", "h100-sxm"). Display names are read only on this path.
   const std::vector<std::string> want = name_tokens(name_or_path);
-  std::vector<const ProfileEntry*> exact, partial;
+  // Tiers, best first: the whole id or display name; the id without its vendor word ("v100" is
+  // nvidia-v100, not also nvidia-v100-pcie-32gb); a run of words.
+  std::vector<const ProfileEntry*> exact, vendorless, partial;
   for (const ProfileEntry& e : entries) {
     const std::vector<std::string> id = name_tokens(e.name);
     std::vector<std::string> disp;
     if (auto p = load_profile(e.path, dirs)) disp = name_tokens(p->display_name);
     if (!want.empty() && (want == id || want == disp)) {
       exact.push_back(&e);
+    } else if (!want.empty() && id.size() == want.size() + 1 && std::equal(want.begin(), want.end(), id.begin() + 1)) {
+      vendorless.push_back(&e);
     } else if (has_token_run(id, want) || has_token_run(disp, want)) {
       partial.push_back(&e);
     }
   }
-  const std::vector<const ProfileEntry*>& hits = exact.empty() ? partial : exact;
+  const std::vector<const ProfileEntry*>& hits = !exact.empty() ? exact : !vendorless.empty() ? vendorless : partial;
   if (hits.size() == 1) return load_profile(hits.front()->path, dirs);
   const std::string tail = " (or pass a path to a .yaml file; `gpusim profiles list` shows all " +
                            std::to_string(entries.size()) + ")";

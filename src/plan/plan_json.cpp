@@ -33,11 +33,11 @@ class Reader {
   Result<Plan> read(const json& j) {
     if (!j.is_object()) return fail("", "the file is not a JSON object; expected a gpusim.plan/1 document");
     for (const auto& [k, v] : j.items()) {
-      static const std::set<std::string> kKeys = {"schema", "model", "gpu", "dtype", "scheduler", "objective",
-                                                  "kernels", "offloaded", "decisions", "predicted"};
+      static const std::set<std::string> kKeys = {"schema", "model", "gpu", "dtype", "inputs", "scheduler",
+                                                  "objective", "kernels", "offloaded", "decisions", "predicted"};
       if (!kKeys.count(k)) {
-        return fail(k, "unknown key; allowed: schema, model, gpu, dtype, scheduler, objective, kernels, offloaded, "
-                       "decisions, predicted");
+        return fail(k, "unknown key; allowed: schema, model, gpu, dtype, inputs, scheduler, objective, kernels, "
+                       "offloaded, decisions, predicted");
       }
     }
     if (!j.contains("schema") || j["schema"] != kSchema) {
@@ -55,6 +55,20 @@ class Reader {
       else if (d == "fp16") p.dtype = DType::kFloat16;
       else if (d == "bf16") p.dtype = DType::kBFloat16;
       else return fail("dtype", fmt::format("\"{}\" is not fp32, fp16, bf16 or null", d));
+    }
+    if (j.contains("inputs")) {
+      const json& in = j["inputs"];
+      if (!in.is_object()) return fail("inputs", fmt::format("{} is not an object of input name -> shape", brief(in)));
+      for (const auto& [name, shape] : in.items()) {
+        Shape sh;
+        bool ok = shape.is_array();
+        for (size_t i = 0; ok && i < shape.size(); ++i) {
+          ok = shape[i].is_number_integer() && shape[i].get<int64_t>() >= 0;
+          if (ok) sh.push_back(shape[i].get<int64_t>());
+        }
+        if (!ok) return fail("inputs." + name, fmt::format("{} is not a shape (a list of dims >= 0)", brief(shape)));
+        p.inputs[name] = std::move(sh);
+      }
     }
     if (!j.contains("kernels") || !j["kernels"].is_array()) {
       return fail("kernels", "missing or not a list; expected one entry per kernel");
@@ -232,10 +246,13 @@ std::string plan_to_json(const Plan& p, const Graph& g) {
   }
   json off = json::array();
   for (TensorId t : p.offloaded) off.push_back(g.tensor(t).name);
+  json inputs = json::object();
+  for (TensorId t : g.inputs) inputs[g.tensor(t).name] = g.tensor(t).shape;
   json j = {{"schema", kSchema},
             {"model", p.model},
             {"gpu", p.gpu},
             {"dtype", p.dtype ? json(std::string(dtype_name(*p.dtype))) : json(nullptr)},
+            {"inputs", inputs},
             {"scheduler", p.scheduler},
             {"objective", p.objective},
             {"kernels", kernels},

@@ -1,6 +1,7 @@
 // The timeline of an eager plan: kernels in order on one stream, launches paced by the host,
 // copies on the copy engine, tensor lifetimes for peak memory, power for energy.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -278,8 +279,31 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
 
 }  // namespace
 
+Status check_precisions(const Graph& g, const GpuProfile& gpu) {
+  bool bf16 = false;
+  for (const Tensor& t : g.tensors) bf16 = bf16 || t.dtype == DType::kBFloat16;
+  if (!bf16 || gpu.compute.vector_tflops.count(Precision::kBf16) > 0) return Ok{};
+  for (const MatrixPeak& m : gpu.compute.matrix_tflops) {
+    if (m.input == Precision::kBf16) return Ok{};
+  }
+  std::vector<std::string> has;
+  for (const auto& [p, tf] : gpu.compute.vector_tflops) has.push_back(std::string(precision_name(p)));
+  std::vector<std::string> matrix;
+  for (const MatrixPeak& m : gpu.compute.matrix_tflops) {
+    const std::string n(precision_name(m.input));
+    if (std::find(matrix.begin(), matrix.end(), n) == matrix.end()) matrix.push_back(n);
+  }
+  return make_error(ErrorCode::kInvalidArgument,
+                    fmt::format("{} ({}) has no bf16 arithmetic: its profile gives vector {}{}{}, so a bf16 graph would "
+                                "be priced at another precision's rate; use --dtype fp16 or --dtype fp32, or a GPU with "
+                                "bf16 (NVIDIA Ampere or newer, AMD CDNA2 or newer)",
+                                gpu.display_name, gpu.name, fmt::join(has, ", "), matrix.empty() ? "" : " and matrix ",
+                                fmt::join(matrix, ", ")));
+}
+
 Result<Prediction> predict(const Graph& input, const GpuProfile& gpu, const PredictOptions& opts) {
   const Graph g = opts.dtype ? retype(input, *opts.dtype) : input;
+  if (auto s = check_precisions(g, gpu); !s) return s.error();
   Plan plan = eager_plan(g, make_device(gpu));
   plan.dtype = opts.dtype;
   return run_timeline(g, plan, gpu, opts);
@@ -287,8 +311,13 @@ Result<Prediction> predict(const Graph& input, const GpuProfile& gpu, const Pred
 
 Result<Prediction> predict_plan(const Graph& input, const Plan& plan, const GpuProfile& gpu,
                                 const PredictOptions& opts) {
-  if (!plan.dtype) return run_timeline(input, plan, gpu, opts);
-  return run_timeline(retype(input, *plan.dtype), plan, gpu, opts);
+  if (!plan.dtype) {
+    if (auto s = check_precisions(input, gpu); !s) return s.error();
+    return run_timeline(input, plan, gpu, opts);
+  }
+  const Graph g = retype(input, *plan.dtype);
+  if (auto s = check_precisions(g, gpu); !s) return s.error();
+  return run_timeline(g, plan, gpu, opts);
 }
 
 std::string framework_op_name(const Graph& g, const Node& n) {

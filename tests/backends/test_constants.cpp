@@ -153,7 +153,7 @@ TEST_CASE("Constants past the kept total have no values and the run names why an
                                     Catch::Contains("re-export the model keeping its Constant values"));
 }
 
-TEST_CASE("small external tensors are read from the file beside the model; a missing file is named", "[import]") {
+TEST_CASE("small external tensors are read from the file beside the model and a missing file is named", "[import]") {
   const std::string bin = "reshape_shape.bin";
   const std::string model = reshape_model("reshape_external.onnx", bin);
   SECTION("present: the shape is read and the output has it") {

@@ -1132,6 +1132,10 @@ TEST_CASE("GPU names resolve in any case, by display name and by unambiguous sho
   const auto t4 = gpusim::find_profile("T4", dirs);
   REQUIRE(t4.ok());
   CHECK(t4->name == "nvidia-t4");
+  // The id without its vendor word beats a longer id that contains it.
+  const auto v100 = gpusim::find_profile("V100", dirs);
+  REQUIRE(v100.ok());
+  CHECK(v100->name == "nvidia-v100");
 }
 
 TEST_CASE("an ambiguous GPU name lists what it matches and a misspelt one the closest ids", "[profiles][errors]") {

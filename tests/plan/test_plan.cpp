@@ -99,8 +99,12 @@ TEST_CASE("malformed plan files are rejected naming the field", "[plan][errors]"
   CHECK(err(R"({"schema": "gpusim.plan/9", "kernels": []})") == "bad.json: schema: \"gpusim.plan/9\" is not \"gpusim.plan/1\"");
   CHECK(err(R"({"schema": "gpusim.plan/1"})") == "bad.json: kernels: missing or not a list; expected one entry per kernel");
   CHECK(err(R"({"schema": "gpusim.plan/1", "kernelz": []})") ==
-        "bad.json: kernelz: unknown key; allowed: schema, model, gpu, dtype, scheduler, objective, kernels, offloaded, "
-        "decisions, predicted");
+        "bad.json: kernelz: unknown key; allowed: schema, model, gpu, dtype, inputs, scheduler, objective, kernels, "
+        "offloaded, decisions, predicted");
+  CHECK(err(R"({"schema": "gpusim.plan/1", "inputs": [1], "kernels": []})") ==
+        "bad.json: inputs: [1] is not an object of input name -> shape");
+  CHECK(err(R"({"schema": "gpusim.plan/1", "inputs": {"x": [2, -1]}, "kernels": []})") ==
+        "bad.json: inputs.x: [2,-1] is not a shape (a list of dims >= 0)");
   CHECK(err(R"({"schema": "gpusim.plan/1", "dtype": "fp8", "kernels": []})") ==
         "bad.json: dtype: \"fp8\" is not fp32, fp16, bf16 or null");
   CHECK(err(R"({"schema": "gpusim.plan/1", "kernels": [{"nodes": ["mm9"], "tile": {}}]})") ==

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "support/devices.h"
 #include "support/onnx_builder.h"
 #include "support/run_cli.h"
 #include "support/skip.h"
@@ -247,4 +248,65 @@ TEST_CASE("compare takes GPU lists with spaces and run refuses a zero repeat wit
   const Run repeat = run_gpusim("run " + model("mobilenet_v2.onnx") + " --backend cpu --repeat 0");
   CHECK(repeat.rc == 2);
   CHECK_THAT(repeat.out, Catch::Contains("--repeat: Value 0 not in range 1 to 10000"));
+}
+
+// Issue 16.3: a printed suggestion runs as printed. plan --out prints the predict command that scores
+// the plan, with the --dim and --dtype the graph needs and a path with a space quoted.
+TEST_CASE("the predict command plan --out prints runs as printed", "[cli][plan]") {
+  const std::string dir = gpusim::test::temp_dir() + "/plan hint";
+  std::remove((dir + "/p.json").c_str());
+  REQUIRE(std::system(("mkdir -p '" + dir + "'").c_str()) == 0);
+  const Run r = run_gpusim("plan " + model("bert_base_seq128.onnx") + " --gpu a100-40gb --dim batch=2 --dtype fp16 --out '" +
+                           dir + "/p.json'");
+  REQUIRE(r.rc == 0);
+  const std::string marker = "score it with:\n  ";
+  const auto at = r.out.find(marker);
+  REQUIRE(at != std::string::npos);
+  const std::string hint = r.out.substr(at + marker.size(), r.out.find('\n', at + marker.size()) - at - marker.size());
+  INFO(hint);
+  REQUIRE(hint.rfind("gpusim predict ", 0) == 0);
+  CHECK_THAT(hint, Catch::Contains("--dim batch=2") && Catch::Contains("--dtype fp16") &&
+                       Catch::Contains("--plan '" + dir + "/p.json'"));
+  const Run p = run_gpusim(hint.substr(std::string("gpusim ").size()));
+  INFO(p.out);
+  CHECK(p.rc == 0);
+  CHECK_THAT(p.out, Catch::Contains("plan from the greedy scheduler"));
+  CHECK_THAT(p.out, !Catch::Contains("the plan was made for"));
+}
+
+// Issue 16.6: what the hardware or the plan cannot do is refused or said, never silently priced.
+TEST_CASE("bf16 on a GPU without it is refused and a plan used elsewhere is noted", "[cli][predict][errors]") {
+  for (const char* gpu : {"t4", "v100", "gtx-1080-ti"}) {
+    INFO(gpu);
+    const Run r = run_gpusim("predict " + model("resnet50.onnx") + " --gpu " + gpu + " --dtype bf16");
+    CHECK(r.rc == 2);
+    CHECK_THAT(r.out, Catch::Contains("has no bf16 arithmetic") && Catch::Contains("use --dtype fp16 or --dtype fp32"));
+  }
+  CHECK(run_gpusim("predict " + model("resnet50.onnx") + " --gpu a100-40gb --dtype bf16").rc == 0);
+
+  const std::string plan = gpusim::test::temp_dir() + "/bert_b2_fp16.json";
+  REQUIRE(run_gpusim("plan " + model("bert_base_seq128.onnx") + " --gpu a100-40gb --dim batch=2 --dtype fp16 --out " +
+                     plan).rc == 0);
+  const Run r = run_gpusim("predict " + model("bert_base_seq128.onnx") + " --gpu l4 --dim batch=4 --dtype fp32 --plan " + plan);
+  INFO(r.out);
+  CHECK(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("the plan was made for nvidia-a100-40gb, not nvidia-l4"));
+  CHECK_THAT(r.out, Catch::Contains("--dtype fp32 overrides the plan's fp16"));
+  CHECK_THAT(r.out, Catch::Contains("input \"input_ids\" is [4, 128] here but [2, 128] in the plan"));
+  const Run bf = run_gpusim("predict " + model("bert_base_seq128.onnx") + " --gpu t4 --dim batch=2 --dtype bf16 --plan " + plan);
+  CHECK(bf.rc == 2);
+  CHECK_THAT(bf.out, Catch::Contains("Tesla T4 (nvidia-t4) has no bf16 arithmetic"));
+}
+
+TEST_CASE("calibrate refuses a --base of another device before measuring", "[cli][calibrate][vulkan]") {
+  if (!gpusim::test::device("vulkan")) return;  // says why
+  const Run probe = run_gpusim("calibrate --backend vulkan --base nvidia-a100-40gb --quick --out " +
+                               gpusim::test::temp_dir() + "/wrong-base.yaml");
+  INFO(probe.out);
+  CHECK(probe.rc == 2);
+  CHECK_THAT(probe.out, Catch::Contains("--base nvidia-a100-40gb is another device") &&
+                            Catch::Contains("whose datasheet profile is lavapipe") &&
+                            Catch::Contains("--force-base"));
+  std::ifstream written(gpusim::test::temp_dir() + "/wrong-base.yaml");
+  CHECK_FALSE(written.good());
 }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -22,7 +23,7 @@ namespace {
 struct Args {
   std::string backend;
   int device = 0;
-  bool quick = false;
+  bool quick = false, force_base = false;
   std::string base, out;
   std::vector<std::string> profile_dirs;
   bool json = false;
@@ -66,6 +67,24 @@ int run(const Args& a, const std::string& command) {
       return 1;
     }
     base = *p;
+    // A --base of another device would mix its datasheet with this device's measurements.
+    if (auto match = profile_for_device(info.name, dirs, true); match && !a.force_base) {
+      const auto& chain = base.extends_chain;
+      const bool same = match->name == base.name || std::find(chain.begin(), chain.end(), match->name) != chain.end();
+      if (!same) {
+        fmt::print(stderr,
+                   "gpusim calibrate: --base {} is another device: this is \"{}\", whose datasheet profile is {}; "
+                   "calibrating it against {}'s figures would mix two devices. Use --base {} (or leave --base out), "
+                   "or add --force-base to measure against {} anyway\n",
+                   base.name, info.name, match->name, base.display_name, match->name, base.name);
+        return 2;
+      }
+    } else if (!match) {
+      fmt::print(stderr,
+                 "gpusim calibrate: warning: no datasheet profile matches device \"{}\"; using --base {} ({}) as "
+                 "given\n",
+                 info.name, base.name, base.display_name);
+    }
   } else {
     auto p = profile_for_device(info.name, dirs, true);
     if (!p) {
@@ -119,7 +138,8 @@ int run(const Args& a, const std::string& command) {
   } else {
     fmt::print("{}\n", calibrate::report(*r));
     fmt::print("Wrote {} (extends {}) and {}.measurements.json beside it.\n", out, base.name, stem);
-    fmt::print("Use it: gpusim predict MODEL --gpu {}   or   gpusim run MODEL --backend {} --gpu {}\n", out, a.backend, out);
+    fmt::print("Use it as --gpu {} with predict, plan, compare or run; to see it:\n  {}\n", shell_word(out),
+               shell_command({"profiles", "show", out}));
   }
   const double budget = a.quick ? 60 : 300;
   if (r->elapsed_s > budget) {
@@ -138,6 +158,7 @@ void add_calibrate(CLI::App& app, int& rc) {
   cmd->add_option("--device", a->device, "Device index within the backend (default 0)");
   cmd->add_flag("--quick", a->quick, "Fewer sizes and repeats: under a minute");
   cmd->add_option("--base", a->base, "Datasheet profile to extend (name or .yaml path; default: the one matching the device)");
+  cmd->add_flag("--force-base", a->force_base, "Calibrate against --base even when it is another device's profile");
   cmd->add_option("--out", a->out, "Profile file to write (default: <base>-calibrated.yaml in the user profile directory, ~/.config/gpusim/profiles); raw data goes beside it");
   cmd->add_option("--profiles", a->profile_dirs, "Extra directories of GPU profiles");
   cmd->add_flag("--json", a->json, "Print the raw measurements (schema gpusim.calibration/1) instead of the report");
@@ -146,6 +167,7 @@ void add_calibrate(CLI::App& app, int& rc) {
     if (a->device) command += fmt::format(" --device {}", a->device);
     if (a->quick) command += " --quick";
     if (!a->base.empty()) command += " --base " + a->base;
+    if (a->force_base) command += " --force-base";
     if (!a->out.empty()) command += " --out " + a->out;
     rc = run(*a, command);
   });

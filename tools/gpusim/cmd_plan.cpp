@@ -111,8 +111,14 @@ void add_plan(CLI::App& app, int& rc) {
     const Plan& best = r->plans.front().plan;
     fmt::print("\nwhy (plan 1: {} decisions)\n", best.decisions.size());
     for (const std::string& d : best.decisions) fmt::print("  - {}\n", d);
-    if (!a->out.empty()) fmt::print("\nplan 1 written to {} (gpusim predict {} --gpu {} --plan {})\n", a->out, a->model,
-                                    gpu->name, a->out);
+    if (!a->out.empty()) {
+      // The command that scores the written plan, with every flag that shaped the graph.
+      std::vector<std::string> w = {"predict", a->model, "--gpu", a->gpu, "--plan", a->out};
+      for (const std::string& d : a->dims) w.insert(w.end(), {"--dim", d});
+      if (!a->dtype.empty()) w.insert(w.end(), {"--dtype", a->dtype});
+      for (const std::string& p : a->profile_dirs) w.insert(w.end(), {"--profiles", p});
+      fmt::print("\nplan 1 written to {}; score it with:\n  {}\n", a->out, shell_command(w));
+    }
     rc = 0;
   });
 }

@@ -94,7 +94,9 @@ void add_common(CLI::App* cmd, Args& a) {
 }
 
 // A bad --runtime is a bad argument (2); anything else about the prediction is 1.
-int predict_exit_code(const Error& e) { return e.message.starts_with("--runtime") ? 2 : 1; }
+int predict_exit_code(const Error& e) {
+  return e.code == ErrorCode::kInvalidArgument || e.message.starts_with("--runtime") ? 2 : 1;
+}
 
 // The session, the model and the request (--dtype, --runtime); prints the error and sets rc on failure.
 std::optional<Model> load(const Args& a, const char* cmd, const Session& s, PredictRequest& req, int& rc) {
