@@ -1045,6 +1045,25 @@ Result<Graph> Importer::run(onnx::ModelProto& model, const detail::StrippedModel
     if (t.role == TensorRole::kActivation) t.role = TensorRole::kOutput;
     g_.outputs.push_back(*id);
   }
+  // A dim set to 0 is legitimate where the model still computes something (an empty past-KV cache
+  // on the first decode step); one that empties every output (batch=0) is a mistake.
+  std::vector<std::string> zeros;
+  for (const auto& [k, v] : opts_.dims) {
+    if (v == 0) zeros.push_back(k);
+  }
+  if (opts_.other_dims == 0) zeros.push_back("(every other dim)");
+  if (!zeros.empty() && !g_.outputs.empty()) {
+    bool all_empty = true;
+    for (TensorId t : g_.outputs) all_empty = all_empty && (g_.tensor(t).is_sequence || g_.tensor(t).elements() == 0);
+    if (all_empty) {
+      const Tensor& o = g_.tensor(g_.outputs.front());
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("{}: --dim {}=0 leaves every output empty (\"{}\" is {}): there is nothing to "
+                                    "predict or run; give a dim of at least 1 (0 suits only dims a model accepts empty, "
+                                    "such as a past-KV length)",
+                                    path_, zeros.front(), o.name, shape_str(o.shape)));
+    }
+  }
   for (const auto& d : disagreements_) g_.notes.push_back("ONNX shape inference disagrees on " + d);
   for (const auto& f : missing_files_) {
     g_.notes.push_back(fmt::format("external data file \"{}\" not found: the small tensors it holds have no values", f));

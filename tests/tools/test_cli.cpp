@@ -310,3 +310,33 @@ TEST_CASE("calibrate refuses a --base of another device before measuring", "[cli
   std::ifstream written(gpusim::test::temp_dir() + "/wrong-base.yaml");
   CHECK_FALSE(written.good());
 }
+
+// Issue 16.4: out-of-range arguments are refused naming the flag and the range; a zero dim is taken
+// where the model still computes something and refused where it empties every output.
+TEST_CASE("plan search sizes and zero dims are refused with the allowed range", "[cli][errors]") {
+  for (const auto& [args, want] : std::vector<std::pair<std::string, std::string>>{
+           {"--top 0", "--top 0 is out of range; give an integer from 1 to 100"},
+           {"--scheduler random --samples 0", "--samples 0 is out of range; give an integer from 1 to 100000"},
+           {"--scheduler beam --beam-width -1", "--beam-width -1 is out of range; give an integer from 1 to 256"},
+           {"--memory-budget-gb -3", "--memory-budget-gb -3 is negative"}}) {
+    INFO(args);
+    const Run r = run_gpusim("plan " + model("resnet50.onnx") + " --gpu t4 " + args);
+    CHECK(r.rc == 2);
+    CHECK_THAT(r.out, Catch::Contains(want));
+  }
+  const Run zero = run_gpusim("predict " + model("bert_base_seq128.onnx") + " --gpu t4 --dim batch=0");
+  CHECK(zero.rc == 2);
+  CHECK_THAT(zero.out, Catch::Contains("--dim batch=0 leaves every output empty (\"last_hidden_state\" is [0, 128, 768])"));
+}
+
+TEST_CASE("a zero dim that leaves outputs with elements is taken", "[import]") {
+  // y = Concat(past [1, P, 4], x [1, 2, 4]) on axis 1: past length 0 is the first decode step.
+  gpusim::test::OnnxBuilder b(17);
+  b.input("past", onnx::TensorProto::FLOAT, {int64_t{1}, std::string("past_len"), int64_t{4}});
+  b.input("x", onnx::TensorProto::FLOAT, {1, 2, 4});
+  b.node("Concat", {"past", "x"}, {"y"}).i("axis", 1);
+  b.output("y");
+  const Run r = run_gpusim("predict " + b.write("past_kv.onnx") + " --gpu t4 --dim past_len=0");
+  INFO(r.out);
+  CHECK(r.rc == 0);
+}

@@ -3,6 +3,7 @@
 // speed-up over eager, kernel count, and why each fusion was taken (bytes and time saved).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "commands.h"
@@ -53,6 +54,23 @@ void add_plan(CLI::App& app, int& rc) {
     o.beam_width = a->beam_width;
     o.samples = a->samples;
     o.seed = a->seed;
+    // The library's ranges, named as flags (--beam-width) rather than as fields (beam_width).
+    for (const SearchOptionRange& f : kSearchOptionRanges) {
+      const int v = o.*f.field;
+      if (v < f.lo || v > f.hi) {
+        std::string flag = std::string("--") + f.name;
+        std::replace(flag.begin(), flag.end(), '_', '-');
+        fmt::print(stderr, "gpusim plan: {} {} is out of range; give an integer from {} to {}\n", flag, v, f.lo, f.hi);
+        rc = 2;
+        return;
+      }
+    }
+    if (a->memory_budget_gb < 0) {
+      fmt::print(stderr, "gpusim plan: --memory-budget-gb {} is negative; give the device memory a plan may use, in GB\n",
+                 a->memory_budget_gb);
+      rc = 2;
+      return;
+    }
     if (a->memory_budget_gb > 0) o.memory_budget_gb = a->memory_budget_gb;
     if (!a->dtype.empty()) {
       auto d = parse_dtype(a->dtype);
