@@ -109,11 +109,18 @@ Result<Prediction> fit_memory(const Graph& g, Plan& plan, const GpuProfile& gpu,
   for (TensorId t : plan.offloaded) moved += static_cast<double>(g.tensor(t).bytes()) * scale;
   double copy_us = 0;
   for (const Transfer& t : pred->transfers) copy_us += t.to_device ? t.duration_us : 0;
-  plan.decisions.push_back(fmt::format(
-      "offload: {} weights ({:.2f} GB) stay in host memory and stream over the host link ({:.1f} ms of copies in) so "
-      "the plan fits in {:.1f} GB{}",
-      plan.offloaded.size(), moved / 1e9, copy_us / 1e3, budget_bytes / 1e9, excess > 0 ? " (still over: even all "
-                                                                                             "weights offloaded do not fit)" : ""));
+  // First in the list: it shapes the plan more than any one fusion.
+  plan.decisions.insert(
+      plan.decisions.begin(),
+      excess > 0 ? fmt::format("offload: {} weights ({:.2f} GB) stay in host memory and stream over the host link ({:.1f} "
+                               "ms of copies in), and the plan still needs {:.2f} GB, over the {:.3g} GB budget: its "
+                               "activations alone do not fit",
+                               plan.offloaded.size(), moved / 1e9, copy_us / 1e3,
+                               static_cast<double>(pred->peak_memory_bytes) / 1e9, budget_bytes / 1e9)
+                 : fmt::format("offload: {} weights ({:.2f} GB) stay in host memory and stream over the host link ({:.1f} "
+                               "ms of copies in), so the plan fits in the {:.3g} GB budget",
+                               plan.offloaded.size(), moved / 1e9, copy_us / 1e3, budget_bytes / 1e9));
+  if (!plan.decision_saved_us.empty()) plan.decision_saved_us.insert(plan.decision_saved_us.begin(), 0.0);
   return pred;
 }
 

@@ -2,6 +2,8 @@
 // (valid plans, never slower than eager), reproducible random sampling, offloading to fit.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "gpusim/onnx_import.h"
 #include "gpusim/scheduler.h"
 #include "support/fixtures.h"
@@ -187,8 +189,47 @@ TEST_CASE("a plan over the memory budget offloads weights and pays for the trans
   CHECK_FALSE(t.plan.offloaded.empty());
   CHECK(static_cast<double>(t.prediction.peak_memory_bytes) <= 0.08e9);
   CHECK(t.prediction.total_us > fits->plans.front().prediction.total_us);
-  CHECK_THAT(t.plan.decisions.back(), Contains("offload: "));
+  CHECK_THAT(t.plan.decisions.front(), Contains("offload: ") && Contains("so the plan fits in the 0.08 GB budget"));
   CHECK(validate_plan(t.plan, g, make_device(p)));
+}
+
+TEST_CASE("a plan's decisions are sorted by time saved and their savings add up", "[schedulers]") {
+  const Graph g = model("resnet50.onnx");
+  const GpuProfile p = gpu("nvidia-t4");
+  SearchOptions o;
+  o.scheduler = "greedy";
+  auto r = search(g, p, o);
+  REQUIRE(r);
+  const Plan& best = r->plans.front().plan;
+  REQUIRE(best.decision_saved_us.size() == best.decisions.size());
+  REQUIRE(best.decisions.size() > 10);
+  CHECK(std::is_sorted(best.decision_saved_us.rbegin(), best.decision_saved_us.rend()));
+}
+
+TEST_CASE("fusion savings add up: a chain of three ops fused by two decisions saves what one kernel saves over three", "[schedulers]") {
+  // x -> Relu -> Sigmoid -> Tanh on 64 Mi floats (256 MB, far past any L2): two fusions, one kernel.
+  test::OnnxBuilder b;
+  b.input("x", onnx::TensorProto::FLOAT, {64, 1024, 1024});
+  b.node("Relu", {"x"}, {"a"}, "relu");
+  b.node("Sigmoid", {"a"}, {"s"}, "sigmoid");
+  b.node("Tanh", {"s"}, {"y"}, "tanh");
+  b.output("y");
+  const Graph g = build(b, "chain3.onnx");
+  const GpuProfile p = gpu("nvidia-a100-40gb");
+  SearchOptions o;
+  o.scheduler = "greedy";
+  auto r = search(g, p, o);
+  REQUIRE(r);
+  const RankedPlan& best = r->plans.front();
+  REQUIRE(best.plan.kernels.size() == 1);
+  REQUIRE(best.plan.decision_saved_us.size() == 2);
+  double eager_kernels = 0, plan_kernels = 0;
+  for (const auto& k : r->eager.kernels) eager_kernels += k.cost.total_us;
+  for (const auto& k : best.prediction.kernels) plan_kernels += k.cost.total_us;
+  const double saved = best.plan.decision_saved_us[0] + best.plan.decision_saved_us[1];
+  INFO("saved " << saved << " us; eager kernels " << eager_kernels << " us, plan kernels " << plan_kernels << " us");
+  // The two fusions' savings add up to the kernel time the one fused kernel removes.
+  CHECK(saved == Approx(eager_kernels - plan_kernels).epsilon(0.02));
 }
 
 TEST_CASE("objectives rank by their own figure", "[schedulers]") {

@@ -340,3 +340,32 @@ TEST_CASE("a zero dim that leaves outputs with elements is taken", "[import]") {
   INFO(r.out);
   CHECK(r.rc == 0);
 }
+
+// Issue 16.7 and 16.8: plan marks plans over the memory, fails when none fits, shows the shapes and
+// dtype it planned for, and lists decisions by time saved, 20 unless --all.
+TEST_CASE("plan marks what does not fit and exits 3 and its header and decision list say what was planned",
+          "[cli][plan]") {
+  const Run over = run_gpusim("plan " + model("sd15_unet_64x64.onnx") + " --gpu rtx-4060 --dim batch=16");
+  INFO(over.out);
+  CHECK(over.rc == 3);
+  CHECK_THAT(over.out, Catch::Contains("GB!") && Catch::Contains("! over the 8 GB of nvidia-rtx-4060's memory"));
+  CHECK_THAT(over.out, Catch::Contains("gpusim plan: no plan fits: the best needs") &&
+                           Catch::Contains("even with weights offloaded"));
+  CHECK_THAT(over.out, Catch::Contains("and the plan still needs") && !Catch::Contains("so the plan fits"));
+  CHECK_THAT(over.out, Catch::Contains("inputs   sample [16, 4, 64, 64], timestep [16], encoder_hidden_states [16, 77, 768]"));
+
+  const Run fits = run_gpusim("plan " + model("resnet50.onnx") + " --gpu t4 --dtype fp16");
+  CHECK(fits.rc == 0);
+  CHECK_THAT(fits.out, Catch::Contains("gpu      Tesla T4 (nvidia-t4), fp16") && !Catch::Contains("GB!"));
+  CHECK_THAT(fits.out, Catch::Contains("the 20 that save most; --all lists every one"));
+  const auto listed = [](const std::string& out) {
+    size_t n = 0;
+    for (size_t at = out.find("\n  - "); at != std::string::npos; at = out.find("\n  - ", at + 1)) ++n;
+    return n;
+  };
+  CHECK(listed(fits.out) == 20);
+  const Run all = run_gpusim("plan " + model("resnet50.onnx") + " --gpu t4 --dtype fp16 --all");
+  CHECK(all.rc == 0);
+  CHECK(listed(all.out) > 20);
+  CHECK_THAT(all.out, !Catch::Contains("--all lists every one"));
+}

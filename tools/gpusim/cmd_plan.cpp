@@ -2,6 +2,7 @@
 // Searches fusion and tiling plans with the simulator and reports the best: predicted time,
 // speed-up over eager, kernel count, and why each fusion was taken (bytes and time saved).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <fstream>
@@ -20,7 +21,7 @@ void add_plan(CLI::App& app, int& rc) {
     int top = 3, beam_width = 8, samples = 64;
     uint64_t seed = 1;
     double memory_budget_gb = 0;
-    bool json = false;
+    bool json = false, all = false;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("plan", "Search fusion and tiling plans with the simulator and report the best");
@@ -39,6 +40,7 @@ void add_plan(CLI::App& app, int& rc) {
   cmd->add_option("--dim", a->dims, "Set a symbolic input dim: NAME=VALUE or INPUT:AXIS=VALUE (repeatable)");
   cmd->add_option("--profiles", a->profile_dirs, "Extra directory of GPU profiles, searched first (repeatable)");
   cmd->add_flag("--json", a->json, "Print JSON (schema gpusim.plan-search/1)");
+  cmd->add_flag("--all", a->all, "List every decision of plan 1, not the 20 that save most");
   cmd->callback([a, &rc] {
     SearchOptions o;
     auto obj = objective_from_name(a->objective);
@@ -110,25 +112,58 @@ void add_plan(CLI::App& app, int& rc) {
       }
     }
     const double eager_us = r->eager.total_us;
+    // Plans over the memory budget (the device's, or --memory-budget-gb) are marked; when even the
+    // best one, with weights offloaded, is over, the command fails (exit 3) after its report.
+    const double budget_gb = o.memory_budget_gb.value_or(gpu->memory.dram.size_gb);
+    const auto over = [&](const RankedPlan& p) { return static_cast<double>(p.prediction.peak_memory_bytes) > budget_gb * 1e9; };
+    const auto finish = [&] {
+      if (!over(r->plans.front())) return;
+      fmt::print(stderr,
+                 "gpusim plan: no plan fits: the best needs {} of memory, over the {:.3g} GB {}{}; lower the batch "
+                 "(--dim), use --dtype fp16, or choose a GPU with more memory\n",
+                 bytes_str(static_cast<double>(r->plans.front().prediction.peak_memory_bytes)), budget_gb,
+                 o.memory_budget_gb ? "budget" : "of " + gpu->name,
+                 r->plans.front().plan.offloaded.empty() ? "" : " even with weights offloaded");
+      rc = 3;
+    };
     if (a->json) {
       fmt::print("{}\n", plan_search_document(a->model, m->graph(), *gpu, o, *r));
       rc = 0;
+      finish();
       return;
     }
-    fmt::print("model    {}\ngpu      {} ({})\nsearch   {} scheduler, objective {}; {}\n", a->model, gpu->display_name,
-               gpu->name, o.scheduler, a->objective, r->notes.front());
+    std::vector<std::string> shapes;
+    for (TensorId t : m->graph().inputs) {
+      shapes.push_back(fmt::format("{} {}", m->graph().tensor(t).name, shape_str(m->graph().tensor(t).shape)));
+    }
+    fmt::print("model    {}\ninputs   {}\ngpu      {} ({}), {}\nsearch   {} scheduler, objective {}; {}\n", a->model,
+               fmt::join(shapes, ", "), gpu->display_name, gpu->name,
+               dtype_name(r->plans.front().prediction.dtype), o.scheduler, a->objective,
+               r->notes.front());
     fmt::print("eager    {:.3f} ms in {} kernels\n\n", eager_us / 1e3, r->eager.kernels.size());
-    fmt::print("{:>4} {:>12} {:>9} {:>8} {:>11} {:>10}\n", "rank", "latency_ms", "speedup", "kernels", "peak_mem",
+    fmt::print("{:>4} {:>12} {:>9} {:>8} {:>12} {:>10}\n", "rank", "latency_ms", "speedup", "kernels", "peak_mem",
                "energy_J");
+    bool any_over = false;
     for (size_t i = 0; i < r->plans.size(); ++i) {
       const RankedPlan& p = r->plans[i];
-      fmt::print("{:>4} {:>12.3f} {:>8.2f}x {:>8} {:>11} {:>10.3f}\n", i + 1, p.prediction.total_us / 1e3,
+      any_over = any_over || over(p);
+      fmt::print("{:>4} {:>12.3f} {:>8.2f}x {:>8} {:>11}{} {:>10.3f}\n", i + 1, p.prediction.total_us / 1e3,
                  eager_us / p.prediction.total_us, p.plan.kernels.size(),
-                 bytes_str(static_cast<double>(p.prediction.peak_memory_bytes)), p.prediction.energy_j);
+                 bytes_str(static_cast<double>(p.prediction.peak_memory_bytes)), over(p) ? "!" : " ",
+                 p.prediction.energy_j);
+    }
+    if (any_over) {
+      fmt::print("  ! over the {:.3g} GB {}\n", budget_gb,
+                 o.memory_budget_gb ? std::string("memory budget") : "of " + gpu->name + "'s memory");
     }
     const Plan& best = r->plans.front().plan;
-    fmt::print("\nwhy (plan 1: {} decisions)\n", best.decisions.size());
-    for (const std::string& d : best.decisions) fmt::print("  - {}\n", d);
+    const size_t shown = a->all ? best.decisions.size() : std::min<size_t>(best.decisions.size(), 20);
+    double saved = 0;
+    for (double us : best.decision_saved_us) saved += us;
+    fmt::print("\nwhy (plan 1: {} decisions{}; its fusions save {:.3f} ms of kernel time)\n", best.decisions.size(),
+               shown < best.decisions.size() ? fmt::format(", the {} that save most; --all lists every one", shown) : "",
+               saved / 1e3);
+    for (size_t i = 0; i < shown; ++i) fmt::print("  - {}\n", best.decisions[i]);
     if (!a->out.empty()) {
       // The command that scores the written plan, with every flag that shaped the graph.
       std::vector<std::string> w = {"predict", a->model, "--gpu", a->gpu, "--plan", a->out};
@@ -138,6 +173,7 @@ void add_plan(CLI::App& app, int& rc) {
       fmt::print("\nplan 1 written to {}; score it with:\n  {}\n", a->out, shell_command(w));
     }
     rc = 0;
+    finish();
   });
 }
 
