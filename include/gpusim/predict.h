@@ -75,6 +75,10 @@ struct Prediction {
   double achieved_gbps(const PlannedKernel& k) const;
 };
 
+// The float type a graph computes in: its first floating-point weight's (fp32 when it has none).
+// predict reports it; `gpusim run` stores kernels in it by default (fp16 stays fp16).
+DType graph_float_type(const Graph& g);
+
 // Refuses a graph with bf16 tensors on a GPU whose profile has no bf16 figure, vector or matrix (T4,
 // V100, GTX 1080 Ti): it would be priced at another precision's rate. predict and predict_plan run it.
 Status check_precisions(const Graph& g, const GpuProfile& gpu);

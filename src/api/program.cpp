@@ -443,6 +443,7 @@ Result<Program> Session::compile(const Model& m, const CompileOptions& opts) con
       p.g = p.plan.dtype && *p.plan.dtype != DType::kFloat32 ? retype(g0, *p.plan.dtype) : g0;
       // A plan's split-K is not generated, nor vector widths outside fused elementwise kernels
       // (or ones that do not divide the kernel's elements): price each tile as it runs.
+      const Plan as_given = p.plan;
       int regenerated = 0;
       const GraphIndex idx = index_graph(p.g);
       for (PlanKernel& k : p.plan.kernels) {
@@ -463,6 +464,23 @@ Result<Program> Session::compile(const Model& m, const CompileOptions& opts) con
         auto pr = predict_plan(g0, p.plan, *p.gpu);
         if (!pr) return pr.error();
         p.pred = std::move(*pr);
+        // Where `gpusim predict` prices another plan than the one that runs, say by how much, so the
+        // two commands' figures can be reconciled.
+        std::optional<Prediction> other;
+        std::string what;
+        if (p.plan_source == "given" && regenerated > 0) {
+          if (auto o = predict_plan(g0, as_given, *p.gpu)) other = std::move(*o);
+          what = "`gpusim predict --plan` prices the plan's own tiles";
+        } else if (p.plan_source == "eager") {
+          if (auto o = gpusim::predict(g0, *p.gpu, PredictOptions(dtype, std::nullopt))) other = std::move(*o);
+          what = "`gpusim predict` prices its own eager plan, each tile chosen from the cost model's whole menu; "
+                 "this run's takes the best tile codegen generates";
+        }
+        if (other && std::abs(other->kernels_us - p.pred->kernels_us) > 1e-6 * p.pred->kernels_us) {
+          p.notes.push_back(fmt::format("{}: {:.3f} ms of kernel time on {}, against {:.3f} ms predicted for the kernels "
+                                        "that run",
+                                        what, other->kernels_us / 1e3, p.gpu->name, p.pred->kernels_us / 1e3));
+        }
       }
     }
     for (TensorId id : p.g.inputs) p.inputs.push_back(info_of(p.g, id));

@@ -39,15 +39,7 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
   Prediction p;
   p.gpu = gpu.name;
   p.model = g.source_path;
-  p.dtype = plan.dtype.value_or(DType::kFloat32);
-  if (!plan.dtype) {
-    for (const Tensor& t : g.tensors) {
-      if (t.role == TensorRole::kWeight && dtype_is_float(t.dtype)) {
-        p.dtype = t.dtype;
-        break;
-      }
-    }
-  }
+  p.dtype = plan.dtype.value_or(graph_float_type(g));
 
   // Kernels; which kernel produces and last reads each tensor. Nodes in no kernel are views:
   // their outputs alias their input.
@@ -278,6 +270,13 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
 }
 
 }  // namespace
+
+DType graph_float_type(const Graph& g) {
+  for (const Tensor& t : g.tensors) {
+    if (t.role == TensorRole::kWeight && dtype_is_float(t.dtype)) return t.dtype;
+  }
+  return DType::kFloat32;
+}
 
 Status check_precisions(const Graph& g, const GpuProfile& gpu) {
   bool bf16 = false;

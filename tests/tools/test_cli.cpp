@@ -369,3 +369,41 @@ TEST_CASE("plan marks what does not fit and exits 3 and its header and decision 
   CHECK(listed(all.out) > 20);
   CHECK_THAT(all.out, !Catch::Contains("--all lists every one"));
 }
+
+TEST_CASE("compare's shares add up and run reconciles its prediction with predict's", "[cli][run][vulkan]") {
+  const Run cmp = run_gpusim("compare " + model("mobilenet_v2.onnx") + " --gpus nvidia-t4,nvidia-a10");
+  INFO(cmp.out);
+  REQUIRE(cmp.rc == 0);
+  CHECK_THAT(cmp.out, Catch::Contains("dram%") && Catch::Contains("l2%") && Catch::Contains("latency%"));
+  const Run cmpj = run_gpusim("compare " + model("mobilenet_v2.onnx") + " --gpus nvidia-t4 --json");
+  REQUIRE(cmpj.rc == 0);
+  const auto g = nlohmann::json::parse(cmpj.out)["gpus"][0];
+  INFO(g.dump());
+  const double shares = g["compute_share"].get<double>() + g["dram_share"].get<double>() +
+                        g["l2_share"].get<double>() + g["latency_share"].get<double>();
+  CHECK(shares == Approx(1.0).margin(1e-6));
+
+  if (!gpusim::test::device("vulkan")) return;  // says why
+  // An fp16 model runs in fp16 unless told otherwise, as predict prices it.
+  gpusim::test::OnnxBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT16, {64, 128});
+  b.initializer("w", onnx::TensorProto::FLOAT16, {128, 256});
+  b.node("MatMul", {"x", "w"}, {"y"});
+  b.node("Relu", {"y"}, {"z"});
+  b.output("z");
+  const std::string half = b.write("half_matmul.onnx");
+  const Run r = run_gpusim("run " + half + " --backend vulkan --gpu t4 --repeat 1 --json");
+  INFO(r.out);
+  REQUIRE(r.rc == 0);
+  CHECK(nlohmann::json::parse(r.out)["dtype"] == "fp16");
+  const Run r32 = run_gpusim("run " + half + " --backend vulkan --gpu t4 --repeat 1 --dtype fp32 --json");
+  REQUIRE(r32.rc == 0);
+  CHECK(nlohmann::json::parse(r32.out)["dtype"] == "fp32");
+
+  // The eager run takes codegen's tiles; the note gives predict's figure beside the run's.
+  const Run mb = run_gpusim("run " + model("mobilenet_v2.onnx") + " --backend vulkan --gpu t4 --repeat 1");
+  INFO(mb.out);
+  REQUIRE(mb.rc == 0);
+  CHECK_THAT(mb.out, Catch::Contains("ms of kernel time on nvidia-t4") &&
+                         Catch::Contains("`gpusim predict` prices its own eager plan"));
+}

@@ -208,16 +208,17 @@ void add_compare(CLI::App& app, int& rc) {
       rc = 0;
       return;
     }
-    fmt::print("{:<26} {:>11} {:>9} {:>9} {:>9} {:>9} {:>11} {:>9}\n", "gpu", "latency_ms", "vs_first", "compute%",
-               "dram%", "latency%", "peak_mem", "energy_J");
+    // The bound shares are of kernel time and add up to 100% (compute, DRAM, L2, latency).
+    fmt::print("{:<26} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>11} {:>9}\n", "gpu", "latency_ms", "vs_first", "compute%",
+               "dram%", "l2%", "latency%", "peak_mem", "energy_J");
     const double first = rows->front().prediction.total_us;
     for (const ComparedGpu& r : *rows) {
       const Prediction& p = r.prediction;
       std::map<Bound, double> bound;
       for (const auto& k : p.kernels) bound[k.cost.bound] += k.cost.total_us;
       auto share = [&](Bound b) { return p.kernels_us > 0 ? 100 * bound[b] / p.kernels_us : 0; };
-      fmt::print("{:<26} {:>11.3f} {:>8.2f}x {:>8.1f}% {:>8.1f}% {:>8.1f}% {:>11} {:>9.3f}{}\n", r.gpu.name,
-                 p.total_us / 1e3, first / p.total_us, share(Bound::kCompute), share(Bound::kDram),
+      fmt::print("{:<26} {:>11.3f} {:>8.2f}x {:>8.1f}% {:>8.1f}% {:>8.1f}% {:>8.1f}% {:>11} {:>9.3f}{}\n", r.gpu.name,
+                 p.total_us / 1e3, first / p.total_us, share(Bound::kCompute), share(Bound::kDram), share(Bound::kL2),
                  share(Bound::kLatency), bytes_str(static_cast<double>(p.peak_memory_bytes)), p.energy_j,
                  p.fits_in_memory ? "" : "  (does not fit)");
     }

@@ -23,7 +23,7 @@ namespace gpusim::cli {
 namespace {
 
 struct Args {
-  std::string model, backend = "cpu", plan, gpu, dtype = "fp32";
+  std::string model, backend = "cpu", plan, gpu, dtype;
   std::vector<std::string> dims, inputs, profile_dirs;
   int device = 0;
   uint64_t seed = 1;
@@ -62,10 +62,10 @@ void print_device(const Args& a, const RunReport& r) {
   fmt::print("model    {}\nbackend  {} device {}: {} ({}, driver {})\n", a.model, a.backend, a.device, r.device_name,
              r.device_arch, r.device_driver);
   fmt::print("plan     {} kernels ({}), {}; {} timed runs after a warm-up\n", r.plan_kernels,
-             a.plan.empty() ? "eager" : a.plan, a.dtype, r.repeat);
+             a.plan.empty() ? "eager" : a.plan, r.dtype, r.repeat);
   fmt::print("measured {:.3f} ms (median per kernel, summed)", r.total_us / 1e3);
   if (r.predicted_us) {
-    fmt::print("; predicted {:.3f} ms on {} ({:+.1f}%)", *r.predicted_us / 1e3, *r.gpu,
+    fmt::print("; predicted {:.3f} ms of kernel time on {} ({:+.1f}%)", *r.predicted_us / 1e3, *r.gpu,
                r.total_us > 0 ? 100 * (*r.predicted_us - r.total_us) / r.total_us : 0.0);
   }
   fmt::print("\ncompile  {} kernels compiled in {:.0f} ms, {} from the cache\n", r.compiled, r.compile_ms, r.cache_hits);
@@ -97,7 +97,7 @@ int run(const Args& a) {
   co.backend = a.backend;
   co.device = a.device;
   co.seed = a.seed;
-  if (a.backend != "cpu") {
+  if (a.backend != "cpu" && !a.dtype.empty()) {
     auto dtype = parse_dtype(a.dtype);
     if (!dtype) {
       fmt::print(stderr, "gpusim run: {}\n", dtype.error().message);
@@ -113,6 +113,16 @@ int run(const Args& a) {
   if (!m) {
     fmt::print(stderr, "gpusim run: {}\n", m.error().message);
     return exit_code(m.error());
+  }
+  // No --dtype: the model's own float type, as predict uses (fp16 stays fp16; kernels store fp32
+  // or fp16, so a bf16 model runs in fp32, saying so).
+  if (a.backend != "cpu" && a.dtype.empty()) {
+    const DType own = graph_float_type(m->graph());
+    co.dtype = own == DType::kFloat16 ? DType::kFloat16 : DType::kFloat32;
+    if (own != co.dtype) {
+      fmt::print(stderr, "gpusim run: the model computes in {}; kernels store fp32 or fp16, so it runs in fp32 "
+                         "(--dtype fp16 for half storage)\n", dtype_name(own));
+    }
   }
   std::vector<HostBuffer> buffers;
   for (const std::string& f : a.inputs) {
@@ -189,7 +199,7 @@ void add_run(CLI::App& app, int& rc) {
   cmd->add_option("--plan", a->plan, "Run this plan (JSON from gpusim plan --out) instead of the eager one");
   cmd->add_option("--gpu", a->gpu, "Profile for predictions and tiles (default: the one matching the device)");
   cmd->add_option("--profiles", a->profile_dirs, "Extra directories of GPU profiles");
-  cmd->add_option("--dtype", a->dtype, "fp32 (default) or fp16: the float type kernels store");
+  cmd->add_option("--dtype", a->dtype, "fp32 or fp16: the float type kernels store (default: the model's own; fp32 for a bf16 model)");
   cmd->add_option("--input", a->inputs, "A serialized TensorProto (.pb) per graph input, in order (repeatable)");
   cmd->add_option("--dim", a->dims, "Set a symbolic input dim: NAME=VALUE or INPUT:AXIS=VALUE (repeatable)");
   cmd->add_option("--seed", a->seed, "Fills inputs and missing weights (default 1)");
