@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "support/devices.h"
@@ -406,4 +407,15 @@ TEST_CASE("compare's shares add up and run reconciles its prediction with predic
   REQUIRE(mb.rc == 0);
   CHECK_THAT(mb.out, Catch::Contains("ms of kernel time on nvidia-t4") &&
                          Catch::Contains("`gpusim predict` prices its own eager plan"));
+  // A plan whose tiles codegen does not generate: the note gives predict --plan's figure, to the digit.
+  const std::string plan = gpusim::test::temp_dir() + "/mb_plan.json";
+  REQUIRE(run_gpusim("plan " + model("mobilenet_v2.onnx") + " --gpu t4 --out " + plan).rc == 0);
+  const Run pp = run_gpusim("predict " + model("mobilenet_v2.onnx") + " --gpu t4 --plan " + plan + " --json");
+  REQUIRE(pp.rc == 0);
+  const double predicted_ms = nlohmann::json::parse(pp.out)["kernels_us"].get<double>() / 1e3;
+  const Run rp = run_gpusim("run " + model("mobilenet_v2.onnx") + " --backend vulkan --gpu t4 --repeat 1 --plan " + plan);
+  INFO(rp.out);
+  REQUIRE(rp.rc == 0);
+  CHECK_THAT(rp.out, Catch::Contains(fmt::format("`gpusim predict --plan` prices the plan's own tiles: {:.3f} ms",
+                                                 predicted_ms)));
 }
