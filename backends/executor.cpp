@@ -82,7 +82,7 @@ class Runner {
         if (auto s = dev_.synchronize(); !s) return s.error();
         if (auto s = opts_.before_timed_run(); !s) return s.error();
       }
-      auto times = run_once();
+      auto times = run_once(r);
       if (!times) return times.error();
       if (r == 0) continue;  // warm-up
       for (size_t k = 0; k < times->size(); ++k) per_kernel[k].push_back((*times)[k]);
@@ -139,6 +139,7 @@ class Runner {
       if (auto s = cpu::run_node(g_, ni, st_, ropts_); !s) return s;
     }
     for (size_t k = 0; k < plan.kernels.size(); ++k) {
+      if (opts_.progress) opts_.progress("compile", 0, static_cast<int>(k), static_cast<int>(plan.kernels.size()));
       const PlanKernel& pk = plan.kernels[k];
       const int ki = static_cast<int>(k);
       // A generated kernel that fails to compile is a codegen bug: the run fails, naming it. A
@@ -350,10 +351,13 @@ class Runner {
   }
 
   // One pass over the units; per plan kernel, its device time (timers) plus host time (wall).
-  Result<std::vector<double>> run_once() {
+  Result<std::vector<double>> run_once(int run) {
     std::vector<double> per_kernel(res_kernel_count(), 0.0);
     std::vector<int> slot_kernel;
+    const std::string_view phase = run == 0 ? "warm-up" : "timed run";
+    int done = 0;
     for (const Unit& u : units_) {
+      if (opts_.progress) opts_.progress(phase, run, done++, static_cast<int>(units_.size()));
       if (u.device) {
         std::vector<backend::Buffer> args;
         for (TensorId r : u.reads) {

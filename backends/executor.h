@@ -21,6 +21,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend.h"
@@ -41,6 +42,10 @@ struct RunOptions {
   // Called before every run after the warm-up, with the device idle (calibration flushes the
   // caches here); an error stops the run.
   std::function<Status()> before_timed_run;
+  // For a progress line: called as kernels compile ("compile", plan kernels lowered of all) and
+  // as each run goes ("warm-up" with run 0, "timed run" with runs 1..repeat; units done of all).
+  // Keep it cheap: it runs between launches.
+  std::function<void(std::string_view phase, int run, int done, int total)> progress;
 };
 
 struct KernelTiming {

@@ -290,6 +290,7 @@ Result<RunResult> run_reference(const Graph& g, const std::vector<HostTensor>& i
   res.notes = st->notes;
   res.node_us.assign(g.nodes.size(), 0.0);
   for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+    if (opts.progress) opts.progress(static_cast<int>(ni), static_cast<int>(g.nodes.size()));
     const auto start = std::chrono::steady_clock::now();
     if (auto s = run_node(g, ni, *st, opts); !s) return s.error();
     res.node_us[ni] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();

@@ -9,6 +9,7 @@
 //   auto out = gpusim::cpu::run_reference(graph, {input}, opts);   // one HostTensor per output
 #pragma once
 
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -89,6 +90,9 @@ struct RunOptions {
   // needs more is refused before anything runs, naming its largest tensors. 0: half the
   // machine's physical memory.
   int64_t max_host_bytes = 0;
+  // Called before each node run_reference computes (done of total nodes), for a progress line;
+  // keep it cheap.
+  std::function<void(int done, int total)> progress;
 };
 
 struct RunResult {

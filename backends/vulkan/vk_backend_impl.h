@@ -105,6 +105,9 @@ class VulkanBackend final : public Backend {
   void barrier(VkPipelineStageFlags src_stage, VkAccessFlags src_access, VkPipelineStageFlags dst_stage,
                VkAccessFlags dst_access);
   void destroy_kernel(Kernel& k);
+  // The kernel's SPIR-V: from the on-disk kernel cache when an earlier run compiled the same
+  // source with the same shaderc target, else compiled by shaderc (and stored there).
+  Result<std::vector<uint32_t>> spirv_for(const KernelSource& src, uint64_t hash, bool* from_disk);
 
   // Declared first, so destroyed last: the device is destroyed in ~VulkanBackend, before the
   // instance and the loader library go.
@@ -123,6 +126,7 @@ class VulkanBackend final : public Backend {
 
   shaderc_compiler_t shaderc_ = nullptr;
   shaderc_compile_options_t shaderc_opts_ = nullptr;
+  std::string spirv_target_;  // "vulkan1.2;spv<version>.<revision>": part of the disk cache's key
   VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
   std::string disk_cache_path_;
   bool pipeline_cache_dirty_ = false;

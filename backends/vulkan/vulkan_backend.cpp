@@ -10,6 +10,7 @@
 #include <string_view>
 #include <utility>
 
+#include "kernel_disk_cache.h"
 #include "vk_backend_impl.h"
 #include "vk_disk_cache.h"
 
@@ -142,6 +143,9 @@ Status VulkanBackend::init() {
   shaderc_compile_options_set_target_env(shaderc_opts_, shaderc_target_env_vulkan,
                                          v12 ? shaderc_env_version_vulkan_1_2 : shaderc_env_version_vulkan_1_1);
   shaderc_compile_options_set_optimization_level(shaderc_opts_, shaderc_optimization_level_performance);
+  unsigned int spv_version = 0, spv_revision = 0;
+  shaderc_get_spv_version(&spv_version, &spv_revision);
+  spirv_target_ = fmt::format("{};spv{:x}.{}", v12 ? "vulkan1.2" : "vulkan1.1", spv_version, spv_revision);
   return Ok{};
 }
 
@@ -181,6 +185,61 @@ void VulkanBackend::destroy_kernel(Kernel& k) {
   k = Kernel{};
 }
 
+namespace {
+
+// FNV-1a of a cached module's bytes: stored after them, so a file damaged on disk is recompiled
+// rather than handed to a driver that trusts SPIR-V (lavapipe does not validate it).
+uint64_t spirv_checksum(std::string_view bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+Result<std::vector<uint32_t>> VulkanBackend::spirv_for(const KernelSource& src, uint64_t hash, bool* from_disk) {
+  static constexpr uint32_t kSpirvMagic = 0x07230203;
+  static constexpr size_t kHeader = 20, kTrailer = 8;  // SPIR-V's header words; the checksum
+  const std::string file = kernel_cache_key(hash, spirv_target_, "shaderc", "performance") + ".spv";
+  if (from_disk != nullptr) {
+    *from_disk = false;
+    auto cached = kernel_cache_load("vulkan", file);
+    if (cached && cached->size() >= kHeader + kTrailer && (cached->size() - kTrailer) % 4 == 0) {
+      const std::string_view body(cached->data(), cached->size() - kTrailer);
+      uint64_t sum = 0;
+      std::memcpy(&sum, cached->data() + body.size(), kTrailer);
+      std::vector<uint32_t> words(body.size() / 4);
+      std::memcpy(words.data(), body.data(), body.size());
+      if (sum == spirv_checksum(body) && words[0] == kSpirvMagic) {
+        *from_disk = true;
+        return words;
+      }
+    }
+  }
+  const std::string name = src.name + ".comp";  // names the kernel in shaderc's messages
+  shaderc_compilation_result_t res = shaderc_compile_into_spv(shaderc_, src.code.data(), src.code.size(),
+                                                              shaderc_compute_shader, name.c_str(), "main",
+                                                              shaderc_opts_);
+  if (res == nullptr || shaderc_result_get_compilation_status(res) != shaderc_compilation_status_success) {
+    std::string log = res != nullptr ? shaderc_result_get_error_message(res) : "libshaderc returned no result";
+    if (res != nullptr) shaderc_result_release(res);
+    while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.pop_back();
+    return make_error(ErrorCode::kDevice, fmt::format("kernel \"{}\": GLSL compile failed (shaderc):\n{}", src.name, log));
+  }
+  const size_t bytes = shaderc_result_get_length(res);
+  std::vector<uint32_t> spirv(bytes / 4);
+  std::memcpy(spirv.data(), shaderc_result_get_bytes(res), spirv.size() * 4);
+  std::string stored(shaderc_result_get_bytes(res), bytes);
+  const uint64_t sum = spirv_checksum(stored);
+  stored.append(reinterpret_cast<const char*>(&sum), kTrailer);
+  kernel_cache_store("vulkan", file, stored);
+  shaderc_result_release(res);
+  return spirv;
+}
+
 Result<KernelHandle> VulkanBackend::compile(const KernelSource& src) {
   const uint64_t hash = source_hash(src);
   if (auto it = by_hash_.find(hash); it != by_hash_.end()) {
@@ -212,19 +271,10 @@ Result<KernelHandle> VulkanBackend::compile(const KernelSource& src) {
   }
 
   const auto t0 = Clock::now();
-  const std::string file = src.name + ".comp";  // names the kernel in shaderc's messages
-  shaderc_compilation_result_t res = shaderc_compile_into_spv(shaderc_, src.code.data(), src.code.size(),
-                                                              shaderc_compute_shader, file.c_str(), "main",
-                                                              shaderc_opts_);
-  if (res == nullptr || shaderc_result_get_compilation_status(res) != shaderc_compilation_status_success) {
-    std::string log = res != nullptr ? shaderc_result_get_error_message(res) : "libshaderc returned no result";
-    if (res != nullptr) shaderc_result_release(res);
-    while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.pop_back();
-    return make_error(ErrorCode::kDevice, fmt::format("kernel \"{}\": GLSL compile failed (shaderc):\n{}", src.name, log));
-  }
-  std::vector<uint32_t> spirv(shaderc_result_get_length(res) / 4);
-  std::memcpy(spirv.data(), shaderc_result_get_bytes(res), spirv.size() * 4);
-  shaderc_result_release(res);
+  bool from_disk = false;
+  auto spirv_or = spirv_for(src, hash, &from_disk);
+  if (!spirv_or) return spirv_or.error();
+  std::vector<uint32_t> spirv = std::move(*spirv_or);
 
   Kernel k;
   k.name = src.name;
@@ -259,9 +309,20 @@ Result<KernelHandle> VulkanBackend::compile(const KernelSource& src) {
   smci.codeSize = spirv.size() * 4;
   smci.pCode = spirv.data();
   VkShaderModule module = VK_NULL_HANDLE;
-  if ((r = d_.vkCreateShaderModule(device_, &smci, nullptr, &module)) != VK_SUCCESS) {
-    return failed("vkCreateShaderModule", r);
+  r = d_.vkCreateShaderModule(device_, &smci, nullptr, &module);
+  if (r != VK_SUCCESS && from_disk) {  // a cached module the driver refuses: compile it afresh
+    from_disk = false;
+    auto fresh = spirv_for(src, hash, nullptr);
+    if (!fresh) {
+      destroy_kernel(k);
+      return fresh.error();
+    }
+    spirv = std::move(*fresh);
+    smci.codeSize = spirv.size() * 4;
+    smci.pCode = spirv.data();
+    r = d_.vkCreateShaderModule(device_, &smci, nullptr, &module);
   }
+  if (r != VK_SUCCESS) return failed("vkCreateShaderModule", r);
   VkComputePipelineCreateInfo cpci{};
   cpci.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO;
   cpci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
@@ -276,7 +337,8 @@ Result<KernelHandle> VulkanBackend::compile(const KernelSource& src) {
     return failed("vkCreateComputePipelines", r);
   }
   pipeline_cache_dirty_ = true;
-  ++stats_.compiled;
+  // SPIR-V from the disk cache counts as a cache hit; the driver's pipeline build is in the time.
+  ++(from_disk ? stats_.cache_hits : stats_.compiled);
   stats_.compile_ms += ms_since(t0);
   const auto handle = static_cast<KernelHandle>(kernels_.size());
   kernels_.push_back(std::move(k));

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -149,10 +150,24 @@ struct TensorSpec {
   size_t size_bytes = 0;
 };
 
+// Where a long Program::time call is, for a progress line. `phase` is "compile" (kernels
+// generated and compiled), "warm-up" (run 0), "timed run" (runs 1..runs), or "check" (the CPU
+// reference computing nodes for --check); `done` of `total` steps of that phase, counted in `unit`
+// ("kernels", "launches" or "nodes"). The string views live for the call only.
+struct Progress {
+  std::string_view phase, unit;
+  int run = 0, runs = 0;
+  int done = 0, total = 0;
+};
+
 struct TimingOptions {
   static constexpr int kMaxRepeat = 10000;  // each run's per-kernel times are kept for the medians
   int repeat = 3;     // timed runs after one warm-up (1 to kMaxRepeat); per-kernel times are medians
   bool check = false; // compare every output with the CPU reference (relative L2 error)
+  // Called on the calling thread between steps (often: thousands of times for a large model);
+  // keep it cheap and do not call back into the Program. An exception it throws ends the call
+  // with an error.
+  std::function<void(const Progress&)> progress;
 };
 
 struct KernelReport {

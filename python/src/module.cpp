@@ -474,7 +474,10 @@ py::object program_time(gpusim::Program& p, const py::object& inputs, int repeat
   const std::vector<py::array> in = input_arrays(p.inputs(), inputs);
   const std::vector<gpusim::ConstTensorView> views = views_of(in);
   return document([&]() -> gpusim::Result<std::string> {
-    auto r = p.time(views, gpusim::TimingOptions{repeat, check});
+    gpusim::TimingOptions to;
+    to.repeat = repeat;
+    to.check = check;
+    auto r = p.time(views, to);
     if (!r) return r.error();
     return gpusim::run_document(*r);
   });

@@ -182,10 +182,16 @@ std::vector<OutputSummary> summarize(const Graph& g, const std::vector<cpu::Host
   return out;
 }
 
-Result<cpu::RunResult> reference(const Program::Impl& p, const std::vector<cpu::HostTensor>& inputs) {
+// `progress` (may be empty) hears each node as `phase`, in run `run` of `runs`.
+Result<cpu::RunResult> reference(const Program::Impl& p, const std::vector<cpu::HostTensor>& inputs,
+                                 const std::function<void(const Progress&)>& progress = {},
+                                 std::string_view phase = "check", int run = 0, int runs = 0) {
   cpu::RunOptions o;
   o.weights = &p.weights;
   o.seed = p.opts.seed;
+  if (progress) {
+    o.progress = [&](int done, int total) { progress(Progress{phase, "nodes", run, runs, done, total}); };
+  }
   return cpu::run_reference(p.g, inputs, o);
 }
 
@@ -265,7 +271,7 @@ Result<RunReport> Program::time(const std::vector<ConstTensorView>& inputs, cons
       std::vector<std::vector<double>> times(p.g.nodes.size());
       Result<cpu::RunResult> r = make_error(ErrorCode::kInvalidArgument, "");
       for (int i = 0; i <= opts.repeat; ++i) {
-        r = reference(p, *in);
+        r = reference(p, *in, opts.progress, i == 0 ? "warm-up" : "timed run", i, opts.repeat);
         if (!r) return r.error();
         if (i == 0) continue;
         for (size_t n = 0; n < times.size(); ++n) times[n].push_back(r->node_us[n]);
@@ -311,12 +317,17 @@ Result<RunReport> Program::time(const std::vector<ConstTensorView>& inputs, cons
     eo.seed = p.opts.seed;
     eo.repeat = opts.repeat;
     eo.fp16_storage = p.opts.dtype == DType::kFloat16;
+    if (opts.progress) {
+      eo.progress = [&](std::string_view phase, int run, int done, int total) {
+        opts.progress(Progress{phase, phase == "compile" ? "kernels" : "launches", run, opts.repeat, done, total});
+      };
+    }
     auto r = exec::run_plan(*p.dev, p.g, p.plan, *in, eo);
     if (!r) return r.error();
     rep.notes = r->notes;
     for (const auto& n : p.notes) rep.notes.push_back(n);
     if (opts.check) {
-      auto ref = reference(p, *in);
+      auto ref = reference(p, *in, opts.progress, "check", 0, opts.repeat);
       if (!ref) return make_error(ref.error().code, "--check: the CPU reference failed: " + ref.error().message);
       const double tol = p.opts.dtype == DType::kFloat16 ? 2e-2 : 1e-3;
       for (size_t k = 0; k < r->outputs.size(); ++k) {

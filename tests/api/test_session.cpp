@@ -196,15 +196,15 @@ TEST_CASE("a Program runs with the caller's buffers and checks them", "[api][run
   CHECK_THAT(no_out.error().message, Catch::Contains("0 output buffers given; the model has 1 outputs"));
 
   // The timing harness is its own call.
-  auto r = prog->time({in}, TimingOptions{2, false});
+  auto r = prog->time({in}, TimingOptions{2, false, {}});
   REQUIRE(r);
   CHECK(r->backend == "cpu");
   CHECK(r->repeat == 2);
   CHECK(r->outputs.at(0).max == Approx(5.0));
-  auto zero = prog->time({in}, TimingOptions{0, false});
+  auto zero = prog->time({in}, TimingOptions{0, false, {}});
   REQUIRE_FALSE(zero);
   CHECK_THAT(zero.error().message, Catch::Contains("repeat 0 is not a count of timed runs; give 1 to 10000"));
-  auto huge = prog->time({in}, TimingOptions{2000000000, false});  // would keep 2e9 runs of times
+  auto huge = prog->time({in}, TimingOptions{2000000000, false, {}});  // would keep 2e9 runs of times
   REQUIRE_FALSE(huge);
   CHECK_THAT(huge.error().message, Catch::Contains("repeat 2000000000 is not a count of timed runs; give 1 to 10000"));
 
@@ -230,10 +230,32 @@ TEST_CASE("a timed device run becomes measurements in the store", "[api][run][vu
     return;
   }
   REQUIRE(prog);
-  auto r = prog->time({}, TimingOptions{1, true});
+  // Progress arrives in order: every kernel compiling, a warm-up, the timed run, the check.
+  std::vector<std::string> phases;
+  int last_done = -1;
+  bool ordered = true;
+  TimingOptions to;
+  to.repeat = 1;
+  to.check = true;
+  to.progress = [&](const Progress& p) {
+    if (phases.empty() || phases.back() != p.phase) {
+      phases.emplace_back(p.phase);
+      last_done = -1;
+    }
+    ordered = ordered && p.done > last_done && p.done <= p.total && p.runs == 1;
+    last_done = p.done;
+  };
+  auto r = prog->time({}, to);
   REQUIRE(r);
+  CHECK(phases == std::vector<std::string>{"compile", "warm-up", "timed run", "check"});
+  CHECK(ordered);
   CHECK(r->check_passed());
   REQUIRE(r->predicted_us);
+  // A callback that throws ends the call with an error, nothing escapes.
+  to.progress = [](const Progress&) { throw std::runtime_error("stop"); };
+  auto stopped = prog->time({}, to);
+  REQUIRE_FALSE(stopped);
+  CHECK_THAT(stopped.error().message, Catch::Contains("stop"));
   const auto recs = s.measurements(*r);
   REQUIRE(recs.size() == r->kernels.size());
   CHECK(recs.front().source == "gpusim run");

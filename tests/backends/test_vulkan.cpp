@@ -9,10 +9,13 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "backend.h"
+#include "support/onnx_builder.h"
 #include "support/skip.h"
 
 namespace fs = std::filesystem;
@@ -76,6 +79,45 @@ void main() {{
 }
 
 uint32_t groups_for(uint32_t n) { return (n + 63) / 64; }
+
+// Sets an environment variable for a scope, restoring the old value after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// y = a * 2 + b over n elements on `dev`; true when every element is exact.
+bool axpb_runs(Backend& dev, KernelHandle k, uint32_t n) {
+  std::vector<float> a(n), b(n), y(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    a[i] = static_cast<float>(i);
+    b[i] = 0.5f;
+  }
+  auto ba = dev.allocate(n * 4), bb = dev.allocate(n * 4), by = dev.allocate(n * 4);
+  if (!ba || !bb || !by) return false;
+  bool ok = dev.upload(*ba, a.data(), n * 4).ok() && dev.upload(*bb, b.data(), n * 4).ok();
+  const Buffer args[] = {*ba, *bb, *by};
+  ok = ok && dev.launch(k, {groups_for(n), 1, 1}, args, false).ok() && dev.download(*by, y.data(), n * 4).ok();
+  for (uint32_t i = 0; ok && i < n; ++i) ok = y[i] == a[i] * 2.0f + b[i];
+  for (auto buf : {*ba, *bb, *by}) dev.release(buf);
+  return ok;
+}
 
 }  // namespace
 
@@ -204,6 +246,7 @@ TEST_CASE("vulkan launches in one batch see each other's writes", "[vulkan]") {
 }
 
 TEST_CASE("vulkan compile cache answers the second compile of the same source", "[vulkan]") {
+  const ScopedEnv no_disk("GPUSIM_KERNEL_CACHE_DIR", "off");  // counts compiles in this process only
   auto dev = open_or_skip();
   if (!dev) return;
   auto k1 = dev->compile(axpb(10));
@@ -474,7 +517,9 @@ TEST_CASE("vulkan pipeline cache is saved under XDG_CACHE_HOME", "[vulkan]") {
   }  // destroyed: the cache is written
   std::vector<fs::path> files;
   if (fs::exists(dir / "gpusim")) {
-    for (const auto& e : fs::directory_iterator(dir / "gpusim")) files.push_back(e.path());
+    for (const auto& e : fs::directory_iterator(dir / "gpusim")) {
+      if (e.is_regular_file()) files.push_back(e.path());  // the SPIR-V cache is the folder vulkan/
+    }
   }
   {
     auto dev = open("vulkan", 0);  // reads it back; compiling again must still work
@@ -490,4 +535,54 @@ TEST_CASE("vulkan pipeline cache is saved under XDG_CACHE_HOME", "[vulkan]") {
   REQUIRE(files.size() == 1);
   CHECK(files[0].filename().string().rfind("vulkan-", 0) == 0);
   CHECK(files[0].extension() == ".bin");
+}
+
+TEST_CASE("vulkan kernels compiled by one run load from the disk cache in the next", "[vulkan]") {
+  if (!open_or_skip()) return;
+  char tmpl[] = "/tmp/gpusim-spv-cache-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const fs::path dir(tmpl);
+  const ScopedEnv cache("GPUSIM_KERNEL_CACHE_DIR", dir.string());
+  const uint32_t n = 77;
+  {
+    auto dev = open("vulkan", 0);
+    REQUIRE(dev.ok());
+    auto k = (*dev)->compile(axpb(n));
+    REQUIRE(k.ok());
+    CHECK((*dev)->compile_stats().compiled == 1);
+  }
+  std::vector<fs::path> spv;
+  for (const auto& e : fs::directory_iterator(dir / "vulkan")) spv.push_back(e.path());
+  REQUIRE(spv.size() == 1);
+  CHECK(spv[0].extension() == ".spv");
+  {
+    auto dev = open("vulkan", 0);  // a new process would see the same: no shaderc call
+    REQUIRE(dev.ok());
+    auto k = (*dev)->compile(axpb(n));
+    REQUIRE(k.ok());
+    CHECK((*dev)->compile_stats().compiled == 0);
+    CHECK((*dev)->compile_stats().cache_hits == 1);
+    CHECK(axpb_runs(**dev, *k, n));
+  }
+  // A file damaged on disk (a flipped byte, or cut short) is compiled afresh, never handed to the driver.
+  for (int damage = 0; damage < 2; ++damage) {
+    std::string bytes = gpusim::test::file_bytes(spv[0].string());
+    REQUIRE(bytes.size() > 64);
+    if (damage == 0) {
+      bytes[40] = static_cast<char>(bytes[40] ^ 0x5a);
+    } else {
+      bytes.resize(bytes.size() - 12);
+    }
+    {
+      std::ofstream out(spv[0], std::ios::binary | std::ios::trunc);
+      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    }
+    auto dev = open("vulkan", 0);
+    REQUIRE(dev.ok());
+    auto k = (*dev)->compile(axpb(n));
+    REQUIRE(k.ok());
+    CHECK((*dev)->compile_stats().compiled == 1);
+    CHECK(axpb_runs(**dev, *k, n));
+  }
+  fs::remove_all(dir);
 }

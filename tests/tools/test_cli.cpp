@@ -419,3 +419,24 @@ TEST_CASE("compare's shares add up and run reconciles its prediction with predic
   CHECK_THAT(rp.out, Catch::Contains(fmt::format("`gpusim predict --plan` prices the plan's own tiles: {:.3f} ms",
                                                  predicted_ms)));
 }
+
+TEST_CASE("run draws progress on stderr when asked and --quiet silences it", "[cli][run]") {
+  const Run r = run_gpusim("run " + model("mobilenet_v2.onnx") + " --repeat 2 --progress --check");
+  INFO(r.out);
+  REQUIRE(r.rc == 0);
+  // Not a terminal: a line per phase, before the results.
+  CHECK_THAT(r.out, Catch::Contains("gpusim run: warm-up 0/") && Catch::Contains(" nodes [") &&
+                        Catch::Contains("gpusim run: timed run 1/2 0/") && Catch::Contains("gpusim run: timed run 2/2"));
+  const Run quiet = run_gpusim("run " + model("mobilenet_v2.onnx") + " --repeat 1 --progress --quiet");
+  REQUIRE(quiet.rc == 0);
+  CHECK_THAT(quiet.out, !Catch::Contains("gpusim run: warm-up"));
+  const Run piped = run_gpusim("run " + model("mobilenet_v2.onnx") + " --repeat 1");
+  REQUIRE(piped.rc == 0);
+  CHECK_THAT(piped.out, !Catch::Contains("gpusim run: warm-up"));  // stderr is not a terminal here
+  if (!gpusim::test::device("vulkan")) return;  // says why
+  const Run dev = run_gpusim("run " + model("mobilenet_v2.onnx") + " --backend vulkan --repeat 1 --progress --check");
+  INFO(dev.out);
+  REQUIRE(dev.rc == 0);
+  CHECK_THAT(dev.out, Catch::Contains("gpusim run: compile 0/") && Catch::Contains(" kernels [") &&
+                          Catch::Contains(" launches [") && Catch::Contains("gpusim run: check (CPU reference) 0/"));
+}

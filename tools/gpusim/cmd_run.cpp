@@ -28,7 +28,7 @@ struct Args {
   int device = 0;
   uint64_t seed = 1;
   int repeat = 3;
-  bool json = false, check = false;
+  bool json = false, check = false, quiet = false, progress = false;
 };
 
 void print_outputs(const RunReport& r) {
@@ -68,7 +68,8 @@ void print_device(const Args& a, const RunReport& r) {
     fmt::print("; predicted {:.3f} ms of kernel time on {} ({:+.1f}%)", *r.predicted_us / 1e3, *r.gpu,
                r.total_us > 0 ? 100 * (*r.predicted_us - r.total_us) / r.total_us : 0.0);
   }
-  fmt::print("\ncompile  {} kernels compiled in {:.0f} ms, {} from the cache\n", r.compiled, r.compile_ms, r.cache_hits);
+  fmt::print("\ncompile  {} kernels compiled, {} from the cache; {:.0f} ms (the driver's pipeline builds included)\n",
+             r.compiled, r.cache_hits, r.compile_ms);
   print_outputs(r);
   for (const OutputCheck& c : r.checks) {
     fmt::print("check    {}: relative L2 error {:.3g} (tolerance {:.0e}) {}\n", c.output,
@@ -167,7 +168,15 @@ int run(const Args& a) {
   TimingOptions to;
   to.repeat = a.repeat;
   to.check = a.check;
+  ProgressLine line("gpusim run", !a.quiet, a.progress);
+  to.progress = [&line](const Progress& p) {
+    std::string phase(p.phase);
+    if (p.phase == "timed run") phase = fmt::format("timed run {}/{}", p.run, p.runs);
+    if (p.phase == "check") phase = "check (CPU reference)";
+    line.update(phase, fmt::format("{}/{} {}", p.done, p.total, p.unit));
+  };
   auto r = prog->time(views, to);
+  line.clear();
   if (!r) {
     fmt::print(stderr, "gpusim run: {}\n", r.error().message);
     return 1;
@@ -207,6 +216,9 @@ void add_run(CLI::App& app, int& rc) {
       ->check(CLI::Range(1, TimingOptions::kMaxRepeat));
   cmd->add_flag("--check", a->check, "Compare every output with the CPU reference; exit 1 on a mismatch");
   cmd->add_flag("--json", a->json, "Print JSON (schema gpusim.run/1)");
+  cmd->add_flag("--quiet", a->quiet, "No progress line (by default one is drawn on stderr when it is a terminal)");
+  cmd->add_flag("--progress", a->progress, "Progress on stderr even when it is not a terminal (a line per phase and "
+                                             "every 5 s)");
   cmd->callback([a, &rc] { rc = run(*a); });
 }
 

@@ -1,5 +1,10 @@
 #include "common.h"
 
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
 
 namespace gpusim::cli {
 
@@ -24,6 +29,47 @@ std::string shell_command(const std::vector<std::string>& words) {
   std::string s = "gpusim";
   for (const std::string& w : words) s += " " + shell_word(w);
   return s;
+}
+
+}  // namespace gpusim::cli
+
+namespace gpusim::cli {
+namespace {
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+ProgressLine::ProgressLine(std::string command, bool enabled, bool always)
+    : command_(std::move(command)), terminal_(isatty(fileno(stderr)) != 0), start_s_(now_s()) {
+  enabled_ = enabled && (terminal_ || always);
+}
+
+ProgressLine::~ProgressLine() { clear(); }
+
+void ProgressLine::update(const std::string& phase, const std::string& detail) {
+  if (!enabled_) return;
+  const double t = now_s();
+  const bool new_phase = phase != phase_;
+  if (!new_phase && t - last_s_ < (terminal_ ? 0.1 : 5.0)) return;
+  phase_ = phase;
+  last_s_ = t;
+  const std::string text = fmt::format("{}: {} {} [{:.0f} s]", command_, phase, detail, t - start_s_);
+  if (terminal_) {
+    fmt::print(stderr, "\r\033[K{}", text);
+    drawn_ = true;
+  } else {
+    fmt::print(stderr, "{}\n", text);
+  }
+  std::fflush(stderr);
+}
+
+void ProgressLine::clear() {
+  if (drawn_) {
+    fmt::print(stderr, "\r\033[K");
+    std::fflush(stderr);
+  }
+  drawn_ = false;
 }
 
 }  // namespace gpusim::cli

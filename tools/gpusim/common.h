@@ -22,3 +22,29 @@ std::string shell_word(const std::string& word);
 std::string shell_command(const std::vector<std::string>& words);
 
 }  // namespace gpusim::cli
+
+namespace gpusim::cli {
+
+// A progress line on stderr for a long command. On a terminal it is redrawn in place, at most ten
+// times a second, and erased by clear() (or the destructor) before results print. Elsewhere (logs,
+// pipes) it prints nothing unless `always`: then one line per phase, and one every 5 s within it.
+//
+//   ProgressLine line("gpusim run", /*enabled=*/!quiet, /*always=*/force);
+//   line.update("compile", "37/356 kernels");
+//   line.clear();
+class ProgressLine {
+ public:
+  ProgressLine(std::string command, bool enabled, bool always);
+  ~ProgressLine();
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+  void update(const std::string& phase, const std::string& detail);
+  void clear();
+
+ private:
+  std::string command_, phase_;
+  bool terminal_ = false, enabled_ = false, drawn_ = false;
+  double start_s_ = 0, last_s_ = -1;
+};
+
+}  // namespace gpusim::cli
