@@ -36,6 +36,10 @@ std::string plan_search_document(const std::string& model, const Graph& g, const
 std::string profile_document(const GpuProfile& p);
 // {"profiles": [...]}: one entry per profile found, loaded or with its error.
 std::string profile_list_document(const std::vector<std::pair<ProfileEntry, Result<GpuProfile>>>& all);
+// gpusim.profiles-validate/1: {"profiles": [{name, path, valid, problems: [...], derived: [...]}],
+// "valid", "invalid"}. `problems` holds every problem found (a loader error has one per line);
+// `derived`, for a valid profile, the figures computed rather than read (rescaled peaks, ...).
+std::string profile_validation_document(const std::vector<std::pair<std::string, Result<GpuProfile>>>& results);
 // gpusim.validate/1: the report card per GPU and class; `mode` is datasheet, fit or
 // leave-one-gpu-out; `records` are the measurements the report indexes.
 std::string validation_document(const ValidationReport& rep, const std::vector<Measurement>& records,

@@ -83,6 +83,16 @@ struct KernelWork {
 enum class Bound { kCompute, kDram, kL2, kLatency };
 std::string_view bound_name(Bound b);
 
+// A tile in one short notation, as every table prints it. GEMM-like kernels (a tile with
+// block_m > 0): "128x64x32 256t s3" (block tile MxN, K step, threads a block, pipeline stages),
+// then " sk4" when K is split into 4 slices and " v8" when operand tiles load 8 elements at a time.
+// Other kernels: "256t v4 x2" (threads a block, elements a load, items each thread handles).
+std::string tile_notation(const TileConfig& t);
+// One line explaining tile_notation, printed under tables that show tiles.
+inline constexpr std::string_view kTileLegend =
+    "tile: MxNxK = block tile and K step; Nt = threads a block; sN = pipeline stages; skN = K split into N "
+    "slices; vN = elements a load (vector width); xN = items a thread";
+
 struct KernelCost {
   TileConfig tile;
   bool feasible = true;

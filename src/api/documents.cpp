@@ -246,6 +246,34 @@ std::string profile_document(const GpuProfile& p) {
   return j.dump(2, ' ', false, kInvalidUtf8);
 }
 
+std::string profile_validation_document(const std::vector<std::pair<std::string, Result<GpuProfile>>>& results) {
+  json arr = json::array();
+  int valid = 0;
+  for (const auto& [name, r] : results) {
+    json j{{"name", name}, {"valid", r.ok()}};
+    json problems = json::array(), derived = json::array();
+    if (r) {
+      ++valid;
+      j["path"] = r->source_path;
+      for (const std::string& a : r->assumptions) derived.push_back(a);
+    } else {
+      j["path"] = nullptr;
+      const std::string& m = r.error().message;
+      for (size_t at = 0; at <= m.size();) {
+        const size_t nl = std::min(m.find('\n', at), m.size());
+        if (nl > at) problems.push_back(m.substr(at, nl - at));
+        at = nl + 1;
+      }
+    }
+    j["problems"] = std::move(problems);
+    j["derived"] = std::move(derived);
+    arr.push_back(std::move(j));
+  }
+  const int total = static_cast<int>(results.size());
+  return json{{"schema", "gpusim.profiles-validate/1"}, {"profiles", arr}, {"valid", valid}, {"invalid", total - valid}}
+      .dump(2, ' ', false, kInvalidUtf8);
+}
+
 std::string profile_list_document(const std::vector<std::pair<ProfileEntry, Result<GpuProfile>>>& all) {
   json arr = json::array();
   for (const auto& [entry, profile] : all) {

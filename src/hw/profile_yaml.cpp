@@ -115,78 +115,119 @@ std::string range_text(const Spec& s) {
   return fmt::format("expected >= {}", s.lo);
 }
 
+// Checks a profile against the schema, collecting every problem (a profile's author fixes them all
+// in one pass): check() goes on past a bad value to the rest of the tree and returns the first
+// problem of the subtree it was given; problems() has them all, in document order.
 class Validator {
  public:
   explicit Validator(std::string file) : file_(std::move(file)) {}
 
   Status check(const YAML::Node& n, const Spec& s, const std::string& path) {
+    const size_t before = problems_.size();
+    check_tree(n, s, path);
+    if (problems_.size() == before) return Ok{};
+    return make_error(ErrorCode::kInvalidArgument, problems_[before]);
+  }
+
+  // Records a problem; returns it as an error for callers that stop at it.
+  Error fail(const std::string& path, const std::string& msg) {
+    problems_.push_back(fmt::format("{}: {}: {}", file_, path, msg));
+    flagged_.push_back(path);
+    return make_error(ErrorCode::kInvalidArgument, problems_.back());
+  }
+
+  const std::vector<std::string>& problems() const { return problems_; }
+  // Whether a problem was reported at `path`, above it or below it: checks across fields skip such
+  // values, so one mistake is reported once rather than again through every check that reads it.
+  bool flagged(const std::string& path) const {
+    const auto under = [](const std::string& a, const std::string& b) {  // a at or below b
+      return a == b || (a.size() > b.size() && a.compare(0, b.size(), b) == 0 && (a[b.size()] == '.' || a[b.size()] == '['));
+    };
+    for (const std::string& f : flagged_) {
+      if (f.empty() || under(path, f) || under(f, path)) return true;
+    }
+    return false;
+  }
+  // Checks the tree, adding its problems to problems().
+  void collect(const YAML::Node& n, const Spec& s, const std::string& path) { check_tree(n, s, path); }
+  // Every problem, one per line; Ok when there are none.
+  Status result() const {
+    if (problems_.empty()) return Ok{};
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("{}", fmt::join(problems_, "\n")));
+  }
+
+ private:
+  void check_tree(const YAML::Node& n, const Spec& s, const std::string& path) {
     switch (s.kind) {
       case Kind::kMap: {
-        if (!n.IsMap()) return fail(path, fmt::format("{} is not a mapping; expected keys {}", show(n), keys(s)));
+        if (!n.IsMap()) {
+          fail(path, fmt::format("{} is not a mapping; expected keys {}", show(n), keys(s)));
+          return;
+        }
         for (const auto& kv : n) {
           const std::string k = kv.first.Scalar();
           const Spec* child = find(s, k);
-          if (!child) return fail(join_path(path, k), fmt::format("unknown key; allowed here: {}", keys(s)));
-          if (auto st = check(kv.second, *child, join_path(path, k)); !st) return st;
+          if (!child) {
+            fail(join_path(path, k), fmt::format("unknown key; allowed here: {}", keys(s)));
+            continue;
+          }
+          check_tree(kv.second, *child, join_path(path, k));
         }
         for (const Spec& c : s.children) {
-          if (c.required && !n[c.key]) return fail(join_path(path, c.key), "missing; this key is required");
+          if (c.required && !n[c.key]) fail(join_path(path, c.key), "missing; this key is required");
         }
-        return Ok{};
+        return;
       }
       case Kind::kList: {
-        if (!n.IsSequence()) return fail(path, fmt::format("{} is not a list", show(n)));
+        if (!n.IsSequence()) {
+          fail(path, fmt::format("{} is not a list", show(n)));
+          return;
+        }
         Spec elem = s;
         elem.kind = Kind::kMap;
-        for (size_t i = 0; i < n.size(); ++i) {
-          if (auto st = check(n[i], elem, fmt::format("{}[{}]", path, i)); !st) return st;
-        }
-        return Ok{};
+        for (size_t i = 0; i < n.size(); ++i) check_tree(n[i], elem, fmt::format("{}[{}]", path, i));
+        return;
       }
       case Kind::kInt:
       case Kind::kNum: {
         double v;
         if (!n.IsScalar() || !YAML::convert<double>::decode(n, v) || !std::isfinite(v)) {
-          return fail(path, fmt::format("{} is not a number; {}", show(n), range_text(s)));
+          fail(path, fmt::format("{} is not a number; {}", show(n), range_text(s)));
+        } else if (s.kind == Kind::kInt && v != std::floor(v)) {
+          fail(path, fmt::format("{} is not a whole number; {}", n.Scalar(), range_text(s)));
+        } else if (s.lo_open ? v <= s.lo : v < s.lo) {
+          fail(path, fmt::format("{} {}; {}", n.Scalar(), v < 0 && s.lo >= 0 ? "is negative" : "is out of range",
+                                 range_text(s)));
+        } else if (v > s.hi) {
+          fail(path, fmt::format("{} is out of range; {}", n.Scalar(), range_text(s)));
         }
-        if (s.kind == Kind::kInt && v != std::floor(v)) {
-          return fail(path, fmt::format("{} is not a whole number; {}", n.Scalar(), range_text(s)));
-        }
-        const bool below = s.lo_open ? v <= s.lo : v < s.lo;
-        if (below || v > s.hi) {
-          const char* what = v < 0 && s.lo >= 0 ? "is negative" : "is out of range";
-          return fail(path, fmt::format("{} {}; {}", n.Scalar(), what, range_text(s)));
-        }
-        return Ok{};
+        return;
       }
       case Kind::kStr:
-        if (!n.IsScalar()) return fail(path, fmt::format("{} is not a string", show(n)));
-        return Ok{};
-      case Kind::kEnum: {
+        if (!n.IsScalar()) fail(path, fmt::format("{} is not a string", show(n)));
+        return;
+      case Kind::kEnum:
         if (!n.IsScalar() || std::find(s.allowed.begin(), s.allowed.end(), n.Scalar()) == s.allowed.end()) {
-          return fail(path, fmt::format("{} is not one of {}", show(n), fmt::join(s.allowed, ", ")));
+          fail(path, fmt::format("{} is not one of {}", show(n), fmt::join(s.allowed, ", ")));
         }
-        return Ok{};
-      }
+        return;
       case Kind::kStrMap:
-        if (!n.IsMap()) return fail(path, fmt::format("{} is not a mapping of path -> source", show(n)));
+        if (!n.IsMap()) {
+          fail(path, fmt::format("{} is not a mapping of path -> source", show(n)));
+          return;
+        }
         for (const auto& kv : n) {
           if (!kv.second.IsScalar() || kv.second.Scalar().empty()) {
-            return fail(join_path(path, kv.first.Scalar()), "must be a non-empty string naming the source");
+            fail(join_path(path, kv.first.Scalar()), "must be a non-empty string naming the source");
           }
         }
-        return Ok{};
+        return;
       case Kind::kCalibrated:
-        return check_calibrated(n, path);
+        check_calibrated(n, path);
+        return;
     }
-    return Ok{};
   }
 
-  Error fail(const std::string& path, const std::string& msg) const {
-    return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: {}: {}", file_, path, msg));
-  }
-
- private:
   static const Spec* find(const Spec& s, const std::string& k) {
     for (const Spec& c : s.children) {
       if (c.key == k) return &c;
@@ -208,20 +249,27 @@ class Validator {
   // calibrated: {device, date, driver, command, <group>: {<figure>: {value, p50, p95, repeats, unit}}}.
   // Groups mirror the profile's own mappings; a figure of `memory` is a dotted path in it
   // ("dram.latency_ns", "l2.size_mb"), checked against the profile schema's range.
-  Status check_calibrated(const YAML::Node& n, const std::string& path) {
-    if (!n.IsMap()) return fail(path, "is not a mapping");
+  void check_calibrated(const YAML::Node& n, const std::string& path) {
+    if (!n.IsMap()) {
+      fail(path, "is not a mapping");
+      return;
+    }
     static const std::set<std::string> kGroups = {"efficiency", "launch", "memory", "compute"};
     for (const auto& kv : n) {
       const std::string k = kv.first.Scalar();
       const std::string p = join_path(path, k);
       if (k == "device" || k == "date" || k == "driver" || k == "command") {
-        if (!kv.second.IsScalar()) return fail(p, fmt::format("{} is not a string", show(kv.second)));
+        if (!kv.second.IsScalar()) fail(p, fmt::format("{} is not a string", show(kv.second)));
         continue;
       }
       if (!kGroups.count(k)) {
-        return fail(p, "unknown key; allowed here: device, date, driver, command, efficiency, launch, memory, compute");
+        fail(p, "unknown key; allowed here: device, date, driver, command, efficiency, launch, memory, compute");
+        continue;
       }
-      if (!kv.second.IsMap()) return fail(p, fmt::format("{} is not a mapping of figure -> {{value, p50, p95, ...}}", show(kv.second)));
+      if (!kv.second.IsMap()) {
+        fail(p, fmt::format("{} is not a mapping of figure -> {{value, p50, p95, ...}}", show(kv.second)));
+        continue;
+      }
       const Spec& target = *find(schema(), k);
       for (const auto& fig : kv.second) {
         const std::string name = fig.first.Scalar();
@@ -231,20 +279,20 @@ class Validator {
                                                 : nullptr)
                                          : find(target, name);
         if (!t) {
-          return fail(join_path(p, name), fmt::format("unknown key; allowed here: {}",
-                                                      k == "memory"    ? kCalibratedMemory
-                                                      : k == "compute" ? fmt::format("{}", fmt::join(kCalibratedCompute, ", "))
-                                                                       : keys(target)));
+          fail(join_path(p, name), fmt::format("unknown key; allowed here: {}",
+                                               k == "memory"    ? kCalibratedMemory
+                                               : k == "compute" ? fmt::format("{}", fmt::join(kCalibratedCompute, ", "))
+                                                                : keys(target)));
+          continue;
         }
         static const Spec kFigure = map("", {num("value", -kInf, kInf, true), num("p50", -kInf, kInf),
                                              num("p95", -kInf, kInf), integer("repeats", 1, 1e12), str("unit")});
-        if (auto st = check(fig.second, kFigure, join_path(p, name)); !st) return st;
+        if (auto st = check(fig.second, kFigure, join_path(p, name)); !st) continue;
         Spec value_spec = *t;
         value_spec.key = "value";
-        if (auto st = check(fig.second["value"], value_spec, join_path(join_path(p, name), "value")); !st) return st;
+        check_tree(fig.second["value"], value_spec, join_path(join_path(p, name), "value"));
       }
     }
-    return Ok{};
   }
 
   // The compute figures calibration measures (a figure of the `compute` mapping), in the order errors list them.
@@ -262,6 +310,8 @@ class Validator {
   }
 
   std::string file_;
+  std::vector<std::string> problems_;
+  std::vector<std::string> flagged_;  // the paths of problems_
 };
 
 // Deep merge: mappings merge key by key, anything else in `over` replaces `base`.
@@ -534,9 +584,76 @@ void apply_assumptions(GpuProfile& p) {
   assume_absent(p.launch.latency_floor_us, 2.0, "kernel latency floor 2 us");
 }
 
+std::optional<double> finite_number(const YAML::Node& n) {
+  double d;
+  if (n && n.IsScalar() && YAML::convert<double>::decode(n, d) && std::isfinite(d)) return d;
+  return std::nullopt;
+}
+
+// A profile that extends another with more or fewer units, or another boost clock, but gives no
+// peaks of its own would inherit its parent's peaks, wrong by that ratio. The figures that scale
+// with units x clock (vector and matrix TFLOPS, shared-memory bandwidth) are rescaled where the
+// child does not set them, each with a source saying so, and `derived` gets one line naming them.
+void rescale_inherited_peaks(const YAML::Node& base, const YAML::Node& child, YAML::Node& merged,
+                             const std::string& parent, std::vector<std::string>* derived) {
+  if (!base["compute"] || !child["compute"]) return;  // (operator[] of an absent key is not a node to ask more of)
+  const YAML::Node bc = base["compute"], cc = child["compute"];
+  if (!bc.IsMap() || !cc.IsMap()) return;
+  const auto bu = finite_number(bc["units"]), bclk = finite_number(bc["boost_clock_mhz"]);
+  if (!bu || !bclk || *bu <= 0 || *bclk <= 0) return;
+  const double cu = finite_number(cc["units"]).value_or(*bu), cclk = finite_number(cc["boost_clock_mhz"]).value_or(*bclk);
+  if (cu <= 0 || cclk <= 0) return;  // refused by the schema
+  const double ratio = (cu * cclk) / (*bu * *bclk);
+  if (std::abs(ratio - 1.0) < 1e-9) return;
+  const std::string why = fmt::format("{}'s figure scaled by units x boost clock, ({:g} x {:g} MHz) / ({:g} x {:g} MHz) "
+                                      "= {:.4g}: this profile changes them without giving its own",
+                                      parent, cu, cclk, *bu, *bclk, ratio);
+  YAML::Node mc = merged["compute"];
+  if (!merged["sources"].IsMap()) merged["sources"] = YAML::Node(YAML::NodeType::Map);
+  YAML::Node sources = merged["sources"];
+  const auto scaled = [&](double v) { return std::round(v * ratio * 1e4) / 1e4; };
+  std::vector<std::string> names;
+  if (bc["vector_tflops"] && bc["vector_tflops"].IsMap()) {
+    for (const auto& kv : bc["vector_tflops"]) {
+      const std::string key = kv.first.Scalar();
+      if (cc["vector_tflops"] && cc["vector_tflops"].IsMap() && cc["vector_tflops"][key]) continue;
+      if (auto v = finite_number(kv.second)) {
+        mc["vector_tflops"][key] = scaled(*v);
+        sources["compute.vector_tflops." + key] = why;
+        names.push_back("vector_tflops." + key);
+      }
+    }
+  }
+  if (!cc["matrix_tflops"] && bc["matrix_tflops"] && bc["matrix_tflops"].IsSequence()) {
+    YAML::Node list(YAML::NodeType::Sequence);
+    for (const auto& m : bc["matrix_tflops"]) {
+      YAML::Node e = YAML::Clone(m);
+      if (auto v = finite_number(m["tflops"])) e["tflops"] = scaled(*v);
+      list.push_back(e);
+    }
+    mc["matrix_tflops"] = list;
+    sources["compute.matrix_tflops"] = why;
+    names.push_back("matrix_tflops");
+  }
+  if (!cc["shared_memory_bandwidth_gbps"]) {
+    if (auto v = finite_number(bc["shared_memory_bandwidth_gbps"])) {
+      mc["shared_memory_bandwidth_gbps"] = scaled(*v);
+      sources["compute.shared_memory_bandwidth_gbps"] = why;
+      names.push_back("shared_memory_bandwidth_gbps");
+    }
+  }
+  if (derived != nullptr && !names.empty()) {
+    derived->push_back(fmt::format("compute.{{{}}} rescaled from {}: {:g} units at {:g} MHz against its {:g} at {:g} MHz "
+                                   "(x{:.4g}); give this profile's own figures to override",
+                                   fmt::join(names, ", "), parent, cu, cclk, *bu, *bclk, ratio));
+  }
+}
+
 // `text`: the profile's YAML when it comes from memory (then `path` only names it in messages).
+// `derived` (may be null) hears of figures computed rather than inherited as written.
 Result<YAML::Node> load_merged(const std::string& path, const std::vector<std::string>& dirs,
-                               std::vector<std::string>& chain, const std::string* text = nullptr) {
+                               std::vector<std::string>& chain, const std::string* text = nullptr,
+                               std::vector<std::string>* derived = nullptr) {
   auto node = text != nullptr ? parse_yaml_text(*text, path) : read_yaml(path);
   if (!node) return node.error();
   if (chain.empty()) chain.push_back(fs::path(path).stem().string());
@@ -566,11 +683,14 @@ Result<YAML::Node> load_merged(const std::string& path, const std::vector<std::s
                                   fmt::join(dirs, ", ")));
   }
   chain.push_back(parent);
-  auto base = load_merged(parent_path, dirs, chain);
+  auto base = load_merged(parent_path, dirs, chain, nullptr, derived);
   if (!base) return base.error();
-  if (auto st = Validator(parent_path).check(*base, schema(), ""); !st) return st.error();
-  YAML::Node merged = merge(*base, *node);
+  Validator parent_check(parent_path);
+  parent_check.collect(*base, schema(), "");
+  if (auto st = parent_check.result(); !st) return st.error();
+  YAML::Node merged = merge(YAML::Clone(*base), *node);
   merged.remove("extends");
+  rescale_inherited_peaks(*base, *node, merged, parent, derived);
   return merged;
 }
 
@@ -594,60 +714,88 @@ namespace {
 
 Result<GpuProfile> load_profile_from(const std::string& path, const std::vector<std::string>& dirs,
                                      const std::string* text) {
-  std::vector<std::string> chain;
-  auto y = load_merged(path, dirs, chain, text);
+  std::vector<std::string> chain, derived;
+  auto y = load_merged(path, dirs, chain, text, &derived);
   if (!y) return y.error();
+  // Every problem at once: the schema, then the checks across fields (on the values that are
+  // numbers; a value the schema refused is reported once, by the schema).
   Validator v(path);
-  if (auto st = v.check(*y, schema(), ""); !st) return st.error();
+  v.collect(*y, schema(), "");
+  // A value the schema accepted, as a number; nothing where the schema reported a problem at it.
+  const auto number = [&v](const YAML::Node& n, const std::string& at) -> std::optional<double> {
+    if (v.flagged(at)) return std::nullopt;
+    return finite_number(n);
+  };
   const std::string stem = fs::path(path).stem().string();
-  if ((text == nullptr || fs::path(path).extension() == ".yaml") && (*y)["name"].as<std::string>() != stem) {
-    return v.fail("name", fmt::format("\"{}\" does not match the file name \"{}\"; rename one of them",
-                                      (*y)["name"].as<std::string>(), stem));
+  const YAML::Node name = (*y)["name"];
+  if ((text == nullptr || fs::path(path).extension() == ".yaml") && name && name.IsScalar() && name.Scalar() != stem) {
+    v.fail("name", fmt::format("\"{}\" does not match the file name \"{}\"; rename one of them", name.Scalar(), stem));
   }
-  if ((*y)["power"]["idle_w"].as<double>() >= (*y)["power"]["tdp_w"].as<double>()) {
-    return v.fail("power.idle_w", fmt::format("{} is not below tdp_w ({})", (*y)["power"]["idle_w"].Scalar(),
-                                              (*y)["power"]["tdp_w"].Scalar()));
+  const YAML::Node power = (*y)["power"];
+  if (power.IsMap()) {
+    const auto idle = number(power["idle_w"], "power.idle_w"), tdp = number(power["tdp_w"], "power.tdp_w");
+    if (idle && tdp && *idle >= *tdp) {
+      v.fail("power.idle_w", fmt::format("{} is not below tdp_w ({})", power["idle_w"].Scalar(), power["tdp_w"].Scalar()));
+    }
   }
   const YAML::Node c = (*y)["compute"];
-  if (c["shared_memory_per_block_kb"].as<double>() > c["shared_memory_per_unit_kb"].as<double>()) {
-    return v.fail("compute.shared_memory_per_block_kb",
-                  fmt::format("{} exceeds shared_memory_per_unit_kb ({})", c["shared_memory_per_block_kb"].Scalar(),
-                              c["shared_memory_per_unit_kb"].Scalar()));
-  }
-  // The base and sustained clocks lie at or below the boost clock the peaks are quoted at. (A
-  // calibrated sustained clock is a measurement and may exceed the datasheet boost clock.)
-  for (const char* key : {"base_clock_mhz", "sustained_clock_mhz"}) {
-    if (c[key] && c[key].as<double>() > c["boost_clock_mhz"].as<double>()) {
-      return v.fail(std::string("compute.") + key,
-                    fmt::format("{} exceeds boost_clock_mhz ({}); it must be at most the boost clock: {}", c[key].Scalar(),
-                                c["boost_clock_mhz"].Scalar(),
-                                std::string(key) == "base_clock_mhz"
-                                    ? "give the datasheet base clock, or fix boost_clock_mhz"
-                                    : "give the clock held under sustained load, or omit it to have it derived"));
+  if (c.IsMap()) {
+    const auto block = number(c["shared_memory_per_block_kb"], "compute.shared_memory_per_block_kb");
+    const auto unit = number(c["shared_memory_per_unit_kb"], "compute.shared_memory_per_unit_kb");
+    if (block && unit && *block > *unit) {
+      v.fail("compute.shared_memory_per_block_kb",
+             fmt::format("{} exceeds shared_memory_per_unit_kb ({})", c["shared_memory_per_block_kb"].Scalar(),
+                         c["shared_memory_per_unit_kb"].Scalar()));
+    }
+    // The base and sustained clocks lie at or below the boost clock the peaks are quoted at. (A
+    // calibrated sustained clock is a measurement and may exceed the datasheet boost clock.)
+    const auto boost = number(c["boost_clock_mhz"], "compute.boost_clock_mhz");
+    for (const char* key : {"base_clock_mhz", "sustained_clock_mhz"}) {
+      const auto clock = number(c[key], std::string("compute.") + key);
+      if (clock && boost && *clock > *boost) {
+        v.fail(std::string("compute.") + key,
+               fmt::format("{} exceeds boost_clock_mhz ({}); it must be at most the boost clock: {}", c[key].Scalar(),
+                           c["boost_clock_mhz"].Scalar(),
+                           std::string(key) == "base_clock_mhz"
+                               ? "give the datasheet base clock, or fix boost_clock_mhz"
+                               : "give the clock held under sustained load, or omit it to have it derived"));
+      }
     }
   }
   const YAML::Node h = (*y)["host_link"];
-  if (h["type"].as<std::string>() == "pcie" && !(h["bandwidth_gbps"] || (h["generation"] && h["lanes"]))) {
-    return v.fail("host_link", "a pcie link needs generation and lanes (or bandwidth_gbps)");
+  if (h.IsMap() && !v.flagged("host_link") && h["type"].IsScalar() && h["type"].Scalar() == "pcie" &&
+      !(h["bandwidth_gbps"] || (h["generation"] && h["lanes"]))) {
+    v.fail("host_link", "a pcie link needs generation and lanes (or bandwidth_gbps)");
   }
-  // Every datasheet figure has a source.
-  std::set<std::string> sources;
-  for (const auto& kv : (*y)["sources"]) sources.insert(kv.first.Scalar());
-  std::vector<std::string> figures;
-  std::set<std::string> paths;
-  for (const char* section : {"compute", "memory", "host_link", "launch", "power"}) {
-    if ((*y)[section]) figure_paths((*y)[section], section, figures, paths);
-  }
-  for (const std::string& f : figures) {
-    if (!covered(f, sources)) {
-      return v.fail("sources", fmt::format("no source for {}; add a sources entry for it or for a prefix such as "
-                                           "\"{}\"",
-                                           f, f.substr(0, f.find_first_of(".["))));
+  // Every datasheet figure has a source (checked when `sources` itself is a mapping; the figures
+  // without one are listed in one problem).
+  if ((*y)["sources"].IsMap() && !v.flagged("sources")) {
+    std::set<std::string> sources;
+    for (const auto& kv : (*y)["sources"]) sources.insert(kv.first.Scalar());
+    std::vector<std::string> figures, unsourced;
+    std::set<std::string> paths;
+    for (const char* section : {"compute", "memory", "host_link", "launch", "power"}) {
+      if ((*y)[section]) figure_paths((*y)[section], section, figures, paths);
+    }
+    for (const std::string& f : figures) {
+      if (!covered(f, sources)) unsourced.push_back(f);
+    }
+    if (!unsourced.empty()) {
+      const std::string& f = unsourced.front();
+      constexpr size_t kListed = 4;
+      const size_t listed = std::min(unsourced.size(), kListed);
+      v.fail("sources", fmt::format("no source for {}{}; add a sources entry for {} or for a prefix such as \"{}\"",
+                                    fmt::join(unsourced.begin(), unsourced.begin() + static_cast<long>(listed), ", "),
+                                    unsourced.size() > listed ? fmt::format(" and {} more", unsourced.size() - listed) : "",
+                                    unsourced.size() > 1 ? "each" : "it", f.substr(0, f.find_first_of(".["))));
+    }
+    for (const std::string& s : sources) {
+      if (!paths.count(s) && !v.flagged(s)) {
+        v.fail("sources." + s, "names no figure in this profile; remove it or fix the path");
+      }
     }
   }
-  for (const std::string& s : sources) {
-    if (!paths.count(s)) return v.fail("sources." + s, "names no figure in this profile; remove it or fix the path");
-  }
+  if (auto st = v.result(); !st) return st.error();
   GpuProfile p = convert(*y);
   // Efficiencies the profile does not set come from its vendor's fitted defaults, if any.
   auto defaults = load_vendor_efficiency(dirs);
@@ -664,6 +812,7 @@ Result<GpuProfile> load_profile_from(const std::string& path, const std::vector<
   }
   p.source_path = path;
   p.extends_chain.assign(chain.begin() + (chain.empty() ? 0 : 1), chain.end());  // parents only
+  for (std::string& d : derived) p.assumptions.push_back(std::move(d));
   if ((*y)["calibrated"]) apply_calibration((*y)["calibrated"], p);
   apply_assumptions(p);
   return p;

@@ -26,11 +26,12 @@ std::string normalized(std::string s) {
 }
 
 std::string tile_text(const KernelWork& w, const TileConfig& t) {
-  if (t.block_m > 0 && (w.cls == OpClass::kGemm || w.cls == OpClass::kConv || w.cls == OpClass::kAttention)) {
-    return fmt::format("{}x{}x{} {}t s{}{}", t.block_m, t.block_n, t.block_k, t.threads, t.stages,
-                       t.split_k > 1 ? fmt::format(" k{}", t.split_k) : "");
+  if (t.block_m > 0 && !(w.cls == OpClass::kGemm || w.cls == OpClass::kConv || w.cls == OpClass::kAttention)) {
+    TileConfig flat = t;  // a GEMM-shaped tile on a kernel priced by threads: show what is priced
+    flat.block_m = 0;
+    return tile_notation(flat);
   }
-  return fmt::format("{}t v{} x{}", t.threads, t.vector_width, t.items_per_thread);
+  return tile_notation(t);
 }
 
 // Plain roofline of a kernel: the larger of its FLOPs at the datasheet peak it may use and its

@@ -95,13 +95,16 @@ gpusim::Result<GpuProfile> load_fixture(const std::string& text, std::string* pa
   return gpusim::load_profile(path, {dir});
 }
 
-// Loads kBase with `from` replaced by `to`; the load must fail with exactly "FILE: " + expected.
+// Loads kBase with `from` replaced by `to`; the load must fail with exactly "FILE: " + expected,
+// where each further line of `expected` (every problem is reported) also starts with "FILE: ".
 void check_error(const std::string& from, const std::string& to, const std::string& expected) {
   std::string path;
   const auto p = load_fixture(replace(kBase, from, to), &path);
   INFO("mutation: " << from << " -> " << to);
   REQUIRE_FALSE(p.ok());
-  CHECK(p.error().message == path + ": " + expected);
+  std::string want = path + ": ";
+  for (char c : expected) want += c == '\n' ? "\n" + path + ": " : std::string(1, c);
+  CHECK(p.error().message == want);
 }
 
 GpuProfile load_ok(const std::string& text) {
@@ -288,7 +291,9 @@ TEST_CASE("a number out of range names the range", "[profiles][errors]") {
   check_error("power: {tdp_w: 170, idle_w: 15}\n", "power: {tdp_w: 170, idle_w: 15}\nefficiency: {vector_flops: 0}\n",
               "efficiency.vector_flops: 0 is out of range; expected > 0 and <= 1");
   check_error("power: {tdp_w: 170, idle_w: 15}\n", "power: {tdp_w: 170, idle_w: 15}\nlaunch: {overhead_us: 5000}\n",
-              "launch.overhead_us: 5000 is out of range; expected 0 to 1000");
+              "launch.overhead_us: 5000 is out of range; expected 0 to 1000\n"
+              "sources: no source for launch.overhead_us; add a sources entry for it or for a prefix such as "
+              "\"launch\"");
 }
 
 TEST_CASE("base and sustained clocks load, and are 0 when absent", "[profiles]") {
@@ -348,7 +353,10 @@ TEST_CASE("the clock checks apply after extends merging", "[profiles][extends][e
   const auto s = gpusim::load_profile(slow, {dir});
   REQUIRE_FALSE(s.ok());
   CHECK(s.error().message == slow + ": compute.base_clock_mhz: 1320 exceeds boost_clock_mhz (1200); it must be at most "
-                                    "the boost clock: give the datasheet base clock, or fix boost_clock_mhz");
+                                    "the boost clock: give the datasheet base clock, or fix boost_clock_mhz\n" +
+                                    slow + ": compute.sustained_clock_mhz: 1600 exceeds boost_clock_mhz (1200); it must "
+                                    "be at most the boost clock: give the clock held under sustained load, or omit it "
+                                    "to have it derived");
 }
 
 TEST_CASE("a calibrated sustained clock overrides the profile's and may exceed boost", "[profiles][calibrated]") {
@@ -456,12 +464,14 @@ TEST_CASE("a pcie link needs generation and lanes or a bandwidth", "[profiles][e
 
 TEST_CASE("every figure needs a source", "[profiles][errors]") {
   check_error("  power: \"fixture\"\n", "",
-              "sources: no source for power.tdp_w; add a sources entry for it or for a prefix such as \"power\"");
+              "sources: no source for power.tdp_w, power.idle_w; add a sources entry for each or for a prefix such as "
+              "\"power\"");
   check_error("  memory: \"fixture\"\n", "  memory.dram: \"fixture\"\n  memory.l1: \"fixture\"\n",
               "sources: no source for memory.l2.size_mb; add a sources entry for it or for a prefix such as "
               "\"memory\"");
   check_error("  compute: \"fixture\"\n", "  compute.units: \"fixture\"\n",
-              "sources: no source for compute.boost_clock_mhz; add a sources entry for it or for a prefix such as "
+              "sources: no source for compute.boost_clock_mhz, compute.warp_size, compute.max_threads_per_unit, "
+              "compute.max_blocks_per_unit and 9 more; add a sources entry for each or for a prefix such as "
               "\"compute\"");
   // A list element is covered by the list's path.
   load_ok(replace(kBase, "  compute: \"fixture\"\n",
@@ -1149,4 +1159,59 @@ TEST_CASE("an ambiguous GPU name lists what it matches and a misspelt one the cl
   REQUIRE_FALSE(typo.ok());
   CHECK_THAT(typo.error().message, Catch::Contains("no GPU profile named \"nvidia-rtx-3600\"; closest: nvidia-rtx-3060"));
   CHECK_THAT(typo.error().message, Catch::Contains("`gpusim profiles list` shows all"));
+}
+
+TEST_CASE("a profile's problems are all reported at once", "[profiles][errors]") {
+  // Three independent mistakes: each named, in document order, one a line.
+  std::string text = replace(kBase, "  units: 28\n", "  units: -4\n");
+  text = replace(text, "  warp_size: 32\n", "  warp_size: 48\n");
+  text = replace(text, "power: {tdp_w: 170, idle_w: 15}\n", "power: {tdp_w: 170, idle_w: 15, peak_w: 300}\n");
+  std::string path;
+  const auto p = load_fixture(text, &path);
+  REQUIRE_FALSE(p.ok());
+  CHECK(p.error().message ==
+        path + ": compute.units: -4 is negative; expected 1 to 1024\n" + path +
+            ": compute.warp_size: \"48\" is not one of 8, 16, 32, 64\n" + path +
+            ": power.peak_w: unknown key; allowed here: tdp_w, idle_w");
+  // A value the schema refused is not reported again by the checks that read it.
+  std::string clocks = replace(kBase, "  boost_clock_mhz: 1777\n", "  boost_clock_mhz: 1777\n  base_clock_mhz: 9000\n");
+  const auto c = load_fixture(clocks, &path);
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.error().message == path + ": compute.base_clock_mhz: 9000 is out of range; expected 100 to 5000");
+}
+
+TEST_CASE("extends with other units or clock rescales the inherited peaks", "[profiles][extends]") {
+  const std::string dir = fixture_dir();
+  write_profile(dir, "base-gpu", replace(kBase, "name: fixture-gpu", "name: base-gpu"));
+  // A cut-down part: 14 of 28 units at the same clock, no peaks of its own: half the base's.
+  const std::string cut = write_profile(dir, "cut-gpu", "name: cut-gpu\nextends: base-gpu\ncompute:\n  units: 14\n"
+                                                         "sources:\n  compute.units: \"fixture\"\n");
+  const auto c = gpusim::load_profile(cut, {dir});
+  INFO((c ? std::string() : c.error().message));
+  REQUIRE(c.ok());
+  CHECK(c->vector_tflops(Precision::kFp32) == Approx(6.37));
+  CHECK(c->compute.matrix_tflops.at(0).tflops == Approx(12.75));
+  CHECK(c->compute.matrix_tflops.at(1).tflops == Approx(25.5));
+  CHECK_THAT(c->sources.at("compute.vector_tflops.fp32"),
+             Catch::Contains("base-gpu's figure scaled by units x boost clock, (14 x 1777 MHz) / (28 x 1777 MHz) = 0.5"));
+  bool noted = false;
+  for (const auto& a : c->assumptions) noted = noted || a.find("rescaled from base-gpu") != std::string::npos;
+  CHECK(noted);
+  // A faster clock with its own fp32 figure: that one is kept, the rest scale.
+  const std::string fast =
+      write_profile(dir, "fast-gpu", "name: fast-gpu\nextends: base-gpu\ncompute:\n  boost_clock_mhz: 2132.4\n"
+                                     "  vector_tflops: {fp32: 15.0}\nsources:\n  compute.boost_clock_mhz: \"fixture\"\n"
+                                     "  compute.vector_tflops.fp32: \"fixture\"\n");
+  const auto f = gpusim::load_profile(fast, {dir});
+  INFO((f ? std::string() : f.error().message));
+  REQUIRE(f.ok());
+  CHECK(f->vector_tflops(Precision::kFp32) == Approx(15.0));
+  CHECK(f->vector_tflops(Precision::kFp16) == Approx(12.74 * 1.2).epsilon(1e-3));
+  CHECK(f->compute.matrix_tflops.at(0).tflops == Approx(25.5 * 1.2).epsilon(1e-3));
+  // The same units and clock: inherited unchanged, nothing noted.
+  const std::string same = write_profile(dir, "same-gpu", "name: same-gpu\nextends: base-gpu\npower: {tdp_w: 150}\n");
+  const auto s = gpusim::load_profile(same, {dir});
+  REQUIRE(s.ok());
+  CHECK(s->vector_tflops(Precision::kFp32) == Approx(12.74));
+  for (const auto& a : s->assumptions) CHECK(a.find("rescaled") == std::string::npos);
 }

@@ -7,6 +7,7 @@
 #include "firewall.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -439,4 +440,36 @@ TEST_CASE("run draws progress on stderr when asked and --quiet silences it", "[c
   REQUIRE(dev.rc == 0);
   CHECK_THAT(dev.out, Catch::Contains("gpusim run: compile 0/") && Catch::Contains(" kernels [") &&
                           Catch::Contains(" launches [") && Catch::Contains("gpusim run: check (CPU reference) 0/"));
+}
+
+TEST_CASE("profiles validate lists every problem and answers --json", "[cli][profiles]") {
+  const std::string dir = gpusim::test::temp_dir() + "/validate-cli";
+  std::filesystem::create_directories(dir);
+  std::string text = gpusim::test::file_bytes(gpusim::test::source_dir() + "/gpu_profiles/nvidia/nvidia-t4.yaml");
+  REQUIRE(!text.empty());
+  const auto swap = [&text](const std::string& from, const std::string& to) {
+    const size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, from.size(), to);
+  };
+  swap("name: nvidia-t4", "name: broken-t4");
+  swap("warp_size: 32", "warp_size: 48");
+  swap("tdp_w: 70", "tdp_w: -70");
+  const std::string bad = dir + "/broken-t4.yaml";
+  std::ofstream(bad) << text;
+  const Run r = run_gpusim("profiles validate " + bad);
+  INFO(r.out);
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.out, Catch::Contains("FAIL " + bad + ": 2 problems") && Catch::Contains("compute.warp_size: \"48\"") &&
+                        Catch::Contains("power.tdp_w: -70 is negative"));
+  const Run j = run_gpusim("profiles validate " + bad + " nvidia-t4 --json");
+  INFO(j.out);
+  CHECK(j.rc == 1);
+  const auto doc = nlohmann::json::parse(j.out);
+  CHECK(doc["schema"] == "gpusim.profiles-validate/1");
+  CHECK(doc["invalid"] == 1);
+  CHECK(doc["profiles"][0]["problems"].size() == 2);
+  CHECK(doc["profiles"][1]["valid"] == true);
+  const Run ok = run_gpusim("profiles validate nvidia-t4 --json");
+  CHECK(ok.rc == 0);
 }

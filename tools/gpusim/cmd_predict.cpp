@@ -32,14 +32,6 @@ struct Args {
   std::string runtime;
 };
 
-std::string tile_str(const KernelCost& c) {
-  if (c.tile.block_m > 0) {
-    return fmt::format("{}x{}x{}{}", c.tile.block_m, c.tile.block_n, c.tile.block_k,
-                       c.tile.split_k > 1 ? fmt::format(" sk{}", c.tile.split_k) : "");
-  }
-  return fmt::format("{}t v{}", c.tile.threads, c.tile.vector_width);
-}
-
 void print_text(const Prediction& p, const GpuProfile& gpu, bool all) {
   double h2d = 0, d2h = 0;
   for (const auto& t : p.transfers) (t.to_device ? h2d : d2h) += t.duration_us;
@@ -58,16 +50,17 @@ void print_text(const Prediction& p, const GpuProfile& gpu, bool all) {
   std::stable_sort(order.begin(), order.end(),
                    [](const auto* a, const auto* b) { return a->cost.total_us > b->cost.total_us; });
   const size_t shown = all ? order.size() : std::min<size_t>(order.size(), 25);
-  fmt::print("{:>10} {:>6} {:<8} {:>9} {:>8} {:>7} {:>6} {:>5} {:<14} {:<22} {}\n", "time_us", "share", "bound",
+  fmt::print("{:>10} {:>6} {:<8} {:>9} {:>8} {:>7} {:>6} {:>5} {:<22} {:<22} {}\n", "time_us", "share", "bound",
              "TFLOP/s", "GB/s", "CTAs", "waves", "occ", "tile", "op", "node");
   for (size_t i = 0; i < shown; ++i) {
     const PlannedKernel& k = *order[i];
     const KernelCost& c = k.cost;
-    fmt::print("{:>10.1f} {:>5.1f}% {:<8} {:>9.2f} {:>8.1f} {:>7} {:>6} {:>5.2f} {:<14} {:<22} {}\n", c.total_us,
+    fmt::print("{:>10.1f} {:>5.1f}% {:<8} {:>9.2f} {:>8.1f} {:>7} {:>6} {:>5.2f} {:<22} {:<22} {}\n", c.total_us,
                100 * c.total_us / p.kernels_us, bound_name(c.bound), p.achieved_tflops(k), p.achieved_gbps(k), c.ctas,
-               c.waves, c.occupancy, tile_str(c), k.op_type + (c.matrix_units ? " [mma]" : ""), k.name);
+               c.waves, c.occupancy, tile_notation(c.tile), k.op_type + (c.matrix_units ? " [mma]" : ""), k.name);
   }
   if (shown < order.size()) fmt::print("... {} more kernels (--all lists every one)\n", order.size() - shown);
+  fmt::print("{}; [mma] = on the matrix units\n", kTileLegend);
   // Time by class and bound.
   std::map<std::string, double> by_class, by_bound;
   for (const auto& k : p.kernels) {
@@ -82,12 +75,12 @@ void print_text(const Prediction& p, const GpuProfile& gpu, bool all) {
   for (const auto& n : p.notes) fmt::print("  - {}\n", n);
 }
 
-void add_common(CLI::App* cmd, Args& a) {
+void add_common(CLI::App* cmd, Args& a, std::string_view schema) {
   cmd->add_option("model", a.model, "The .onnx file (weights are not needed)")->required();
   cmd->add_option("--dtype", a.dtype, "Re-type the graph's float tensors: fp32, fp16 or bf16");
   cmd->add_option("--dim", a.dims, "Set a symbolic input dim: NAME=VALUE or INPUT:AXIS=VALUE (repeatable)");
   cmd->add_option("--profiles", a.profile_dirs, "Extra directory of GPU profiles, searched first (repeatable)");
-  cmd->add_flag("--json", a.json, "Print machine-readable JSON (schema gpusim.predict/1, see README)");
+  cmd->add_flag("--json", a.json, fmt::format("Print machine-readable JSON (schema {}, see README)", schema));
   cmd->add_option("--runtime", a.runtime,
                   "What launches the kernels: gpusim (default: gpusim's executor), cuda-graph, pytorch-eager, or a "
                   "runtime YAML (runtimes/)");
@@ -124,7 +117,7 @@ std::optional<Model> load(const Args& a, const char* cmd, const Session& s, Pred
 void add_predict(CLI::App& app, int& rc) {
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("predict", "Predict the latency of a graph on a GPU, kernel by kernel");
-  add_common(cmd, *a);
+  add_common(cmd, *a, "gpusim.predict/1");
   cmd->add_option("--gpu", a->gpu, "GPU profile name (gpusim profiles list) or a .yaml path")->required();
   cmd->add_option("--trace", a->trace, "Write the timeline as Chrome trace-event JSON (Perfetto, chrome://tracing)");
   cmd->add_flag("--all", a->all, "List every kernel, not the 25 slowest");
@@ -184,7 +177,7 @@ void add_predict(CLI::App& app, int& rc) {
 void add_compare(CLI::App& app, int& rc) {
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("compare", "Predict one graph on several GPUs, side by side");
-  add_common(cmd, *a);
+  add_common(cmd, *a, "gpusim.compare/1");
   cmd->add_option("--gpus", a->gpus, "Comma-separated GPU profile names or paths")->required()->delimiter(',');
   cmd->callback([a, &rc] {
     const Session session({a->profile_dirs, {}});

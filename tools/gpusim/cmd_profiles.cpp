@@ -1,4 +1,4 @@
-// gpusim profiles [--dir DIR]... list [--json] | show NAME|FILE [--json] | validate [NAME|FILE ...]
+// gpusim profiles [--dir DIR]... list [--json] | show NAME|FILE [--json] | validate [NAME|FILE ...] [--json]
 // The GPU profiles (schema gpusim.profile/1, gpu_profiles/README.md): a table of every profile, every
 // figure of one (extends resolved, efficiency factors marked default / profile / calibrated), and a
 // validation report. Errors go to stderr prefixed "gpusim profiles: "; exit 1 for profiles that do
@@ -196,6 +196,7 @@ void add_profiles(CLI::App& app, int& rc) {
     std::string show_name;
     bool show_json = false;
     std::vector<std::string> validate_names;
+    bool validate_json = false;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("profiles", "List, show and validate GPU profiles (gpu_profiles/, schema "
@@ -266,6 +267,8 @@ void add_profiles(CLI::App& app, int& rc) {
   auto* validate = cmd->add_subcommand("validate", "Check profiles against the schema (all of them when none is "
                                                    "named); exit 0 only when every one is valid");
   validate->add_option("profiles", args->validate_names, "Profile names or .yaml files (default: every profile)");
+  validate->add_flag("--json", args->validate_json,
+                     "Print JSON (schema gpusim.profiles-validate/1): every profile with all its problems");
   validate->callback([args, dirs, &rc] {
     const auto d = dirs();
     if (!d) return;
@@ -280,17 +283,36 @@ void add_profiles(CLI::App& app, int& rc) {
     } else {
       for (const std::string& n : args->validate_names) results.emplace_back(n, d->gpu(n));
     }
-    size_t valid = 0;
+    const size_t valid = static_cast<size_t>(
+        std::count_if(results.begin(), results.end(), [](const auto& r) { return r.second.ok(); }));
+    rc = valid == results.size() ? 0 : 1;
+    if (args->validate_json) {
+      fmt::print("{}\n", profile_validation_document(results));
+      return;
+    }
     for (const auto& [name, r] : results) {
       if (r) {
-        ++valid;
         fmt::print("ok   {}\n", name);
+        for (const std::string& a : r->assumptions) {
+          if (a.find("rescaled from") != std::string::npos) fmt::print("     note: {}\n", a);
+        }
+        continue;
+      }
+      // Every problem, one a line.
+      const std::string& m = r.error().message;
+      const size_t n = static_cast<size_t>(std::count(m.begin(), m.end(), '\n')) + 1;
+      if (n == 1) {
+        fmt::print("FAIL {}: {}\n", name, m);
       } else {
-        fmt::print("FAIL {}: {}\n", name, r.error().message);
+        fmt::print("FAIL {}: {} problems\n", name, n);
+        for (size_t at = 0; at < m.size();) {
+          const size_t nl = std::min(m.find('\n', at), m.size());
+          fmt::print("     - {}\n", m.substr(at, nl - at));
+          at = nl + 1;
+        }
       }
     }
     fmt::print("{} profiles: {} valid, {} invalid\n", results.size(), valid, results.size() - valid);
-    rc = valid == results.size() ? 0 : 1;
   });
 }
 

@@ -258,6 +258,7 @@ int run_validate(const ValidateArgs& a) {
                      r.predicted_us, 100 * (r.predicted_us - r.measured_us) / r.measured_us, r.bound, r.tile);
         }
       }
+      fmt::print("  {}\n", kTileLegend);
     }
     for (const auto& s : rep->skipped) fmt::print("skipped  {} record(s): {}\n", s.count, s.reason);
   }
