@@ -473,3 +473,26 @@ TEST_CASE("profiles validate lists every problem and answers --json", "[cli][pro
   const Run ok = run_gpusim("profiles validate nvidia-t4 --json");
   CHECK(ok.rc == 0);
 }
+
+TEST_CASE("gpusim --version prints the version and the commit built", "[cli]") {
+  const Run v = run_gpusim("--version");
+  INFO(v.out);
+  REQUIRE(v.rc == 0);
+  CHECK_THAT(v.out, Catch::StartsWith("gpusim 0.1.0 (commit "));
+  // The commit is the source tree's own (refreshed at every build), or "unknown" outside a checkout.
+  const std::string src = gpusim::test::source_dir();
+  std::string head;
+  if (std::filesystem::exists(src + "/.git")) {
+    if (FILE* p = popen(("git -C '" + src + "' rev-parse --short=12 HEAD 2>/dev/null").c_str(), "r")) {
+      char buf[64] = {};
+      if (std::fgets(buf, sizeof buf, p) != nullptr) head = buf;
+      pclose(p);
+    }
+  }
+  while (!head.empty() && (head.back() == '\n' || head.back() == '\r')) head.pop_back();
+  if (head.empty()) {
+    CHECK_THAT(v.out, Catch::Contains("(commit unknown)") || Catch::Contains("(commit "));
+  } else {
+    CHECK_THAT(v.out, Catch::Contains(head));
+  }
+}

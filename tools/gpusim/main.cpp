@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "git_version.h"  // generated at build time: GPUSIM_GIT_DESCRIBE
 #include "commands.h"
 #include "firewall.h"
 #include "gpusim/closest.h"
@@ -72,7 +73,7 @@ int main(int argc, char** argv) {
   using gpusim::cli::firewall;
   CLI::App app{"gpusim: a GPU performance simulator and cost model for ONNX graphs"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "gpusim 0.1.0");
+  app.set_version_flag("--version", "gpusim " GPUSIM_VERSION " (commit " GPUSIM_GIT_DESCRIBE ")");
   int rc = 0;
   gpusim::cli::add_inspect(app, rc);
   gpusim::cli::add_ops(app, rc);
