@@ -50,7 +50,7 @@ for tier in "${tiers[@]}"; do
       # Leak checking is on in the fuzz targets; not in the suite, whose device probes load ROCm's HIP
       # runtime, which leaks at init when no AMD GPU is present (inside libraries it unloads).
       ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
-        ctest --test-dir build-sanitize --output-on-failure -j"$jobs" -LE "slow|package|install|device|compile|timing"
+        ctest --test-dir build-sanitize --output-on-failure -j"$jobs" -LE "slow|package|install|device|compile|timing|docs"
       GPUSIM_FUZZ_BUILD=build-sanitize fuzz/run.sh --seconds 30 ;;
     tsan)
       cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \

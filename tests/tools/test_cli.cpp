@@ -496,3 +496,51 @@ TEST_CASE("gpusim --version prints the version and the commit built", "[cli]") {
     CHECK_THAT(v.out, Catch::Contains(head));
   }
 }
+
+TEST_CASE("every command's help states its exit codes as the README's table does", "[cli][docs]") {
+  const std::string readme = gpusim::test::file_bytes(gpusim::test::source_dir() + "/README.md");
+  REQUIRE(!readme.empty());
+  const Run top = run_gpusim("--help");
+  REQUIRE(top.rc == 0);
+  const size_t list = top.out.find("Subcommands:");
+  REQUIRE(list != std::string::npos);
+  int commands = 0;
+  for (size_t at = top.out.find("\n  ", list); at != std::string::npos; at = top.out.find("\n  ", at + 1)) {
+    const size_t start = at + 3, end = top.out.find(' ', start);
+    const std::string cmd = top.out.substr(start, end - start);
+    if (cmd.empty()) continue;
+    ++commands;
+    const Run help = run_gpusim(cmd + " --help");
+    INFO(cmd << ":\n" << help.out);
+    const size_t from = help.out.find("Exit codes: "), to = help.out.find("; 70 an internal error");
+    REQUIRE(from != std::string::npos);
+    REQUIRE(to != std::string::npos);
+    std::string text;  // CLI11 may wrap the footer: join its lines
+    for (char c : help.out.substr(from + 12, to - from - 12)) {
+      if (c == '\n') c = ' ';
+      if (!(c == ' ' && !text.empty() && text.back() == ' ')) text += c;
+    }
+    CHECK_THAT(readme, Catch::Contains("| `gpusim " + cmd + "` | " + text + " |"));
+  }
+  CHECK(commands == 11);
+}
+
+TEST_CASE("the README links only to files in the repository, and they exist", "[docs]") {
+  const std::string src = gpusim::test::source_dir();
+  const std::string readme = gpusim::test::file_bytes(src + "/README.md");
+  REQUIRE(!readme.empty());
+  int links = 0;
+  for (size_t at = readme.find("]("); at != std::string::npos; at = readme.find("](", at + 2)) {
+    const size_t end = readme.find(')', at);
+    REQUIRE(end != std::string::npos);
+    std::string target = readme.substr(at + 2, end - at - 2);
+    INFO("link target: " << target);
+    CHECK(target.find("://") == std::string::npos);
+    CHECK_FALSE(target.starts_with("../"));
+    CHECK_FALSE(target.starts_with("/"));
+    target = target.substr(0, target.find('#'));
+    CHECK(std::filesystem::exists(src + "/" + target));
+    ++links;
+  }
+  CHECK(links > 10);
+}

@@ -10,6 +10,7 @@
 
 #include "git_version.h"  // generated at build time: GPUSIM_GIT_DESCRIBE
 #include "commands.h"
+#include "exit_codes.h"
 #include "firewall.h"
 #include "gpusim/closest.h"
 
@@ -86,6 +87,14 @@ int main(int argc, char** argv) {
   gpusim::cli::add_truth(app, rc);
   gpusim::cli::add_profiles(app, rc);
   gpusim::cli::add_serve(app, rc);
+  for (CLI::App* sc : app.get_subcommands([](const CLI::App*) { return true; })) {
+    const auto& codes = gpusim::cli::exit_codes();
+    if (auto it = codes.find(sc->get_name()); it != codes.end()) {
+      sc->footer("Exit codes: " + it->second + "; 70 an internal error (a bug: please report it).");
+    }
+  }
+  app.footer("Every command exits 0 on success, 2 on a bad argument and 70 on an internal error; `gpusim COMMAND "
+             "--help` lists what else its exit code means.");
   if (const int rc_word = unknown_command(app, argc, argv); rc_word >= 0) return rc_word;
   // The exception firewall (firewall.h): a bug is reported as one (exit 70), never an abort.
   return firewall(
