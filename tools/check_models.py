@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Runs every documented command on every bundled model and reports any that fails.
+
+For each models/*.onnx (symbolic dims set to 1, as the model's own error message asks): inspect, predict (fp32 and
+fp16, text and --json, with a trace), compare, plan --out, the `gpusim predict ... --plan` command plan prints (run
+as printed), and with --run BACKEND also `run --backend BACKEND --check --repeat 1` with the eager plan and with the
+searched one. Exits 1 naming each command that failed, with its output.
+
+Usage:
+    tools/check_models.py --gpusim build/tools/gpusim [--run vulkan|cuda|hip|cpu] [--gpu nvidia-t4] [--only NAME]
+
+Without --run it takes about a minute on two cores; --run vulkan on lavapipe takes hours (the SD UNet and VAE decoder
+are hundreds of GFLOPs a run on a CPU), --run cuda on a GPU minutes.
+"""
+import argparse
+import glob
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--gpusim", required=True)
+    ap.add_argument("--run", choices=["vulkan", "cuda", "hip", "cpu"], help="also run each model on this backend")
+    ap.add_argument("--gpu", default="nvidia-t4", help="the profile predictions and plans use (default nvidia-t4)")
+    ap.add_argument("--only", action="append", help="only this model (file stem; repeatable)")
+    args = ap.parse_args()
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    gpusim = os.path.abspath(args.gpusim)
+    if not os.access(gpusim, os.X_OK):
+        sys.exit(f"--gpusim {args.gpusim}: not an executable program; build it first")
+    models = sorted(glob.glob(os.path.join(repo, "models", "*.onnx")))
+    if args.only:
+        models = [m for m in models if os.path.splitext(os.path.basename(m))[0] in args.only]
+    if not models:
+        sys.exit("no models to check (models/*.onnx, --only)")
+    tmp = tempfile.mkdtemp(prefix="gpusim-models-")
+    env = dict(os.environ, XDG_CONFIG_HOME=os.path.join(tmp, "config"))
+    failures, ran = [], 0
+
+    def run(cmd, timeout=None):
+        nonlocal ran
+        ran += 1
+        t0 = time.time()
+        r = subprocess.run(cmd, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           errors="replace", timeout=timeout)
+        line = " ".join(shlex.quote(c) for c in cmd)
+        print(f"{'ok  ' if r.returncode == 0 else 'FAIL'} {time.time() - t0:7.1f} s  {line}", flush=True)
+        if r.returncode != 0:
+            failures.append((line, r.returncode, r.stdout[-3000:]))
+        return r
+
+    for path in models:
+        name = os.path.splitext(os.path.basename(path))[0]
+        rel = os.path.relpath(path, repo)
+        probe = subprocess.run([gpusim, "inspect", rel], cwd=repo, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+        dims = []
+        for d in sorted(set(re.findall(r"set it with --dim (\w+)=N", probe.stdout))):
+            dims += ["--dim", f"{d}=1"]
+        plan = os.path.join(tmp, name + ".plan.json")
+        run([gpusim, "inspect", rel] + dims)
+        run([gpusim, "inspect", rel, "--json"] + dims)
+        run([gpusim, "predict", rel, "--gpu", args.gpu, "--trace", os.path.join(tmp, name + ".trace.json")] + dims)
+        run([gpusim, "predict", rel, "--gpu", args.gpu, "--dtype", "fp16", "--json"] + dims)
+        run([gpusim, "compare", rel, "--gpus", f"{args.gpu},nvidia-h100-sxm,amd-mi300x", "--dtype", "fp16"] + dims)
+        r = run([gpusim, "plan", rel, "--gpu", args.gpu, "--dtype", "fp16", "--out", plan] + dims)
+        # The command plan prints to score its plan must run as printed.
+        hint = re.search(r"score it with:\n  (gpusim predict .*)", r.stdout)
+        if r.returncode == 0:
+            if not hint:
+                failures.append((f"plan {rel}", 0, "plan --out printed no `gpusim predict ... --plan` command"))
+            else:
+                words = shlex.split(hint.group(1))
+                run([gpusim] + words[1:])
+        if args.run:
+            backend = ["--backend", args.run]
+            run([gpusim, "run", rel, "--check", "--repeat", "1", "--quiet"] + backend + dims)
+            if args.run != "cpu" and os.path.exists(plan):
+                run([gpusim, "run", rel, "--check", "--repeat", "1", "--quiet", "--plan", plan] + backend + dims)
+    print(f"\n{ran} commands on {len(models)} models, {len(failures)} failed")
+    for line, rc, out in failures:
+        print(f"\nFAIL (exit {rc}): {line}\n{out}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
