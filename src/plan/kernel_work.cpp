@@ -59,6 +59,13 @@ std::optional<KernelWork> node_work(const Graph& g, const Node& n) {
       w.n = b.size() >= 2 ? b.back() : 1;
       w.batch = std::max<int64_t>(1, out.elements() / std::max<int64_t>(1, w.m * w.n));
       w.b_shared = b.size() <= 2;
+      // A batched A times one matrix B (activations times a weight) is one GEMM over every row
+      // of A, as BLAS libraries run it: [197, 1, 768] x [768, 2304] is 197 x 768 x 2304, not 197
+      // GEMMs of one row each.
+      if (w.b_shared && w.batch > 1) {
+        w.m *= w.batch;
+        w.batch = 1;
+      }
     } else {
       w.n = os.empty() ? 1 : os.back();
       w.m = std::max<int64_t>(1, out.elements() / std::max<int64_t>(1, w.n));

@@ -234,3 +234,27 @@ TEST_CASE("golden predictions", "[sim][golden]") {
   }
   CHECK(cases >= 6);
 }
+
+TEST_CASE("a batched activation times a weight matrix is priced as one GEMM over all its rows", "[predict]") {
+  // ViT's attention in-projection, sequence first: [197, 1, 768] x [768, 2304].
+  test::OnnxBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {197, 1, 768});
+  b.initializer("w", onnx::TensorProto::FLOAT, {768, 2304});
+  b.node("MatMul", {"x", "w"}, {"y"});
+  b.output("y");
+  test::OnnxBuilder flat(17);
+  flat.input("x", onnx::TensorProto::FLOAT, {197, 768});
+  flat.initializer("w", onnx::TensorProto::FLOAT, {768, 2304});
+  flat.node("MatMul", {"x", "w"}, {"y"});
+  flat.output("y");
+  const GpuProfile t4 = gpu("nvidia-t4");
+  const Graph g3 = test::build_graph(b, "matmul_seq_first.onnx");
+  const Graph g2 = test::build_graph(flat, "matmul_flat.onnx");
+  const auto p3 = predict(g3, t4, {});
+  const auto p2 = predict(g2, t4, {});
+  REQUIRE(p3);
+  REQUIRE(p2);
+  CHECK(p3->kernels.at(0).work.m == 197);
+  CHECK(p3->kernels.at(0).work.batch == 1);
+  CHECK(p3->kernels_us == Approx(p2->kernels_us).epsilon(0.01));
+}
