@@ -181,6 +181,18 @@ class Runner {
   Status add_device_unit(int plan_kernel, const codegen::Kernel& k) {
     const backend::KernelSource src = k.source(lang_);
     if (auto s = dev_.can_run(src); !s) return s;
+    // A tensor larger than one kernel argument may bind (Vulkan's maxStorageBufferRange: 128 MiB on
+    // lavapipe, GPT-2's 154 MB embedding) cannot run as this kernel: the caller falls back.
+    const uint64_t max_bind = dev_.info().max_buffer_bytes;
+    for (const codegen::Arg& a : k.args) {
+      const uint64_t bytes = static_cast<uint64_t>(std::max<int64_t>(1, g_.tensor(a.tensor).elements())) *
+                             static_cast<uint64_t>(codegen::storage_bytes(storage(a.tensor)));
+      if (bytes > max_bind) {
+        return make_error(ErrorCode::kUnsupported,
+                          fmt::format("tensor \"{}\" is {} bytes and {} binds at most {} bytes per kernel argument",
+                                      g_.tensor(a.tensor).name, bytes, dev_.info().name, max_bind));
+      }
+    }
     auto h = dev_.compile(src);
     if (!h) return h.error();
     Unit u;

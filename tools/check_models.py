@@ -7,7 +7,11 @@ as printed), and with --run BACKEND also `run --backend BACKEND --check --repeat
 searched one. Exits 1 naming each command that failed, with its output.
 
 Usage:
-    tools/check_models.py --gpusim build/tools/gpusim [--run vulkan|cuda|hip|cpu] [--gpu nvidia-t4] [--only NAME]
+    tools/check_models.py --gpusim build/tools/gpusim [--run vulkan|cuda|hip|cpu [--run-gpu PROFILE]] [--gpu nvidia-t4]
+                          [--only NAME]
+
+The planned run uses a plan made for --run-gpu, the profile of the device that runs it (default lavapipe for
+--run vulkan; needed for cuda and hip, e.g. nvidia-h100-sxm): a plan's tiles are chosen for one GPU's limits.
 
 Without --run it takes about a minute on two cores; --run vulkan on lavapipe takes hours (the SD UNet and VAE decoder
 are hundreds of GFLOPs a run on a CPU), --run cuda on a GPU minutes.
@@ -28,8 +32,14 @@ def main():
     ap.add_argument("--gpusim", required=True)
     ap.add_argument("--run", choices=["vulkan", "cuda", "hip", "cpu"], help="also run each model on this backend")
     ap.add_argument("--gpu", default="nvidia-t4", help="the profile predictions and plans use (default nvidia-t4)")
+    ap.add_argument("--run-gpu", help="profile of the device --run uses, for the planned run (default: lavapipe "
+                                      "for vulkan)")
     ap.add_argument("--only", action="append", help="only this model (file stem; repeatable)")
     args = ap.parse_args()
+    if args.run == "vulkan" and not args.run_gpu:
+        args.run_gpu = "lavapipe"
+    if args.run in ("cuda", "hip") and not args.run_gpu:
+        sys.exit(f"--run {args.run} needs --run-gpu PROFILE: the profile of the device, to plan for it")
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     gpusim = os.path.abspath(args.gpusim)
     if not os.access(gpusim, os.X_OK):
@@ -81,8 +91,11 @@ def main():
         if args.run:
             backend = ["--backend", args.run]
             run([gpusim, "run", rel, "--check", "--repeat", "1", "--quiet"] + backend + dims)
-            if args.run != "cpu" and os.path.exists(plan):
-                run([gpusim, "run", rel, "--check", "--repeat", "1", "--quiet", "--plan", plan] + backend + dims)
+            if args.run != "cpu":
+                device_plan = os.path.join(tmp, name + ".device.plan.json")
+                if run([gpusim, "plan", rel, "--gpu", args.run_gpu, "--out", device_plan] + dims).returncode == 0:
+                    run([gpusim, "run", rel, "--check", "--repeat", "1", "--quiet", "--plan", device_plan,
+                         "--gpu", args.run_gpu] + backend + dims)
     print(f"\n{ran} commands on {len(models)} models, {len(failures)} failed")
     for line, rc, out in failures:
         print(f"\nFAIL (exit {rc}): {line}\n{out}")

@@ -471,7 +471,13 @@ Result<Program> Session::compile(const Model& m, const CompileOptions& opts) con
                                       regenerated));
       }
       if (p.gpu) {
-        if (auto v = validate_plan(p.plan, p.g, make_device(*p.gpu)); !v) return v.error();
+        if (auto v = validate_plan(p.plan, p.g, make_device(*p.gpu)); !v) {
+          if (p.plan_source != "given" || p.plan.gpu.empty() || p.plan.gpu == p.gpu->name) return v.error();
+          return make_error(v.error().code,
+                            fmt::format("{}. The plan was made for {}; this run tiles for {}: make a plan for it "
+                                        "(gpusim plan MODEL --gpu {} --out plan.json)",
+                                        v.error().message, p.plan.gpu, p.gpu->name, p.gpu->name));
+        }
         auto pr = predict_plan(g0, p.plan, *p.gpu);
         if (!pr) return pr.error();
         p.pred = std::move(*pr);

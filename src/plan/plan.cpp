@@ -105,8 +105,12 @@ Status validate_plan(const Plan& p, const Graph& g, const DeviceModel& d) {
     }
   }
   if (problems.empty()) return Ok{};
+  constexpr size_t kListed = 8;  // enough to see the pattern; a plan for another GPU fails every big kernel
+  const size_t listed = std::min(problems.size(), kListed);
   return make_error(ErrorCode::kInvalidArgument,
-                    fmt::format("invalid plan for {}: {}", g.source_path, fmt::join(problems, "; ")));
+                    fmt::format("invalid plan for {}: {}{}", g.source_path,
+                                fmt::join(problems.begin(), problems.begin() + static_cast<long>(listed), "; "),
+                                problems.size() > listed ? fmt::format("; and {} more", problems.size() - listed) : ""));
 }
 
 }  // namespace gpusim

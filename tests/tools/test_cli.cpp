@@ -544,3 +544,32 @@ TEST_CASE("the README links only to files in the repository, and they exist", "[
   }
   CHECK(links > 10);
 }
+
+TEST_CASE("a plan whose tiles this device cannot run names the GPU it was made for", "[cli][run][vulkan]") {
+  if (!gpusim::test::device("vulkan")) return;  // says why
+  const std::string plan = gpusim::test::temp_dir() + "/resnet_t4_fp16.json";
+  REQUIRE(run_gpusim("plan " + model("resnet50.onnx") + " --gpu t4 --dtype fp16 --out " + plan).rc == 0);
+  const Run r = run_gpusim("run " + model("resnet50.onnx") + " --backend vulkan --repeat 1 --plan " + plan);
+  INFO(r.out);
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.out, Catch::Contains("needs 48 KiB shared memory, a block may use 32 KiB") &&
+                        Catch::Contains("more") &&
+                        Catch::Contains("The plan was made for nvidia-t4; this run tiles for lavapipe") &&
+                        Catch::Contains("gpusim plan MODEL --gpu lavapipe"));
+}
+
+TEST_CASE("a tensor larger than a kernel argument may bind runs on the host, saying so", "[run][vulkan]") {
+  if (!gpusim::test::device("vulkan")) return;  // says why
+  // 40 M floats (160 MB) gathered by two ids: over lavapipe's 128 MiB maxStorageBufferRange.
+  gpusim::test::OnnxBuilder b(17);
+  b.input("ids", onnx::TensorProto::INT64, {2});
+  b.initializer("table", onnx::TensorProto::FLOAT, {40000000, 1});
+  b.node("Gather", {"table", "ids"}, {"rows"});
+  b.node("Relu", {"rows"}, {"y"});
+  b.output("y");
+  const std::string m = b.write("big_gather.onnx");
+  const Run r = run_gpusim("run " + m + " --backend vulkan --repeat 1 --check");
+  INFO(r.out);
+  REQUIRE(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("PASS") && Catch::Contains("binds at most"));
+}
