@@ -58,7 +58,46 @@ class Runner {
     for (auto& [t, b] : bufs_) dev_.release(b);
   }
 
+  // What the run will hold, checked before anything is allocated, so a model too big for the device
+  // (or, for a CPU device such as lavapipe, for the machine) is an error naming the sizes rather than
+  // the process being killed for memory. The executor keeps a buffer for every tensor (it does not
+  // reuse buffers yet) and the host keeps weights, inputs and host-computed values in fp64.
+  Status check_memory() const {
+    uint64_t device = 0, host = 0, activations = 0;
+    for (size_t t = 0; t < g_.tensors.size(); ++t) {
+      const Tensor& tt = g_.tensors[t];
+      const auto n = static_cast<uint64_t>(std::max<int64_t>(1, tt.elements()));
+      if (root(static_cast<TensorId>(t)) == static_cast<TensorId>(t) && tt.dtype != DType::kString) {
+        const uint64_t b = n * static_cast<uint64_t>(codegen::storage_bytes(storage(static_cast<TensorId>(t))));
+        device += b;
+        if (tt.role != TensorRole::kWeight && tt.role != TensorRole::kInput) activations += b;
+      }
+      if (tt.role == TensorRole::kWeight || tt.role == TensorRole::kInput || tt.role == TensorRole::kConstant) {
+        host += n * 8;
+      }
+    }
+    const backend::DeviceInfo& info = dev_.info();
+    const auto host_limit = static_cast<uint64_t>(cpu::host_memory_limit(ropts_));
+    const double gb = 1e9;
+    // A CPU device's buffers are host memory too: both must fit the machine (85 % of it).
+    const double machine = static_cast<double>(host_limit) * 2;
+    const bool fits = info.is_cpu ? static_cast<double>(host + device) <= 0.85 * machine
+                                  : host <= host_limit && (info.memory_bytes == 0 || device <= info.memory_bytes);
+    if (fits) return Ok{};
+    return make_error(ErrorCode::kLimit,
+                      fmt::format("{}: running it on {} needs about {:.1f} GB of device buffers ({:.1f} GB of them "
+                                  "activations: the executor keeps a buffer for every tensor, it does not reuse them "
+                                  "yet) and {:.1f} GB of host copies (fp64){}, over what {} has ({:.1f} GB); make the "
+                                  "inputs smaller (--dim), use --dtype fp16, or run on a device with more memory",
+                                  g_.source_path, info.name, static_cast<double>(device) / gb,
+                                  static_cast<double>(activations) / gb, static_cast<double>(host) / gb,
+                                  info.is_cpu ? ", both in this machine's memory" : "",
+                                  info.is_cpu ? "the machine" : "the device",
+                                  (info.is_cpu ? machine : static_cast<double>(info.memory_bytes)) / gb));
+  }
+
   Result<RunResult> run(const Plan& plan, const std::vector<cpu::HostTensor>& inputs) {
+    if (auto s = check_memory(); !s) return s.error();
     auto st = cpu::initial_state(g_, inputs, ropts_);
     if (!st) return st.error();
     st_ = std::move(*st);

@@ -78,6 +78,13 @@ const std::map<std::string, Kernel>& kernels() {
   return table;
 }
 
+int64_t host_memory_limit(const RunOptions& opts) {
+  if (opts.max_host_bytes > 0) return opts.max_host_bytes;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return int64_t{8} << 30;
+  return static_cast<int64_t>(pages) / 2 * static_cast<int64_t>(page);
+}
+
 namespace {
 
 // Bytes the reference holds for tensor `t` (8 per number, 32 per string).
@@ -88,13 +95,6 @@ int64_t host_bytes(const Tensor& t) {
   return *n > std::numeric_limits<int64_t>::max() / per ? std::numeric_limits<int64_t>::max() : *n * per;
 }
 
-// The limit RunOptions::max_host_bytes resolves to.
-int64_t host_memory_limit(const RunOptions& opts) {
-  if (opts.max_host_bytes > 0) return opts.max_host_bytes;
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return int64_t{8} << 30;
-  return static_cast<int64_t>(pages) / 2 * static_cast<int64_t>(page);
-}
 
 // Whether the whole graph fits that limit on the host; the error names the largest tensors.
 Status check_host_memory(const Graph& g, const RunOptions& opts) {

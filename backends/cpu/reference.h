@@ -95,6 +95,9 @@ struct RunOptions {
   std::function<void(int done, int total)> progress;
 };
 
+// The host memory a run may hold: RunOptions::max_host_bytes, else half the machine's physical memory.
+int64_t host_memory_limit(const RunOptions& opts);
+
 struct RunResult {
   std::vector<HostTensor> outputs;  // graph outputs, in order
   std::vector<double> node_us;      // wall time of each node (Graph::nodes order)

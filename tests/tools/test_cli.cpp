@@ -573,3 +573,18 @@ TEST_CASE("a tensor larger than a kernel argument may bind runs on the host, say
   REQUIRE(r.rc == 0);
   CHECK_THAT(r.out, Catch::Contains("PASS") && Catch::Contains("binds at most"));
 }
+
+TEST_CASE("a model too big for the device's memory is refused before anything is allocated", "[run][vulkan]") {
+  if (!gpusim::test::device("vulkan")) return;  // says why
+  // 8 G floats (32 GB) of activations: past any machine CI runs on, for lavapipe's host-memory buffers.
+  gpusim::test::OnnxBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {1, 8192, 8192, 128});
+  b.node("Relu", {"x"}, {"y"});
+  b.node("Relu", {"y"}, {"z"});
+  b.output("z");
+  const Run r = run_gpusim("run " + b.write("huge_relu.onnx") + " --backend vulkan --repeat 1");
+  INFO(r.out);
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.out, Catch::Contains("needs about") && Catch::Contains("GB of device buffers") &&
+                        Catch::Contains("make the inputs smaller (--dim)"));
+}
