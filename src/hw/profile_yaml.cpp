@@ -596,9 +596,11 @@ std::optional<double> finite_number(const YAML::Node& n) {
 // child does not set them, each with a source saying so, and `derived` gets one line naming them.
 void rescale_inherited_peaks(const YAML::Node& base, const YAML::Node& child, YAML::Node& merged,
                              const std::string& parent, std::vector<std::string>* derived) {
-  if (!base["compute"] || !child["compute"]) return;  // (operator[] of an absent key is not a node to ask more of)
+  // Only well-formed mappings are touched: anything else is left for the schema check to report
+  // (operator[] of an absent key on a const node is not a node to ask more of, hence the guards).
+  if (!base["compute"] || !child["compute"] || !merged["compute"] || !merged["sources"]) return;
   const YAML::Node bc = base["compute"], cc = child["compute"];
-  if (!bc.IsMap() || !cc.IsMap()) return;
+  if (!bc.IsMap() || !cc.IsMap() || !merged["compute"].IsMap() || !merged["sources"].IsMap()) return;
   const auto bu = finite_number(bc["units"]), bclk = finite_number(bc["boost_clock_mhz"]);
   if (!bu || !bclk || *bu <= 0 || *bclk <= 0) return;
   const double cu = finite_number(cc["units"]).value_or(*bu), cclk = finite_number(cc["boost_clock_mhz"]).value_or(*bclk);
@@ -609,14 +611,16 @@ void rescale_inherited_peaks(const YAML::Node& base, const YAML::Node& child, YA
                                       "= {:.4g}: this profile changes them without giving its own",
                                       parent, cu, cclk, *bu, *bclk, ratio);
   YAML::Node mc = merged["compute"];
-  if (!merged["sources"].IsMap()) merged["sources"] = YAML::Node(YAML::NodeType::Map);
   YAML::Node sources = merged["sources"];
   const auto scaled = [&](double v) { return std::round(v * ratio * 1e4) / 1e4; };
   std::vector<std::string> names;
-  if (bc["vector_tflops"] && bc["vector_tflops"].IsMap()) {
+  const bool child_vector = static_cast<bool>(cc["vector_tflops"]);
+  if (bc["vector_tflops"] && bc["vector_tflops"].IsMap() && mc["vector_tflops"].IsMap() &&
+      (!child_vector || cc["vector_tflops"].IsMap())) {
     for (const auto& kv : bc["vector_tflops"]) {
+      if (!kv.first.IsScalar()) continue;
       const std::string key = kv.first.Scalar();
-      if (cc["vector_tflops"] && cc["vector_tflops"].IsMap() && cc["vector_tflops"][key]) continue;
+      if (child_vector && cc["vector_tflops"][key]) continue;
       if (auto v = finite_number(kv.second)) {
         mc["vector_tflops"][key] = scaled(*v);
         sources["compute.vector_tflops." + key] = why;
@@ -626,14 +630,21 @@ void rescale_inherited_peaks(const YAML::Node& base, const YAML::Node& child, YA
   }
   if (!cc["matrix_tflops"] && bc["matrix_tflops"] && bc["matrix_tflops"].IsSequence()) {
     YAML::Node list(YAML::NodeType::Sequence);
+    bool all_maps = true;
     for (const auto& m : bc["matrix_tflops"]) {
+      if (!m.IsMap()) {
+        all_maps = false;
+        break;
+      }
       YAML::Node e = YAML::Clone(m);
       if (auto v = finite_number(m["tflops"])) e["tflops"] = scaled(*v);
       list.push_back(e);
     }
-    mc["matrix_tflops"] = list;
-    sources["compute.matrix_tflops"] = why;
-    names.push_back("matrix_tflops");
+    if (all_maps) {
+      mc["matrix_tflops"] = list;
+      sources["compute.matrix_tflops"] = why;
+      names.push_back("matrix_tflops");
+    }
   }
   if (!cc["shared_memory_bandwidth_gbps"]) {
     if (auto v = finite_number(bc["shared_memory_bandwidth_gbps"])) {
@@ -690,7 +701,12 @@ Result<YAML::Node> load_merged(const std::string& path, const std::vector<std::s
   if (auto st = parent_check.result(); !st) return st.error();
   YAML::Node merged = merge(YAML::Clone(*base), *node);
   merged.remove("extends");
-  rescale_inherited_peaks(*base, *node, merged, parent, derived);
+  try {
+    rescale_inherited_peaks(*base, *node, merged, parent, derived);
+  } catch (const YAML::Exception&) {
+    // A shape the guards above did not foresee: nothing is rescaled, and the schema check that
+    // follows names what is wrong with the profile.
+  }
   return merged;
 }
 
