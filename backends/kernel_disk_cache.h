@@ -7,7 +7,9 @@
 // compiler or a changed option never reads an old binary. The cache is best effort: an unwritable
 // folder, a full disk or a racing writer is silently skipped (writes go to a temporary file that
 // is renamed into place, so a reader never sees half a file), and a backend that fails to load a
-// cached binary recompiles it.
+// cached binary recompiles it. Each file ends in an 8-byte FNV-1a checksum of what precedes it:
+// a file damaged on disk loads as absent, so no backend hands a driver corrupt code (Vulkan drivers
+// such as lavapipe do not validate SPIR-V).
 //
 // Usage:
 //   std::string key = kernel_cache_key(source_hash(src), "sm_90", "nvrtc-13.0", options);
@@ -70,7 +72,17 @@ inline std::string kernel_cache_key(uint64_t source_hash, std::string_view targe
   return out;
 }
 
-// The cached bytes of `sub`/`file`, or nothing (absent, unreadable, empty, cache off).
+// FNV-1a of a cached file's contents (its checksum trailer).
+inline uint64_t kernel_cache_checksum(std::string_view bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// The cached bytes of `sub`/`file`, or nothing (absent, unreadable, empty, damaged, cache off).
 inline std::optional<std::string> kernel_cache_load(std::string_view sub, std::string_view file) {
   const std::filesystem::path root = kernel_cache_dir();
   if (root.empty()) return std::nullopt;
@@ -78,11 +90,19 @@ inline std::optional<std::string> kernel_cache_load(std::string_view sub, std::s
   if (!in) return std::nullopt;
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (!in.good() && !in.eof()) return std::nullopt;
-  if (bytes.empty()) return std::nullopt;
+  constexpr size_t kTrailer = sizeof(uint64_t);
+  if (bytes.size() <= kTrailer) return std::nullopt;
+  uint64_t sum = 0;
+  for (size_t k = 0; k < kTrailer; ++k) {
+    sum |= uint64_t{static_cast<unsigned char>(bytes[bytes.size() - kTrailer + k])} << (8 * k);
+  }
+  bytes.resize(bytes.size() - kTrailer);
+  if (sum != kernel_cache_checksum(bytes)) return std::nullopt;
   return bytes;
 }
 
-// Stores `bytes` as `sub`/`file`; failures are ignored (the cache is an optimization).
+// Stores `bytes` as `sub`/`file`, checksum appended; failures are ignored (the cache is an
+// optimization).
 inline void kernel_cache_store(std::string_view sub, std::string_view file, const std::string& bytes) {
   const std::filesystem::path root = kernel_cache_dir();
   if (root.empty() || bytes.empty()) return;
@@ -97,6 +117,8 @@ inline void kernel_cache_store(std::string_view sub, std::string_view file, cons
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return;
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    const uint64_t sum = kernel_cache_checksum(bytes);
+    for (int k = 0; k < 8; ++k) out.put(static_cast<char>((sum >> (8 * k)) & 0xff));
     out.close();
     if (!out) {
       std::filesystem::remove(tmp, ec);

@@ -95,7 +95,6 @@ int64_t host_bytes(const Tensor& t) {
   return *n > std::numeric_limits<int64_t>::max() / per ? std::numeric_limits<int64_t>::max() : *n * per;
 }
 
-
 // Whether the whole graph fits that limit on the host; the error names the largest tensors.
 Status check_host_memory(const Graph& g, const RunOptions& opts) {
   const int64_t limit = host_memory_limit(opts);

@@ -9,8 +9,8 @@
 //   auto out = gpusim::cpu::run_reference(graph, {input}, opts);   // one HostTensor per output
 #pragma once
 
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>

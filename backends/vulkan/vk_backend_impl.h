@@ -105,9 +105,10 @@ class VulkanBackend final : public Backend {
   void barrier(VkPipelineStageFlags src_stage, VkAccessFlags src_access, VkPipelineStageFlags dst_stage,
                VkAccessFlags dst_access);
   void destroy_kernel(Kernel& k);
-  // The kernel's SPIR-V: from the on-disk kernel cache when an earlier run compiled the same
-  // source with the same shaderc target, else compiled by shaderc (and stored there).
-  Result<std::vector<uint32_t>> spirv_for(const KernelSource& src, uint64_t hash, bool* from_disk);
+  // The kernel's SPIR-V: from the on-disk kernel cache when `use_cache` and an earlier run compiled
+  // the same source for the same shaderc target (then *from_disk is set), else compiled by shaderc
+  // and stored there.
+  Result<std::vector<uint32_t>> spirv_for(const KernelSource& src, uint64_t hash, bool use_cache, bool* from_disk);
 
   // Declared first, so destroyed last: the device is destroyed in ~VulkanBackend, before the
   // instance and the loader library go.

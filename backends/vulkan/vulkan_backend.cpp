@@ -185,35 +185,19 @@ void VulkanBackend::destroy_kernel(Kernel& k) {
   k = Kernel{};
 }
 
-namespace {
-
-// FNV-1a of a cached module's bytes: stored after them, so a file damaged on disk is recompiled
-// rather than handed to a driver that trusts SPIR-V (lavapipe does not validate it).
-uint64_t spirv_checksum(std::string_view bytes) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-}  // namespace
-
-Result<std::vector<uint32_t>> VulkanBackend::spirv_for(const KernelSource& src, uint64_t hash, bool* from_disk) {
+Result<std::vector<uint32_t>> VulkanBackend::spirv_for(const KernelSource& src, uint64_t hash, bool use_cache,
+                                                       bool* from_disk) {
   static constexpr uint32_t kSpirvMagic = 0x07230203;
-  static constexpr size_t kHeader = 20, kTrailer = 8;  // SPIR-V's header words; the checksum
+  static constexpr size_t kHeader = 20;  // SPIR-V's five header words
   const std::string file = kernel_cache_key(hash, spirv_target_, "shaderc", "performance") + ".spv";
-  if (from_disk != nullptr) {
-    *from_disk = false;
+  *from_disk = false;
+  if (use_cache) {
+    // The cache checksums its files, so what loads is what a compile stored.
     auto cached = kernel_cache_load("vulkan", file);
-    if (cached && cached->size() >= kHeader + kTrailer && (cached->size() - kTrailer) % 4 == 0) {
-      const std::string_view body(cached->data(), cached->size() - kTrailer);
-      uint64_t sum = 0;
-      std::memcpy(&sum, cached->data() + body.size(), kTrailer);
-      std::vector<uint32_t> words(body.size() / 4);
-      std::memcpy(words.data(), body.data(), body.size());
-      if (sum == spirv_checksum(body) && words[0] == kSpirvMagic) {
+    if (cached && cached->size() >= kHeader && cached->size() % 4 == 0) {
+      std::vector<uint32_t> words(cached->size() / 4);
+      std::memcpy(words.data(), cached->data(), cached->size());
+      if (words[0] == kSpirvMagic) {
         *from_disk = true;
         return words;
       }
@@ -229,14 +213,11 @@ Result<std::vector<uint32_t>> VulkanBackend::spirv_for(const KernelSource& src, 
     while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.pop_back();
     return make_error(ErrorCode::kDevice, fmt::format("kernel \"{}\": GLSL compile failed (shaderc):\n{}", src.name, log));
   }
-  const size_t bytes = shaderc_result_get_length(res);
-  std::vector<uint32_t> spirv(bytes / 4);
-  std::memcpy(spirv.data(), shaderc_result_get_bytes(res), spirv.size() * 4);
-  std::string stored(shaderc_result_get_bytes(res), bytes);
-  const uint64_t sum = spirv_checksum(stored);
-  stored.append(reinterpret_cast<const char*>(&sum), kTrailer);
-  kernel_cache_store("vulkan", file, stored);
+  const std::string bytes(shaderc_result_get_bytes(res), shaderc_result_get_length(res));
   shaderc_result_release(res);
+  std::vector<uint32_t> spirv(bytes.size() / 4);
+  std::memcpy(spirv.data(), bytes.data(), spirv.size() * 4);
+  kernel_cache_store("vulkan", file, bytes);
   return spirv;
 }
 
@@ -272,7 +253,7 @@ Result<KernelHandle> VulkanBackend::compile(const KernelSource& src) {
 
   const auto t0 = Clock::now();
   bool from_disk = false;
-  auto spirv_or = spirv_for(src, hash, &from_disk);
+  auto spirv_or = spirv_for(src, hash, true, &from_disk);
   if (!spirv_or) return spirv_or.error();
   std::vector<uint32_t> spirv = std::move(*spirv_or);
 
@@ -311,8 +292,7 @@ Result<KernelHandle> VulkanBackend::compile(const KernelSource& src) {
   VkShaderModule module = VK_NULL_HANDLE;
   r = d_.vkCreateShaderModule(device_, &smci, nullptr, &module);
   if (r != VK_SUCCESS && from_disk) {  // a cached module the driver refuses: compile it afresh
-    from_disk = false;
-    auto fresh = spirv_for(src, hash, nullptr);
+    auto fresh = spirv_for(src, hash, false, &from_disk);
     if (!fresh) {
       destroy_kernel(k);
       return fresh.error();

@@ -40,6 +40,8 @@ std::string profile_list_document(const std::vector<std::pair<ProfileEntry, Resu
 // "valid", "invalid"}. `problems` holds every problem found (a loader error has one per line);
 // `derived`, for a valid profile, the figures computed rather than read (rescaled peaks, ...).
 std::string profile_validation_document(const std::vector<std::pair<std::string, Result<GpuProfile>>>& results);
+// The problems a failed profile load reports, one per line of its message.
+std::vector<std::string> profile_problems(const Error& e);
 // gpusim.validate/1: the report card per GPU and class; `mode` is datasheet, fit or
 // leave-one-gpu-out; `records` are the measurements the report indexes.
 std::string validation_document(const ValidationReport& rep, const std::vector<Measurement>& records,

@@ -246,6 +246,17 @@ std::string profile_document(const GpuProfile& p) {
   return j.dump(2, ' ', false, kInvalidUtf8);
 }
 
+std::vector<std::string> profile_problems(const Error& e) {
+  std::vector<std::string> out;
+  const std::string& m = e.message;
+  for (size_t at = 0; at <= m.size();) {
+    const size_t nl = std::min(m.find('\n', at), m.size());
+    if (nl > at) out.push_back(m.substr(at, nl - at));
+    at = nl + 1;
+  }
+  return out;
+}
+
 std::string profile_validation_document(const std::vector<std::pair<std::string, Result<GpuProfile>>>& results) {
   json arr = json::array();
   int valid = 0;
@@ -258,12 +269,7 @@ std::string profile_validation_document(const std::vector<std::pair<std::string,
       for (const std::string& a : r->assumptions) derived.push_back(a);
     } else {
       j["path"] = nullptr;
-      const std::string& m = r.error().message;
-      for (size_t at = 0; at <= m.size();) {
-        const size_t nl = std::min(m.find('\n', at), m.size());
-        if (nl > at) problems.push_back(m.substr(at, nl - at));
-        at = nl + 1;
-      }
+      problems = profile_problems(r.error());
     }
     j["problems"] = std::move(problems);
     j["derived"] = std::move(derived);

@@ -117,7 +117,7 @@ std::string range_text(const Spec& s) {
 
 // Checks a profile against the schema, collecting every problem (a profile's author fixes them all
 // in one pass): check() goes on past a bad value to the rest of the tree and returns the first
-// problem of the subtree it was given; problems() has them all, in document order.
+// problem of the subtree it was given; result() reports them all, in document order.
 class Validator {
  public:
   explicit Validator(std::string file) : file_(std::move(file)) {}
@@ -136,7 +136,6 @@ class Validator {
     return make_error(ErrorCode::kInvalidArgument, problems_.back());
   }
 
-  const std::vector<std::string>& problems() const { return problems_; }
   // Whether a problem was reported at `path`, above it or below it: checks across fields skip such
   // values, so one mistake is reported once rather than again through every check that reads it.
   bool flagged(const std::string& path) const {
@@ -148,7 +147,7 @@ class Validator {
     }
     return false;
   }
-  // Checks the tree, adding its problems to problems().
+  // Checks the tree, adding its problems to those result() reports.
   void collect(const YAML::Node& n, const Spec& s, const std::string& path) { check_tree(n, s, path); }
   // Every problem, one per line; Ok when there are none.
   Status result() const {
@@ -699,7 +698,7 @@ Result<YAML::Node> load_merged(const std::string& path, const std::vector<std::s
   Validator parent_check(parent_path);
   parent_check.collect(*base, schema(), "");
   if (auto st = parent_check.result(); !st) return st.error();
-  YAML::Node merged = merge(YAML::Clone(*base), *node);
+  YAML::Node merged = merge(*base, *node);
   merged.remove("extends");
   try {
     rescale_inherited_peaks(*base, *node, merged, parent, derived);

@@ -481,20 +481,22 @@ TEST_CASE("gpusim --version prints the version and the commit built", "[cli]") {
   CHECK_THAT(v.out, Catch::StartsWith("gpusim 0.1.0 (commit "));
   // The commit is the source tree's own (refreshed at every build), or "unknown" outside a checkout.
   const std::string src = gpusim::test::source_dir();
+  if (!std::filesystem::exists(src + "/.git")) {
+    CHECK_THAT(v.out, Catch::Contains("(commit unknown)"));
+    return;
+  }
   std::string head;
-  if (std::filesystem::exists(src + "/.git")) {
-    if (FILE* p = popen(("git -C '" + src + "' rev-parse --short=12 HEAD 2>/dev/null").c_str(), "r")) {
-      char buf[64] = {};
-      if (std::fgets(buf, sizeof buf, p) != nullptr) head = buf;
-      pclose(p);
-    }
+  if (FILE* p = popen(("git -C '" + src + "' rev-parse --short=12 HEAD 2>/dev/null").c_str(), "r")) {
+    char buf[64] = {};
+    if (std::fgets(buf, sizeof buf, p) != nullptr) head = buf;
+    pclose(p);
   }
   while (!head.empty() && (head.back() == '\n' || head.back() == '\r')) head.pop_back();
   if (head.empty()) {
-    CHECK_THAT(v.out, Catch::Contains("(commit unknown)") || Catch::Contains("(commit "));
-  } else {
-    CHECK_THAT(v.out, Catch::Contains(head));
+    SKIPPED("git cannot read " << src << "'s HEAD here");
+    return;
   }
+  CHECK_THAT(v.out, Catch::Contains(head));
 }
 
 TEST_CASE("every command's help states its exit codes as the README's table does", "[cli][docs]") {

@@ -293,23 +293,15 @@ void add_profiles(CLI::App& app, int& rc) {
     for (const auto& [name, r] : results) {
       if (r) {
         fmt::print("ok   {}\n", name);
-        for (const std::string& a : r->assumptions) {
-          if (a.find("rescaled from") != std::string::npos) fmt::print("     note: {}\n", a);
-        }
+        for (const std::string& a : r->assumptions) fmt::print("     note: {}\n", a);  // derived figures
         continue;
       }
-      // Every problem, one a line.
-      const std::string& m = r.error().message;
-      const size_t n = static_cast<size_t>(std::count(m.begin(), m.end(), '\n')) + 1;
-      if (n == 1) {
-        fmt::print("FAIL {}: {}\n", name, m);
+      const std::vector<std::string> problems = profile_problems(r.error());
+      if (problems.size() <= 1) {
+        fmt::print("FAIL {}: {}\n", name, r.error().message);
       } else {
-        fmt::print("FAIL {}: {} problems\n", name, n);
-        for (size_t at = 0; at < m.size();) {
-          const size_t nl = std::min(m.find('\n', at), m.size());
-          fmt::print("     - {}\n", m.substr(at, nl - at));
-          at = nl + 1;
-        }
+        fmt::print("FAIL {}: {} problems\n", name, problems.size());
+        for (const std::string& p : problems) fmt::print("     - {}\n", p);
       }
     }
     fmt::print("{} profiles: {} valid, {} invalid\n", results.size(), valid, results.size() - valid);

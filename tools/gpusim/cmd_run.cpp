@@ -174,12 +174,15 @@ int run(const Args& a) {
   to.repeat = a.repeat;
   to.check = a.check;
   ProgressLine line("gpusim run", !a.quiet, a.progress);
-  to.progress = [&line](const Progress& p) {
-    std::string phase(p.phase);
-    if (p.phase == "timed run") phase = fmt::format("timed run {}/{}", p.run, p.runs);
-    if (p.phase == "check") phase = "check (CPU reference)";
-    line.update(phase, fmt::format("{}/{} {}", p.done, p.total, p.unit));
-  };
+  if (line.enabled()) {  // called between launches: format only the lines shown
+    to.progress = [&line](const Progress& p) {
+      if (!line.due(p.phase, p.run)) return;
+      const std::string phase = p.phase == "timed run" ? fmt::format("timed run {}/{}", p.run, p.runs)
+                                : p.phase == "check"   ? std::string("check (CPU reference)")
+                                                       : std::string(p.phase);
+      line.show(fmt::format("{} {}/{} {}", phase, p.done, p.total, p.unit));
+    };
+  }
   auto r = prog->time(views, to);
   line.clear();
   if (!r) {

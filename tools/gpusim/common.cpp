@@ -47,14 +47,19 @@ ProgressLine::ProgressLine(std::string command, bool enabled, bool always)
 
 ProgressLine::~ProgressLine() { clear(); }
 
-void ProgressLine::update(const std::string& phase, const std::string& detail) {
-  if (!enabled_) return;
+bool ProgressLine::due(std::string_view phase, int run) {
+  if (!enabled_) return false;
   const double t = now_s();
-  const bool new_phase = phase != phase_;
-  if (!new_phase && t - last_s_ < (terminal_ ? 0.1 : 5.0)) return;
+  if (phase == phase_ && run == run_ && t - last_s_ < (terminal_ ? 0.1 : 5.0)) return false;
   phase_ = phase;
+  run_ = run;
   last_s_ = t;
-  const std::string text = fmt::format("{}: {} {} [{:.0f} s]", command_, phase, detail, t - start_s_);
+  return true;
+}
+
+void ProgressLine::show(const std::string& line) {
+  if (!enabled_) return;
+  const std::string text = fmt::format("{}: {} [{:.0f} s]", command_, line, now_s() - start_s_);
   if (terminal_) {
     fmt::print(stderr, "\r\033[K{}", text);
     drawn_ = true;

@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpusim/gpu_profile.h"
@@ -30,19 +31,24 @@ namespace gpusim::cli {
 // pipes) it prints nothing unless `always`: then one line per phase, and one every 5 s within it.
 //
 //   ProgressLine line("gpusim run", /*enabled=*/!quiet, /*always=*/force);
-//   line.update("compile", "37/356 kernels");
+//   if (line.due("compile", 0)) line.show(fmt::format("compile {}/{} kernels", done, total));
 //   line.clear();
+// due() is cheap (a clock read), so a caller asked thousands of times formats only what is shown.
 class ProgressLine {
  public:
   ProgressLine(std::string command, bool enabled, bool always);
   ~ProgressLine();
   ProgressLine(const ProgressLine&) = delete;
   ProgressLine& operator=(const ProgressLine&) = delete;
-  void update(const std::string& phase, const std::string& detail);
+  bool enabled() const { return enabled_; }
+  // Whether to show a line now: a new phase (or run of it), or the interval has passed.
+  bool due(std::string_view phase, int run);
+  void show(const std::string& text);
   void clear();
 
  private:
   std::string command_, phase_;
+  int run_ = -1;
   bool terminal_ = false, enabled_ = false, drawn_ = false;
   double start_s_ = 0, last_s_ = -1;
 };
