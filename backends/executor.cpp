@@ -3,6 +3,15 @@
 // the moves between them — uploads before a device kernel reads a host value, downloads before a
 // host node reads a device value. Views alias their root's buffer on the device and are reshaped
 // copies on the host.
+//
+// Memory is planned as a runtime's is, not one buffer per tensor for the whole run:
+//   - activations share device buffers: each root lives from the unit that first writes it to the
+//     last that reads it, and roots whose lifetimes do not overlap take the same buffer (greedy,
+//     best fit); weights, inputs, constants and graph outputs keep their own;
+//   - the host keeps a value only while it is needed: a weight's fp64 copy goes once uploaded, a
+//     value a host node read goes after its last host reader, and nodes computed on the host
+//     before the run (constants) compute when first read; each comes back from the device, or is
+//     computed again, if a later run needs it.
 #include "executor.h"
 
 #include <fmt/format.h>
@@ -48,6 +57,7 @@ class Runner {
       : dev_(dev), g_(g), idx_(index_graph(g)), opts_(o), dev_valid_(g.tensors.size(), false) {
     ropts_.weights = o.weights;
     ropts_.seed = o.seed;
+    ropts_.max_host_bytes = o.max_host_bytes;
     copts_.float_storage = o.fp16_storage ? codegen::Storage::kF16 : codegen::Storage::kF32;
     copts_.max_threads = dev.info().max_threads_per_group;
     copts_.max_shared_bytes = dev.info().max_shared_bytes;
@@ -55,49 +65,60 @@ class Runner {
     lang_ = dev.info().backend == "vulkan" ? backend::Language::kGlsl : backend::Language::kCudaCpp;
   }
   ~Runner() {
-    for (auto& [t, b] : bufs_) dev_.release(b);
+    for (const backend::Buffer& b : owned_) dev_.release(b);
   }
 
   // What the run will hold, checked before anything is allocated, so a model too big for the device
   // (or, for a CPU device such as lavapipe, for the machine) is an error naming the sizes rather than
-  // the process being killed for memory. The executor keeps a buffer for every tensor (it does not
-  // reuse buffers yet) and the host keeps weights, inputs and host-computed values in fp64.
-  Status check_memory() const {
-    uint64_t device = 0, host = 0, activations = 0;
-    for (size_t t = 0; t < g_.tensors.size(); ++t) {
-      const Tensor& tt = g_.tensors[t];
-      const auto n = static_cast<uint64_t>(std::max<int64_t>(1, tt.elements()));
-      if (root(static_cast<TensorId>(t)) == static_cast<TensorId>(t) && tt.dtype != DType::kString) {
-        const uint64_t b = n * static_cast<uint64_t>(codegen::storage_bytes(storage(static_cast<TensorId>(t))));
-        device += b;
-        if (tt.role != TensorRole::kWeight && tt.role != TensorRole::kInput) activations += b;
-      }
-      if (tt.role == TensorRole::kWeight || tt.role == TensorRole::kInput || tt.role == TensorRole::kConstant) {
-        host += n * 8;
-      }
-    }
+  // the process being killed for memory. `device` and `host` are bytes; `planned` says whether they
+  // come from the memory plan (after lowering) or are the lower bound checked before compiling
+  // (weights on the device, weights and inputs in fp64 on the host).
+  Status check_memory(uint64_t device, uint64_t host, uint64_t activations, bool planned) const {
     const backend::DeviceInfo& info = dev_.info();
     const auto host_limit = static_cast<uint64_t>(cpu::host_memory_limit(ropts_));
-    const double gb = 1e9;
     // A CPU device's buffers are host memory too: both must fit the machine (85 % of it).
     const double machine = static_cast<double>(host_limit) * 2;
     const bool fits = info.is_cpu ? static_cast<double>(host + device) <= 0.85 * machine
                                   : host <= host_limit && (info.memory_bytes == 0 || device <= info.memory_bytes);
     if (fits) return Ok{};
+    const auto text = [](uint64_t b) { return cpu::size_text(static_cast<double>(b)); };
+    std::string needs;
+    if (planned) {
+      needs = fmt::format("about {} of device buffers ({} of them activations, sharing buffers by lifetime) and {} of "
+                          "host copies (fp64)",
+                          text(device), text(activations), text(host));
+    } else {
+      needs = fmt::format("at least {}{} of host copies of its weights and inputs (fp64)",
+                          device > 0 ? text(device) + " of device buffers for its weights and " : "", text(host));
+    }
     return make_error(ErrorCode::kLimit,
-                      fmt::format("{}: running it on {} needs about {:.1f} GB of device buffers ({:.1f} GB of them "
-                                  "activations: the executor keeps a buffer for every tensor, it does not reuse them "
-                                  "yet) and {:.1f} GB of host copies (fp64){}, over what {} has ({:.1f} GB); make the "
-                                  "inputs smaller (--dim), use --dtype fp16, or run on a device with more memory",
-                                  g_.source_path, info.name, static_cast<double>(device) / gb,
-                                  static_cast<double>(activations) / gb, static_cast<double>(host) / gb,
-                                  info.is_cpu ? ", both in this machine's memory" : "",
+                      fmt::format("{}: running it on {} needs {}{}, over what {} has ({}); make the inputs smaller "
+                                  "(--dim), use --dtype fp16, or run on a device with more memory",
+                                  g_.source_path, info.name, needs, info.is_cpu ? ", both in this machine's memory" : "",
                                   info.is_cpu ? "the machine" : "the device",
-                                  (info.is_cpu ? machine : static_cast<double>(info.memory_bytes)) / gb));
+                                  cpu::size_text(info.is_cpu ? machine : static_cast<double>(info.memory_bytes))));
+  }
+
+  uint64_t device_bytes(TensorId r) const {
+    return static_cast<uint64_t>(std::max<int64_t>(1, g_.tensor(r).elements())) *
+           static_cast<uint64_t>(codegen::storage_bytes(storage(r)));
+  }
+  static uint64_t host_bytes(const Tensor& t) { return static_cast<uint64_t>(std::max<int64_t>(1, t.elements())) * 8; }
+
+  // The lower bound, before compiling anything: weights on the device, weights and inputs on the host.
+  Status check_weights_fit() const {
+    uint64_t device = 0, host = 0;
+    for (size_t t = 0; t < g_.tensors.size(); ++t) {
+      const Tensor& tt = g_.tensors[t];
+      if (tt.dtype == DType::kString || (tt.role != TensorRole::kWeight && tt.role != TensorRole::kInput)) continue;
+      host += host_bytes(tt);
+      if (tt.role == TensorRole::kWeight) device += device_bytes(static_cast<TensorId>(t));
+    }
+    return check_memory(device, host, 0, false);
   }
 
   Result<RunResult> run(const Plan& plan, const std::vector<cpu::HostTensor>& inputs) {
-    if (auto s = check_memory(); !s) return s.error();
+    if (auto s = check_weights_fit(); !s) return s.error();
     auto st = cpu::initial_state(g_, inputs, ropts_);
     if (!st) return st.error();
     st_ = std::move(*st);
@@ -113,6 +134,7 @@ class Runner {
       }
     }
     if (auto s = lower(plan); !s) return s.error();
+    if (auto s = plan_memory(); !s) return s.error();
     if (auto s = allocate(); !s) return s.error();
     const int repeat = std::max(1, opts_.repeat);
     std::vector<std::vector<double>> per_kernel(plan.kernels.size());
@@ -167,15 +189,18 @@ class Runner {
     for (const PlanKernel& k : plan.kernels) {
       for (int ni : k.nodes) in_plan[static_cast<size_t>(ni)] = true;
     }
-    // Nodes outside every kernel that are neither folded nor views (Constants with file data):
-    // computed on the host before the run.
+    // Nodes outside every kernel that are neither folded into values nor views (constants built
+    // from shapes, Constants with file data): computed on the host when first read (ensure_host).
+    lazy_.assign(g_.tensors.size(), -1);
     for (size_t ni = 0; ni < g_.nodes.size(); ++ni) {
       const Node& n = g_.nodes[ni];
       if (in_plan[ni] || runs_on_device(g_, n)) continue;
       bool ready = true;
       for (TensorId t : n.outputs) ready = ready && (t == kNoTensor || st_.ready[static_cast<size_t>(t)]);
       if (ready || is_view(n)) continue;
-      if (auto s = cpu::run_node(g_, ni, st_, ropts_); !s) return s;
+      for (TensorId t : n.outputs) {
+        if (t != kNoTensor) lazy_[static_cast<size_t>(t)] = static_cast<int>(ni);
+      }
     }
     for (size_t k = 0; k < plan.kernels.size(); ++k) {
       if (opts_.progress) opts_.progress("compile", 0, static_cast<int>(k), static_cast<int>(plan.kernels.size()));
@@ -267,23 +292,150 @@ class Runner {
 
   codegen::Storage storage(TensorId r) const { return codegen::storage_of(g_.tensor(r).dtype, copts_); }
 
-  Status allocate() {
-    auto need = [&](TensorId r) -> Status {
-      if (bufs_.count(r)) return Ok{};
-      const int64_t n = std::max<int64_t>(1, g_.tensor(r).elements());
-      auto b = dev_.allocate(static_cast<uint64_t>(n * codegen::storage_bytes(storage(r))));
-      if (!b) return b.error();
-      bufs_[r] = *b;
-      return Ok{};
-    };
+  // The memory plan: which roots get a device buffer (every device kernel argument), which of them
+  // share one (activations, by lifetime over the units), and when each host value may go.
+  Status plan_memory() {
+    const size_t nt = g_.tensors.size();
+    const int never = std::numeric_limits<int>::max();
+    std::vector<bool> has_buf(nt, false);
     for (const Unit& u : units_) {
-      for (TensorId r : u.args) {
-        if (auto s = need(r); !s) return s;
+      for (TensorId r : u.args) has_buf[static_cast<size_t>(r)] = true;
+    }
+    std::vector<int> first(nt, never), last(nt, -1);
+    std::vector<bool> read_unwritten(nt, false);
+    host_last_.assign(nt, -1);
+    const auto read = [&](TensorId r, int ui) {
+      const auto ri = static_cast<size_t>(r);
+      if (first[ri] == never) read_unwritten[ri] = true;
+      last[ri] = std::max(last[ri], ui);
+    };
+    const auto write = [&](TensorId r, int ui) {
+      const auto ri = static_cast<size_t>(r);
+      first[ri] = std::min(first[ri], ui);
+      last[ri] = std::max(last[ri], ui);
+    };
+    for (size_t k = 0; k < units_.size(); ++k) {
+      const Unit& u = units_[k];
+      const int ui = static_cast<int>(k);
+      if (u.device) {
+        for (TensorId r : u.reads) read(r, ui);
+        for (TensorId r : u.writes) write(r, ui);
+        continue;
+      }
+      const Node& n = g_.nodes[static_cast<size_t>(u.node)];
+      for (TensorId t : n.inputs) {
+        if (t == kNoTensor) continue;
+        read(root(t), ui);
+        for (TensorId v : view_chain(t)) host_last_[static_cast<size_t>(v)] = ui;
+      }
+      for (TensorId t : n.outputs) {
+        if (t != kNoTensor) write(root(t), ui);
       }
     }
-    if (opts_.poison) {
+    // Shared: activations a unit writes before any reads them, not returned by the graph.
+    struct Live {
+      TensorId r;
+      int first, last;
+      uint64_t bytes;
+    };
+    std::vector<Live> pooled;
+    uint64_t dedicated = 0;
+    for (size_t ri = 0; ri < nt; ++ri) {
+      if (!has_buf[ri]) continue;
+      const Tensor& t = g_.tensors[ri];
+      const auto r = static_cast<TensorId>(ri);
+      const bool activation = (t.role == TensorRole::kActivation || t.role == TensorRole::kOutput) && !t.value &&
+                              lazy_[ri] < 0;
+      if (activation && first[ri] != never && !read_unwritten[ri] && !idx_.graph_output[ri]) {
+        pooled.push_back({r, first[ri], last[ri], device_bytes(r)});
+      } else {
+        dedicated += device_bytes(r);
+      }
+    }
+    std::stable_sort(pooled.begin(), pooled.end(), [](const Live& a, const Live& b) { return a.first < b.first; });
+    // Greedy by start: a buffer is free once its last tenant's last use is before the start; take
+    // the smallest free one that holds the tensor, else grow the largest free one, else a new one.
+    std::vector<int> busy_until;
+    slot_bytes_.clear();
+    slot_of_.assign(nt, -1);
+    for (const Live& l : pooled) {
+      int best = -1;
+      for (size_t k = 0; k < slot_bytes_.size(); ++k) {
+        if (busy_until[k] >= l.first) continue;
+        const auto ki = static_cast<int>(k);
+        if (best < 0) {
+          best = ki;
+          continue;
+        }
+        const uint64_t have = slot_bytes_[k], had = slot_bytes_[static_cast<size_t>(best)];
+        const bool fits = have >= l.bytes, fitted = had >= l.bytes;
+        if ((fits && (!fitted || have < had)) || (!fits && !fitted && have > had)) best = ki;
+      }
+      if (best < 0) {
+        best = static_cast<int>(slot_bytes_.size());
+        slot_bytes_.push_back(0);
+        busy_until.push_back(-1);
+      }
+      slot_bytes_[static_cast<size_t>(best)] = std::max(slot_bytes_[static_cast<size_t>(best)], l.bytes);
+      busy_until[static_cast<size_t>(best)] = l.last;
+      slot_of_[static_cast<size_t>(l.r)] = best;
+    }
+    has_buf_ = std::move(has_buf);
+    uint64_t shared = 0;
+    for (uint64_t b : slot_bytes_) shared += b;
+    // The host: weights and inputs in fp64 until uploaded, plus the most one host node holds.
+    uint64_t host = 0, node_peak = 0;
+    for (const Tensor& t : g_.tensors) {
+      if (t.dtype != DType::kString && (t.role == TensorRole::kWeight || t.role == TensorRole::kInput)) host += host_bytes(t);
+    }
+    for (const Unit& u : units_) {
+      if (u.device) continue;
+      uint64_t b = 0;
+      const Node& n = g_.nodes[static_cast<size_t>(u.node)];
+      for (TensorId t : n.inputs) b += t == kNoTensor ? 0 : host_bytes(g_.tensor(t));
+      for (TensorId t : n.outputs) b += t == kNoTensor ? 0 : host_bytes(g_.tensor(t));
+      node_peak = std::max(node_peak, b);
+    }
+    return check_memory(dedicated + shared, host + node_peak, shared, true);
+  }
+
+  // t, then each tensor it is a view of, down to its root.
+  std::vector<TensorId> view_chain(TensorId t) const {
+    std::vector<TensorId> chain{t};
+    for (;;) {
+      const int p = idx_.producer[static_cast<size_t>(chain.back())];
+      if (p < 0 || !is_view(g_.nodes[static_cast<size_t>(p)])) return chain;
+      chain.push_back(g_.nodes[static_cast<size_t>(p)].inputs.at(0));
+    }
+  }
+
+  Status allocate() {
+    std::vector<backend::Buffer> slots(slot_bytes_.size());
+    for (size_t k = 0; k < slot_bytes_.size(); ++k) {
+      auto b = dev_.allocate(slot_bytes_[k]);
+      if (!b) return b.error();
+      slots[k] = *b;
+      owned_.push_back(*b);
+    }
+    for (size_t ri = 0; ri < has_buf_.size(); ++ri) {
+      if (!has_buf_[ri]) continue;
+      const auto r = static_cast<TensorId>(ri);
+      if (slot_of_[ri] >= 0) {
+        bufs_[r] = slots[static_cast<size_t>(slot_of_[ri])];
+        continue;
+      }
+      auto b = dev_.allocate(device_bytes(r));
+      if (!b) return b.error();
+      bufs_[r] = *b;
+      owned_.push_back(*b);
+    }
+    if (opts_.poison) {  // each buffer a kernel writes, once (a shared one holds NaN for its first tenant)
+      std::vector<bool> done(slots.size(), false);
       for (const Unit& u : units_) {
         for (TensorId r : u.writes) {
+          const int slot = slot_of_[static_cast<size_t>(r)];
+          if (slot >= 0 && done[static_cast<size_t>(slot)]) continue;
+          if (slot >= 0) done[static_cast<size_t>(slot)] = true;
           if (auto s = poison(r); !s) return s;
         }
       }
@@ -313,6 +465,14 @@ class Runner {
     if (st_.ready[ti]) return Ok{};
     const int p = idx_.producer[ti];
     const Tensor& tt = g_.tensor(t);
+    if (lazy_[ti] >= 0) {
+      const auto ni = static_cast<size_t>(lazy_[ti]);
+      for (TensorId in : g_.nodes[ni].inputs) {
+        if (in == kNoTensor) continue;
+        if (auto s = ensure_host(in); !s) return s;
+      }
+      return cpu::run_node(g_, ni, st_, ropts_);
+    }
     if (p >= 0 && is_view(g_.nodes[static_cast<size_t>(p)])) {
       const TensorId src = g_.nodes[static_cast<size_t>(p)].inputs.at(0);
       if (auto s = ensure_host(src); !s) return s;
@@ -389,7 +549,26 @@ class Runner {
       if (auto u = dev_.upload(bufs_.at(r), bytes.data(), bytes.size()); !u) return u;
     }
     dev_valid_[static_cast<size_t>(r)] = true;
+    // The device holds it now; a host reader downloads it again (within its lifetime).
+    drop_host(r);
     return Ok{};
+  }
+
+  void drop_host(TensorId t) {
+    st_.vals[static_cast<size_t>(t)] = cpu::HostTensor{};
+    st_.ready[static_cast<size_t>(t)] = false;
+  }
+
+  // Whether tensor t's host value can go after host unit `ui` and come back when needed: no host
+  // unit after this one reads it, the graph does not return it, and it comes back: its unit or
+  // its lazy host node computes it again, it is a view (taken again from its root), or the device
+  // holds it.
+  bool can_drop_host(TensorId t, int ui) const {
+    const auto ti = static_cast<size_t>(t);
+    const auto r = static_cast<size_t>(root(t));
+    if (!st_.ready[ti] || host_last_[ti] > ui || idx_.graph_output[r]) return false;
+    if (lazy_[ti] >= 0 || idx_.producer[ti] >= 0) return true;
+    return has_buf_[r] && dev_valid_[r];
   }
 
   // Tensors whose host copy goes stale when root r is rewritten on the device.
@@ -406,9 +585,9 @@ class Runner {
     std::vector<double> per_kernel(res_kernel_count(), 0.0);
     std::vector<int> slot_kernel;
     const std::string_view phase = run == 0 ? "warm-up" : "timed run";
-    int done = 0;
-    for (const Unit& u : units_) {
-      if (opts_.progress) opts_.progress(phase, run, done++, static_cast<int>(units_.size()));
+    for (size_t ui = 0; ui < units_.size(); ++ui) {
+      const Unit& u = units_[ui];
+      if (opts_.progress) opts_.progress(phase, run, static_cast<int>(ui), static_cast<int>(units_.size()));
       if (u.device) {
         std::vector<backend::Buffer> args;
         for (TensorId r : u.reads) {
@@ -442,6 +621,15 @@ class Runner {
           if (auto s = ensure_device(root(t)); !s) return s.error();
         }
       }
+      for (TensorId t : n.inputs) {
+        if (t == kNoTensor) continue;
+        for (TensorId v : view_chain(t)) {
+          if (can_drop_host(v, static_cast<int>(ui))) drop_host(v);
+        }
+      }
+      for (TensorId t : n.outputs) {
+        if (t != kNoTensor && can_drop_host(t, static_cast<int>(ui))) drop_host(t);
+      }
       per_kernel[static_cast<size_t>(u.plan_kernel)] +=
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     }
@@ -465,7 +653,13 @@ class Runner {
   backend::Language lang_;
   cpu::HostState st_;
   std::vector<bool> dev_valid_;
-  std::map<TensorId, backend::Buffer> bufs_;
+  std::map<TensorId, backend::Buffer> bufs_;  // per root with a buffer (a shared one under several)
+  std::vector<backend::Buffer> owned_;        // each buffer once, to release
+  std::vector<bool> has_buf_;                 // per root: a device kernel binds it
+  std::vector<int> slot_of_;                  // per root: its shared buffer, -1 for its own
+  std::vector<uint64_t> slot_bytes_;
+  std::vector<int> host_last_;                // per tensor: the last unit reading it on the host, -1 none
+  std::vector<int> lazy_;                     // per tensor: the node the host computes it with when first read, or -1
   std::vector<Unit> units_;
   std::vector<bool> split_;
   std::map<std::string, std::pair<int, std::string>> fallbacks_;

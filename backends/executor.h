@@ -37,6 +37,10 @@ struct RunOptions {
   int repeat = 3;      // timed runs after one warm-up
   bool poison = true;  // fill every buffer a kernel writes with NaN / INT_MAX before the warm-up
   bool fp16_storage = false;  // store floats as fp16 (computed in fp32); set for fp16 plans
+  // Host memory the run may hold (cpu::RunOptions::max_host_bytes; 0: half the machine's). On a
+  // CPU device (lavapipe) its buffers are host memory too: buffers and host copies together may
+  // take 85 % of twice this.
+  int64_t max_host_bytes = 0;
   // The matrix units fp16 GEMM-like kernels use; unset: codegen::matrix_path_for(the device).
   std::optional<codegen::MatrixPath> matrix;
   // Called before every run after the warm-up, with the device idle (calibration flushes the

@@ -78,6 +78,10 @@ const std::map<std::string, Kernel>& kernels() {
   return table;
 }
 
+std::string size_text(double bytes) {
+  return bytes >= 1e9 ? fmt::format("{:.1f} GB", bytes / 1e9) : fmt::format("{:.1f} MB", bytes / 1e6);
+}
+
 int64_t host_memory_limit(const RunOptions& opts) {
   if (opts.max_host_bytes > 0) return opts.max_host_bytes;
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -95,15 +99,47 @@ int64_t host_bytes(const Tensor& t) {
   return *n > std::numeric_limits<int64_t>::max() / per ? std::numeric_limits<int64_t>::max() : *n * per;
 }
 
-// Whether the whole graph fits that limit on the host; the error names the largest tensors.
+// Per tensor, the last node that reads it (-1: none); graph outputs are read after every node.
+std::vector<int> last_reads(const Graph& g) {
+  std::vector<int> last(g.tensors.size(), -1);
+  for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+    for (TensorId t : g.nodes[ni].inputs) {
+      if (t != kNoTensor) last[static_cast<size_t>(t)] = static_cast<int>(ni);
+    }
+  }
+  for (TensorId t : g.outputs) last[static_cast<size_t>(t)] = static_cast<int>(g.nodes.size());
+  return last;
+}
+
+int64_t add_sat(int64_t a, int64_t b) { return b > std::numeric_limits<int64_t>::max() - a ? std::numeric_limits<int64_t>::max() : a + b; }
+
+// Whether a run fits that limit on the host: the peak of what it holds at once, as run_reference
+// frees each value after its last reader (weights and inputs from the start). The error names the
+// largest tensors.
 Status check_host_memory(const Graph& g, const RunOptions& opts) {
   const int64_t limit = host_memory_limit(opts);
-  int64_t total = 0;
+  const std::vector<int> last = last_reads(g);
+  int64_t live = 0;
   for (const Tensor& t : g.tensors) {
-    const int64_t b = host_bytes(t);
-    total = b > std::numeric_limits<int64_t>::max() - total ? std::numeric_limits<int64_t>::max() : total + b;
+    if (t.role == TensorRole::kWeight || t.role == TensorRole::kInput) live = add_sat(live, host_bytes(t));
   }
-  if (total <= limit) return Ok{};
+  int64_t peak = live;
+  for (size_t ni = 0; ni < g.nodes.size() && peak <= limit; ++ni) {
+    for (TensorId t : g.nodes[ni].outputs) {
+      if (t != kNoTensor) live = add_sat(live, host_bytes(g.tensor(t)));
+    }
+    peak = std::max(peak, live);
+    const auto freed = [&](TensorId t) { return t != kNoTensor && last[static_cast<size_t>(t)] <= static_cast<int>(ni); };
+    const std::vector<TensorId>& in = g.nodes[ni].inputs;
+    for (size_t k = 0; k < in.size(); ++k) {
+      const bool repeated = std::find(in.begin(), in.begin() + static_cast<long>(k), in[k]) != in.begin() + static_cast<long>(k);
+      if (!repeated && freed(in[k]) && live != std::numeric_limits<int64_t>::max()) live -= host_bytes(g.tensor(in[k]));
+    }
+    for (TensorId t : g.nodes[ni].outputs) {
+      if (freed(t) && live != std::numeric_limits<int64_t>::max()) live -= host_bytes(g.tensor(t));
+    }
+  }
+  if (peak <= limit) return Ok{};
   std::vector<std::pair<int64_t, size_t>> big;  // only to name the largest, once over
   for (size_t t = 0; t < g.tensors.size(); ++t) big.emplace_back(host_bytes(g.tensors[t]), t);
   const size_t show = std::min<size_t>(3, big.size());
@@ -111,13 +147,14 @@ Status check_host_memory(const Graph& g, const RunOptions& opts) {
   std::vector<std::string> names;
   for (size_t k = 0; k < show; ++k) {
     const Tensor& t = g.tensors[big[k].second];
-    names.push_back(fmt::format("\"{}\" {} ({:.1f} GB)", t.name, shape_str(t.shape), static_cast<double>(big[k].first) / 1e9));
+    names.push_back(fmt::format("\"{}\" {} ({})", t.name, shape_str(t.shape), size_text(static_cast<double>(big[k].first))));
   }
   return make_error(ErrorCode::kLimit,
-                    fmt::format("{}: the CPU reference would hold {:.1f} GB on the host (every tensor, in fp64/int64), "
-                                "over its limit of {:.1f} GB (half the machine's memory, or RunOptions::max_host_bytes); "
-                                "the largest: {}. Make the inputs smaller (--dim) or run on a device backend",
-                                g.source_path, static_cast<double>(total) / 1e9, static_cast<double>(limit) / 1e9,
+                    fmt::format("{}: the CPU reference would hold {}{} on the host at once (in fp64/int64; each "
+                                "value is freed after its last reader), over its limit of {} (half the "
+                                "machine's memory, or RunOptions::max_host_bytes); the largest tensors: {}. Make the "
+                                "inputs smaller (--dim) or run on a device backend",
+                                g.source_path, peak > limit ? "at least " : "", size_text(static_cast<double>(peak)), size_text(static_cast<double>(limit)),
                                 fmt::join(names, ", ")));
 }
 
@@ -291,11 +328,21 @@ Result<RunResult> run_reference(const Graph& g, const std::vector<HostTensor>& i
   RunResult res;
   res.notes = st->notes;
   res.node_us.assign(g.nodes.size(), 0.0);
+  // Each value is freed after its last reader, so a run holds its live tensors, not all of them.
+  const std::vector<int> last = last_reads(g);
+  const auto release = [&](TensorId t, size_t ni) {
+    if (t != kNoTensor && last[static_cast<size_t>(t)] <= static_cast<int>(ni)) st->vals[static_cast<size_t>(t)] = HostTensor{};
+  };
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    if (last[t] < 0) st->vals[t] = HostTensor{};  // weights nothing reads
+  }
   for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
     if (opts.progress) opts.progress(static_cast<int>(ni), static_cast<int>(g.nodes.size()));
     const auto start = std::chrono::steady_clock::now();
     if (auto s = run_node(g, ni, *st, opts); !s) return s.error();
     res.node_us[ni] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+    for (TensorId t : g.nodes[ni].inputs) release(t, ni);
+    for (TensorId t : g.nodes[ni].outputs) release(t, ni);
   }
   for (TensorId t : g.outputs) res.outputs.push_back(st->vals[static_cast<size_t>(t)]);
   return res;

@@ -86,14 +86,18 @@ void register_data_movement(std::map<std::string, Kernel>& k);
 struct RunOptions {
   const std::map<std::string, TensorData>* weights = nullptr;  // by tensor name
   uint64_t seed = 1;  // fills weights and inputs the caller does not give
-  // Host memory the reference may hold (it keeps every tensor, in fp64 or int64): a graph that
-  // needs more is refused before anything runs, naming its largest tensors. 0: half the
+  // Host memory the reference may hold at once (its live tensors, in fp64 or int64: each value is
+  // freed after its last reader): a graph that needs more is refused before anything runs, naming
+  // its largest tensors. 0: half the
   // machine's physical memory.
   int64_t max_host_bytes = 0;
   // Called before each node run_reference computes (done of total nodes), for a progress line;
   // keep it cheap.
   std::function<void(int done, int total)> progress;
 };
+
+// 1.2 GB, 16.8 MB: sizes in messages, in decimal units.
+std::string size_text(double bytes);
 
 // The host memory a run may hold: RunOptions::max_host_bytes, else half the machine's physical memory.
 int64_t host_memory_limit(const RunOptions& opts);

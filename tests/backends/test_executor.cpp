@@ -117,6 +117,52 @@ TEST_CASE("views share their root's buffer across kernels", "[executor][device]"
   }
 }
 
+TEST_CASE("activations share device buffers by lifetime and host copies go when no longer read", "[executor][device]") {
+  // Twenty 4.2 MB activations in a chain, a host node (ScatterElements) reading a view of one of
+  // them in the middle: 88 MB of buffers as one per tensor, about 17 MB shared. The limit lets
+  // a CPU device (lavapipe: buffers in host memory) hold the shared plan and not the other.
+  test::OnnxBuilder b;
+  b.input("x", kF32, {test::Dim{int64_t{1024}}, test::Dim{int64_t{1024}}});
+  std::string prev = "x";
+  for (int k = 0; k < 20; ++k) {
+    const std::string y = "a" + std::to_string(k);
+    if (k == 10) {
+      b.initializer_i64("shape", {2}, {2048, 512});
+      b.node("Reshape", {prev, "shape"}, {"v"});
+      b.initializer_i64("idx", {1, 512}, std::vector<int64_t>(512, 1));
+      b.initializer("upd", kF32, {1, 512});
+      b.node("ScatterElements", {"v", "idx", "upd"}, {"s"}).i("axis", 0);
+      b.initializer_i64("back", {2}, {1024, 1024});
+      b.node("Reshape", {"s", "back"}, {y});
+    } else {
+      b.node(k % 3 == 0 ? "Sigmoid" : k % 3 == 1 ? "Neg" : "Relu", {prev}, {y});
+    }
+    prev = y;
+  }
+  b.output(prev);
+  const Graph g = test::build_graph(b, "exec_shared.onnx");
+  for (auto& od : test::devices()) {
+    INFO(od.backend);
+    exec::RunOptions o;
+    o.seed = 7;
+    o.repeat = 2;  // later runs read host values dropped in the warm-up back from the device
+    o.max_host_bytes = 36 << 20;  // a CPU device: 64 MB for buffers and host copies together
+    const test::PlanRun pr = test::run_plan_against_reference(*od.dev, g, test::one_kernel_per_op(g), o);
+    CHECK(pr.worst() < 1e-6);
+    bool host = false;
+    for (const auto& k : pr.run.kernels) host = host || !k.device;
+    CHECK(host);
+    if (!od.dev->info().is_cpu) continue;
+    o.max_host_bytes = 10 << 20;  // 17.8 MB: not even the shared plan
+    auto small = exec::run_plan(*od.dev, g, test::one_kernel_per_op(g), {}, o);
+    REQUIRE_FALSE(small);
+    CHECK(small.error().code == ErrorCode::kLimit);
+    CHECK_THAT(small.error().message, Catch::Contains("needs about") &&
+                                          Catch::Contains("of them activations, sharing buffers by lifetime") &&
+                                          Catch::Contains("make the inputs smaller (--dim)"));
+  }
+}
+
 TEST_CASE("gpusim run on a device backend checks outputs and prints predicted beside measured", "[executor][cli]") {
   if (test::devices().empty()) return;  // devices() said why
   const std::string backend = test::devices().front().backend;
