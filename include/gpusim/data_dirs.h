@@ -33,6 +33,9 @@ std::string user_config_dir();
 std::vector<std::string> search_dirs(const char* env_var, const std::string& user_subdir, const std::string& data_subdir);
 // Profiles: $GPUSIM_PROFILE_PATH, <user config>/profiles, <installed data>/gpu_profiles.
 std::vector<std::string> default_profile_dirs();
+// The measurement store that holds the autotuner's cache by default: $GPUSIM_TUNING_DB, else
+// $XDG_CACHE_HOME/gpusim/tuning.db, else ~/.cache/gpusim/tuning.db ("" when none can be named).
+std::string default_tuning_store();
 // Where calibrated profiles are written by default: <user config>/profiles ("" when there is no
 // user config directory).
 std::string user_profile_dir();

@@ -15,6 +15,7 @@
 
 #include "gpusim/gpu_profile.h"
 #include "gpusim/measurement.h"
+#include "gpusim/tuning.h"
 #include "gpusim/predict.h"
 #include "gpusim/result.h"
 #include "gpusim/scheduler.h"
@@ -48,6 +49,11 @@ std::string validation_document(const ValidationReport& rep, const std::vector<M
                                 const std::string& mode, const std::string& truth, const std::string& runtime);
 // gpusim.run/1: a timed run, measured beside predicted per kernel.
 std::string run_document(const RunReport& r);
+// gpusim.tune/1: an autotuning run: per kernel the candidates (predicted, measured), the tile
+// chosen and the simulator's report card; `end_to_end` (may be null) is the tuned plan timed whole.
+std::string tune_document(const TuneReport& t, const RunReport* end_to_end);
+// gpusim.tuning-cache/1: what the tuning cache at `path` holds, per device and driver.
+std::string tuning_cache_document(const std::string& path, const TuningCacheInfo& info);
 // gpusim.error/1: {"schema", "error": {"code", "message"}} — how the service reports a failure.
 std::string error_document(const Error& e);
 std::string_view error_code_name(ErrorCode c);

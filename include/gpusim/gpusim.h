@@ -41,6 +41,7 @@
 #include "gpusim/predict.h"
 #include "gpusim/result.h"
 #include "gpusim/scheduler.h"
+#include "gpusim/tuning.h"
 #include "gpusim/validate.h"
 
 namespace gpusim {
@@ -217,6 +218,20 @@ struct RunReport {
   bool check_passed() const;
 };
 
+// Just-in-time autotuning of a compiled plan (Program::tune).
+struct TuneOptions {
+  static constexpr int kMaxTopK = 20;
+  int top_k = 8;        // candidates measured per kernel, the simulator's best first: 1..kMaxTopK
+  double budget_s = 0;  // stop measuring after this many seconds (0: no limit); the rest keep the simulator's pick
+  // The measurement store holding the tuning cache and the measurements: a path, "" for
+  // default_tuning_store(), or "off" for neither (everything measured, nothing kept).
+  std::string store;
+  bool use_cache = true;  // false: measure even kernels the cache holds (their entries are replaced)
+  std::string command;    // recorded with the measurements
+  // Called between candidates: phase "tune", unit "kernels", done of total plan kernels.
+  std::function<void(const Progress&)> progress;
+};
+
 // A plan compiled for one device. Not copyable; see the thread-safety note above.
 class Program {
  public:
@@ -228,12 +243,21 @@ class Program {
   const std::vector<TensorSpec>& inputs() const;
   const std::vector<TensorSpec>& outputs() const;
   const Plan& plan() const;
+  // The plan as a document (schema gpusim.plan/1, as `gpusim plan --out` writes it): a tuned plan
+  // saved for `gpusim run --plan` and `predict --plan`.
+  std::string plan_document() const;
   // Runs once: `inputs` in graph-input order (fewer: the rest from the seed); each output is
   // written to the caller's buffer of the same index, whose dtype and shape must match outputs().
   Status run(const std::vector<ConstTensorView>& inputs, const std::vector<TensorView>& outputs) noexcept;
   // The timing harness: one warm-up, then `repeat` timed runs, every kernel timed with the
   // device's timers; predictions beside measurements when a profile is known.
   Result<RunReport> time(const std::vector<ConstTensorView>& inputs, const TimingOptions& opts = {}) noexcept;
+  // Autotunes the plan on the device: per kernel, the simulator's top K tiles (among those codegen
+  // generates) are compiled and timed alone, and the measured best replaces the plan's tile (a
+  // kernel the cache knows for this device, driver and gpusim version is not measured). plan()
+  // and later time() calls use the tuned plan; predictions follow it. Needs a device backend and
+  // a profile (the device's own or CompileOptions::gpu) to rank with.
+  Result<TuneReport> tune(const TuneOptions& opts = {}) noexcept;
 
  private:
   friend class Session;

@@ -77,6 +77,34 @@ struct MeasurementQuery {
   int64_t limit = 0;     // 0: no limit
 };
 
+// The autotuner's cache (`gpusim tune`): the tile measured best for one kernel on one device. The
+// key covers the device, its driver, gpusim's version and the kernel's signature (its fused ops,
+// attributes, shapes, dtypes and storage: tuning_key), so a new driver or device misses only its
+// own entries and leaves every other device's in place.
+struct TuningEntry {
+  std::string key;        // tuning_key(...)
+  std::string device, driver, version, signature;
+  std::string backend;
+  std::string group;      // the fused ops, "Conv+Relu" (for people reading --cache-info)
+  TileConfig tile;        // the measured best
+  double time_us = 0;     // its measured median
+  double predicted_us = 0;
+  int candidates = 0;     // how many were measured
+  std::string tuned_at;   // UTC, set by put_tuned
+};
+std::string tuning_key(const std::string& device, const std::string& driver, const std::string& version,
+                       const std::string& signature);
+
+struct TuningCacheInfo {
+  struct Device {
+    std::string device, driver, backend;
+    int64_t entries = 0;
+    std::string newest;  // the latest tuned_at
+  };
+  std::vector<Device> devices;
+  int64_t entries = 0;
+};
+
 struct InsertStats {
   int64_t added = 0;
   int64_t duplicates = 0;  // already in the store: skipped
@@ -99,6 +127,14 @@ class MeasurementStore {
   Result<std::vector<Measurement>> query(const MeasurementQuery& q = {}) const;
   Result<int64_t> count() const;
   const std::string& path() const;
+
+  // The tuning cache (see TuningEntry). put_tuned replaces an entry with the same key, in its own
+  // transaction: two processes tuning at once each keep a whole entry (the last one written wins).
+  Result<std::optional<TuningEntry>> tuned(const std::string& key) const;
+  Status put_tuned(const TuningEntry& e);
+  Result<TuningCacheInfo> tuning_info() const;
+  // Removes the entries of `device` (every device when empty); returns how many went.
+  Result<int64_t> clear_tuned(const std::string& device = "");
 
  private:
   struct Impl;

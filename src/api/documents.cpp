@@ -329,6 +329,75 @@ std::string validation_document(const ValidationReport& rep, const std::vector<M
       .dump(1, ' ', false, kInvalidUtf8);
 }
 
+std::string tune_document(const TuneReport& t, const RunReport* end_to_end) {
+  json ks = json::array();
+  for (const TunedKernel& k : t.kernels) {
+    json cands = json::array();
+    for (const TuneCandidate& c : k.candidates) {
+      json j = {{"tile", tile_to_json(c.tile)}, {"notation", tile_notation(c.tile)},
+                {"predicted_rank", c.predicted_rank}, {"predicted_us", c.predicted_us}};
+      if (c.measured_us > 0) {
+        j["measured_us"] = c.measured_us;
+        j["p95_us"] = c.p95_us;
+        j["samples"] = c.samples;
+      }
+      if (!c.error.empty()) j["error"] = c.error;
+      cands.push_back(std::move(j));
+    }
+    const char* how = k.cached ? "cached" : k.skipped ? "kept" : "measured";
+    json j = {{"kernel", k.plan_kernel}, {"group", k.group}, {"name", k.name}, {"signature", k.signature},
+              {"how", how}, {"tile", tile_to_json(k.tile)}, {"notation", tile_notation(k.tile)},
+              {"candidates", cands}};
+    if (k.chosen_us > 0) j["chosen_us"] = k.chosen_us;
+    if (!k.cached && !k.skipped && k.chosen >= 0) {
+      j["chosen"] = k.chosen;
+      j["regret"] = k.regret;
+      j["kendall_tau"] = k.kendall_tau;
+      j["best_predicted_rank"] = k.best_predicted_rank;
+    }
+    ks.push_back(std::move(j));
+  }
+  json out = {{"schema", "gpusim.tune/1"},
+              {"model", t.model},
+              {"backend", t.backend},
+              {"device", t.device_name},
+              {"driver", t.driver},
+              {"gpu", t.gpu},
+              {"store", t.store},
+              {"top_k", t.top_k},
+              {"kernels_measured", t.measured},
+              {"kernels_cached", t.cached},
+              {"kernels_kept", t.skipped},
+              {"candidates_run", t.candidates_run},
+              {"compile_s", t.compile_s},
+              {"measure_s", t.measure_s},
+              {"total_s", t.total_s},
+              {"budget_hit", t.budget_hit},
+              {"report_card",
+               {{"graded", t.graded},
+                {"top1_within_3pct", t.top1_within_3pct},
+                {"top1_share", t.top1_share},
+                {"top3_share", t.top3_share},
+                {"median_regret", t.median_regret},
+                {"mean_kendall_tau", t.mean_tau}}},
+              {"simulator_pick_us", t.sim_pick_us},
+              {"tuned_us", t.tuned_us},
+              {"kernels", ks},
+              {"notes", t.notes}};
+  if (end_to_end) out["end_to_end"] = json::parse(run_document(*end_to_end));
+  return out.dump(2, ' ', false, kInvalidUtf8);
+}
+
+std::string tuning_cache_document(const std::string& path, const TuningCacheInfo& info) {
+  json ds = json::array();
+  for (const auto& d : info.devices) {
+    ds.push_back({{"device", d.device}, {"driver", d.driver}, {"backend", d.backend}, {"entries", d.entries},
+                  {"newest", d.newest}});
+  }
+  json out = {{"schema", "gpusim.tuning-cache/1"}, {"store", path}, {"entries", info.entries}, {"devices", ds}};
+  return out.dump(2, ' ', false, kInvalidUtf8);
+}
+
 std::string run_document(const RunReport& r) {
   json outs = json::array();
   for (const OutputSummary& o : r.outputs) {

@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 
 #include "executor.h"
+#include "tune.h"
+#include "gpusim/data_dirs.h"
 #include "gpusim/gpusim.h"
 #include "gpusim/tensor_data.h"
 #include "guard.h"
@@ -47,6 +50,7 @@ Program::~Program() = default;
 const std::vector<TensorSpec>& Program::inputs() const { return impl_->inputs; }
 const std::vector<TensorSpec>& Program::outputs() const { return impl_->outputs; }
 const Plan& Program::plan() const { return impl_->plan; }
+std::string Program::plan_document() const { return plan_to_json(impl_->plan, impl_->g); }
 
 namespace {
 
@@ -503,6 +507,62 @@ Result<Program> Session::compile(const Model& m, const CompileOptions& opts) con
     for (TensorId id : p.g.inputs) p.inputs.push_back(info_of(p.g, id));
     for (TensorId id : p.g.outputs) p.outputs.push_back(info_of(p.g, id));
     return Program(std::move(impl));
+  });
+}
+
+Result<TuneReport> Program::tune(const TuneOptions& opts) noexcept {
+  return guarded("tune", [&]() -> Result<TuneReport> {
+    Impl& p = *impl_;
+    std::lock_guard<std::mutex> lock(p.mu);
+    if (!p.dev) {
+      return make_error(ErrorCode::kInvalidArgument, "tune: the cpu backend is the reference and has nothing to tune; "
+                                                     "compile for a device backend (vulkan, cuda or hip)");
+    }
+    if (!p.gpu) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("tune: no profile to rank candidates with: none matches device \"{}\"; give one "
+                                    "(--gpu NAME, CompileOptions::gpu) or make one with `gpusim calibrate`",
+                                    p.dev->info().name));
+    }
+    std::optional<MeasurementStore> store;
+    std::string store_path = opts.store.empty() ? default_tuning_store() : opts.store;
+    if (store_path == "off") store_path.clear();
+    if (!store_path.empty()) {
+      const std::filesystem::path dir = std::filesystem::path(store_path).parent_path();
+      std::error_code ec;
+      if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+      auto s = MeasurementStore::open(store_path);
+      if (!s) return s.error();
+      store = std::move(*s);
+    }
+    tune::Options o;
+    o.top_k = opts.top_k;
+    o.budget_s = opts.budget_s;
+    o.fp16_storage = p.opts.dtype == DType::kFloat16;
+    o.store = store ? &*store : nullptr;
+    o.use_cache = opts.use_cache;
+    o.command = opts.command.empty() ? fmt::format("gpusim tune {}", p.model) : opts.command;
+    if (opts.progress) {
+      o.progress = [&](int done, int total, int measured) {
+        opts.progress(Progress{"tune", "kernels", measured, 0, done, total});
+      };
+    }
+    Plan tuned = p.plan;
+    auto r = tune::tune_plan(*p.dev, p.g, tuned, make_device(*p.gpu), o);
+    if (!r) return r.error();
+    // Predictions follow the tuned plan.
+    auto pr = predict_plan(p.g, tuned, *p.gpu);  // p.g is already in the plan's dtype
+    if (!pr) return pr.error();
+    p.plan = std::move(tuned);
+    p.pred = std::move(*pr);
+    p.plan_source = p.plan_source + ", tuned";
+    r->model = p.model;
+    r->backend = p.opts.backend;
+    r->device_name = p.dev->info().name;
+    r->driver = p.dev->info().driver;
+    r->gpu = p.gpu->name;
+    r->store = store_path;
+    return std::move(*r);
   });
 }
 

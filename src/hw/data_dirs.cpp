@@ -55,6 +55,17 @@ std::string user_config_dir() {
   return {};
 }
 
+std::string default_tuning_store() {
+  if (const char* d = std::getenv("GPUSIM_TUNING_DB"); d != nullptr && *d != '\0') return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0') {
+    return (fs::path(x) / "gpusim" / "tuning.db").string();
+  }
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') {
+    return (fs::path(h) / ".cache" / "gpusim" / "tuning.db").string();
+  }
+  return {};
+}
+
 std::string user_profile_dir() {
   const std::string c = user_config_dir();
   return c.empty() ? c : (fs::path(c) / "profiles").string();

@@ -59,6 +59,23 @@ CREATE TABLE IF NOT EXISTS measurements (
 CREATE INDEX IF NOT EXISTS measurements_gpu ON measurements (gpu, op_class);
 )sql";
 
+// The autotuner's cache; added to stores made before it (every open makes sure it is there).
+constexpr const char* kCreateTuning = R"sql(
+CREATE TABLE IF NOT EXISTS tuning (
+  key TEXT PRIMARY KEY,
+  device TEXT NOT NULL,
+  driver TEXT NOT NULL,
+  version TEXT NOT NULL,
+  signature TEXT NOT NULL,
+  backend TEXT NOT NULL,
+  grp TEXT NOT NULL,
+  tile TEXT NOT NULL,
+  time_us REAL NOT NULL,
+  predicted_us REAL NOT NULL,
+  candidates INTEGER NOT NULL,
+  tuned_at TEXT NOT NULL);
+)sql";
+
 constexpr const char* kColumns =
     "op, op_class, dims, dtype, work, tile, fused_ops, kernel, kernels_launched, grid, block, gpu, backend, driver, "
     "clocks, runtime, timer, statistic, repeats, warm_cache, time_us, p50_us, p95_us, source, source_ref";
@@ -138,6 +155,16 @@ std::string measurement_key(const Measurement& m) {
   return fmt::format("{:016x}{:016x}", fnv1a(s, 0xcbf29ce484222325ULL), fnv1a(s, 0x84222325cbf29ce4ULL));
 }
 
+std::string tuning_key(const std::string& device, const std::string& driver, const std::string& version,
+                       const std::string& signature) {
+  std::string s;
+  for (const std::string* f : {&device, &driver, &version, &signature}) {
+    s += *f;
+    s += '\x1f';
+  }
+  return fmt::format("{:016x}{:016x}", fnv1a(s, 0xcbf29ce484222325ULL), fnv1a(s, 0x84222325cbf29ce4ULL));
+}
+
 struct MeasurementStore::Impl {
   sqlite3* db = nullptr;
   std::string path;
@@ -199,6 +226,7 @@ Result<MeasurementStore> MeasurementStore::open(const std::string& path, bool cr
                                     path, schema, kSchema));
     }
   }
+  if (auto r = impl->exec(kCreateTuning, "cannot create the tuning cache table"); !r) return r.error();
   return MeasurementStore(std::move(impl));
 }
 
@@ -331,6 +359,86 @@ Result<int64_t> MeasurementStore::count() const {
   Stmt s(impl_->db, "SELECT COUNT(*) FROM measurements");
   if (!s.ok() || sqlite3_step(s.get()) != SQLITE_ROW) return impl_->fail("cannot count the measurements");
   return sqlite3_column_int64(s.get(), 0);
+}
+
+Result<std::optional<TuningEntry>> MeasurementStore::tuned(const std::string& key) const {
+  Stmt s(impl_->db,
+         "SELECT device, driver, version, signature, backend, grp, tile, time_us, predicted_us, candidates, tuned_at "
+         "FROM tuning WHERE key = ?1");
+  if (!s.ok()) return impl_->fail("cannot read the tuning cache");
+  s.text(1, key);
+  const int rc = sqlite3_step(s.get());
+  if (rc == SQLITE_DONE) return std::optional<TuningEntry>{};
+  if (rc != SQLITE_ROW) return impl_->fail("cannot read the tuning cache");
+  TuningEntry e;
+  e.key = key;
+  e.device = s.col_text(0);
+  e.driver = s.col_text(1);
+  e.version = s.col_text(2);
+  e.signature = s.col_text(3);
+  e.backend = s.col_text(4);
+  e.group = s.col_text(5);
+  const std::string where = fmt::format("{}: tuning cache entry {}", impl_->path, key);
+  try {
+    auto t = tile_from_json(nlohmann::json::parse(s.col_text(6)), where);
+    if (!t) return t.error();
+    e.tile = *t;
+  } catch (const nlohmann::json::exception& ex) {
+    return make_error(ErrorCode::kParse, fmt::format("{}: its tile is malformed ({}); clear the cache with `gpusim "
+                                                     "tune --clear`",
+                                                     where, ex.what()));
+  }
+  e.time_us = sqlite3_column_double(s.get(), 7);
+  e.predicted_us = sqlite3_column_double(s.get(), 8);
+  e.candidates = static_cast<int>(sqlite3_column_int64(s.get(), 9));
+  e.tuned_at = s.col_text(10);
+  return std::optional<TuningEntry>{std::move(e)};
+}
+
+Status MeasurementStore::put_tuned(const TuningEntry& e) {
+  Stmt s(impl_->db,
+         "INSERT OR REPLACE INTO tuning (key, device, driver, version, signature, backend, grp, tile, time_us, "
+         "predicted_us, candidates, tuned_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+  if (!s.ok()) return impl_->fail("cannot write the tuning cache");
+  s.text(1, e.key);
+  s.text(2, e.device);
+  s.text(3, e.driver);
+  s.text(4, e.version);
+  s.text(5, e.signature);
+  s.text(6, e.backend);
+  s.text(7, e.group);
+  s.text(8, tile_to_json(e.tile).dump(-1, ' ', false, kInvalidUtf8));
+  s.real(9, e.time_us);
+  s.real(10, e.predicted_us);
+  s.i64(11, e.candidates);
+  s.text(12, now_utc());
+  if (sqlite3_step(s.get()) != SQLITE_DONE) return impl_->fail("cannot write the tuning cache");
+  return Ok{};
+}
+
+Result<TuningCacheInfo> MeasurementStore::tuning_info() const {
+  Stmt s(impl_->db,
+         "SELECT device, driver, backend, COUNT(*), MAX(tuned_at) FROM tuning GROUP BY device, driver, backend "
+         "ORDER BY device, driver");
+  if (!s.ok()) return impl_->fail("cannot read the tuning cache");
+  TuningCacheInfo info;
+  int rc = SQLITE_ROW;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+    TuningCacheInfo::Device d{s.col_text(0), s.col_text(1), s.col_text(2), sqlite3_column_int64(s.get(), 3),
+                              s.col_text(4)};
+    info.entries += d.entries;
+    info.devices.push_back(std::move(d));
+  }
+  if (rc != SQLITE_DONE) return impl_->fail("cannot read the tuning cache");
+  return info;
+}
+
+Result<int64_t> MeasurementStore::clear_tuned(const std::string& device) {
+  Stmt s(impl_->db, "DELETE FROM tuning WHERE ?1 = '' OR device = ?1");
+  if (!s.ok()) return impl_->fail("cannot clear the tuning cache");
+  s.text(1, device);
+  if (sqlite3_step(s.get()) != SQLITE_DONE) return impl_->fail("cannot clear the tuning cache");
+  return static_cast<int64_t>(sqlite3_changes(impl_->db));
 }
 
 }  // namespace gpusim

@@ -16,20 +16,14 @@
 
 #include "commands.h"
 #include "common.h"
+#include "run_setup.h"
 #include "gpusim/gpusim.h"
 
 namespace gpusim::cli {
 
 namespace {
 
-struct Args {
-  std::string model, backend = "cpu", plan, gpu, dtype;
-  std::vector<std::string> dims, inputs, profile_dirs;
-  int device = 0;
-  uint64_t seed = 1;
-  int repeat = 3;
-  bool json = false, check = false, quiet = false, progress = false;
-};
+using Args = RunArgs;
 
 void print_outputs(const RunReport& r) {
   for (const OutputSummary& o : r.outputs) {
@@ -97,7 +91,11 @@ void print_device(const Args& a, const RunReport& r) {
   print_notes(r);
 }
 
-int run(const Args& a) {
+}  // namespace
+
+std::optional<Program> open_program(const RunArgs& a, std::string_view command, int& rc,
+                                    std::vector<HostBuffer>& buffers) {
+  const std::string who(command);
   const Session session({a.profile_dirs, {}});
   CompileOptions co;
   co.backend = a.backend;
@@ -106,19 +104,22 @@ int run(const Args& a) {
   if (a.backend != "cpu" && !a.dtype.empty()) {
     auto dtype = parse_dtype(a.dtype);
     if (!dtype) {
-      fmt::print(stderr, "gpusim run: {}\n", dtype.error().message);
-      return 2;
+      fmt::print(stderr, "{}: {}\n", who, dtype.error().message);
+      rc = 2;
+      return std::nullopt;
     }
     co.dtype = *dtype;
   }
   if (auto ok = check_compile_options(co); !ok) {  // a bad --backend or --dtype: a bad argument
-    fmt::print(stderr, "gpusim run: {}\n", ok.error().message);
-    return 2;
+    fmt::print(stderr, "{}: {}\n", who, ok.error().message);
+    rc = 2;
+    return std::nullopt;
   }
   auto m = session.open_model(a.model, {a.dims});
   if (!m) {
-    fmt::print(stderr, "gpusim run: {}\n", m.error().message);
-    return exit_code(m.error());
+    fmt::print(stderr, "{}: {}\n", who, m.error().message);
+    rc = exit_code(m.error());
+    return std::nullopt;
   }
   // No --dtype: the model's own float type, as predict uses (fp16 stays fp16; kernels store fp32
   // or fp16, so a bf16 model runs in fp32, saying so).
@@ -126,16 +127,16 @@ int run(const Args& a) {
     const DType own = graph_float_type(m->graph());
     co.dtype = own == DType::kFloat16 ? DType::kFloat16 : DType::kFloat32;
     if (own != co.dtype) {
-      fmt::print(stderr, "gpusim run: the model computes in {}; kernels store fp32 or fp16, so it runs in fp32 "
-                         "(--dtype fp16 for half storage)\n", dtype_name(own));
+      fmt::print(stderr, "{}: the model computes in {}; kernels store fp32 or fp16, so it runs in fp32 "
+                         "(--dtype fp16 for half storage)\n", who, dtype_name(own));
     }
   }
-  std::vector<HostBuffer> buffers;
   for (const std::string& f : a.inputs) {
     auto t = read_tensor_buffer(f);
     if (!t) {
-      fmt::print(stderr, "gpusim run: {}\n", t.error().message);
-      return 1;
+      fmt::print(stderr, "{}: {}\n", who, t.error().message);
+      rc = 1;
+      return std::nullopt;
     }
     buffers.push_back(std::move(*t));
   }
@@ -143,30 +144,52 @@ int run(const Args& a) {
     if (!a.gpu.empty()) {
       auto p = session.gpu(a.gpu);
       if (!p) {
-        fmt::print(stderr, "gpusim run: {}\n", p.error().message);
-        return 1;
+        fmt::print(stderr, "{}: {}\n", who, p.error().message);
+        rc = 1;
+        return std::nullopt;
       }
       co.gpu = std::move(*p);
     }
     if (!a.plan.empty()) {
       std::ifstream f(a.plan);
       if (!f) {
-        fmt::print(stderr, "gpusim run: {}: cannot open the plan file (check the path)\n", a.plan);
-        return 1;
+        fmt::print(stderr, "{}: {}: cannot open the plan file (check the path)\n", who, a.plan);
+        rc = 1;
+        return std::nullopt;
       }
       const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
       auto plan = session.load_plan(*m, text, a.plan);
       if (!plan) {
-        fmt::print(stderr, "gpusim run: {}\n", plan.error().message);
-        return 1;
+        fmt::print(stderr, "{}: {}\n", who, plan.error().message);
+        rc = 1;
+        return std::nullopt;
       }
       co.plan = std::move(*plan);
     }
   }
   auto prog = session.compile(*m, co);
   if (!prog) {
-    fmt::print(stderr, "gpusim run: {}\n", prog.error().message);
-    return 1;  // the options were checked above: what fails here is the device, the plan or the model
+    fmt::print(stderr, "{}: {}\n", who, prog.error().message);
+    rc = 1;  // the options were checked above: what fails here is the device, the plan or the model
+    return std::nullopt;
+  }
+  return std::move(*prog);
+}
+
+namespace {
+
+int run(const Args& a) {
+  int rc = 0;
+  std::vector<HostBuffer> buffers;
+  std::optional<Program> prog = open_program(a, "gpusim run", rc, buffers);
+  if (!prog) return rc;
+  if (a.tune) {
+    if (a.backend == "cpu") {
+      fmt::print(stderr, "gpusim run: --tune needs a device backend (vulkan, cuda or hip); the cpu backend is the "
+                         "reference and has nothing to tune\n");
+      return 2;
+    }
+    if (int t = tune_program(*prog, a, "gpusim run"); t != 0) return t;
   }
   std::vector<ConstTensorView> views;
   for (const HostBuffer& b : buffers) views.push_back(b.view());
@@ -227,6 +250,8 @@ void add_run(CLI::App& app, int& rc) {
   cmd->add_flag("--quiet", a->quiet, "No progress line (by default one is drawn on stderr when it is a terminal)");
   cmd->add_flag("--progress", a->progress, "Progress on stderr even when it is not a terminal (a line per phase and "
                                              "every 5 s)");
+  cmd->add_flag("--tune", a->tune, "Autotune the plan on the device first (as gpusim tune does), then run the tuned plan");
+  add_tune_options(*cmd, *a);
   cmd->callback([a, &rc] { rc = run(*a); });
 }
 

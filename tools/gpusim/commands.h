@@ -13,6 +13,7 @@ void add_predict(CLI::App& app, int& rc);
 void add_compare(CLI::App& app, int& rc);
 void add_plan(CLI::App& app, int& rc);
 void add_run(CLI::App& app, int& rc);
+void add_tune(CLI::App& app, int& rc);
 void add_calibrate(CLI::App& app, int& rc);
 void add_validate(CLI::App& app, int& rc);
 void add_truth(CLI::App& app, int& rc);

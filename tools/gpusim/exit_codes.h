@@ -25,6 +25,9 @@ inline const std::map<std::string, std::string>& exit_codes() {
       {"run", "0 ran, and with --check every output is within tolerance; 1 the model, an input, the plan or the "
               "device failed, or --check found an output beyond tolerance; 2 bad arguments (an unknown backend or "
               "dtype, --repeat out of range)"},
+      {"tune", "0 tuned (and the tuned plan timed), or the cache described or cleared; 1 the model, plan, device or "
+               "store failed, or --out cannot be written; 2 bad arguments (no model, the cpu backend, --top-k or "
+               "--budget-s out of range, no profile to rank with)"},
       {"calibrate", "0 measured and the profile written; 1 no device, a --base that cannot be loaded, a failed "
                     "measurement or fit, or the profile cannot be written (nothing half-written is left); 2 bad "
                     "arguments (not a device backend, a --base of another device without --force-base)"},

@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
   gpusim::cli::add_compare(app, rc);
   gpusim::cli::add_plan(app, rc);
   gpusim::cli::add_run(app, rc);
+  gpusim::cli::add_tune(app, rc);
   gpusim::cli::add_calibrate(app, rc);
   gpusim::cli::add_validate(app, rc);
   gpusim::cli::add_truth(app, rc);

@@ -1,0 +1,548 @@
+// The autotuner (see tune.h).
+#include "tune.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+
+#include "gpusim/kernel_work.h"
+#include "gpusim/op_catalog.h"
+#include "raw_decode.h"
+
+namespace gpusim::tune {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string attr_text(const Attribute& a) {
+  switch (a.kind) {
+    case Attribute::Kind::kInt: return fmt::format("i{}", a.i);
+    case Attribute::Kind::kFloat: return fmt::format("f{:.9g}", a.f);
+    case Attribute::Kind::kString: return "s" + a.s;
+    case Attribute::Kind::kInts: return fmt::format("I{}", fmt::join(a.ints, ","));
+    case Attribute::Kind::kFloats: return fmt::format("F{:.9g}", fmt::join(a.floats, ","));
+    case Attribute::Kind::kStrings: return fmt::format("S{}", fmt::join(a.strings, ","));
+    case Attribute::Kind::kTensor: {
+      std::string s = fmt::format("T{}{}", dtype_name(a.tensor_dtype), shape_str(a.tensor_shape));
+      if (a.tensor) s += fmt::format("={}|{:.9g}", fmt::join(a.tensor->ints, ","), fmt::join(a.tensor->reals, ","));
+      return s;
+    }
+  }
+  return "?";
+}
+
+// The group's op types, anchor first.
+std::string group_name(const Graph& g, const PlanKernel& k) {
+  if (k.nodes.empty()) return "";
+  const auto anchor = static_cast<size_t>(std::clamp<int>(k.anchor, 0, static_cast<int>(k.nodes.size()) - 1));
+  std::string s = g.nodes[static_cast<size_t>(k.nodes[anchor])].op_type;
+  for (size_t i = 0; i < k.nodes.size(); ++i) {
+    if (i != anchor) s += "+" + g.nodes[static_cast<size_t>(k.nodes[i])].op_type;
+  }
+  return s;
+}
+
+uint64_t fnv1a(const std::string& s, uint64_t h) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+// Device bytes of a random-filled input: floats uniform in [-1, 1] (fp32 or fp16), integers 0 (a
+// valid index into any dim, as the executor's seeded inputs are).
+std::vector<uint8_t> input_bytes(const codegen::Arg& a, std::mt19937_64& rng) {
+  const auto n = static_cast<size_t>(std::max<int64_t>(1, a.elements));
+  std::vector<uint8_t> bytes(n * static_cast<size_t>(codegen::storage_bytes(a.storage)), 0);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (size_t k = 0; k < n; ++k) {
+    if (a.storage == codegen::Storage::kF32) {
+      const float f = u(rng);
+      std::memcpy(&bytes[k * 4], &f, 4);
+    } else if (a.storage == codegen::Storage::kF16) {
+      const uint16_t h = detail::float_to_half(u(rng));
+      std::memcpy(&bytes[k * 2], &h, 2);
+    }
+  }
+  return bytes;
+}
+
+struct Timing {
+  double median = 0, p95 = 0;
+  int samples = 0;
+};
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+class Tuner {
+ public:
+  Tuner(backend::Backend& dev, const Graph& g, const DeviceModel& d, const Options& o)
+      : dev_(dev), g_(g), idx_(index_graph(g)), d_(d), o_(o), rng_(7) {
+    copts_.float_storage = o.fp16_storage ? codegen::Storage::kF16 : codegen::Storage::kF32;
+    copts_.max_threads = dev.info().max_threads_per_group;
+    copts_.max_shared_bytes = dev.info().max_shared_bytes;
+    copts_.matrix = o.matrix ? *o.matrix : codegen::matrix_path_for(dev.info());
+    lang_ = dev.info().backend == "vulkan" ? backend::Language::kGlsl : backend::Language::kCudaCpp;
+    version_ = GPUSIM_TUNE_VERSION;
+  }
+  ~Tuner() {
+    for (auto& [t, b] : bufs_) dev_.release(b);
+  }
+
+  Result<TuneResult> run(Plan& plan) {
+    const auto start = Clock::now();
+    TuneResult r;
+    const int total = static_cast<int>(plan.kernels.size());
+    progress_total_ = total;
+    for (size_t ki = 0; ki < plan.kernels.size(); ++ki) {
+      if (o_.progress) o_.progress(static_cast<int>(ki), total, r.candidates_run);
+      PlanKernel& pk = plan.kernels[ki];
+      KernelTune kt;
+      kt.plan_kernel = static_cast<int>(ki);
+      kt.group = group_name(g_, pk);
+      if (!pk.nodes.empty() && pk.anchor >= 0 && pk.anchor < static_cast<int>(pk.nodes.size())) {
+        kt.name = g_.nodes[static_cast<size_t>(pk.nodes[static_cast<size_t>(pk.anchor)])].name;
+      }
+      kt.tile = pk.tile;
+      if (pk.nodes.empty() || pk.anchor < 0 || pk.anchor >= static_cast<int>(pk.nodes.size())) {
+        kt.skipped = true;
+        r.kernels.push_back(std::move(kt));
+        continue;
+      }
+      const std::string sig_text = kernel_signature(g_, pk, copts_);
+      kt.signature = fmt::format("{:016x}", fnv1a(sig_text, 0xcbf29ce484222325ULL));
+      const std::string key = tuning_key(dev_.info().name, dev_.info().driver, version_, kt.signature);
+      if (o_.store && o_.use_cache) {
+        auto hit = o_.store->tuned(key);
+        if (!hit) return hit.error();
+        if (*hit) {
+          pk.tile = (*hit)->tile;
+          kt.tile = pk.tile;
+          kt.cached = true;
+          kt.chosen_us = (*hit)->time_us;
+          ++r.cached;
+          r.kernels.push_back(std::move(kt));
+          continue;
+        }
+      }
+      if (o_.budget_s > 0 && seconds_since(start) > o_.budget_s) {
+        r.budget_hit = true;
+        kt.skipped = true;
+        ++r.skipped;
+        r.kernels.push_back(std::move(kt));
+        continue;
+      }
+      auto s = tune_kernel(pk, kt, r);
+      if (!s) return s.error();
+      if (kt.skipped) {
+        ++r.skipped;
+      } else {
+        ++r.measured;
+        pk.tile = kt.tile;
+        if (o_.store) {
+          if (auto put = remember(key, kt); !put) return put.error();
+        }
+      }
+      r.kernels.push_back(std::move(kt));
+    }
+    if (o_.progress) o_.progress(total, total, r.candidates_run);
+    r.total_s = seconds_since(start);
+    grade(r);
+    if (r.budget_hit) {
+      r.notes.push_back(fmt::format("the {:.0f} s budget ran out: {} kernel(s) keep the simulator's pick untuned",
+                                    o_.budget_s, r.skipped));
+    }
+    return r;
+  }
+
+ private:
+  // The candidates: every tile of the menu as codegen generates it, deduplicated, priced, the
+  // feasible ones in the simulator's order; the plan's own tile is among them.
+  std::vector<Candidate> rank(const PlanKernel& pk, const KernelWork& w) const {
+    std::vector<TileConfig> tiles = tile_menu(w, d_);
+    tiles.push_back(pk.tile);
+    std::vector<Candidate> out;
+    std::vector<std::string> seen;
+    for (const TileConfig& m : tiles) {
+      const TileConfig t = codegen::as_generated(m, w);
+      const std::string id = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", t.block_m, t.block_n, t.block_k, t.threads,
+                                         t.stages, t.split_k, t.vector_width, t.items_per_thread, t.rows_per_block);
+      if (std::find(seen.begin(), seen.end(), id) != seen.end()) continue;
+      seen.push_back(id);
+      const KernelCost c = kernel_cost(w, t, d_);
+      if (!c.feasible) continue;
+      Candidate cand;
+      cand.tile = t;
+      cand.predicted_us = c.total_us;
+      out.push_back(cand);
+    }
+    std::stable_sort(out.begin(), out.end(),
+                     [](const Candidate& a, const Candidate& b) { return a.predicted_us < b.predicted_us; });
+    for (size_t i = 0; i < out.size(); ++i) out[i].predicted_rank = static_cast<int>(i);
+    return out;
+  }
+
+  Status tune_kernel(const PlanKernel& pk, KernelTune& kt, TuneResult& r) {
+    const bool attention = std::find(pk.fusions.begin(), pk.fusions.end(), "attention") != pk.fusions.end();
+    const KernelWork w = group_work(g_, idx_, pk.nodes, pk.anchor, attention, pk.recomputed);
+    std::vector<Candidate> all = rank(pk, w);
+    const int k = std::clamp(o_.top_k, 1, Options::kMaxTopK);
+    // The top K that codegen builds and the device accepts (a tile past a device limit is skipped,
+    // and the next one takes its place).
+    struct Trial {
+      Candidate c;
+      codegen::Kernel kernel;
+      backend::KernelHandle handle = 0;
+    };
+    std::vector<Trial> trials;
+    const auto t0 = Clock::now();
+    for (Candidate& c : all) {
+      if (static_cast<int>(trials.size()) >= k) break;
+      PlanKernel trial = pk;
+      trial.tile = c.tile;
+      auto gen = codegen::generate(g_, idx_, trial, copts_);
+      if (!gen) continue;  // no generator for this group: nothing to tune
+      if (!dev_.can_run(gen->source(lang_))) continue;
+      trials.push_back({c, std::move(*gen), 0});
+    }
+    if (trials.size() < 2) {  // nothing to choose between (one tile, or a group codegen does not build)
+      kt.skipped = true;
+      for (const Trial& t : trials) kt.candidates.push_back(t.c);
+      return Ok{};
+    }
+    std::vector<Trial*> built;
+    for (Trial& t : trials) {
+      auto h = dev_.compile(t.kernel.source(lang_));
+      if (!h) {
+        if (h.error().code == ErrorCode::kDevice) return h.error();
+        t.c.error = h.error().message;
+        continue;
+      }
+      t.handle = *h;
+      built.push_back(&t);
+    }
+    r.compile_s += seconds_since(t0);
+    const auto t1 = Clock::now();
+    for (Trial* t : built) {
+      if (o_.progress) o_.progress(kt.plan_kernel, progress_total_, r.candidates_run);
+      auto m = time(t->kernel, t->handle);
+      if (!m) {
+        if (m.error().code == ErrorCode::kDevice) return m.error();
+        t->c.error = m.error().message;
+        continue;
+      }
+      t->c.measured_us = m->median;
+      t->c.p95_us = m->p95;
+      t->c.samples = m->samples;
+      ++r.candidates_run;
+    }
+    r.measure_s += seconds_since(t1);
+    for (const Trial& t : trials) kt.candidates.push_back(t.c);
+    std::sort(kt.candidates.begin(), kt.candidates.end(),
+              [](const Candidate& a, const Candidate& b) { return a.predicted_rank < b.predicted_rank; });
+    decide(kt);
+    if (kt.chosen < 0) {
+      kt.skipped = true;
+      return Ok{};
+    }
+    record(pk, w, kt);
+    return Ok{};
+  }
+
+  // The measured best; within the tie band of it, the simulator's order decides.
+  void decide(KernelTune& kt) const {
+    double best = 0;
+    int fastest = -1;
+    for (size_t i = 0; i < kt.candidates.size(); ++i) {
+      const Candidate& c = kt.candidates[i];
+      if (c.measured_us <= 0) continue;
+      if (fastest < 0 || c.measured_us < best) {
+        best = c.measured_us;
+        fastest = static_cast<int>(i);
+      }
+    }
+    if (fastest < 0) return;
+    for (size_t i = 0; i < kt.candidates.size(); ++i) {  // in the simulator's order
+      const Candidate& c = kt.candidates[i];
+      if (c.measured_us > 0 && c.measured_us <= best * (1 + o_.tie_band)) {
+        kt.chosen = static_cast<int>(i);
+        break;
+      }
+    }
+    kt.tile = kt.candidates[static_cast<size_t>(kt.chosen)].tile;
+    kt.chosen_us = kt.candidates[static_cast<size_t>(kt.chosen)].measured_us;
+    kt.best_predicted_rank = kt.candidates[static_cast<size_t>(fastest)].predicted_rank;
+    std::vector<double> p, m;
+    double top1 = 0;
+    for (const Candidate& c : kt.candidates) {
+      if (c.measured_us <= 0) continue;
+      if (c.predicted_rank == 0) top1 = c.measured_us;
+      p.push_back(c.predicted_us);
+      m.push_back(c.measured_us);
+    }
+    // The simulator's top-1 may not have run (it failed to compile): its regret is then that of
+    // the first candidate that did.
+    if (top1 <= 0) top1 = m.front();
+    kt.regret = top1 / best - 1;
+    kt.kendall_tau = kendall_tau(p, m);
+  }
+
+  // Buffers for the kernel's arguments (shared by its candidates), inputs filled once; then a
+  // warm-up launch, a probe of one timed launch to size the rounds, and a round of timed
+  // launches; a second round when the samples scatter (p95 over 1.5x the median) and the median
+  // of both.
+  Result<Timing> time(const codegen::Kernel& k, backend::KernelHandle h) {
+    std::vector<backend::Buffer> args;
+    for (const codegen::Arg& a : k.args) {
+      auto b = buffer(a);
+      if (!b) return b.error();
+      args.push_back(*b);
+    }
+    auto launch_round = [&](int n, bool timed) -> Result<std::vector<double>> {
+      for (int i = 0; i < n; ++i) {
+        auto s = dev_.launch(h, k.groups, args, timed);
+        if (!s) return s.error();
+      }
+      if (auto s = dev_.synchronize(); !s) return s.error();
+      auto t = dev_.read_timers();
+      if (!t) return t.error();
+      return *t;
+    };
+    if (auto w = launch_round(1, false); !w) return w.error();
+    auto probe = launch_round(1, true);
+    if (!probe) return probe.error();
+    const double one = probe->empty() ? 0 : probe->front();
+    const int n = one > 0 ? std::clamp(static_cast<int>(o_.target_ms * 1e3 / one), 5, 200) : 5;
+    auto round = launch_round(n, true);
+    if (!round) return round.error();
+    std::vector<double> samples = *round;
+    std::vector<double> sorted = samples;
+    std::sort(sorted.begin(), sorted.end());
+    if (!sorted.empty() && sorted[sorted.size() * 95 / 100] > 1.5 * sorted[sorted.size() / 2]) {
+      auto again = launch_round(n, true);
+      if (!again) return again.error();
+      samples.insert(samples.end(), again->begin(), again->end());
+      sorted = samples;
+      std::sort(sorted.begin(), sorted.end());
+    }
+    if (sorted.empty()) {
+      return make_error(ErrorCode::kUnsupported, fmt::format("{} has no device timers: nothing to tune with",
+                                                             dev_.info().name));
+    }
+    Timing t;
+    t.median = sorted[sorted.size() / 2];
+    t.p95 = sorted[std::min(sorted.size() - 1, sorted.size() * 95 / 100)];
+    t.samples = static_cast<int>(sorted.size());
+    return t;
+  }
+
+  Result<backend::Buffer> buffer(const codegen::Arg& a) {
+    const auto key = std::make_pair(a.tensor, static_cast<int>(a.storage));
+    if (auto it = bufs_.find(key); it != bufs_.end()) return it->second;
+    const uint64_t bytes = static_cast<uint64_t>(std::max<int64_t>(1, a.elements)) *
+                           static_cast<uint64_t>(codegen::storage_bytes(a.storage));
+    auto b = dev_.allocate(bytes);
+    if (!b) return b.error();
+    bufs_[key] = *b;
+    if (!a.written) {
+      const std::vector<uint8_t> data = input_bytes(a, rng_);
+      if (auto s = dev_.upload(*b, data.data(), data.size()); !s) return s.error();
+    }
+    return *b;
+  }
+
+  // Every candidate that ran, as a measurement (source "autotune"), for validate and calibration.
+  void record(const PlanKernel& pk, const KernelWork& w, const KernelTune& kt) {
+    if (!o_.store) return;
+    std::vector<std::string> fused;
+    fused.push_back(g_.nodes[static_cast<size_t>(pk.nodes[static_cast<size_t>(pk.anchor)])].op_type);
+    for (size_t i = 0; i < pk.nodes.size(); ++i) {
+      if (static_cast<int>(i) != pk.anchor) fused.push_back(g_.nodes[static_cast<size_t>(pk.nodes[i])].op_type);
+    }
+    for (const Candidate& c : kt.candidates) {
+      if (c.measured_us <= 0) continue;
+      Measurement m;
+      m.op = fused.front();
+      m.op_class = std::string(op_class_name(w.cls));
+      m.dtype = w.dtype;
+      m.work = w;
+      m.tile = c.tile;
+      m.fused_ops = fused;
+      m.kernel = fmt::format("{} {}", kt.group, tile_notation(c.tile));
+      m.gpu = dev_.info().name;
+      m.backend = dev_.info().backend;
+      m.driver = dev_.info().driver;
+      m.runtime = "gpusim";
+      m.timer = "device timestamps";
+      m.statistic = fmt::format("median of {}", c.samples);
+      m.repeats = c.samples;
+      m.warm_cache = true;
+      m.time_us = c.measured_us;
+      m.p50_us = c.measured_us;
+      m.p95_us = c.p95_us;
+      m.source = "autotune";
+      m.source_ref = o_.command;
+      pending_.push_back(std::move(m));
+    }
+  }
+
+  Status remember(const std::string& key, const KernelTune& kt) {
+    if (!pending_.empty()) {
+      auto ins = o_.store->insert(pending_, o_.command.empty() ? "gpusim tune" : o_.command);
+      if (!ins) return ins.error();
+      pending_.clear();
+    }
+    TuningEntry e;
+    e.key = key;
+    e.device = dev_.info().name;
+    e.driver = dev_.info().driver;
+    e.version = version_;
+    e.signature = kt.signature;
+    e.backend = dev_.info().backend;
+    e.group = kt.group;
+    e.tile = kt.tile;
+    e.time_us = kt.chosen_us;
+    e.predicted_us = kt.candidates[static_cast<size_t>(kt.chosen)].predicted_us;
+    int ran = 0;
+    for (const Candidate& c : kt.candidates) ran += c.measured_us > 0;
+    e.candidates = ran;
+    return o_.store->put_tuned(e);
+  }
+
+  static void grade(TuneResult& r) {
+    std::vector<double> regrets;
+    double tau = 0;
+    int within = 0, top1 = 0, top3 = 0;
+    for (const KernelTune& k : r.kernels) {
+      if (k.cached || k.skipped || k.chosen < 0) continue;
+      int ran = 0;
+      for (const Candidate& c : k.candidates) ran += c.measured_us > 0;
+      if (ran < 2) continue;
+      regrets.push_back(k.regret);
+      tau += k.kendall_tau;
+      within += k.regret <= 0.03;
+      top1 += k.best_predicted_rank == 0;
+      top3 += k.best_predicted_rank >= 0 && k.best_predicted_rank < 3;
+    }
+    for (const KernelTune& k : r.kernels) {
+      if (k.cached || k.skipped || k.chosen < 0) continue;
+      double pick = 0;
+      for (const Candidate& c : k.candidates) {
+        if (c.measured_us > 0) {
+          pick = c.measured_us;  // the simulator's best-ranked candidate that ran
+          break;
+        }
+      }
+      r.sim_pick_us += pick;
+      r.tuned_us += k.chosen_us;
+    }
+    r.graded = static_cast<int>(regrets.size());
+    if (r.graded == 0) return;
+    const double n = r.graded;
+    r.top1_within_3pct = within / n;
+    r.top1_share = top1 / n;
+    r.top3_share = top3 / n;
+    r.median_regret = median_of(regrets);
+    r.mean_tau = tau / n;
+  }
+
+  backend::Backend& dev_;
+  const Graph& g_;
+  GraphIndex idx_;
+  const DeviceModel& d_;
+  Options o_;
+  codegen::Options copts_;
+  backend::Language lang_;
+  std::string version_;
+  std::mt19937_64 rng_;
+  std::map<std::pair<TensorId, int>, backend::Buffer> bufs_;
+  std::vector<Measurement> pending_;
+  int progress_total_ = 0;
+};
+
+}  // namespace
+
+std::string kernel_signature(const Graph& g, const PlanKernel& k, const codegen::Options& o) {
+  std::string s = fmt::format("storage {} matrix {} threads {} shared {} anchor {}\n",
+                              codegen::storage_name(o.float_storage), codegen::matrix_path_name(o.matrix),
+                              o.max_threads, o.max_shared_bytes, k.anchor);
+  // Tensors by their position in the group: the first time each is seen.
+  std::map<TensorId, int> local;
+  auto tensor = [&](TensorId t) {
+    if (t == kNoTensor) return std::string("-");
+    const Tensor& tt = g.tensor(t);
+    auto [it, fresh] = local.emplace(t, static_cast<int>(local.size()));
+    std::string d = fmt::format("t{}:{}{}:{}", it->second, dtype_name(tt.dtype), shape_str(tt.shape),
+                                role_name(tt.role));
+    if (fresh && tt.value) {
+      d += fmt::format("={}|{:.9g}", fmt::join(tt.value->ints, ","), fmt::join(tt.value->reals, ","));
+    }
+    return d;
+  };
+  for (size_t i = 0; i < k.nodes.size(); ++i) {
+    const Node& n = g.nodes[static_cast<size_t>(k.nodes[i])];
+    const bool recomputed = std::find(k.recomputed.begin(), k.recomputed.end(), k.nodes[i]) != k.recomputed.end();
+    s += fmt::format("{}{}:{}{}(", n.domain, n.domain.empty() ? "" : ".", n.op_type, recomputed ? " recomputed" : "");
+    for (TensorId t : n.inputs) s += tensor(t) + ",";
+    s += ")->(";
+    for (TensorId t : n.outputs) s += tensor(t) + ",";
+    s += ")";
+    for (const auto& [key, a] : n.attributes) s += " " + key + "=" + attr_text(a);
+    s += "\n";
+  }
+  for (const std::string& f : k.fusions) s += "fusion " + f + "\n";
+  return s;
+}
+
+double kendall_tau(const std::vector<double>& a, const std::vector<double>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  if (n < 2) return 0;
+  double concordant = 0, discordant = 0, ties_a = 0, ties_b = 0;
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = i + 1; j < n; ++j) {
+      const double da = a[i] - a[j], db = b[i] - b[j];
+      if (da == 0 && db == 0) continue;
+      if (da == 0) {
+        ++ties_a;
+      } else if (db == 0) {
+        ++ties_b;
+      } else if ((da > 0) == (db > 0)) {
+        ++concordant;
+      } else {
+        ++discordant;
+      }
+    }
+  }
+  const double denom = std::sqrt((concordant + discordant + ties_a) * (concordant + discordant + ties_b));
+  return denom > 0 ? (concordant - discordant) / denom : 0;
+}
+
+Result<TuneResult> tune_plan(backend::Backend& dev, const Graph& g, Plan& plan, const DeviceModel& d,
+                             const Options& opts) {
+  if (opts.top_k < 1 || opts.top_k > Options::kMaxTopK) {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("--top-k {} is out of range: give 1 to {} candidates "
+                                                               "per kernel",
+                                                               opts.top_k, Options::kMaxTopK));
+  }
+  if (opts.budget_s < 0 || !std::isfinite(opts.budget_s)) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("--budget-s {} is not a time budget: give seconds > 0, or 0 for no limit", opts.budget_s));
+  }
+  Tuner t(dev, g, d, opts);
+  auto r = t.run(plan);
+  if (r) r->top_k = opts.top_k;
+  return r;
+}
+
+}  // namespace gpusim::tune

@@ -1,0 +1,62 @@
+// What an autotuning run found (Program::tune, `gpusim tune`, `gpusim run --tune`): per plan kernel,
+// the candidates the simulator ranked and what each measured, the tile chosen, and the simulator's
+// report card. The tuner itself is backends/tune.h; the cache lives in the measurement store
+// (gpusim/measurement.h: TuningEntry).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gpusim/kernel_cost.h"
+
+namespace gpusim {
+
+struct TuneCandidate {
+  TileConfig tile;
+  int predicted_rank = 0;   // 0: the simulator's top-1
+  double predicted_us = 0;
+  double measured_us = 0;   // median of its timed launches; 0 when it did not run
+  double p95_us = 0;
+  int samples = 0;
+  std::string error;        // why it did not compile or run ("" when it did)
+};
+
+struct TunedKernel {
+  int plan_kernel = 0;
+  std::string group;        // fused op types, anchor first: "Conv+Relu"
+  std::string name;         // the anchor node's name
+  std::string signature;    // what the cache keys on, with the device, driver and gpusim version
+  bool cached = false;      // the tile came from the cache: nothing measured
+  bool skipped = false;     // not measured (out of budget, fewer than two candidates): the plan's tile kept
+  std::vector<TuneCandidate> candidates;  // in the simulator's order
+  int chosen = -1;          // index into candidates (-1: cached or skipped)
+  // The report card, for kernels measured with two or more candidates that ran:
+  double regret = 0;        // measured(simulator's top-1) / measured best - 1
+  double kendall_tau = 0;   // of predicted against measured times over those candidates
+  int best_predicted_rank = -1;  // the simulator's rank of the fastest candidate
+  TileConfig tile;          // the tile the plan has now
+  double chosen_us = 0;     // its measured (or cached) time
+};
+
+struct TuneReport {
+  std::string model, backend, device_name, driver, gpu, store;
+  std::vector<TunedKernel> kernels;  // one per plan kernel, in plan order
+  int top_k = 0;
+  int measured = 0, cached = 0, skipped = 0;  // kernels
+  int candidates_run = 0;
+  double compile_s = 0, measure_s = 0, total_s = 0;
+  bool budget_hit = false;
+  // Over the graded kernels (measured, two or more candidates ran):
+  int graded = 0;
+  double top1_within_3pct = 0;  // share whose simulator top-1 ran within 3 % of the best
+  double top1_share = 0;        // share whose fastest was the simulator's top-1
+  double top3_share = 0;        // share whose fastest was in the simulator's top 3
+  double median_regret = 0;
+  double mean_tau = 0;
+  // Kernels measured alone: the simulator's picks (its top-1 of each measured kernel) against the
+  // chosen tiles, summed over the measured kernels.
+  double sim_pick_us = 0, tuned_us = 0;
+  std::vector<std::string> notes;
+};
+
+}  // namespace gpusim
