@@ -207,7 +207,7 @@ TEST_CASE("tuning measures the simulator's top K, keeps the measured best and st
   }
 }
 
-TEST_CASE("a tuning budget stops measuring and keeps the simulator's pick; bad options are refused",
+TEST_CASE("a tuning budget stops measuring and keeps the simulator's pick, and bad options are refused",
           "[tune][device]") {
   const Graph g = tune_graph();
   const DeviceModel d = make_device(test::gpu("lavapipe-epyc-2c"));
@@ -239,7 +239,7 @@ TEST_CASE("a tuning budget stops measuring and keeps the simulator's pick; bad o
   }
 }
 
-TEST_CASE("gpusim tune: report card, warm start, plan out, cache info and clear; run --tune", "[tune][cli][vulkan]") {
+TEST_CASE("gpusim tune: report card, warm start, plan out, cache info and clear, and run --tune", "[tune][cli][vulkan]") {
   if (!test::device("vulkan")) return;  // says why
   const Graph g = tune_graph();
   (void)g;
