@@ -4,7 +4,8 @@
 For each models/*.onnx (symbolic dims set to 1, as the model's own error message asks): inspect, predict (fp32 and
 fp16, text and --json, with a trace), compare, plan --out, the `gpusim predict ... --plan` command plan prints (run
 as printed), and with --run BACKEND also `run --backend BACKEND --check --repeat 1` with the eager plan and with the
-searched one. Exits 1 naming each command that failed, with its output.
+searched one, and `tune` (two candidates a kernel, a 60 s budget) with the tuned plan run and checked. Exits 1
+naming each command that failed, with its output.
 
 Usage:
     tools/check_models.py --gpusim build/tools/gpusim [--run vulkan|cuda|hip|cpu [--run-gpu PROFILE]] [--gpu nvidia-t4]
@@ -96,6 +97,12 @@ def main():
                 if run([gpusim, "plan", rel, "--gpu", args.run_gpu, "--out", device_plan] + dims).returncode == 0:
                     run([gpusim, "run", rel, "--check", "--repeat", "1", "--quiet", "--plan", device_plan,
                          "--gpu", args.run_gpu] + backend + dims)
+                # Autotuning, bounded (two candidates a kernel, a minute at most), then the tuned plan checked.
+                tuned = os.path.join(tmp, name + ".tuned.plan.json")
+                store = os.path.join(tmp, "tuning.db")
+                if run([gpusim, "tune", rel, "--top-k", "2", "--budget-s", "60", "--repeat", "0", "--quiet",
+                        "--store", store, "--out", tuned] + backend + dims).returncode == 0:
+                    run([gpusim, "run", rel, "--check", "--repeat", "1", "--quiet", "--plan", tuned] + backend + dims)
     print(f"\n{ran} commands on {len(models)} models, {len(failures)} failed")
     for line, rc, out in failures:
         print(f"\nFAIL (exit {rc}): {line}\n{out}")

@@ -151,9 +151,10 @@ struct TensorSpec {
   size_t size_bytes = 0;
 };
 
-// Where a long Program::time call is, for a progress line. `phase` is "compile" (kernels
-// generated and compiled), "warm-up" (run 0), "timed run" (runs 1..runs), or "check" (the CPU
-// reference computing nodes for --check); `done` of `total` steps of that phase, counted in `unit`
+// Where a long Program::time or Program::tune call is, for a progress line. `phase` is "compile"
+// (kernels generated and compiled), "warm-up" (run 0), "timed run" (runs 1..runs), "check" (the
+// CPU reference computing nodes for --check), or "tune" (plan kernels tuned, with `run` the
+// candidates measured so far); `done` of `total` steps of that phase, counted in `unit`
 // ("kernels", "launches" or "nodes"). The string views live for the call only.
 struct Progress {
   std::string_view phase, unit;
