@@ -170,16 +170,13 @@ class Tuner {
   // The candidates: every tile of the menu as codegen generates it, deduplicated, priced, the
   // feasible ones in the simulator's order; the plan's own tile is among them.
   std::vector<Candidate> rank(const PlanKernel& pk, const KernelWork& w) const {
-    std::vector<TileConfig> tiles = tile_menu(w, d_);
-    tiles.push_back(pk.tile);
+    std::vector<TileConfig> tiles = generated_tiles(w, d_);
+    const TileConfig own = tile_as_generated(pk.tile, w);
+    if (std::none_of(tiles.begin(), tiles.end(), [&](const TileConfig& t) { return tile_notation(t) == tile_notation(own) && t.items_per_thread == own.items_per_thread && t.rows_per_block == own.rows_per_block; })) {
+      tiles.push_back(own);
+    }
     std::vector<Candidate> out;
-    std::vector<std::string> seen;
-    for (const TileConfig& m : tiles) {
-      const TileConfig t = codegen::as_generated(m, w);
-      const std::string id = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", t.block_m, t.block_n, t.block_k, t.threads,
-                                         t.stages, t.split_k, t.vector_width, t.items_per_thread, t.rows_per_block);
-      if (std::find(seen.begin(), seen.end(), id) != seen.end()) continue;
-      seen.push_back(id);
+    for (const TileConfig& t : tiles) {
       const KernelCost c = kernel_cost(w, t, d_);
       if (!c.feasible) continue;
       Candidate cand;

@@ -62,9 +62,10 @@ Merge merge_of(const FusionCandidate& fc, bool attention, const std::vector<int>
 
 }  // namespace
 
-FusionSpace::FusionSpace(const Graph& g, const GpuProfile& gpu) : g_(g), dev_(make_device(gpu)) {
+FusionSpace::FusionSpace(const Graph& g, const GpuProfile& gpu, bool all_tiles)
+    : g_(g), dev_(make_device(gpu)), all_tiles_(all_tiles) {
   idx_ = index_graph(g);
-  eager_ = eager_plan(g, dev_);
+  eager_ = eager_plan(g, dev_, all_tiles ? choose_tile : best_generated_tile);
   kernel_of_node_.assign(g.nodes.size(), -1);
   for (size_t k = 0; k < eager_.kernels.size(); ++k) kernel_of_node_[static_cast<size_t>(eager_.kernels[k].nodes[0])] = static_cast<int>(k);
   alias_.resize(g.tensors.size());
@@ -343,7 +344,7 @@ const FusionSpace::Cached& FusionSpace::cached(const std::vector<int>& group) co
   }
   c.anchor = anchor;
   c.work = group_work(g_, idx_, nodes, anchor, c.attention, recomputed_of(group));
-  c.tile = choose_tile(c.work, dev_);
+  c.tile = all_tiles_ ? choose_tile(c.work, dev_) : best_generated_tile(c.work, dev_);
   const KernelCost cost = kernel_cost(c.work, c.tile, dev_);
   // A group no tile can run (too much shared memory, say) is not a legal fusion: infinite cost.
   c.us = cost.feasible ? cost.total_us : std::numeric_limits<double>::infinity();
@@ -742,7 +743,7 @@ void FusionSpace::sample_tiles(Plan& p, uint64_t seed) const {
     const bool attention = std::find(k.fusions.begin(), k.fusions.end(), "attention") != k.fusions.end();
     const KernelWork w = group_work(g_, idx_, k.nodes, k.anchor, attention, k.recomputed);
     std::vector<TileConfig> legal;
-    for (const TileConfig& t : tile_menu(w, dev_)) {
+    for (const TileConfig& t : all_tiles_ ? tile_menu(w, dev_) : generated_tiles(w, dev_)) {
       if (kernel_cost(w, t, dev_).feasible) legal.push_back(t);
     }
     if (!legal.empty()) k.tile = legal[static_cast<size_t>(rng() % legal.size())];

@@ -51,40 +51,10 @@ Result<Kernel> generate(const Graph& g, const PlanKernel& k, const Options& opts
   return generate(g, idx, k, opts);
 }
 
-int vector_lanes(int vector_width, int64_t elements) {
-  int w = 1;
-  while (w * 2 <= std::min(vector_width, 8)) w *= 2;
-  while (w > 1 && elements % w != 0) w /= 2;
-  return w;
-}
+int vector_lanes(int vector_width, int64_t elements) { return generated_vector_lanes(vector_width, elements); }
 
-TileConfig as_generated(TileConfig t, const KernelWork& w) {
-  t.split_k = 1;
-  if (w.cls == OpClass::kElementwise) {
-    t.vector_width = vector_lanes(t.vector_width, w.elements);
-  } else if ((w.cls == OpClass::kReduction || w.cls == OpClass::kNormalization) && w.rows > 0) {
-    t.vector_width = vector_lanes(t.vector_width, w.row_elements);  // narrowed to 1 where rows are not contiguous
-  } else if ((w.cls == OpClass::kGemm || w.cls == OpClass::kConv) && t.vector_width > 1) {
-    t.vector_width = vector_lanes(t.vector_width, 8);  // a power of two, at most 8; narrowed per operand
-  } else {
-    t.vector_width = 1;
-  }
-  return t;
-}
+TileConfig as_generated(TileConfig t, const KernelWork& w) { return tile_as_generated(t, w); }
 
-TileConfig generated_tile(const KernelWork& w, const DeviceModel& d) {
-  TileConfig best;
-  double best_us = -1;
-  for (const TileConfig& m : tile_menu(w, d)) {
-    if (m.split_k != 1) continue;  // its split-free twin is in the menu too
-    const TileConfig t = as_generated(m, w);
-    const KernelCost c = kernel_cost(w, t, d);
-    if (c.feasible && (best_us < 0 || c.total_us < best_us)) {
-      best = t;
-      best_us = c.total_us;
-    }
-  }
-  return best_us < 0 ? as_generated(choose_tile(w, d), w) : best;
-}
+TileConfig generated_tile(const KernelWork& w, const DeviceModel& d) { return best_generated_tile(w, d); }
 
 }  // namespace gpusim::codegen

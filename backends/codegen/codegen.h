@@ -102,6 +102,8 @@ Result<Kernel> generate(const Graph& g, const PlanKernel& k, const Options& opts
 // The same with the graph's index built once by the caller (the executor generates many kernels).
 Result<Kernel> generate(const Graph& g, const GraphIndex& idx, const PlanKernel& k, const Options& opts = {});
 
+// The tile space (plan.h: generated_vector_lanes, tile_as_generated, best_generated_tile, which the
+// planner and the autotuner use too), under codegen's names:
 // The elements per thread-step a fused elementwise kernel generates for a tile's vector_width
 // over `elements` output elements: vector_width rounded down to a power of two, at most 8, and
 // halved until it divides `elements` (so every vector access is whole and aligned).

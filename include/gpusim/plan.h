@@ -53,6 +53,20 @@ struct Plan {
 using TileChooser = TileConfig (*)(const KernelWork&, const DeviceModel&);
 Plan eager_plan(const Graph& g, const DeviceModel& d, TileChooser choose = choose_tile);
 
+// The tile space of gpusim's code generators (backends/codegen), answered here so that the planner,
+// the autotuner and codegen share one: a plan ranked with it holds only tiles that run exactly as
+// priced.
+//   tile_as_generated:  the tile codegen builds when a plan asks for `t` (split_k 1: a GEMM reduces
+//                       all of K in one group; vector_width as each class generates it, see
+//                       generated_vector_lanes; the rest kept).
+//   generated_tiles:    the cost model's menu for `w`, each tile as generated, duplicates removed,
+//                       in menu order.
+//   best_generated_tile: the cost model's fastest feasible one of those.
+int generated_vector_lanes(int vector_width, int64_t elements);
+TileConfig tile_as_generated(TileConfig t, const KernelWork& w);
+std::vector<TileConfig> generated_tiles(const KernelWork& w, const DeviceModel& d);
+TileConfig best_generated_tile(const KernelWork& w, const DeviceModel& d);
+
 // Every run-time node in exactly one kernel (or listed as recomputed), producers before consumers,
 // at most one anchor class per kernel, every tile feasible on the device. The message lists every
 // problem found, each with the kernel index and the reason.

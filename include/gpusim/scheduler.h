@@ -47,7 +47,8 @@ using Decision = std::vector<uint8_t>;
 
 class FusionSpace {
  public:
-  FusionSpace(const Graph& g, const GpuProfile& gpu);
+  // `all_tiles`: rank the cost model's whole tile menu instead of the tiles codegen generates.
+  FusionSpace(const Graph& g, const GpuProfile& gpu, bool all_tiles = false);
 
   const Graph& graph() const { return g_; }
   const DeviceModel& device() const { return dev_; }
@@ -70,8 +71,9 @@ class FusionSpace {
   std::vector<double> score_flips(const Decision& base, const std::vector<size_t>& flips) const;
   // The full plan for a decision, tiles chosen by the cost model, with a line per fusion taken.
   Plan build(const Decision& d, const std::string& scheduler) const;
-  // Replaces each kernel's tile with one drawn uniformly from the feasible tiles of its class's
-  // tiling space (tile_menu), so random plans cover tilings as well as fusions.
+  // Replaces each kernel's tile with one drawn uniformly from the feasible tiles of its tiling
+  // space (generated_tiles, or tile_menu with all_tiles), so random plans cover tilings as well as
+  // fusions.
   void sample_tiles(Plan& p, uint64_t seed) const;
 
  private:
@@ -93,6 +95,7 @@ class FusionSpace {
 
   const Graph& g_;
   DeviceModel dev_;
+  bool all_tiles_ = false;
   GraphIndex idx_;
   Plan eager_;
   std::vector<FusionCandidate> cands_;
@@ -162,6 +165,10 @@ struct SearchOptions {
   uint64_t seed = 1;       // random: reproducible by seed
   std::optional<DType> dtype;
   std::optional<double> memory_budget_gb;  // default: the GPU's memory
+  // Tiles ranked: false (default) only those gpusim's codegen generates, each as it runs
+  // (plan.h: generated_tiles), so every plan scored runs exactly as priced; true the cost
+  // model's whole menu (split-K, any vector width), as a vendor library might run it.
+  bool all_tiles = false;
 };
 
 // The accepted range of each integer search option, the one table search() checks and the CLI,

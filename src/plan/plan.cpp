@@ -11,6 +11,54 @@ namespace gpusim {
 
 bool runs_on_device(const Graph& g, const Node& n) { return node_work(g, n).has_value(); }
 
+int generated_vector_lanes(int vector_width, int64_t elements) {
+  int w = 1;
+  while (w * 2 <= std::min(vector_width, 8)) w *= 2;
+  while (w > 1 && elements % w != 0) w /= 2;
+  return w;
+}
+
+TileConfig tile_as_generated(TileConfig t, const KernelWork& w) {
+  t.split_k = 1;
+  if (w.cls == OpClass::kElementwise) {
+    t.vector_width = generated_vector_lanes(t.vector_width, w.elements);
+  } else if ((w.cls == OpClass::kReduction || w.cls == OpClass::kNormalization) && w.rows > 0) {
+    t.vector_width = generated_vector_lanes(t.vector_width, w.row_elements);  // narrowed to 1 where rows are not contiguous
+  } else if ((w.cls == OpClass::kGemm || w.cls == OpClass::kConv) && t.vector_width > 1) {
+    t.vector_width = generated_vector_lanes(t.vector_width, 8);  // a power of two, at most 8; narrowed per operand
+  } else {
+    t.vector_width = 1;
+  }
+  return t;
+}
+
+std::vector<TileConfig> generated_tiles(const KernelWork& w, const DeviceModel& d) {
+  std::vector<TileConfig> out;
+  for (const TileConfig& m : tile_menu(w, d)) {
+    const TileConfig t = tile_as_generated(m, w);
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const TileConfig& o) {
+      return o.block_m == t.block_m && o.block_n == t.block_n && o.block_k == t.block_k && o.threads == t.threads &&
+             o.stages == t.stages && o.split_k == t.split_k && o.vector_width == t.vector_width &&
+             o.items_per_thread == t.items_per_thread && o.rows_per_block == t.rows_per_block;
+    });
+    if (!seen) out.push_back(t);
+  }
+  return out;
+}
+
+TileConfig best_generated_tile(const KernelWork& w, const DeviceModel& d) {
+  TileConfig best;
+  double best_us = -1;
+  for (const TileConfig& t : generated_tiles(w, d)) {
+    const KernelCost c = kernel_cost(w, t, d);
+    if (c.feasible && (best_us < 0 || c.total_us < best_us)) {
+      best = t;
+      best_us = c.total_us;
+    }
+  }
+  return best_us < 0 ? tile_as_generated(choose_tile(w, d), w) : best;
+}
+
 Plan eager_plan(const Graph& g, const DeviceModel& d, TileChooser choose) {
   Plan p;
   p.model = g.source_path;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "gpusim/kernel_work.h"
 #include "gpusim/onnx_import.h"
 #include "gpusim/scheduler.h"
 #include "support/fixtures.h"
@@ -469,4 +470,61 @@ TEST_CASE("search checks its option ranges and refuses beam and split past their
   r = search(chain, gpu("nvidia-a10"), o);
   REQUIRE(!r);
   CHECK_THAT(r.error().message, Contains("--scheduler beam on 20001 fusion candidates with width 256"));
+}
+
+TEST_CASE("plan search ranks only the tiles codegen generates unless asked for the whole menu", "[schedulers][plan]") {
+  // A GEMM that leaves an H200's SMs idle (the cost model's own choice splits K) with a fused
+  // epilogue, then a row softmax: every scheduler's plans must hold tiles as codegen builds them.
+  test::OnnxBuilder b;
+  b.input("a", kF32, {test::Dim{int64_t{64}}, test::Dim{int64_t{4096}}});
+  b.initializer("w", kF32, {4096, 64});
+  b.node("MatMul", {"a", "w"}, {"m"}, "mm");
+  b.node("Relu", {"m"}, {"r"});
+  b.node("Softmax", {"r"}, {"y"}).i("axis", -1);
+  b.output("y");
+  const Graph g = test::build_graph(b, "search_generated.onnx");
+  const GpuProfile h200 = gpu("nvidia-h200");
+  const DeviceModel d = make_device(h200);
+  const GraphIndex idx = index_graph(g);
+  auto as_generated_everywhere = [&](const Plan& p) {
+    for (const PlanKernel& k : p.kernels) {
+      const bool attention = std::find(k.fusions.begin(), k.fusions.end(), "attention") != k.fusions.end();
+      const KernelWork w = group_work(g, idx, k.nodes, k.anchor, attention, k.recomputed);
+      const TileConfig t = tile_as_generated(k.tile, w);
+      if (t.split_k != k.tile.split_k || t.vector_width != k.tile.vector_width) return false;
+    }
+    return true;
+  };
+  for (const char* scheduler : {"eager", "greedy", "beam", "random", "split"}) {
+    INFO(scheduler);
+    SearchOptions o;
+    o.scheduler = scheduler;
+    o.samples = 16;
+    auto r = search(g, h200, o);
+    REQUIRE(r);
+    REQUIRE_FALSE(r->plans.empty());
+    for (const auto& p : r->plans) CHECK(as_generated_everywhere(p.plan));
+  }
+  SearchOptions all;
+  all.scheduler = "eager";
+  all.all_tiles = true;
+  auto r = search(g, h200, all);
+  REQUIRE(r);
+  bool split = false;
+  for (const PlanKernel& k : r->plans.front().plan.kernels) split = split || k.tile.split_k > 1;
+  CHECK(split);  // the whole menu: the cost model's split-K GEMM
+  // The tile space the planner, the tuner and codegen share: each tile as generated, no duplicates.
+  const KernelWork w = *node_work(g, g.nodes[0]);
+  const std::vector<TileConfig> tiles = generated_tiles(w, d);
+  REQUIRE_FALSE(tiles.empty());
+  for (size_t i = 0; i < tiles.size(); ++i) {
+    CHECK(tiles[i].split_k == 1);
+    for (size_t j = 0; j < i; ++j) {
+      const TileConfig &x = tiles[i], &y = tiles[j];
+      CHECK_FALSE((x.block_m == y.block_m && x.block_n == y.block_n && x.block_k == y.block_k && x.threads == y.threads &&
+                   x.stages == y.stages && x.vector_width == y.vector_width && x.items_per_thread == y.items_per_thread &&
+                   x.rows_per_block == y.rows_per_block));
+    }
+  }
+  CHECK(best_generated_tile(w, d).split_k == 1);
 }

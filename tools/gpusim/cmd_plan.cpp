@@ -21,7 +21,7 @@ void add_plan(CLI::App& app, int& rc) {
     int top = 3, beam_width = 8, samples = 64;
     uint64_t seed = 1;
     double memory_budget_gb = 0;
-    bool json = false, all = false;
+    bool json = false, all = false, all_tiles = false;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("plan", "Search fusion and tiling plans with the simulator and report the best");
@@ -41,6 +41,9 @@ void add_plan(CLI::App& app, int& rc) {
   cmd->add_option("--profiles", a->profile_dirs, "Extra directory of GPU profiles, searched first (repeatable)");
   cmd->add_flag("--json", a->json, "Print JSON (schema gpusim.plan-search/1)");
   cmd->add_flag("--all", a->all, "List every decision of plan 1, not the 20 that save most");
+  cmd->add_flag("--all-tiles", a->all_tiles, "Rank the cost model's whole tile menu (split-K, any vector width), as a "
+                                             "vendor library might run it; by default only the tiles gpusim's codegen "
+                                             "generates, so the plan runs (gpusim run --plan) exactly as priced");
   cmd->callback([a, &rc] {
     SearchOptions o;
     auto obj = objective_from_name(a->objective);
@@ -56,6 +59,7 @@ void add_plan(CLI::App& app, int& rc) {
     o.beam_width = a->beam_width;
     o.samples = a->samples;
     o.seed = a->seed;
+    o.all_tiles = a->all_tiles;
     // The library's ranges, named as flags (--beam-width) rather than as fields (beam_width).
     for (const SearchOptionRange& f : kSearchOptionRanges) {
       const int v = o.*f.field;
