@@ -103,6 +103,7 @@ class Tuner {
   Result<TuneResult> run(Plan& plan) {
     const auto start = Clock::now();
     TuneResult r;
+    std::vector<PlanKernel> out;  // the tuned plan's kernels: split groups become one kernel per node
     const int total = static_cast<int>(plan.kernels.size());
     progress_total_ = total;
     for (size_t ki = 0; ki < plan.kernels.size(); ++ki) {
@@ -130,6 +131,7 @@ class Tuner {
           pk.tile = (*hit)->tile;
           kt.tile = pk.tile;
           kt.cached = true;
+          kt.split = (*hit)->split;
           kt.chosen_us = (*hit)->time_us;
           ++r.cached;
           r.kernels.push_back(std::move(kt));
@@ -157,6 +159,25 @@ class Tuner {
       r.kernels.push_back(std::move(kt));
     }
     if (o_.progress) o_.progress(total, total, r.candidates_run);
+    // Groups that ran faster unfused become one kernel per node.
+    for (size_t ki = 0; ki < plan.kernels.size(); ++ki) {
+      if (ki < r.kernels.size() && r.kernels[ki].split) {
+        for (const PlanKernel& one : unfused(plan.kernels[ki])) out.push_back(one);
+        ++r.split;
+        plan.decisions.push_back(fmt::format("tune: kernel {} ({}) runs unfused, one kernel per node: {:.1f} us measured "
+                                             "against {:.1f} us fused",
+                                             ki, r.kernels[ki].group, r.kernels[ki].unfused_us, r.kernels[ki].chosen_us));
+        if (!plan.decision_saved_us.empty()) {
+          plan.decision_saved_us.push_back(std::max(0.0, r.kernels[ki].chosen_us - r.kernels[ki].unfused_us));
+        }
+      } else {
+        out.push_back(plan.kernels[ki]);
+      }
+    }
+    plan.kernels = std::move(out);
+    if (r.split > 0) {
+      r.notes.push_back(fmt::format("{} fused kernel(s) ran faster as one kernel per node and were split", r.split));
+    }
     r.total_s = seconds_since(start);
     grade(r);
     if (r.budget_hit) {
@@ -254,6 +275,58 @@ class Tuner {
       return Ok{};
     }
     record(pk, w, kt);
+    return try_unfused(pk, kt, r);
+  }
+
+  // The group's nodes as kernels of their own (device nodes only; views need none), each with the
+  // simulator's best generated tile.
+  std::vector<PlanKernel> unfused(const PlanKernel& pk) const {
+    std::vector<PlanKernel> out;
+    for (int ni : pk.nodes) {
+      const auto work = node_work(g_, g_.nodes[static_cast<size_t>(ni)]);
+      if (!work) continue;
+      PlanKernel one;
+      one.nodes = {ni};
+      one.tile = best_generated_tile(*work, d_);
+      out.push_back(std::move(one));
+    }
+    return out;
+  }
+
+  // The fusion alternative: measured when the group fuses several nodes and recomputes none
+  // (attention, whose unfused form needs its scores stored, is left as planned). It wins only by
+  // more than split_margin, since fusing also saves memory the timing does not see.
+  Status try_unfused(const PlanKernel& pk, KernelTune& kt, TuneResult& r) {
+    const bool attention = std::find(pk.fusions.begin(), pk.fusions.end(), "attention") != pk.fusions.end();
+    if (pk.nodes.size() < 2 || !pk.recomputed.empty() || attention || kt.chosen_us <= 0) return Ok{};
+    const std::vector<PlanKernel> parts = unfused(pk);
+    if (parts.size() < 2) return Ok{};
+    double predicted = 0, measured = 0;
+    const auto t0 = Clock::now();
+    std::vector<std::pair<codegen::Kernel, backend::KernelHandle>> built;
+    for (const PlanKernel& one : parts) {
+      auto gen = codegen::generate(g_, idx_, one, copts_);
+      if (!gen || !dev_.can_run(gen->source(lang_))) return Ok{};  // not every node has a kernel: no alternative
+      auto h = dev_.compile(gen->source(lang_));
+      if (!h) return h.error().code == ErrorCode::kDevice ? Status(h.error()) : Status(Ok{});
+      predicted += kernel_cost(*node_work(g_, g_.nodes[static_cast<size_t>(one.nodes[0])]), one.tile, d_).total_us;
+      built.emplace_back(std::move(*gen), *h);
+    }
+    r.compile_s += seconds_since(t0);
+    const auto t1 = Clock::now();
+    for (size_t i = 0; i < built.size(); ++i) {
+      auto m = time(built[i].first, built[i].second);
+      if (!m) return m.error().code == ErrorCode::kDevice ? Status(m.error()) : Status(Ok{});
+      measured += m->median;
+      ++r.candidates_run;
+      const PlanKernel& one = parts[i];
+      record_one(one, *node_work(g_, g_.nodes[static_cast<size_t>(one.nodes[0])]), one.tile, m->median, m->p95,
+                 m->samples);
+    }
+    r.measure_s += seconds_since(t1);
+    kt.unfused_predicted_us = predicted;
+    kt.unfused_us = measured;
+    kt.split = measured < kt.chosen_us * (1 - o_.split_margin);
     return Ok{};
   }
 
@@ -362,36 +435,41 @@ class Tuner {
   // Every candidate that ran, as a measurement (source "autotune"), for validate and calibration.
   void record(const PlanKernel& pk, const KernelWork& w, const KernelTune& kt) {
     if (!o_.store) return;
+    for (const Candidate& c : kt.candidates) {
+      if (c.measured_us > 0) record_one(pk, w, c.tile, c.measured_us, c.p95_us, c.samples);
+    }
+  }
+
+  void record_one(const PlanKernel& pk, const KernelWork& w, const TileConfig& tile, double median, double p95,
+                  int samples) {
+    if (!o_.store) return;
     std::vector<std::string> fused;
     fused.push_back(g_.nodes[static_cast<size_t>(pk.nodes[static_cast<size_t>(pk.anchor)])].op_type);
     for (size_t i = 0; i < pk.nodes.size(); ++i) {
       if (static_cast<int>(i) != pk.anchor) fused.push_back(g_.nodes[static_cast<size_t>(pk.nodes[i])].op_type);
     }
-    for (const Candidate& c : kt.candidates) {
-      if (c.measured_us <= 0) continue;
-      Measurement m;
-      m.op = fused.front();
-      m.op_class = std::string(op_class_name(w.cls));
-      m.dtype = w.dtype;
-      m.work = w;
-      m.tile = c.tile;
-      m.fused_ops = fused;
-      m.kernel = fmt::format("{} {}", kt.group, tile_notation(c.tile));
-      m.gpu = dev_.info().name;
-      m.backend = dev_.info().backend;
-      m.driver = dev_.info().driver;
-      m.runtime = "gpusim";
-      m.timer = "device timestamps";
-      m.statistic = fmt::format("median of {}", c.samples);
-      m.repeats = c.samples;
-      m.warm_cache = true;
-      m.time_us = c.measured_us;
-      m.p50_us = c.measured_us;
-      m.p95_us = c.p95_us;
-      m.source = "autotune";
-      m.source_ref = o_.command;
-      pending_.push_back(std::move(m));
-    }
+    Measurement m;
+    m.op = fused.front();
+    m.op_class = std::string(op_class_name(w.cls));
+    m.dtype = w.dtype;
+    m.work = w;
+    m.tile = tile;
+    m.fused_ops = fused;
+    m.kernel = fmt::format("{} {}", group_name(g_, pk), tile_notation(tile));
+    m.gpu = dev_.info().name;
+    m.backend = dev_.info().backend;
+    m.driver = dev_.info().driver;
+    m.runtime = "gpusim";
+    m.timer = "device timestamps";
+    m.statistic = fmt::format("median of {}", samples);
+    m.repeats = samples;
+    m.warm_cache = true;
+    m.time_us = median;
+    m.p50_us = median;
+    m.p95_us = p95;
+    m.source = "autotune";
+    m.source_ref = o_.command;
+    pending_.push_back(std::move(m));
   }
 
   Status remember(const std::string& key, const KernelTune& kt) {
@@ -409,7 +487,8 @@ class Tuner {
     e.backend = dev_.info().backend;
     e.group = kt.group;
     e.tile = kt.tile;
-    e.time_us = kt.chosen_us;
+    e.split = kt.split;
+    e.time_us = kt.split ? kt.unfused_us : kt.chosen_us;
     e.predicted_us = kt.candidates[static_cast<size_t>(kt.chosen)].predicted_us;
     int ran = 0;
     for (const Candidate& c : kt.candidates) ran += c.measured_us > 0;

@@ -40,6 +40,9 @@ struct Options {
   int top_k = 8;           // candidates measured per kernel: 1..kMaxTopK
   double budget_s = 0;     // stop measuring after this long (0: no limit); the rest keep the simulator's pick
   double tie_band = 0.02;  // candidates within 2 % of the measured best count as tied: the simulator's order decides
+  // A fused group is split into one kernel per node only when that runs this much faster (fusing
+  // also saves memory traffic and footprint the kernel timings do not see).
+  double split_margin = 0.02;
   double target_ms = 20;   // time each candidate about this long per round (at least 5 launches, at most 200)
   bool fp16_storage = false;
   std::optional<codegen::MatrixPath> matrix;  // unset: codegen::matrix_path_for(the device)

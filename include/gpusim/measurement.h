@@ -87,6 +87,7 @@ struct TuningEntry {
   std::string backend;
   std::string group;      // the fused ops, "Conv+Relu" (for people reading --cache-info)
   TileConfig tile;        // the measured best
+  bool split = false;     // the group ran faster unfused: one kernel per node, each with its best generated tile
   double time_us = 0;     // its measured median
   double predicted_us = 0;
   int candidates = 0;     // how many were measured

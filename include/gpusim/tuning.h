@@ -36,6 +36,10 @@ struct TunedKernel {
   int best_predicted_rank = -1;  // the simulator's rank of the fastest candidate
   TileConfig tile;          // the tile the plan has now
   double chosen_us = 0;     // its measured (or cached) time
+  // The group's fusion alternative (a fused group of several nodes, none recomputed): its nodes as
+  // one kernel each, with the simulator's best generated tiles, timed one after another.
+  double unfused_predicted_us = 0, unfused_us = 0;  // 0: not measured
+  bool split = false;       // the unfused alternative won: the plan runs the nodes as their own kernels
 };
 
 struct TuneReport {
@@ -43,6 +47,7 @@ struct TuneReport {
   std::vector<TunedKernel> kernels;  // one per plan kernel, in plan order
   int top_k = 0;
   int measured = 0, cached = 0, skipped = 0;  // kernels
+  int split = 0;            // fused kernels that ran faster as one kernel per node, and were split
   int candidates_run = 0;
   double compile_s = 0, measure_s = 0, total_s = 0;
   bool budget_hit = false;

@@ -349,6 +349,11 @@ std::string tune_document(const TuneReport& t, const RunReport* end_to_end) {
               {"how", how}, {"tile", tile_to_json(k.tile)}, {"notation", tile_notation(k.tile)},
               {"candidates", cands}};
     if (k.chosen_us > 0) j["chosen_us"] = k.chosen_us;
+    j["split"] = k.split;
+    if (k.unfused_us > 0) {
+      j["unfused_us"] = k.unfused_us;
+      j["unfused_predicted_us"] = k.unfused_predicted_us;
+    }
     if (!k.cached && !k.skipped && k.chosen >= 0) {
       j["chosen"] = k.chosen;
       j["regret"] = k.regret;
@@ -368,6 +373,7 @@ std::string tune_document(const TuneReport& t, const RunReport* end_to_end) {
               {"kernels_measured", t.measured},
               {"kernels_cached", t.cached},
               {"kernels_kept", t.skipped},
+              {"kernels_split", t.split},
               {"candidates_run", t.candidates_run},
               {"compile_s", t.compile_s},
               {"measure_s", t.measure_s},

@@ -70,6 +70,7 @@ CREATE TABLE IF NOT EXISTS tuning (
   backend TEXT NOT NULL,
   grp TEXT NOT NULL,
   tile TEXT NOT NULL,
+  split INTEGER NOT NULL,
   time_us REAL NOT NULL,
   predicted_us REAL NOT NULL,
   candidates INTEGER NOT NULL,
@@ -363,8 +364,8 @@ Result<int64_t> MeasurementStore::count() const {
 
 Result<std::optional<TuningEntry>> MeasurementStore::tuned(const std::string& key) const {
   Stmt s(impl_->db,
-         "SELECT device, driver, version, signature, backend, grp, tile, time_us, predicted_us, candidates, tuned_at "
-         "FROM tuning WHERE key = ?1");
+         "SELECT device, driver, version, signature, backend, grp, tile, time_us, predicted_us, candidates, tuned_at, "
+         "split FROM tuning WHERE key = ?1");
   if (!s.ok()) return impl_->fail("cannot read the tuning cache");
   s.text(1, key);
   const int rc = sqlite3_step(s.get());
@@ -392,13 +393,14 @@ Result<std::optional<TuningEntry>> MeasurementStore::tuned(const std::string& ke
   e.predicted_us = sqlite3_column_double(s.get(), 8);
   e.candidates = static_cast<int>(sqlite3_column_int64(s.get(), 9));
   e.tuned_at = s.col_text(10);
+  e.split = sqlite3_column_int64(s.get(), 11) != 0;
   return std::optional<TuningEntry>{std::move(e)};
 }
 
 Status MeasurementStore::put_tuned(const TuningEntry& e) {
   Stmt s(impl_->db,
          "INSERT OR REPLACE INTO tuning (key, device, driver, version, signature, backend, grp, tile, time_us, "
-         "predicted_us, candidates, tuned_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+         "predicted_us, candidates, tuned_at, split) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
   if (!s.ok()) return impl_->fail("cannot write the tuning cache");
   s.text(1, e.key);
   s.text(2, e.device);
@@ -412,6 +414,7 @@ Status MeasurementStore::put_tuned(const TuningEntry& e) {
   s.real(10, e.predicted_us);
   s.i64(11, e.candidates);
   s.text(12, now_utc());
+  s.i64(13, e.split ? 1 : 0);
   if (sqlite3_step(s.get()) != SQLITE_DONE) return impl_->fail("cannot write the tuning cache");
   return Ok{};
 }

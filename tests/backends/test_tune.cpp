@@ -170,6 +170,10 @@ TEST_CASE("tuning measures the simulator's top K, keeps the measured best and st
       CHECK(tile_notation(t) == tile_notation(k.candidates[static_cast<size_t>(k.chosen)].tile));
     }
     CHECK(r->kernels[0].group == "MatMul+Relu");
+    CHECK(r->kernels[0].unfused_us > 0);  // the fusion alternative was timed too
+    CHECK(r->kernels[0].unfused_predicted_us > 0);
+    CHECK(r->kernels[1].unfused_us == 0);  // a single node has none
+    CHECK(plan.kernels.size() == (r->kernels[0].split ? 3u : 2u));
     CHECK(r->graded == 2);
     CHECK(r->top3_share == 1.0);  // three candidates: the fastest is always in them
     // Every measured candidate went to the store as a measurement.
@@ -204,6 +208,44 @@ TEST_CASE("tuning measures the simulator's top K, keeps the measured best and st
     eo.seed = 3;
     eo.repeat = 1;
     CHECK(test::run_plan_against_reference(*od.dev, g, plan, eo).worst() < 1e-5);
+  }
+}
+
+TEST_CASE("a fused group that runs faster unfused is split, and the cache remembers it", "[tune][device]") {
+  const Graph g = tune_graph();
+  const DeviceModel d = make_device(test::gpu("lavapipe-epyc-2c"));
+  for (auto& od : test::devices()) {
+    INFO(od.backend);
+    const std::string path = fresh_store("tune_split_" + od.backend + ".db");
+    auto store = MeasurementStore::open(path);
+    REQUIRE(store);
+    tune::Options o;
+    o.top_k = 2;
+    o.target_ms = 1;
+    o.store = &*store;
+    o.split_margin = -1e9;  // any unfused time wins: the split path, whatever this device measures
+    Plan plan = fused_plan(g, d);
+    auto r = tune::tune_plan(*od.dev, g, plan, d, o);
+    REQUIRE(r);
+    CHECK(r->split == 1);
+    CHECK(r->kernels[0].split);
+    REQUIRE(plan.kernels.size() == 3);  // MatMul, Relu, Softmax
+    CHECK(plan.kernels[0].nodes == std::vector<int>{0});
+    CHECK(plan.kernels[1].nodes == std::vector<int>{1});
+    CHECK_THAT(plan.decisions.back(), Catch::Contains("runs unfused, one kernel per node"));
+    CHECK(validate_plan(plan, g, d));
+    exec::RunOptions eo;
+    eo.seed = 5;
+    eo.repeat = 1;
+    CHECK(test::run_plan_against_reference(*od.dev, g, plan, eo).worst() < 1e-5);
+    // Warm: the cache says split, nothing is measured.
+    o.split_margin = 0.02;
+    Plan again = fused_plan(g, d);
+    auto w = tune::tune_plan(*od.dev, g, again, d, o);
+    REQUIRE(w);
+    CHECK(w->candidates_run == 0);
+    CHECK(w->split == 1);
+    CHECK(again.kernels.size() == 3);
   }
 }
 

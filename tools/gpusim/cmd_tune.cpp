@@ -34,8 +34,14 @@ void print_report(const TuneReport& t) {
   fmt::print("device   {} ({} backend, driver {}); ranked with profile {}\n", t.device_name, t.backend, t.driver, t.gpu);
   fmt::print("tuned    {} kernels measured ({} candidates, top-{}), {} from the cache, {} kept untuned\n", t.measured,
              t.candidates_run, t.top_k, t.cached, t.skipped);
-  fmt::print("time     {:.2f} s: {:.2f} s compiling, {:.2f} s measuring{}\n", t.total_s, t.compile_s, t.measure_s,
+  fmt::print("time     {:.3f} s: {:.3f} s compiling, {:.3f} s measuring{}\n", t.total_s, t.compile_s, t.measure_s,
              t.budget_hit ? " (the budget ran out)" : "");
+  int fused = 0;
+  for (const TunedKernel& k : t.kernels) fused += k.unfused_us > 0;
+  if (fused > 0) {
+    fmt::print("fusion   {} fused kernels also timed unfused (one kernel per node): {} ran faster so and were split\n",
+               fused, t.split);
+  }
   std::vector<const TunedKernel*> shown;
   for (const TunedKernel& k : t.kernels) {
     if (!k.cached && !k.skipped && k.chosen >= 0) shown.push_back(&k);
