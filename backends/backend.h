@@ -105,6 +105,14 @@ class Backend {
 
   // Compiles (or finds in the cache) a kernel. Errors carry the compiler's log and the kernel name.
   virtual Result<KernelHandle> compile(const KernelSource& src) = 0;
+  // Compiles the device-independent part of many kernels at once, on up to `threads` threads (0:
+  // the machine's cores), so that compile() of each then only loads it (Vulkan: GLSL to SPIR-V
+  // with shaderc, whose compiles may run concurrently). Errors are not reported here: compile()
+  // of that source reports them. A backend without such a split compiles in compile() only.
+  virtual void prepare(std::span<const KernelSource> sources, int threads = 0) {
+    (void)sources;
+    (void)threads;
+  }
 
   // Enqueues a launch of `groups` thread groups. With timed=true the launch is bracketed by device
   // timers; the returned value is its slot in read_timers() (-1 when untimed).

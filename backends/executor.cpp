@@ -202,6 +202,14 @@ class Runner {
         if (t != kNoTensor) lazy_[static_cast<size_t>(t)] = static_cast<int>(ni);
       }
     }
+    // Every kernel generated first, so the backend can run its compilers on them in parallel.
+    std::vector<Result<codegen::Kernel>> generated;
+    std::vector<backend::KernelSource> sources;
+    for (const PlanKernel& pk : plan.kernels) {
+      generated.push_back(codegen::generate(g_, idx_, pk, copts_));
+      if (generated.back() && dev_.can_run(generated.back()->source(lang_))) sources.push_back(generated.back()->source(lang_));
+    }
+    dev_.prepare(sources);
     for (size_t k = 0; k < plan.kernels.size(); ++k) {
       if (opts_.progress) opts_.progress("compile", 0, static_cast<int>(k), static_cast<int>(plan.kernels.size()));
       const PlanKernel& pk = plan.kernels[k];
@@ -209,7 +217,7 @@ class Runner {
       // A generated kernel that fails to compile is a codegen bug: the run fails, naming it. A
       // group or op codegen does not cover, or a device limit, falls back (and says so).
       std::string why;
-      if (auto gen = codegen::generate(g_, idx_, pk, copts_); gen) {
+      if (auto& gen = generated[k]; gen) {
         auto s = add_device_unit(ki, *gen);
         if (s) continue;
         if (s.error().code == ErrorCode::kDevice) return s;

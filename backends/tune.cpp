@@ -239,6 +239,9 @@ class Tuner {
       for (const Trial& t : trials) kt.candidates.push_back(t.c);
       return Ok{};
     }
+    std::vector<backend::KernelSource> sources;
+    for (const Trial& t : trials) sources.push_back(t.kernel.source(lang_));
+    dev_.prepare(sources);  // the candidates' compilers run in parallel where the backend can
     std::vector<Trial*> built;
     for (Trial& t : trials) {
       auto h = dev_.compile(t.kernel.source(lang_));

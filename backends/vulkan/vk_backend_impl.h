@@ -74,6 +74,7 @@ class VulkanBackend final : public Backend {
   Status synchronize() override;
   Result<std::vector<double>> read_timers() override;
   CompileStats compile_stats() const override { return stats_; }
+  void prepare(std::span<const KernelSource> sources, int threads) override;
 
  private:
   struct Kernel {
@@ -133,6 +134,9 @@ class VulkanBackend final : public Backend {
   bool pipeline_cache_dirty_ = false;
   std::vector<Kernel> kernels_;
   std::unordered_map<uint64_t, KernelHandle> by_hash_;
+  // SPIR-V that prepare() compiled (or read from the disk cache: true) ahead, by source hash;
+  // compile() takes it from here.
+  std::unordered_map<uint64_t, std::pair<std::vector<uint32_t>, bool>> prepared_;
   CompileStats stats_;
 
   std::unordered_map<uint64_t, Buf> buffers_;

@@ -5,9 +5,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 #include "kernel_disk_cache.h"
@@ -221,6 +224,39 @@ Result<std::vector<uint32_t>> VulkanBackend::spirv_for(const KernelSource& src, 
   return spirv;
 }
 
+void VulkanBackend::prepare(std::span<const KernelSource> sources, int threads) {
+  // What compile() would run shaderc for: GLSL sources not compiled yet, once each.
+  std::vector<std::pair<uint64_t, const KernelSource*>> todo;
+  for (const KernelSource& src : sources) {
+    if (src.language != Language::kGlsl) continue;
+    const uint64_t hash = source_hash(src);
+    if (by_hash_.count(hash) || prepared_.count(hash)) continue;
+    if (std::any_of(todo.begin(), todo.end(), [&](const auto& t) { return t.first == hash; })) continue;
+    todo.emplace_back(hash, &src);
+  }
+  if (todo.empty()) return;
+  const auto t0 = Clock::now();
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const size_t n = std::min<size_t>(todo.size(), threads > 0 ? static_cast<size_t>(threads) : cores);
+  std::vector<std::optional<std::pair<std::vector<uint32_t>, bool>>> out(todo.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < todo.size(); i = next++) {
+      bool from_disk = false;
+      auto spirv = spirv_for(*todo[i].second, todo[i].first, true, &from_disk);  // shaderc is thread-safe
+      if (spirv) out[i] = std::make_pair(std::move(*spirv), from_disk);  // a failure is compile()'s to report
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  for (size_t i = 0; i < todo.size(); ++i) {
+    if (out[i]) prepared_[todo[i].first] = std::move(*out[i]);
+  }
+  stats_.compile_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
 Result<KernelHandle> VulkanBackend::compile(const KernelSource& src) {
   const uint64_t hash = source_hash(src);
   if (auto it = by_hash_.find(hash); it != by_hash_.end()) {
@@ -253,9 +289,16 @@ Result<KernelHandle> VulkanBackend::compile(const KernelSource& src) {
 
   const auto t0 = Clock::now();
   bool from_disk = false;
-  auto spirv_or = spirv_for(src, hash, true, &from_disk);
-  if (!spirv_or) return spirv_or.error();
-  std::vector<uint32_t> spirv = std::move(*spirv_or);
+  std::vector<uint32_t> spirv;
+  if (auto it = prepared_.find(hash); it != prepared_.end()) {
+    spirv = std::move(it->second.first);
+    from_disk = it->second.second;
+    prepared_.erase(it);
+  } else {
+    auto spirv_or = spirv_for(src, hash, true, &from_disk);
+    if (!spirv_or) return spirv_or.error();
+    spirv = std::move(*spirv_or);
+  }
 
   Kernel k;
   k.name = src.name;

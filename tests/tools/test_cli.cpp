@@ -409,9 +409,10 @@ TEST_CASE("compare's shares add up and run reconciles its prediction with predic
   REQUIRE(mb.rc == 0);
   CHECK_THAT(mb.out, Catch::Contains("ms of kernel time on nvidia-t4") &&
                          Catch::Contains("`gpusim predict` prices its own eager plan"));
-  // A plan whose tiles codegen does not generate: the note gives predict --plan's figure, to the digit.
+  // A plan ranked over the whole tile menu (--all-tiles), whose tiles codegen does not all
+  // generate: the note gives predict --plan's figure, to the digit.
   const std::string plan = gpusim::test::temp_dir() + "/mb_plan.json";
-  REQUIRE(run_gpusim("plan " + model("mobilenet_v2.onnx") + " --gpu t4 --out " + plan).rc == 0);
+  REQUIRE(run_gpusim("plan " + model("mobilenet_v2.onnx") + " --gpu t4 --all-tiles --out " + plan).rc == 0);
   const Run pp = run_gpusim("predict " + model("mobilenet_v2.onnx") + " --gpu t4 --plan " + plan + " --json");
   REQUIRE(pp.rc == 0);
   const double predicted_ms = nlohmann::json::parse(pp.out)["kernels_us"].get<double>() / 1e3;
@@ -420,6 +421,13 @@ TEST_CASE("compare's shares add up and run reconciles its prediction with predic
   REQUIRE(rp.rc == 0);
   CHECK_THAT(rp.out, Catch::Contains(fmt::format("`gpusim predict --plan` prices the plan's own tiles: {:.3f} ms",
                                                  predicted_ms)));
+  // A default plan holds only generated tiles: it runs as priced, nothing to reconcile.
+  const std::string generated = gpusim::test::temp_dir() + "/mb_generated_plan.json";
+  REQUIRE(run_gpusim("plan " + model("mobilenet_v2.onnx") + " --gpu t4 --out " + generated).rc == 0);
+  const Run rg = run_gpusim("run " + model("mobilenet_v2.onnx") + " --backend vulkan --gpu t4 --repeat 1 --plan " +
+                            generated);
+  REQUIRE(rg.rc == 0);
+  CHECK_THAT(rg.out, !Catch::Contains("prices the plan's own tiles") && !Catch::Contains("ask for split-K"));
 }
 
 TEST_CASE("run draws progress on stderr when asked and --quiet silences it", "[cli][run]") {
