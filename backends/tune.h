@@ -1,13 +1,15 @@
 // Just-in-time autotuning: the simulator proposes, the device decides, the cache remembers.
 //
-// For each kernel of a plan, the cost model ranks the tiles codegen generates as priced (the
-// tile menu, each tile as codegen builds it: as_generated), the top K are compiled and timed on
-// the device alone (warm-up, repeats, median, a re-time when the samples scatter), and the
-// measured best wins; within a tie band of the best the simulator's order decides, so a re-tune
-// on a quiet device picks the same tile. What was measured goes to the measurement store (source
-// "autotune") and the winner to its tuning cache, keyed by device, driver, gpusim version and the
-// kernel's signature: a later tune of the same kernel on the same device and driver measures
-// nothing (a warm start).
+// For each kernel of a plan, the cost model ranks the tiles codegen generates (plan.h:
+// generated_tiles, the space plan search ranks too), the top K are compiled together
+// (Backend::prepare: Vulkan runs shaderc on every core) and timed on the device alone (warm-up,
+// repeats, median, a re-time when the samples scatter), and the measured best wins; within a tie
+// band of the best the simulator's order decides, so a re-tune on a quiet device picks the same
+// tile. A fused group is also timed unfused (one kernel per node) and split when that is faster
+// by more than split_margin. What was measured goes to the measurement store (source "autotune")
+// and the winner to its tuning cache, keyed by device, driver, gpusim version and the kernel's
+// signature: a later tune of the same kernel on the same device and driver measures nothing (a
+// warm start).
 //
 // Every tune also grades the simulator: per kernel, the regret of its top-1 (how much slower the
 // tile it ranked first ran than the measured best), Kendall's tau of predicted against measured

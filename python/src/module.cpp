@@ -483,6 +483,20 @@ py::object program_time(gpusim::Program& p, const py::object& inputs, int repeat
   });
 }
 
+py::object program_tune(gpusim::Program& p, int top_k, double budget_s, const py::object& store, bool use_cache) {
+  gpusim::TuneOptions o;
+  o.top_k = top_k;
+  o.budget_s = budget_s;
+  o.store = store.is_none() ? std::string("off") : std::string(py::str(py::module_::import("os").attr("fspath")(store)));
+  o.use_cache = use_cache;
+  o.command = "gpusim python Program.tune";
+  return document([&]() -> gpusim::Result<std::string> {
+    auto r = p.tune(o);
+    if (!r) return r.error();
+    return gpusim::tune_document(*r, nullptr);
+  });
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_gpusim, m) {
@@ -573,7 +587,12 @@ PYBIND11_MODULE(_gpusim, m) {
            "The timing harness: one warm-up, then `repeat` timed runs, each kernel timed with the device's\n"
            "timers and predicted beside when a profile is known; check=True compares every output with the\n"
            "CPU reference. Returns the gpusim.run/1 document (`gpusim run --json`) as a dict, which\n"
-           "Session.record() stores and Session.validate(runs=...) scores.");
+           "Session.record() stores and Session.validate(runs=...) scores.")
+      .def("tune", &program_tune, "top_k"_a = 8, "budget_s"_a = 0.0, "store"_a = py::none(), "use_cache"_a = true,
+           "Autotunes the plan on the device (as `gpusim tune`): per kernel the simulator's top_k tiles are\n"
+           "timed alone and the measured best kept; later run() and time() calls use the tuned plan.\n"
+           "store: the measurement store holding the tuning cache (a path; None keeps nothing). Returns the\n"
+           "gpusim.tune/1 document (`gpusim tune --json`) as a dict, with the simulator's report card.");
 
   py::class_<PySession>(m, "Session",
                         "gpusim's whole pipeline: open models, choose GPUs, predict, compare, search plans, compile "

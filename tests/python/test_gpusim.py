@@ -205,6 +205,27 @@ def test_time_record_and_validate_on_vulkan(session, root, tmp_path):
     assert "repeat 0 is not a count of timed runs" in str(e.value)
 
 
+def test_tune_then_time_on_vulkan(session, root, tmp_path):
+    m = session.open_model(root / "models" / "mobilenet_v2.onnx")
+    try:
+        prog = session.compile(m, backend="vulkan", gpu="lavapipe")
+    except gpusim.Error as e:
+        if e.code == "unavailable":
+            pytest.skip(f"no Vulkan device: {e}")
+        raise
+    store = tmp_path / "tuning.db"
+    cold = prog.tune(top_k=2, store=store)
+    assert cold["schema"] == "gpusim.tune/1"
+    assert cold["kernels_measured"] > 0
+    assert 0 <= cold["report_card"]["top1_within_3pct"] <= 1
+    warm = prog.tune(top_k=2, store=store)
+    assert warm["kernels_measured"] == 0 and warm["candidates_run"] == 0
+    run = prog.time(repeat=1, check=True)
+    assert all(c["pass"] for c in run["check"])
+    with pytest.raises(gpusim.Error, match="--top-k 0 is out of range"):
+        prog.tune(top_k=0)
+
+
 def test_many_threads_predicting_on_one_session(session, root):
     m = session.open_model(root / "models" / "resnet50.onnx")
     want = session.predict(m, "nvidia-l4", dtype="fp16")
