@@ -211,7 +211,16 @@ class Tuner {
     return out;
   }
 
+  // One kernel's tuning; its buffers go when it is done (a model's tensors all at once would be
+  // the whole model's activations).
   Status tune_kernel(const PlanKernel& pk, KernelTune& kt, TuneResult& r) {
+    Status s = tune_kernel_on_buffers(pk, kt, r);
+    for (auto& [t, b] : bufs_) dev_.release(b);
+    bufs_.clear();
+    return s;
+  }
+
+  Status tune_kernel_on_buffers(const PlanKernel& pk, KernelTune& kt, TuneResult& r) {
     const bool attention = std::find(pk.fusions.begin(), pk.fusions.end(), "attention") != pk.fusions.end();
     const KernelWork w = group_work(g_, idx_, pk.nodes, pk.anchor, attention, pk.recomputed);
     std::vector<Candidate> all = rank(pk, w);
