@@ -102,6 +102,7 @@ class Tuner {
 
   Result<TuneResult> run(Plan& plan) {
     const auto start = Clock::now();
+    start_ = start;
     TuneResult r;
     std::vector<PlanKernel> out;  // the tuned plan's kernels: split groups become one kernel per node
     const int total = static_cast<int>(plan.kernels.size());
@@ -265,6 +266,12 @@ class Tuner {
     r.compile_s += seconds_since(t0);
     const auto t1 = Clock::now();
     for (Trial* t : built) {
+      // Out of budget: the candidates measured so far decide (the simulator's best ones first).
+      if (o_.budget_s > 0 && seconds_since(start_) > o_.budget_s && r.candidates_run > 0 &&
+          std::any_of(built.begin(), built.end(), [](const Trial* b) { return b->c.measured_us > 0; })) {
+        r.budget_hit = true;
+        break;
+      }
       if (o_.progress) o_.progress(kt.plan_kernel, progress_total_, r.candidates_run);
       auto m = time(t->kernel, t->handle);
       if (!m) {
@@ -405,7 +412,9 @@ class Tuner {
     auto probe = launch_round(1, true);
     if (!probe) return probe.error();
     const double one = probe->empty() ? 0 : probe->front();
-    const int n = one > 0 ? std::clamp(static_cast<int>(o_.target_ms * 1e3 / one), 5, 200) : 5;
+    // At least 5 timed launches, 3 for a kernel of 50 ms or more (its noise is small beside it).
+    const int least = one >= 50e3 ? 3 : 5;
+    const int n = one > 0 ? std::clamp(static_cast<int>(o_.target_ms * 1e3 / one), least, 200) : least;
     auto round = launch_round(n, true);
     if (!round) return round.error();
     std::vector<double> samples = *round;
@@ -557,6 +566,7 @@ class Tuner {
   std::map<std::pair<TensorId, int>, backend::Buffer> bufs_;
   std::vector<Measurement> pending_;
   int progress_total_ = 0;
+  Clock::time_point start_ = Clock::now();
 };
 
 }  // namespace
