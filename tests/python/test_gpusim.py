@@ -177,14 +177,19 @@ def test_run_names_a_wrong_buffer(session, onnx_testdata):
     prog.run([t])
 
 
-def test_time_record_and_validate_on_vulkan(session, root, tmp_path):
+def mobilenet_on_vulkan(session, root):
+    """MobileNetV2 compiled for Vulkan with the lavapipe profile; skips where no Vulkan device loads."""
     m = session.open_model(root / "models" / "mobilenet_v2.onnx")
     try:
-        prog = session.compile(m, backend="vulkan", gpu="lavapipe")
+        return session.compile(m, backend="vulkan", gpu="lavapipe")
     except gpusim.Error as e:
         if e.code == "unavailable":
             pytest.skip(f"no Vulkan device: {e}")
         raise
+
+
+def test_time_record_and_validate_on_vulkan(session, root, tmp_path):
+    prog = mobilenet_on_vulkan(session, root)
     run = prog.time(repeat=1, check=True)
     assert run["schema"] == "gpusim.run/1"
     assert run["backend"] == "vulkan"
@@ -206,13 +211,7 @@ def test_time_record_and_validate_on_vulkan(session, root, tmp_path):
 
 
 def test_tune_then_time_on_vulkan(session, root, tmp_path):
-    m = session.open_model(root / "models" / "mobilenet_v2.onnx")
-    try:
-        prog = session.compile(m, backend="vulkan", gpu="lavapipe")
-    except gpusim.Error as e:
-        if e.code == "unavailable":
-            pytest.skip(f"no Vulkan device: {e}")
-        raise
+    prog = mobilenet_on_vulkan(session, root)
     store = tmp_path / "tuning.db"
     cold = prog.tune(top_k=2, store=store)
     assert cold["schema"] == "gpusim.tune/1"
