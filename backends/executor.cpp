@@ -204,10 +204,10 @@ class Runner {
     }
     // Every kernel generated first, so the backend can run its compilers on them in parallel.
     std::vector<Result<codegen::Kernel>> generated;
-    std::vector<backend::KernelSource> sources;
-    for (const PlanKernel& pk : plan.kernels) {
-      generated.push_back(codegen::generate(g_, idx_, pk, copts_));
-      if (generated.back() && dev_.can_run(generated.back()->source(lang_))) sources.push_back(generated.back()->source(lang_));
+    std::vector<backend::KernelSource> sources(plan.kernels.size());  // empty where generation failed
+    for (size_t k = 0; k < plan.kernels.size(); ++k) {
+      generated.push_back(codegen::generate(g_, idx_, plan.kernels[k], copts_));
+      if (generated.back()) sources[k] = generated.back()->source(lang_);
     }
     dev_.prepare(sources);
     for (size_t k = 0; k < plan.kernels.size(); ++k) {
@@ -218,7 +218,7 @@ class Runner {
       // group or op codegen does not cover, or a device limit, falls back (and says so).
       std::string why;
       if (auto& gen = generated[k]; gen) {
-        auto s = add_device_unit(ki, *gen);
+        auto s = add_device_unit(ki, *gen, sources[k]);
         if (s) continue;
         if (s.error().code == ErrorCode::kDevice) return s;
         why = s.error().message;
@@ -239,7 +239,7 @@ class Runner {
           add_host_unit(ki, ni, g1.error().message);
           continue;
         }
-        auto s = add_device_unit(ki, *g1);
+        auto s = add_device_unit(ki, *g1, g1->source(lang_));
         if (s) continue;
         if (s.error().code == ErrorCode::kDevice) return s;
         add_host_unit(ki, ni, s.error().message);
@@ -250,8 +250,8 @@ class Runner {
 
   bool is_view(const Node& n) const { return !n.folded && !runs_on_device(g_, n); }
 
-  Status add_device_unit(int plan_kernel, const codegen::Kernel& k) {
-    const backend::KernelSource src = k.source(lang_);
+  // `src`: k.source(lang_).
+  Status add_device_unit(int plan_kernel, const codegen::Kernel& k, const backend::KernelSource& src) {
     if (auto s = dev_.can_run(src); !s) return s;
     // A tensor larger than one kernel argument may bind (Vulkan's maxStorageBufferRange: 128 MiB on
     // lavapipe, GPT-2's 154 MB embedding) cannot run as this kernel: the caller falls back.

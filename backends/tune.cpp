@@ -39,15 +39,17 @@ std::string attr_text(const Attribute& a) {
 }
 
 // The group's op types, anchor first.
-std::string group_name(const Graph& g, const PlanKernel& k) {
-  if (k.nodes.empty()) return "";
+std::vector<std::string> group_ops(const Graph& g, const PlanKernel& k) {
+  std::vector<std::string> ops;
+  if (k.nodes.empty()) return ops;
   const auto anchor = static_cast<size_t>(std::clamp<int>(k.anchor, 0, static_cast<int>(k.nodes.size()) - 1));
-  std::string s = g.nodes[static_cast<size_t>(k.nodes[anchor])].op_type;
+  ops.push_back(g.nodes[static_cast<size_t>(k.nodes[anchor])].op_type);
   for (size_t i = 0; i < k.nodes.size(); ++i) {
-    if (i != anchor) s += "+" + g.nodes[static_cast<size_t>(k.nodes[i])].op_type;
+    if (i != anchor) ops.push_back(g.nodes[static_cast<size_t>(k.nodes[i])].op_type);
   }
-  return s;
+  return ops;
 }
+std::string group_name(const Graph& g, const PlanKernel& k) { return fmt::format("{}", fmt::join(group_ops(g, k), "+")); }
 
 uint64_t fnv1a(const std::string& s, uint64_t h) {
   for (unsigned char c : s) {
@@ -96,13 +98,8 @@ class Tuner {
     lang_ = dev.info().backend == "vulkan" ? backend::Language::kGlsl : backend::Language::kCudaCpp;
     version_ = GPUSIM_TUNE_VERSION;
   }
-  ~Tuner() {
-    for (auto& [t, b] : bufs_) dev_.release(b);
-  }
-
   Result<TuneResult> run(Plan& plan) {
-    const auto start = Clock::now();
-    start_ = start;
+    start_ = Clock::now();
     TuneResult r;
     std::vector<PlanKernel> out;  // the tuned plan's kernels: split groups become one kernel per node
     const int total = static_cast<int>(plan.kernels.size());
@@ -113,15 +110,14 @@ class Tuner {
       KernelTune kt;
       kt.plan_kernel = static_cast<int>(ki);
       kt.group = group_name(g_, pk);
-      if (!pk.nodes.empty() && pk.anchor >= 0 && pk.anchor < static_cast<int>(pk.nodes.size())) {
-        kt.name = g_.nodes[static_cast<size_t>(pk.nodes[static_cast<size_t>(pk.anchor)])].name;
-      }
       kt.tile = pk.tile;
       if (pk.nodes.empty() || pk.anchor < 0 || pk.anchor >= static_cast<int>(pk.nodes.size())) {
         kt.skipped = true;
+        ++r.skipped;
         r.kernels.push_back(std::move(kt));
         continue;
       }
+      kt.name = g_.nodes[static_cast<size_t>(pk.nodes[static_cast<size_t>(pk.anchor)])].name;
       const std::string sig_text = kernel_signature(g_, pk, copts_);
       kt.signature = fmt::format("{:016x}", fnv1a(sig_text, 0xcbf29ce484222325ULL));
       const std::string key = tuning_key(dev_.info().name, dev_.info().driver, version_, kt.signature);
@@ -139,7 +135,7 @@ class Tuner {
           continue;
         }
       }
-      if (o_.budget_s > 0 && seconds_since(start) > o_.budget_s) {
+      if (o_.budget_s > 0 && seconds_since(start_) > o_.budget_s) {
         r.budget_hit = true;
         kt.skipped = true;
         ++r.skipped;
@@ -179,7 +175,7 @@ class Tuner {
     if (r.split > 0) {
       r.notes.push_back(fmt::format("{} fused kernel(s) ran faster as one kernel per node and were split", r.split));
     }
-    r.total_s = seconds_since(start);
+    r.total_s = seconds_since(start_);
     grade(r);
     if (r.budget_hit) {
       r.notes.push_back(fmt::format("the {:.0f} s budget ran out: {} kernel(s) keep the simulator's pick untuned",
@@ -194,9 +190,7 @@ class Tuner {
   std::vector<Candidate> rank(const PlanKernel& pk, const KernelWork& w) const {
     std::vector<TileConfig> tiles = generated_tiles(w, d_);
     const TileConfig own = tile_as_generated(pk.tile, w);
-    if (std::none_of(tiles.begin(), tiles.end(), [&](const TileConfig& t) { return tile_notation(t) == tile_notation(own) && t.items_per_thread == own.items_per_thread && t.rows_per_block == own.rows_per_block; })) {
-      tiles.push_back(own);
-    }
+    if (std::find(tiles.begin(), tiles.end(), own) == tiles.end()) tiles.push_back(own);
     std::vector<Candidate> out;
     for (const TileConfig& t : tiles) {
       const KernelCost c = kernel_cost(w, t, d_);
@@ -225,12 +219,13 @@ class Tuner {
     const bool attention = std::find(pk.fusions.begin(), pk.fusions.end(), "attention") != pk.fusions.end();
     const KernelWork w = group_work(g_, idx_, pk.nodes, pk.anchor, attention, pk.recomputed);
     std::vector<Candidate> all = rank(pk, w);
-    const int k = std::clamp(o_.top_k, 1, Options::kMaxTopK);
+    const int k = o_.top_k;  // tune_plan checked its range
     // The top K that codegen builds and the device accepts (a tile past a device limit is skipped,
     // and the next one takes its place).
     struct Trial {
       Candidate c;
       codegen::Kernel kernel;
+      backend::KernelSource source;
       backend::KernelHandle handle = 0;
     };
     std::vector<Trial> trials;
@@ -241,8 +236,9 @@ class Tuner {
       trial.tile = c.tile;
       auto gen = codegen::generate(g_, idx_, trial, copts_);
       if (!gen) continue;  // no generator for this group: nothing to tune
-      if (!dev_.can_run(gen->source(lang_))) continue;
-      trials.push_back({c, std::move(*gen), 0});
+      backend::KernelSource src = gen->source(lang_);
+      if (!dev_.can_run(src)) continue;
+      trials.push_back({c, std::move(*gen), std::move(src), 0});
     }
     if (trials.size() < 2) {  // nothing to choose between (one tile, or a group codegen does not build)
       kt.skipped = true;
@@ -250,11 +246,11 @@ class Tuner {
       return Ok{};
     }
     std::vector<backend::KernelSource> sources;
-    for (const Trial& t : trials) sources.push_back(t.kernel.source(lang_));
+    for (const Trial& t : trials) sources.push_back(t.source);
     dev_.prepare(sources);  // the candidates' compilers run in parallel where the backend can
     std::vector<Trial*> built;
     for (Trial& t : trials) {
-      auto h = dev_.compile(t.kernel.source(lang_));
+      auto h = dev_.compile(t.source);
       if (!h) {
         if (h.error().code == ErrorCode::kDevice) return h.error();
         t.c.error = h.error().message;
@@ -325,8 +321,10 @@ class Tuner {
     std::vector<std::pair<codegen::Kernel, backend::KernelHandle>> built;
     for (const PlanKernel& one : parts) {
       auto gen = codegen::generate(g_, idx_, one, copts_);
-      if (!gen || !dev_.can_run(gen->source(lang_))) return Ok{};  // not every node has a kernel: no alternative
-      auto h = dev_.compile(gen->source(lang_));
+      if (!gen) return Ok{};  // not every node has a kernel: no alternative
+      const backend::KernelSource src = gen->source(lang_);
+      if (!dev_.can_run(src)) return Ok{};
+      auto h = dev_.compile(src);
       if (!h) return h.error().code == ErrorCode::kDevice ? Status(h.error()) : Status(Ok{});
       predicted += kernel_cost(*node_work(g_, g_.nodes[static_cast<size_t>(one.nodes[0])]), one.tile, d_).total_us;
       built.emplace_back(std::move(*gen), *h);
@@ -372,18 +370,14 @@ class Tuner {
     kt.tile = kt.candidates[static_cast<size_t>(kt.chosen)].tile;
     kt.chosen_us = kt.candidates[static_cast<size_t>(kt.chosen)].measured_us;
     kt.best_predicted_rank = kt.candidates[static_cast<size_t>(fastest)].predicted_rank;
-    std::vector<double> p, m;
-    double top1 = 0;
+    std::vector<double> p, m;  // in the simulator's order: m.front() is its pick's time
     for (const Candidate& c : kt.candidates) {
       if (c.measured_us <= 0) continue;
-      if (c.predicted_rank == 0) top1 = c.measured_us;
       p.push_back(c.predicted_us);
       m.push_back(c.measured_us);
     }
-    // The simulator's top-1 may not have run (it failed to compile): its regret is then that of
-    // the first candidate that did.
-    if (top1 <= 0) top1 = m.front();
-    kt.regret = top1 / best - 1;
+    kt.sim_pick_us = m.front();
+    kt.regret = kt.sim_pick_us / best - 1;
     kt.kendall_tau = kendall_tau(p, m);
   }
 
@@ -464,11 +458,7 @@ class Tuner {
   void record_one(const PlanKernel& pk, const KernelWork& w, const TileConfig& tile, double median, double p95,
                   int samples) {
     if (!o_.store) return;
-    std::vector<std::string> fused;
-    fused.push_back(g_.nodes[static_cast<size_t>(pk.nodes[static_cast<size_t>(pk.anchor)])].op_type);
-    for (size_t i = 0; i < pk.nodes.size(); ++i) {
-      if (static_cast<int>(i) != pk.anchor) fused.push_back(g_.nodes[static_cast<size_t>(pk.nodes[i])].op_type);
-    }
+    const std::vector<std::string> fused = group_ops(g_, pk);
     Measurement m;
     m.op = fused.front();
     m.op_class = std::string(op_class_name(w.cls));
@@ -476,7 +466,7 @@ class Tuner {
     m.work = w;
     m.tile = tile;
     m.fused_ops = fused;
-    m.kernel = fmt::format("{} {}", group_name(g_, pk), tile_notation(tile));
+    m.kernel = fmt::format("{} {}", fmt::join(fused, "+"), tile_notation(tile));
     m.gpu = dev_.info().name;
     m.backend = dev_.info().backend;
     m.driver = dev_.info().driver;
@@ -534,14 +524,7 @@ class Tuner {
     }
     for (const KernelTune& k : r.kernels) {
       if (k.cached || k.skipped || k.chosen < 0) continue;
-      double pick = 0;
-      for (const Candidate& c : k.candidates) {
-        if (c.measured_us > 0) {
-          pick = c.measured_us;  // the simulator's best-ranked candidate that ran
-          break;
-        }
-      }
-      r.sim_pick_us += pick;
+      r.sim_pick_us += k.sim_pick_us;
       r.tuned_us += k.chosen_us;
     }
     r.graded = static_cast<int>(regrets.size());
@@ -566,7 +549,7 @@ class Tuner {
   std::map<std::pair<TensorId, int>, backend::Buffer> bufs_;
   std::vector<Measurement> pending_;
   int progress_total_ = 0;
-  Clock::time_point start_ = Clock::now();
+  Clock::time_point start_;  // when run() began: the budget counts from it
 };
 
 }  // namespace

@@ -38,7 +38,7 @@
 namespace gpusim::tune {
 
 struct Options {
-  static constexpr int kMaxTopK = 20;
+  static constexpr int kMaxTopK = kMaxTuneTopK;
   int top_k = 8;           // candidates measured per kernel: 1..kMaxTopK
   double budget_s = 0;     // stop measuring after this long (0: no limit); the rest keep the simulator's pick
   double tie_band = 0.02;  // candidates within 2 % of the measured best count as tied: the simulator's order decides

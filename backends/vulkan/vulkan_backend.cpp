@@ -228,7 +228,7 @@ void VulkanBackend::prepare(std::span<const KernelSource> sources, int threads) 
   // What compile() would run shaderc for: GLSL sources not compiled yet, once each.
   std::vector<std::pair<uint64_t, const KernelSource*>> todo;
   for (const KernelSource& src : sources) {
-    if (src.language != Language::kGlsl) continue;
+    if (src.language != Language::kGlsl || src.code.empty()) continue;
     const uint64_t hash = source_hash(src);
     if (by_hash_.count(hash) || prepared_.count(hash)) continue;
     if (std::any_of(todo.begin(), todo.end(), [&](const auto& t) { return t.first == hash; })) continue;

@@ -221,7 +221,7 @@ struct RunReport {
 
 // Just-in-time autotuning of a compiled plan (Program::tune).
 struct TuneOptions {
-  static constexpr int kMaxTopK = 20;
+  static constexpr int kMaxTopK = kMaxTuneTopK;
   int top_k = 8;        // candidates measured per kernel, the simulator's best first: 1..kMaxTopK
   double budget_s = 0;  // stop measuring after this many seconds (0: no limit); the rest keep the simulator's pick
   // The measurement store holding the tuning cache and the measurements: a path, "" for

@@ -44,6 +44,8 @@ struct TileConfig {
   // Row kernels: rows each block reduces. 0: as many as the block holds (gpusim's codegen packs
   // short rows); a library kernel's launch may fix it (PyTorch's LayerNorm runs a block per row).
   int rows_per_block = 0;
+
+  bool operator==(const TileConfig&) const = default;
 };
 
 // What the kernel computes, independent of how it is tiled.

@@ -11,6 +11,9 @@
 
 namespace gpusim {
 
+// The most candidates a tune measures per kernel (TuneOptions::top_k, `--top-k`).
+inline constexpr int kMaxTuneTopK = 20;
+
 struct TuneCandidate {
   TileConfig tile;
   int predicted_rank = 0;   // 0: the simulator's top-1
@@ -30,8 +33,11 @@ struct TunedKernel {
   bool skipped = false;     // not measured (out of budget, fewer than two candidates): the plan's tile kept
   std::vector<TuneCandidate> candidates;  // in the simulator's order
   int chosen = -1;          // index into candidates (-1: cached or skipped)
+  // The measured time of the simulator's pick: its best-ranked candidate that ran (its top-1,
+  // unless that one failed to compile or run).
+  double sim_pick_us = 0;
   // The report card, for kernels measured with two or more candidates that ran:
-  double regret = 0;        // measured(simulator's top-1) / measured best - 1
+  double regret = 0;        // sim_pick_us / measured best - 1
   double kendall_tau = 0;   // of predicted against measured times over those candidates
   int best_predicted_rank = -1;  // the simulator's rank of the fastest candidate
   TileConfig tile;          // the tile the plan has now

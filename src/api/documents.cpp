@@ -356,6 +356,7 @@ std::string tune_document(const TuneReport& t, const RunReport* end_to_end) {
     }
     if (!k.cached && !k.skipped && k.chosen >= 0) {
       j["chosen"] = k.chosen;
+      j["sim_pick_us"] = k.sim_pick_us;
       j["regret"] = k.regret;
       j["kendall_tau"] = k.kendall_tau;
       j["best_predicted_rank"] = k.best_predicted_rank;

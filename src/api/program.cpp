@@ -555,7 +555,7 @@ Result<TuneReport> Program::tune(const TuneOptions& opts) noexcept {
     if (!pr) return pr.error();
     p.plan = std::move(tuned);
     p.pred = std::move(*pr);
-    p.plan_source = p.plan_source + ", tuned";
+    if (!p.plan_source.ends_with(", tuned")) p.plan_source += ", tuned";
     r->model = p.model;
     r->backend = p.opts.backend;
     r->device_name = p.dev->info().name;

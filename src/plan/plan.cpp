@@ -36,12 +36,7 @@ std::vector<TileConfig> generated_tiles(const KernelWork& w, const DeviceModel& 
   std::vector<TileConfig> out;
   for (const TileConfig& m : tile_menu(w, d)) {
     const TileConfig t = tile_as_generated(m, w);
-    const bool seen = std::any_of(out.begin(), out.end(), [&](const TileConfig& o) {
-      return o.block_m == t.block_m && o.block_n == t.block_n && o.block_k == t.block_k && o.threads == t.threads &&
-             o.stages == t.stages && o.split_k == t.split_k && o.vector_width == t.vector_width &&
-             o.items_per_thread == t.items_per_thread && o.rows_per_block == t.rows_per_block;
-    });
-    if (!seen) out.push_back(t);
+    if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
   }
   return out;
 }

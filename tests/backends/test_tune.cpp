@@ -51,6 +51,13 @@ std::string fresh_store(const std::string& name) {
   return path;
 }
 
+// A new, empty store of that name, opened.
+MeasurementStore open_fresh_store(const std::string& name) {
+  auto store = MeasurementStore::open(fresh_store(name));
+  if (!store) FAIL(store.error().message);
+  return std::move(*store);
+}
+
 }  // namespace
 
 TEST_CASE("Kendall's tau: same order 1, reversed -1, ties count for neither", "[tune]") {
@@ -133,13 +140,11 @@ TEST_CASE("tuning measures the simulator's top K, keeps the measured best and st
   const DeviceModel d = make_device(test::gpu("lavapipe-epyc-2c"));
   for (auto& od : test::devices()) {
     INFO(od.backend);
-    const std::string path = fresh_store("tune_" + od.backend + ".db");
-    auto store = MeasurementStore::open(path);
-    REQUIRE(store);
+    MeasurementStore store = open_fresh_store("tune_" + od.backend + ".db");
     tune::Options o;
     o.top_k = 3;
     o.target_ms = 2;
-    o.store = &*store;
+    o.store = &store;
     o.split_margin = 1e9;  // never split here (a loaded machine may time the unfused pair faster): the next case does
     Plan plan = fused_plan(g, d);
     auto r = tune::tune_plan(*od.dev, g, plan, d, o);
@@ -179,7 +184,7 @@ TEST_CASE("tuning measures the simulator's top K, keeps the measured best and st
     CHECK(r->graded == 2);
     CHECK(r->top3_share == 1.0);  // three candidates: the fastest is always in them
     // Every measured candidate went to the store as a measurement.
-    auto recs = store->query({.gpu = od.dev->info().name, .op_class = "", .source = "autotune", .limit = 0});
+    auto recs = store.query({.gpu = od.dev->info().name, .op_class = "", .source = "autotune", .limit = 0});
     REQUIRE(recs);
     CHECK(static_cast<int>(recs->size()) == r->candidates_run);
     for (const Measurement& m : *recs) {
@@ -218,13 +223,11 @@ TEST_CASE("a fused group that runs faster unfused is split, and the cache rememb
   const DeviceModel d = make_device(test::gpu("lavapipe-epyc-2c"));
   for (auto& od : test::devices()) {
     INFO(od.backend);
-    const std::string path = fresh_store("tune_split_" + od.backend + ".db");
-    auto store = MeasurementStore::open(path);
-    REQUIRE(store);
+    MeasurementStore store = open_fresh_store("tune_split_" + od.backend + ".db");
     tune::Options o;
     o.top_k = 2;
     o.target_ms = 1;
-    o.store = &*store;
+    o.store = &store;
     o.split_margin = -1e9;  // any unfused time wins: the split path, whatever this device measures
     Plan plan = fused_plan(g, d);
     auto r = tune::tune_plan(*od.dev, g, plan, d, o);

@@ -54,15 +54,8 @@ void print_report(const TuneReport& t) {
     const size_t rows = std::min<size_t>(shown.size(), 15);
     for (size_t i = 0; i < rows; ++i) {
       const TunedKernel& k = *shown[i];
-      double top1 = 0;
-      for (const TuneCandidate& c : k.candidates) {
-        if (c.measured_us > 0) {
-          top1 = c.measured_us;
-          break;
-        }
-      }
       fmt::print("{:>4}  {:<22} {:<24} {:>11.1f} {:>11.1f} {:>6.1f}% {:>6.2f} {:>5}\n", k.plan_kernel,
-                 k.group.size() > 22 ? k.group.substr(0, 21) + "~" : k.group, tile_notation(k.tile), k.chosen_us, top1,
+                 k.group.size() > 22 ? k.group.substr(0, 21) + "~" : k.group, tile_notation(k.tile), k.chosen_us, k.sim_pick_us,
                  100 * k.regret, k.kendall_tau, k.best_predicted_rank + 1);
     }
     if (shown.size() > rows) fmt::print("      ... {} more measured kernels (--json lists every one)\n", shown.size() - rows);
