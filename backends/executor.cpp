@@ -58,10 +58,7 @@ class Runner {
     ropts_.weights = o.weights;
     ropts_.seed = o.seed;
     ropts_.max_host_bytes = o.max_host_bytes;
-    copts_.float_storage = o.fp16_storage ? codegen::Storage::kF16 : codegen::Storage::kF32;
-    copts_.max_threads = dev.info().max_threads_per_group;
-    copts_.max_shared_bytes = dev.info().max_shared_bytes;
-    copts_.matrix = o.matrix ? *o.matrix : codegen::matrix_path_for(dev.info());
+    copts_ = codegen::target_options(dev.info(), o.fp16_storage, o.matrix);
     lang_ = dev.info().backend == "vulkan" ? backend::Language::kGlsl : backend::Language::kCudaCpp;
   }
   ~Runner() {

@@ -91,10 +91,8 @@ class Tuner {
  public:
   Tuner(backend::Backend& dev, const Graph& g, const DeviceModel& d, const Options& o)
       : dev_(dev), g_(g), idx_(index_graph(g)), d_(d), o_(o), rng_(7) {
-    copts_.float_storage = o.fp16_storage ? codegen::Storage::kF16 : codegen::Storage::kF32;
-    copts_.max_threads = dev.info().max_threads_per_group;
-    copts_.max_shared_bytes = dev.info().max_shared_bytes;
-    copts_.matrix = o.matrix ? *o.matrix : codegen::matrix_path_for(dev.info());
+    copts_ = codegen::target_options(dev.info(), o.fp16_storage, o.matrix);
+    cap_ = codegen::TargetCapability(copts_);
     lang_ = dev.info().backend == "vulkan" ? backend::Language::kGlsl : backend::Language::kCudaCpp;
     version_ = GPUSIM_TUNE_VERSION;
   }
@@ -188,8 +186,8 @@ class Tuner {
   // The candidates: every tile of the menu as codegen generates it, deduplicated, priced, the
   // feasible ones in the simulator's order; the plan's own tile is among them.
   std::vector<Candidate> rank(const PlanKernel& pk, const KernelWork& w) const {
-    std::vector<TileConfig> tiles = generated_tiles(w, d_);
-    const TileConfig own = tile_as_generated(pk.tile, w);
+    std::vector<TileConfig> tiles = generated_tiles(w, d_, cap_);
+    const TileConfig own = cap_.generated(w, pk.tile);
     if (std::find(tiles.begin(), tiles.end(), own) == tiles.end()) tiles.push_back(own);
     std::vector<Candidate> out;
     for (const TileConfig& t : tiles) {
@@ -302,7 +300,7 @@ class Tuner {
       if (!work) continue;
       PlanKernel one;
       one.nodes = {ni};
-      one.tile = best_generated_tile(*work, d_);
+      one.tile = best_generated_tile(*work, d_, cap_);
       out.push_back(std::move(one));
     }
     return out;
@@ -543,6 +541,7 @@ class Tuner {
   const DeviceModel& d_;
   Options o_;
   codegen::Options copts_;
+  codegen::TargetCapability cap_{copts_};  // what the device's generators build (set from copts_)
   backend::Language lang_;
   std::string version_;
   std::mt19937_64 rng_;

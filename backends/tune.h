@@ -1,7 +1,7 @@
 // Just-in-time autotuning: the simulator proposes, the device decides, the cache remembers.
 //
-// For each kernel of a plan, the cost model ranks the tiles codegen generates (plan.h:
-// generated_tiles, the space plan search ranks too), the top K are compiled together
+// For each kernel of a plan, the cost model ranks the tiles codegen builds on the device
+// (device_plan.h: generated_tiles with codegen::TargetCapability, the space plan search ranks too), the top K are compiled together
 // (Backend::prepare: Vulkan runs shaderc on every core) and timed on the device alone (warm-up,
 // repeats, median, a re-time when the samples scatter), and the measured best wins; within a tie
 // band of the best the simulator's order decides, so a re-tune on a quiet device picks the same

@@ -167,7 +167,8 @@ Result<exec::RunResult> run_kernel_graph(Session& s, const OneKernelGraph& c, ex
   PlanKernel pk;
   pk.nodes = c.nodes;
   *work = group_work(c.g, idx, pk.nodes, 0);
-  pk.tile = codegen::generated_tile(*work, s.model);
+  const codegen::TargetCapability cap(codegen::target_options(s.dev().info(), o.fp16_storage, o.matrix));
+  pk.tile = best_generated_tile(*work, s.model, cap);
   *tile = pk.tile;
   Plan plan;
   plan.kernels.push_back(pk);

@@ -18,6 +18,7 @@
 #include "gpusim/gpu_profile.h"
 #include "gpusim/graph.h"
 #include "gpusim/graph_summary.h"
+#include "gpusim/device_plan.h"
 #include "gpusim/kernel_cost.h"
 #include "gpusim/onnx_import.h"
 #include "gpusim/plan.h"

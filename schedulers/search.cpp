@@ -131,7 +131,7 @@ Result<SearchResult> search(const Graph& input, const GpuProfile& gpu, const Sea
   std::optional<Graph> retyped;
   if (o.dtype) retyped = retype(input, *o.dtype);
   const Graph& g = retyped ? *retyped : input;
-  FusionSpace space(g, gpu, o.all_tiles);
+  FusionSpace space(g, gpu, o.all_tiles, o.capability);
   auto sched = make_scheduler(o.scheduler, space, o);
   if (!sched) {
     return make_error(ErrorCode::kInvalidArgument, fmt::format("--scheduler \"{}\" is not one of {}", o.scheduler,

@@ -53,8 +53,5 @@ Result<Kernel> generate(const Graph& g, const PlanKernel& k, const Options& opts
 
 int vector_lanes(int vector_width, int64_t elements) { return generated_vector_lanes(vector_width, elements); }
 
-TileConfig as_generated(TileConfig t, const KernelWork& w) { return tile_as_generated(t, w); }
-
-TileConfig generated_tile(const KernelWork& w, const DeviceModel& d) { return best_generated_tile(w, d); }
 
 }  // namespace gpusim::codegen

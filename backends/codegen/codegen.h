@@ -26,15 +26,18 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backend.h"
 #include "gpusim/graph.h"
+#include "gpusim/device_plan.h"
 #include "gpusim/kernel_cost.h"
 #include "gpusim/kernel_work.h"
 #include "gpusim/plan.h"
 #include "gpusim/result.h"
+#include "gpusim/tile.h"
 
 namespace gpusim::codegen {
 
@@ -102,24 +105,37 @@ Result<Kernel> generate(const Graph& g, const PlanKernel& k, const Options& opts
 // The same with the graph's index built once by the caller (the executor generates many kernels).
 Result<Kernel> generate(const Graph& g, const GraphIndex& idx, const PlanKernel& k, const Options& opts = {});
 
-// The tile space (plan.h: generated_vector_lanes, tile_as_generated, best_generated_tile, which the
-// planner and the autotuner use too), under codegen's names:
 // The elements per thread-step a fused elementwise kernel generates for a tile's vector_width
-// over `elements` output elements: vector_width rounded down to a power of two, at most 8, and
-// halved until it divides `elements` (so every vector access is whole and aligned).
+// over `elements` output elements (tile.h: generated_vector_lanes).
 int vector_lanes(int vector_width, int64_t elements);
-// What codegen generates of a plan's TileConfig for kernel work `w`, so that a tile runs — and is
-// priced by `gpusim run` — as this: split_k 1 (a GEMM reduces all of K in one group, so its fused
-// epilogue sees the whole sum); vector_width as vector_lanes() for fused elementwise kernels and
-// (over the row length) for row reductions and normalizations, whose kernels narrow it to 1
-// where a row is not contiguous, is handled a thread per row, or has a fused prologue; a power
-// of two up to 8 for GEMMs and convolutions (the widest tile load, narrowed per operand to 16
-// bytes and to what its strides allow); 1 for the other classes (attention and data movement
-// load scalars); the rest kept.
-TileConfig as_generated(TileConfig t, const KernelWork& w);
-// The cost model's best tile for `w` on `d` among those codegen generates as priced (the
-// eager plans of `gpusim run` and calibration's kernels use it).
-TileConfig generated_tile(const KernelWork& w, const DeviceModel& d);
+
+// The options codegen uses on a backend's device: its threads a group and shared memory, its
+// matrix path (or `matrix` where the caller names one), fp16 storage when the plan runs in fp16.
+Options target_options(const backend::DeviceInfo& d, bool fp16_storage, std::optional<MatrixPath> matrix = std::nullopt);
+// The same for a GPU profile before any device is opened: the profile's threads and shared
+// memory a block, and the matrix path its vendor's backend takes (wmma on NVIDIA cards with fp16
+// matrix units, mfma on AMD CDNA, none elsewhere).
+Options target_options(const DeviceModel& d, bool fp16_storage);
+
+// Codegen's answer to the planner's capability query (tile.h: TileCapability) on one target:
+// asked for tile `t` for work `w`, the tile the generators build, by the same fitting they use —
+// GEMMs and implicit-GEMM convolutions as fit_gemm_tile / fit_mma_tile fit them (powers of two,
+// no larger than the problem, accumulators, threads and shared memory within the target; at most
+// 2 stages), attention as its generator fits its query and key blocks (one stage), elementwise
+// and row kernels with the threads and items the generators clamp to, split_k 1 and vector widths
+// as tile_as_generated. Fitting a fitted tile returns it unchanged. Convolutions with fewer than
+// 16 output or reduction channels run as a direct loop that uses only the tile's threads; their
+// block fields are kept as asked (priced as the implicit GEMM).
+class TargetCapability final : public TileCapability {
+ public:
+  explicit TargetCapability(Options o) : o_(o) {}
+  TileConfig generated(const KernelWork& w, const TileConfig& t) const override;
+  std::string describe() const override;
+  const Options& options() const { return o_; }
+
+ private:
+  Options o_;
+};
 
 // Storage of a graph tensor under these options.
 Storage storage_of(DType t, const Options& opts);

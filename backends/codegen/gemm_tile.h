@@ -99,6 +99,22 @@ MmaTile fit_mma_tile(const TileConfig& t, const GemmLoop& L, const Options& opts
 // Writes the matrix-unit kernel for `path` (kWmma, kMfma or kPortable) into k, as emit_gemm does.
 void emit_gemm_mma(const GemmLoop& L, const MmaTile& t, MatrixPath path, Kernel& k);
 
+// The tile of the attention generator (gen_attention.cpp): bq query rows and bkv key rows a
+// step, staged in shared memory with the scores and the softmax state (head dims d and dv).
+struct AttentionTile {
+  int bq = 32, bkv = 32, threads = 128;
+  int64_t d = 0, dv = 0;
+  uint64_t shared_floats() const {
+    return static_cast<uint64_t>(bq * d + bkv * d + bkv * dv + bq * bkv + 3 * bq);
+  }
+  int accumulators() const { return static_cast<int>((bq * dv + threads - 1) / threads); }
+};
+
+// The plan's TileConfig made feasible for attention over sq queries and skv keys: block_m as bq
+// and block_n as bkv (powers of two, at most 128 and no larger than the problem), threads within
+// opts, at most 64 accumulators a thread, shared memory within opts.
+AttentionTile fit_attention_tile(const TileConfig& tc, int64_t sq, int64_t skv, int64_t d, int64_t dv, const Options& opts);
+
 // The k-loop both main loops share: `ksteps` steps of `bk`; with one stage, load (into stage
 // "0", at k-offset "kt * bk"), barrier, compute, barrier; with two, the first tile is loaded up
 // front and step kt loads tile kt + 1 into the other stage while computing its own, one barrier

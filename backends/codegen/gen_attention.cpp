@@ -62,17 +62,28 @@ bool produced_in_group(const GenContext& c, TensorId t) {
   return p >= 0 && std::find(c.k.nodes.begin(), c.k.nodes.end(), p) != c.k.nodes.end();
 }
 
-struct Tile {
-  int bq = 32, bkv = 32, threads = 128;
-  int64_t d = 0, dv = 0;
-  uint64_t shared_floats() const {
-    return static_cast<uint64_t>(bq * d + bkv * d + bkv * dv + bq * bkv + 3 * bq);
+// Loads `rows` x `cols` of an operand block into shared array `dst` (row-major, rows x cols),
+// zero outside [row_limit, cols]: element (r, e) is operand row row0 + r, column e.
+std::string stage(ArgList& args, const Operand& op, const std::string& base, int64_t rs, int64_t cs, const std::string& dst,
+                  int rows, int64_t cols, const std::string& row0, int64_t row_limit, int threads) {
+  const bool col_fastest = !(rs == 1 && cs != 1);
+  std::string s = fmt::format("    for (int e = LID_X; e < {}; e += {}) {{\n", rows * cols, threads);
+  if (col_fastest) {
+    s += fmt::format("      int r = e / {0}; int cc = e % {0};\n", cols);
+  } else {
+    s += fmt::format("      int r = e % {0}; int cc = e / {0};\n", rows);
   }
-  int accumulators() const { return static_cast<int>((bq * dv + threads - 1) / threads); }
-};
+  s += fmt::format("      int gr = {} + r;\n      float val = 0.0f;\n", row0);
+  s += fmt::format("      if (gr < {}) {{ int sp = {}; val = float({}); }}\n", row_limit,
+                   add_term(add_term(base, "gr", rs), "cc", cs), args.load(op.tensor, operand_index(op, "sp")));
+  s += fmt::format("      {}[r * {} + cc] = val;\n    }}\n", dst, cols);
+  return s;
+}
 
-Tile fit_tile(const TileConfig& tc, int64_t sq, int64_t skv, int64_t d, int64_t dv, const Options& opts) {
-  Tile t;
+}  // namespace
+
+AttentionTile fit_attention_tile(const TileConfig& tc, int64_t sq, int64_t skv, int64_t d, int64_t dv, const Options& opts) {
+  AttentionTile t;
   t.d = d;
   t.dv = dv;
   if (tc.block_m > 0 && tc.block_n > 0) {
@@ -102,25 +113,6 @@ Tile fit_tile(const TileConfig& tc, int64_t sq, int64_t skv, int64_t d, int64_t 
   return t;
 }
 
-// Loads `rows` x `cols` of an operand block into shared array `dst` (row-major, rows x cols),
-// zero outside [row_limit, cols]: element (r, e) is operand row row0 + r, column e.
-std::string stage(ArgList& args, const Operand& op, const std::string& base, int64_t rs, int64_t cs, const std::string& dst,
-                  int rows, int64_t cols, const std::string& row0, int64_t row_limit, int threads) {
-  const bool col_fastest = !(rs == 1 && cs != 1);
-  std::string s = fmt::format("    for (int e = LID_X; e < {}; e += {}) {{\n", rows * cols, threads);
-  if (col_fastest) {
-    s += fmt::format("      int r = e / {0}; int cc = e % {0};\n", cols);
-  } else {
-    s += fmt::format("      int r = e % {0}; int cc = e / {0};\n", rows);
-  }
-  s += fmt::format("      int gr = {} + r;\n      float val = 0.0f;\n", row0);
-  s += fmt::format("      if (gr < {}) {{ int sp = {}; val = float({}); }}\n", row_limit,
-                   add_term(add_term(base, "gr", rs), "cc", cs), args.load(op.tensor, operand_index(op, "sp")));
-  s += fmt::format("      {}[r * {} + cc] = val;\n    }}\n", dst, cols);
-  return s;
-}
-
-}  // namespace
 
 Result<Kernel> gen_attention(const GenContext& c) {
   // Find the pattern: two MatMuls, one Softmax between them.
@@ -268,7 +260,7 @@ Result<Kernel> gen_attention(const GenContext& c) {
                                            c.tensor(t).name, c.tensor(t).elements()));
     }
   }
-  const Tile t = fit_tile(c.k.tile, sq, skv, d, dv, c.opts);
+  const AttentionTile t = fit_attention_tile(c.k.tile, sq, skv, d, dv, c.opts);
   if (t.shared_floats() * 4 > c.opts.max_shared_bytes) {
     return c.unsupported(qk, fmt::format("head dims {} and {} need {} bytes of shared memory even with 1x1 blocks; the "
                                          "target allows {}",

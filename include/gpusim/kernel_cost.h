@@ -2,11 +2,12 @@
 // granularity, with every component it is made of.
 //
 // A kernel is described by its work (KernelWork: class, GEMM dims, FLOPs by kind, compulsory
-// bytes, rows of a reduction, ...) and its schedule (TileConfig). The model computes CTAs from the
-// tile, CTAs per unit from registers, shared memory, threads and block limits, waves and the
-// partial last wave, compute time at the matrix-unit or vector rate the dtype and alignment allow,
-// DRAM and L2 traffic from tile reuse and L2 capacity in 32-byte sectors, achieved bandwidth from
-// the bytes in flight (Little's law), a latency floor, and reports which bound limits the kernel.
+// bytes, rows of a reduction, ...) and its schedule (TileConfig), both plan types (tile.h). The
+// model computes CTAs from the tile, CTAs per unit from registers, shared memory, threads and
+// block limits, waves and the partial last wave, compute time at the matrix-unit or vector rate
+// the dtype and alignment allow, DRAM and L2 traffic from tile reuse and L2 capacity in 32-byte
+// sectors, achieved bandwidth from the bytes in flight (Little's law), a latency floor, and
+// reports which bound limits the kernel.
 // All figures come from the GpuProfile (via DeviceModel); nothing is typed in here except the
 // structural constants documented in src/sim/README.md.
 //
@@ -26,74 +27,12 @@
 #include "gpusim/dtype.h"
 #include "gpusim/gpu_profile.h"
 #include "gpusim/op_catalog.h"
+#include "gpusim/tile.h"
 
 namespace gpusim {
 
-// How a kernel is scheduled. GEMM-like kernels use block_m/n/k, stages and split_k (and
-// vector_width as the widest operand tile load, which their price does not depend on); the
-// others use threads, vector_width and items_per_thread.
-struct TileConfig {
-  int block_m = 0;
-  int block_n = 0;
-  int block_k = 0;
-  int threads = 256;
-  int stages = 1;
-  int split_k = 1;
-  int vector_width = 1;  // elements per memory access
-  int items_per_thread = 1;
-  // Row kernels: rows each block reduces. 0: as many as the block holds (gpusim's codegen packs
-  // short rows); a library kernel's launch may fix it (PyTorch's LayerNorm runs a block per row).
-  int rows_per_block = 0;
-
-  bool operator==(const TileConfig&) const = default;
-};
-
-// What the kernel computes, independent of how it is tiled.
-struct KernelWork {
-  OpClass cls = OpClass::kElementwise;
-  DType dtype = DType::kFloat32;  // element type of the data it moves and computes on
-  // GEMM view (gemm, conv as implicit GEMM, attention): batch x [m, k] x [k, n].
-  int64_t batch = 1, m = 0, n = 0, k = 0;
-  bool b_shared = false;  // B is the same for every batch (a weight): read once, not per batch
-  // Conv: kernel window size (implicit GEMM re-reads its input per output-channel tile).
-  int64_t window = 1;
-  // Bytes of A (and other non-weight inputs, such as a bias) read at least once from DRAM when that
-  // differs from batch x m x k: a convolution's input tensor, which its im2col view re-reads or,
-  // with strides, skips. 0: batch x m x k elements.
-  int64_t a_bytes = 0;
-  // Fused epilogue of a GEMM-like kernel: extra inputs read once (bias, residual) and its FLOPs
-  // (run on the vector units after the main loop).
-  int64_t epilogue_bytes = 0;
-  FlopCounts epilogue_flops;
-  // Attention: heads (folded into batch), q_seq = m, kv_seq, head dims.
-  int64_t kv_seq = 0, head_dim = 0, v_head_dim = 0;
-  int64_t macs = 0;
-  FlopCounts flops;
-  int64_t bytes_read = 0;     // compulsory, from the op catalog
-  int64_t bytes_written = 0;
-  int64_t elements = 0;       // output elements: the parallelism of elementwise kernels
-  // Reductions and normalizations: independent rows of row_elements each; passes over each row.
-  int64_t rows = 0, row_elements = 0;
-  int passes = 1;  // times each row is read (a library that keeps rows in registers reads once)
-  // Bytes of the inputs already in L2 when the kernel starts (an operand that fits and was just
-  // written, or re-read back to back): they are read from L2, not DRAM.
-  int64_t l2_resident_bytes = 0;
-  // Data movement: contiguous run of elements on the strided side (0 = fully contiguous copy).
-  int64_t contiguous_run = 0;
-};
-
 enum class Bound { kCompute, kDram, kL2, kLatency };
 std::string_view bound_name(Bound b);
-
-// A tile in one short notation, as every table prints it. GEMM-like kernels (a tile with
-// block_m > 0): "128x64x32 256t s3" (block tile MxN, K step, threads a block, pipeline stages),
-// then " sk4" when K is split into 4 slices and " v8" when operand tiles load 8 elements at a time.
-// Other kernels: "256t v4 x2" (threads a block, elements a load, items each thread handles).
-std::string tile_notation(const TileConfig& t);
-// One line explaining tile_notation, printed under tables that show tiles.
-inline constexpr std::string_view kTileLegend =
-    "tile: MxNxK = block tile and K step; Nt = threads a block; sN = pipeline stages; skN = K split into N "
-    "slices; vN = elements a load (vector width); xN = items a thread";
 
 struct KernelCost {
   TileConfig tile;

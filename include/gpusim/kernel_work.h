@@ -1,4 +1,4 @@
-// From graph nodes to the work a kernel does (KernelWork, see kernel_cost.h): one node's, or a
+// From graph nodes to the work a kernel does (KernelWork, see tile.h): one node's, or a
 // fused group's, whose bytes are only what crosses the group's boundary — intermediates stay on
 // chip — and whose FLOPs are all its ops'.
 #pragma once
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "gpusim/graph.h"
-#include "gpusim/kernel_cost.h"
+#include "gpusim/tile.h"
 
 namespace gpusim {
 

@@ -4,10 +4,13 @@
 // scores them, `gpusim run` will execute them. Plans are saved as JSON (schema gpusim.plan/1,
 // documented in src/plan/README.md); nodes are referred to by name so a plan survives re-import.
 //
+// A plan on a device — the eager plan, the tile space priced there, validity there — is
+// device_plan.h (the simulator's layer); this header needs only the graph.
+//
 // Usage:
-//   gpusim::Plan p = gpusim::eager_plan(graph, device);
-//   if (auto ok = gpusim::validate_plan(p, graph, device); !ok) fmt::print("{}\n", ok.error().message);
+//   gpusim::Plan p = gpusim::eager_plan(graph, device);                 // device_plan.h
 //   std::string json = gpusim::plan_to_json(p, graph);
+//   gpusim::Result<gpusim::Plan> back = gpusim::plan_from_json(json, "p.json", graph);
 #pragma once
 
 #include <optional>
@@ -16,7 +19,7 @@
 #include <vector>
 
 #include "gpusim/graph.h"
-#include "gpusim/kernel_cost.h"
+#include "gpusim/tile.h"
 #include "gpusim/result.h"
 
 namespace gpusim {
@@ -47,30 +50,6 @@ struct Plan {
   // The graph input shapes the plan was made for (batch, sequence length); empty when not recorded.
   std::map<std::string, Shape> inputs;
 };
-
-// One kernel per run-time op, each with the cost model's best tile (the baseline plan), or the
-// tile `choose` picks (gpusim run picks among the tiles codegen generates).
-using TileChooser = TileConfig (*)(const KernelWork&, const DeviceModel&);
-Plan eager_plan(const Graph& g, const DeviceModel& d, TileChooser choose = choose_tile);
-
-// The tile space of gpusim's code generators (backends/codegen), answered here so that the planner,
-// the autotuner and codegen share one: a plan ranked with it holds only tiles that run exactly as
-// priced.
-//   tile_as_generated:  the tile codegen builds when a plan asks for `t` (split_k 1: a GEMM reduces
-//                       all of K in one group; vector_width as each class generates it, see
-//                       generated_vector_lanes; the rest kept).
-//   generated_tiles:    the cost model's menu for `w`, each tile as generated, duplicates removed,
-//                       in menu order.
-//   best_generated_tile: the cost model's fastest feasible one of those.
-int generated_vector_lanes(int vector_width, int64_t elements);
-TileConfig tile_as_generated(TileConfig t, const KernelWork& w);
-std::vector<TileConfig> generated_tiles(const KernelWork& w, const DeviceModel& d);
-TileConfig best_generated_tile(const KernelWork& w, const DeviceModel& d);
-
-// Every run-time node in exactly one kernel (or listed as recomputed), producers before consumers,
-// at most one anchor class per kernel, every tile feasible on the device. The message lists every
-// problem found, each with the kernel index and the reason.
-Status validate_plan(const Plan& p, const Graph& g, const DeviceModel& d);
 
 std::string plan_to_json(const Plan& p, const Graph& g);
 // Parses a plan for graph `g`; errors name the file, the JSON field and the value.

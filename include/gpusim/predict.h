@@ -16,6 +16,7 @@
 #include "gpusim/gpu_profile.h"
 #include "gpusim/graph.h"
 #include "gpusim/kernel_cost.h"
+#include "gpusim/device_plan.h"
 #include "gpusim/plan.h"
 #include "gpusim/result.h"
 #include "gpusim/runtime.h"

@@ -26,6 +26,7 @@
 #include "gpusim/graph.h"
 #include "gpusim/kernel_cost.h"
 #include "gpusim/kernel_work.h"
+#include "gpusim/device_plan.h"
 #include "gpusim/plan.h"
 #include "gpusim/predict.h"
 #include "gpusim/result.h"
@@ -47,8 +48,11 @@ using Decision = std::vector<uint8_t>;
 
 class FusionSpace {
  public:
-  // `all_tiles`: rank the cost model's whole tile menu instead of the tiles codegen generates.
-  FusionSpace(const Graph& g, const GpuProfile& gpu, bool all_tiles = false);
+  // `all_tiles`: rank the cost model's whole tile menu instead of the tiles codegen generates;
+  // `capability`: what the target's code generator builds of each tile (tile.h; null: the
+  // portable rules, portable_capability()).
+  FusionSpace(const Graph& g, const GpuProfile& gpu, bool all_tiles = false,
+              std::shared_ptr<const TileCapability> capability = nullptr);
 
   const Graph& graph() const { return g_; }
   const DeviceModel& device() const { return dev_; }
@@ -96,6 +100,7 @@ class FusionSpace {
   const Graph& g_;
   DeviceModel dev_;
   bool all_tiles_ = false;
+  std::shared_ptr<const TileCapability> cap_;
   GraphIndex idx_;
   Plan eager_;
   std::vector<FusionCandidate> cands_;
@@ -166,9 +171,13 @@ struct SearchOptions {
   std::optional<DType> dtype;
   std::optional<double> memory_budget_gb;  // default: the GPU's memory
   // Tiles ranked: false (default) only those gpusim's codegen generates, each as it runs
-  // (plan.h: generated_tiles), so every plan scored runs exactly as priced; true the cost
+  // (device_plan.h: generated_tiles), so every plan scored runs exactly as priced; true the cost
   // model's whole menu (split-K, any vector width), as a vendor library might run it.
   bool all_tiles = false;
+  // What the target's code generator builds of a tile (tile.h: the capability query). Null: the
+  // portable rules; the Session API passes codegen's answer for the GPU (a backend's, when the
+  // plan is for an open device), so plans hold tiles as that target builds them.
+  std::shared_ptr<const TileCapability> capability;
 };
 
 // The accepted range of each integer search option, the one table search() checks and the CLI,

@@ -418,6 +418,8 @@ Result<Program> Session::compile(const Model& m, const CompileOptions& opts) con
       if (!dev) return dev.error();
       p.dev = std::move(*dev);
       const backend::DeviceInfo& info = p.dev->info();
+      // What this device's generators build of a tile (the capability query the plan is fitted by).
+      const codegen::TargetCapability cap(codegen::target_options(info, dtype == DType::kFloat16));
       if (opts.gpu) {
         p.gpu = *opts.gpu;
       } else {
@@ -439,10 +441,10 @@ Result<Program> Session::compile(const Model& m, const CompileOptions& opts) con
         p.plan_source = "given";
         if (dtype != DType::kFloat32 || !p.plan.dtype) p.plan.dtype = dtype;
       } else if (p.gpu) {
-        // Each kernel gets the cost model's best tile among those codegen generates as priced (no
-        // split-K, scalar loads), so the prediction prices the kernel that runs.
+        // Each kernel gets the cost model's best tile among those codegen builds on this device as
+        // asked (the capability query), so the prediction prices the kernel that runs.
         p.plan = eager_plan(dtype == DType::kFloat32 ? g0 : retype(g0, dtype), make_device(*p.gpu),
-                            codegen::generated_tile);
+                            [&cap](const KernelWork& w, const DeviceModel& d) { return best_generated_tile(w, d, cap); });
         p.plan.dtype = dtype;
         p.plan_source = "eager";
       } else {
@@ -457,22 +459,30 @@ Result<Program> Session::compile(const Model& m, const CompileOptions& opts) con
       }
       p.g = p.plan.dtype && *p.plan.dtype != DType::kFloat32 ? retype(g0, *p.plan.dtype) : g0;
       // A plan's split-K is not generated, nor vector widths outside fused elementwise kernels
-      // (or ones that do not divide the kernel's elements): price each tile as it runs.
+      // (or ones that do not divide the kernel's elements), and codegen fits blocks, threads and
+      // stages to this device: price each tile as it runs.
       const Plan as_given = p.plan;
       int regenerated = 0;
       const GraphIndex idx = index_graph(p.g);
       for (PlanKernel& k : p.plan.kernels) {
         if (k.nodes.empty() || k.anchor < 0 || k.anchor >= static_cast<int>(k.nodes.size())) continue;  // validate_plan says why
         const bool attention = std::find(k.fusions.begin(), k.fusions.end(), "attention") != k.fusions.end();
-        const TileConfig t = codegen::as_generated(k.tile, group_work(p.g, idx, k.nodes, k.anchor, attention, k.recomputed));
-        regenerated += t.split_k != k.tile.split_k || t.vector_width != k.tile.vector_width;
+        const TileConfig t = cap.generated(group_work(p.g, idx, k.nodes, k.anchor, attention, k.recomputed), k.tile);
+        regenerated += !(t == k.tile);
         k.tile = t;
       }
       if (regenerated > 0) {
-        p.notes.push_back(fmt::format("{} kernel(s) of the plan ask for split-K, or for a vector width that codegen "
-                                      "does not generate for their class and size: they run, and are predicted, with "
-                                      "split_k 1 and the vector width that runs (1 outside fused elementwise kernels)",
-                                      regenerated));
+        std::string note = fmt::format("{} kernel(s) of the plan ask for a tile that codegen does not build as asked on "
+                                       "{} (split-K, a vector width its class and size do not take, or a block, threads "
+                                       "or stages it fits to the device): they run, and are predicted, with the tile "
+                                       "that runs",
+                                       regenerated, info.name);
+        if (p.plan_source == "given" && p.gpu && !p.plan.gpu.empty() && p.plan.gpu != p.gpu->name) {
+          note += fmt::format(". The plan was made for {}; this run tiles for {}: a plan made for it ranks the tiles "
+                              "this device builds (gpusim plan MODEL --gpu {} --out plan.json)",
+                              p.plan.gpu, p.gpu->name, p.gpu->name);
+        }
+        p.notes.push_back(std::move(note));
       }
       if (p.gpu) {
         if (auto v = validate_plan(p.plan, p.g, make_device(*p.gpu)); !v) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "codegen.h"
 #include "gpusim/gpusim.h"
 #include "gpusim/onnx_import.h"
 #include "gpusim/runtime.h"
@@ -200,7 +201,14 @@ Result<std::vector<ComparedGpu>> Session::compare(const Model& m, const std::vec
 Result<SearchResult> Session::plan(const Model& m, const GpuProfile& gpu, const SearchOptions& opts) const noexcept {
   return guarded("plan", [&]() -> Result<SearchResult> {
     if (!m.valid()) return invalid_model_handle("plan");
-    auto r = search(m.graph(), gpu, opts);
+    // Plans hold tiles as the GPU's code generator builds them (the capability query): codegen's
+    // answer for the profile's limits and matrix path unless the caller brings its own.
+    SearchOptions o = opts;
+    if (!o.capability) {
+      o.capability = std::make_shared<codegen::TargetCapability>(
+          codegen::target_options(make_device(gpu), opts.dtype == DType::kFloat16));
+    }
+    auto r = search(m.graph(), gpu, o);
     if (!r) return r.error();
     if (r->plans.empty()) return make_error(ErrorCode::kInvalidArgument, "plan: the search produced no plan");
     return r;

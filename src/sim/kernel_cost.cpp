@@ -374,15 +374,6 @@ std::string_view bound_name(Bound b) {
   return "compute";
 }
 
-std::string tile_notation(const TileConfig& t) {
-  if (t.block_m > 0) {
-    return fmt::format("{}x{}x{} {}t s{}{}{}", t.block_m, t.block_n, t.block_k, t.threads, t.stages,
-                       t.split_k > 1 ? fmt::format(" sk{}", t.split_k) : "",
-                       t.vector_width > 1 ? fmt::format(" v{}", t.vector_width) : "");
-  }
-  return fmt::format("{}t v{} x{}", t.threads, t.vector_width, t.items_per_thread);
-}
-
 DeviceModel make_device(const GpuProfile& p) {
   DeviceModel d;
   d.profile = std::make_shared<const GpuProfile>(p);

@@ -619,3 +619,103 @@ TEST_CASE("fp16 GEMMs and convolutions on matrix units: wmma and MFMA compile an
     }
   }
 }
+
+namespace {
+
+// A Softmax over rows and a fused elementwise chain: the row and elementwise generators.
+Graph rows_graph() {
+  test::OnnxBuilder b;
+  b.input("x", kF32, {int64_t{37}, int64_t{300}});
+  b.node("Softmax", {"x"}, {"s"}, "softmax").i("axis", -1);
+  b.node("Relu", {"s"}, {"y"}, "relu");
+  b.output("y");
+  return build_graph(b, "capability_rows.onnx");
+}
+
+}  // namespace
+
+TEST_CASE("the capability query answers the tile codegen builds, for every menu tile and target", "[codegen][capability]") {
+  // Targets: an H100's CUDA generator in fp32 and in fp16 (wmma), and a small device (256
+  // threads, 16 KiB shared memory: tiles shrink).
+  const DeviceModel h100 = make_device(test::gpu("nvidia-h100-sxm"));
+  codegen::Options small;
+  small.max_threads = 256;
+  small.max_shared_bytes = 16 * 1024;
+  const std::vector<std::pair<std::string, codegen::Options>> targets = {
+      {"h100 fp32", codegen::target_options(h100, false)},
+      {"h100 fp16", codegen::target_options(h100, true)},
+      {"small", small}};
+  CHECK(targets[0].second.matrix == codegen::MatrixPath::kWmma);  // used only with fp16 storage
+  CHECK(targets[1].second.max_threads == 1024);
+  struct Case {
+    Graph g;
+    PlanKernel pk;
+  };
+  std::vector<Case> cases;
+  for (auto [as, bs] : {std::pair<std::vector<int64_t>, std::vector<int64_t>>{{300, 200}, {200, 100}},
+                        {{7, 13}, {13, 61}}, {{4, 64, 512}, {4, 512, 1024}}}) {
+    Graph g = matmul_graph(as, bs, false);
+    cases.push_back({g, plan_kernel(g, {"mm"}, "mm")});
+  }
+  {
+    Graph g = conv_graph({{1, 16, 7, 13}, {32, 16, 3, 3}, 1, {}, {1, 1, 1, 1}, {}, ""}, false);
+    cases.push_back({g, plan_kernel(g, {"conv"}, "conv")});
+  }
+  {
+    Graph g = attention_graph(1, 2, 61, 127, 32, 16, true, false);
+    cases.push_back({g, plan_kernel(g, attention_nodes(true, false), "qk", {}, {"attention"})});
+  }
+  {
+    Graph g = rows_graph();
+    cases.push_back({g, plan_kernel(g, {"softmax"}, "softmax")});
+    cases.push_back({g, plan_kernel(g, {"relu"}, "relu")});
+  }
+  int differed = 0;
+  for (const auto& [name, opts] : targets) {
+    const codegen::TargetCapability cap(opts);
+    for (const Case& c : cases) {
+      const bool attention = !c.pk.fusions.empty();
+      const KernelWork w = group_work(c.g, index_graph(c.g), c.pk.nodes, c.pk.anchor, attention);
+      for (const TileConfig& asked : tile_menu(w, h100)) {
+        INFO(name << ": " << c.g.nodes[static_cast<size_t>(c.pk.nodes[static_cast<size_t>(c.pk.anchor)])].op_type
+                  << " asked " << tile_notation(asked));
+        const TileConfig built = cap.generated(w, asked);
+        INFO("built " << tile_notation(built));
+        CHECK(cap.generated(w, built) == built);  // fitting a fitted tile changes nothing
+        differed += !(built == asked);
+        // The kernel codegen writes for the asked tile is the one it writes for the built tile:
+        // the planner prices exactly what runs.
+        PlanKernel a = c.pk, b = c.pk;
+        a.tile = asked;
+        b.tile = built;
+        auto ka = codegen::generate(c.g, a, opts);
+        auto kb = codegen::generate(c.g, b, opts);
+        REQUIRE(ka);
+        REQUIRE(kb);
+        CHECK(ka->body == kb->body);
+        CHECK(ka->decls == kb->decls);
+        CHECK(ka->block == kb->block);
+        CHECK(ka->shared_bytes == kb->shared_bytes);
+        CHECK(kb->shared_bytes <= opts.max_shared_bytes);
+        // The kernel has the built tile's shape: its threads a group, and for GEMM-like and
+        // attention kernels one group per block_m x block_n output tile (per block_m queries),
+        // and a SIMT GEMM's shared memory is its stages of A and B tiles.
+        const uint32_t threads = kb->block[0] * kb->block[1] * kb->block[2];
+        const int64_t groups = int64_t{kb->groups[0]} * kb->groups[1] * kb->groups[2];
+        auto ceil_div = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
+        if (w.cls != OpClass::kReduction && w.cls != OpClass::kNormalization) CHECK(threads == static_cast<uint32_t>(built.threads));
+        if (w.cls == OpClass::kGemm || w.cls == OpClass::kConv) {
+          CHECK(groups == w.batch * ceil_div(w.m, built.block_m) * ceil_div(w.n, built.block_n));
+          if (opts.float_storage == codegen::Storage::kF32) {  // A and B tiles, rows padded by at most one
+            const auto tiles = static_cast<uint64_t>(built.stages * built.block_k * 4);
+            CHECK(kb->shared_bytes >= tiles * static_cast<uint64_t>(built.block_m + built.block_n));
+            CHECK(kb->shared_bytes <= tiles * static_cast<uint64_t>(built.block_m + built.block_n + 2));
+          }
+        } else if (w.cls == OpClass::kAttention) {
+          CHECK(groups == w.batch * ceil_div(w.m, built.block_m));
+        }
+      }
+    }
+  }
+  CHECK(differed > 0);  // the menus ask for stages, blocks and threads the targets fit
+}

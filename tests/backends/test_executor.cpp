@@ -224,19 +224,20 @@ TEST_CASE("gpusim run prices the tiles codegen generates: no split-K and vector 
   const DeviceModel h200 = make_device(test::gpu("nvidia-h200"));
   const KernelWork w = *node_work(*g, g->nodes[0]);
   REQUIRE(choose_tile(w, h200).split_k > 1);
-  const TileConfig t = codegen::generated_tile(w, h200);
+  const codegen::TargetCapability cap(codegen::target_options(h200, false));
+  const TileConfig t = best_generated_tile(w, h200, cap);
   CHECK(t.split_k == 1);
   CHECK(t.vector_width == 4);  // fp32 operand tiles in float4 loads: 4096 is a multiple of 4
   CHECK(kernel_cost(w, t, h200).feasible);
   const TileConfig asked{64, 64, 8, 256, 2, 8, 4, 1};
-  CHECK(codegen::as_generated(asked, w).split_k == 1);
-  CHECK(codegen::as_generated(asked, w).vector_width == 4);  // a cap codegen narrows per operand
+  CHECK(cap.generated(w, asked).split_k == 1);
+  CHECK(cap.generated(w, asked).vector_width == 4);  // a cap codegen narrows per operand
   KernelWork ew;
   ew.cls = OpClass::kElementwise;
   ew.elements = 6 * 1024;
-  CHECK(codegen::as_generated(asked, ew).vector_width == 4);
+  CHECK(cap.generated(ew, asked).vector_width == 4);
   ew.elements = 6;  // 4 does not divide it: 2 does
-  CHECK(codegen::as_generated(asked, ew).vector_width == 2);
+  CHECK(cap.generated(ew, asked).vector_width == 2);
   CHECK(codegen::vector_lanes(16, 1024) == 8);
   CHECK(codegen::vector_lanes(3, 1024) == 2);
   CHECK(codegen::vector_lanes(8, 7) == 1);
@@ -260,7 +261,9 @@ TEST_CASE("gpusim run prices the tiles codegen generates: no split-K and vector 
   REQUIRE(r.rc == 0);
   const auto j = nlohmann::json::parse(r.out);
   bool said = false;
-  for (const auto& n : j["notes"]) said = said || n.get<std::string>().find("split_k 1 and the vector width that runs") != std::string::npos;
+  for (const auto& n : j["notes"]) said = said || n.get<std::string>().find("with the tile that runs") != std::string::npos;
   CHECK(said);
+  REQUIRE(j["kernels"][0].contains("tile"));
+  CHECK(j["kernels"][0]["tile"]["split_k"] == 1);  // ran, and priced, unsplit
   CHECK(j["kernels"][0]["predicted_us"].get<double>() > 0);
 }

@@ -35,7 +35,8 @@ Graph tune_graph() {
 }
 
 Plan fused_plan(const Graph& g, const DeviceModel& d) {
-  Plan p = eager_plan(g, d, codegen::generated_tile);
+  const codegen::TargetCapability cap(codegen::target_options(d, false));
+  Plan p = eager_plan(g, d, [&cap](const KernelWork& w, const DeviceModel& m) { return best_generated_tile(w, m, cap); });
   REQUIRE(p.kernels.size() == 3);
   p.kernels[0].nodes = {0, 1};  // MatMul + Relu: a GEMM with its epilogue
   p.kernels[0].fusions = {"gemm-epilogue"};

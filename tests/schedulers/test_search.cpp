@@ -486,12 +486,23 @@ TEST_CASE("plan search ranks only the tiles codegen generates unless asked for t
   const GpuProfile h200 = gpu("nvidia-h200");
   const DeviceModel d = make_device(h200);
   const GraphIndex idx = index_graph(g);
-  auto as_generated_everywhere = [&](const Plan& p) {
+  // A target whose generator builds at most 128 threads a block and two pipeline stages: every
+  // plan any scheduler returns holds tiles exactly as that target builds them.
+  struct Narrow final : TileCapability {
+    TileConfig generated(const KernelWork& w, const TileConfig& t) const override {
+      TileConfig b = tile_as_generated(t, w);
+      b.threads = std::min(b.threads, 128);
+      b.stages = std::min(b.stages, 2);
+      return b;
+    }
+    std::string describe() const override { return "narrow test target"; }
+  };
+  auto narrow = std::make_shared<Narrow>();
+  auto as_built_everywhere = [&](const Plan& p, const TileCapability& cap) {
     for (const PlanKernel& k : p.kernels) {
       const bool attention = std::find(k.fusions.begin(), k.fusions.end(), "attention") != k.fusions.end();
       const KernelWork w = group_work(g, idx, k.nodes, k.anchor, attention, k.recomputed);
-      const TileConfig t = tile_as_generated(k.tile, w);
-      if (t.split_k != k.tile.split_k || t.vector_width != k.tile.vector_width) return false;
+      if (!(cap.generated(w, k.tile) == k.tile)) return false;
     }
     return true;
   };
@@ -503,7 +514,16 @@ TEST_CASE("plan search ranks only the tiles codegen generates unless asked for t
     auto r = search(g, h200, o);
     REQUIRE(r);
     REQUIRE_FALSE(r->plans.empty());
-    for (const auto& p : r->plans) CHECK(as_generated_everywhere(p.plan));
+    for (const auto& p : r->plans) CHECK(as_built_everywhere(p.plan, portable_capability()));
+    o.capability = narrow;
+    auto n = search(g, h200, o);
+    REQUIRE(n);
+    bool wide = false;
+    for (const auto& p : n->plans) {
+      CHECK(as_built_everywhere(p.plan, *narrow));
+      for (const PlanKernel& k : p.plan.kernels) wide = wide || k.tile.threads > 128;
+    }
+    CHECK_FALSE(wide);
   }
   SearchOptions all;
   all.scheduler = "eager";
@@ -519,12 +539,8 @@ TEST_CASE("plan search ranks only the tiles codegen generates unless asked for t
   REQUIRE_FALSE(tiles.empty());
   for (size_t i = 0; i < tiles.size(); ++i) {
     CHECK(tiles[i].split_k == 1);
-    for (size_t j = 0; j < i; ++j) {
-      const TileConfig &x = tiles[i], &y = tiles[j];
-      CHECK_FALSE((x.block_m == y.block_m && x.block_n == y.block_n && x.block_k == y.block_k && x.threads == y.threads &&
-                   x.stages == y.stages && x.vector_width == y.vector_width && x.items_per_thread == y.items_per_thread &&
-                   x.rows_per_block == y.rows_per_block));
-    }
+    for (size_t j = 0; j < i; ++j) CHECK_FALSE(tiles[i] == tiles[j]);
   }
   CHECK(best_generated_tile(w, d).split_k == 1);
+  for (const TileConfig& t : generated_tiles(w, d, *narrow)) CHECK(t.threads <= 128);
 }

@@ -427,7 +427,7 @@ TEST_CASE("compare's shares add up and run reconciles its prediction with predic
   const Run rg = run_gpusim("run " + model("mobilenet_v2.onnx") + " --backend vulkan --gpu t4 --repeat 1 --plan " +
                             generated);
   REQUIRE(rg.rc == 0);
-  CHECK_THAT(rg.out, !Catch::Contains("prices the plan's own tiles") && !Catch::Contains("ask for split-K"));
+  CHECK_THAT(rg.out, !Catch::Contains("prices the plan's own tiles") && !Catch::Contains("does not build as asked"));
 }
 
 TEST_CASE("run draws progress on stderr when asked and --quiet silences it", "[cli][run]") {
@@ -556,15 +556,17 @@ TEST_CASE("the README links only to files in the repository, and they exist", "[
   CHECK(links > 10);
 }
 
-TEST_CASE("a plan whose tiles this device cannot run names the GPU it was made for", "[cli][run][vulkan]") {
+TEST_CASE("a plan made for another GPU runs with the tiles this device builds and names the GPU it was made for",
+          "[cli][run][vulkan]") {
   if (!gpusim::test::device("vulkan")) return;  // says why
+  // T4's tiles use up to 48 KiB of shared memory a block; lavapipe allows 32 KiB: codegen fits
+  // them to the device (the capability query), and the run is priced for the tiles that run.
   const std::string plan = gpusim::test::temp_dir() + "/resnet_t4_fp16.json";
   REQUIRE(run_gpusim("plan " + model("resnet50.onnx") + " --gpu t4 --dtype fp16 --out " + plan).rc == 0);
   const Run r = run_gpusim("run " + model("resnet50.onnx") + " --backend vulkan --repeat 1 --plan " + plan);
   INFO(r.out);
-  CHECK(r.rc == 1);
-  CHECK_THAT(r.out, Catch::Contains("needs 48 KiB shared memory, a block may use 32 KiB") &&
-                        Catch::Contains("more") &&
+  CHECK(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("does not build as asked on llvmpipe") &&
                         Catch::Contains("The plan was made for nvidia-t4; this run tiles for lavapipe") &&
                         Catch::Contains("gpusim plan MODEL --gpu lavapipe"));
 }

@@ -1,0 +1,89 @@
+// Codegen's answer to the planner's capability query: the tile the generators build when a plan
+// asks for one (codegen.h: TargetCapability), by the fitting functions the generators call.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "codegen.h"
+#include "gemm_tile.h"
+#include "gen_rows.h"
+
+namespace gpusim::codegen {
+
+Options target_options(const backend::DeviceInfo& d, bool fp16_storage, std::optional<MatrixPath> matrix) {
+  Options o;
+  o.float_storage = fp16_storage ? Storage::kF16 : Storage::kF32;
+  o.max_threads = d.max_threads_per_group;
+  o.max_shared_bytes = d.max_shared_bytes;
+  o.matrix = matrix ? *matrix : matrix_path_for(d);
+  return o;
+}
+
+Options target_options(const DeviceModel& d, bool fp16_storage) {
+  Options o;
+  o.float_storage = fp16_storage ? Storage::kF16 : Storage::kF32;
+  if (d.max_threads_per_block > 0) o.max_threads = std::max(32, d.max_threads_per_block);
+  if (d.smem_per_block_bytes > 0) o.max_shared_bytes = static_cast<uint64_t>(d.smem_per_block_bytes);
+  o.matrix = MatrixPath::kNone;
+  if (d.profile) {
+    const GpuProfile& p = *d.profile;
+    const bool fp16_matrix = p.matrix_tflops(Precision::kFp16, Precision::kFp32).has_value();
+    std::string vendor = p.vendor;
+    std::transform(vendor.begin(), vendor.end(), vendor.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (fp16_matrix && vendor == "nvidia") {
+      o.matrix = MatrixPath::kWmma;
+    } else if (fp16_matrix && vendor == "amd" && p.architecture.rfind("CDNA", 0) == 0) {
+      o.matrix = MatrixPath::kMfma;
+    }
+  }
+  return o;
+}
+
+TileConfig TargetCapability::generated(const KernelWork& w, const TileConfig& asked) const {
+  TileConfig t = tile_as_generated(asked, w);
+  const bool gemm_like = (w.cls == OpClass::kGemm || w.cls == OpClass::kConv) && w.m > 0 && w.n > 0 && w.k > 0;
+  if (w.cls == OpClass::kAttention && w.m > 0 && w.kv_seq > 0) {
+    const AttentionTile a = fit_attention_tile(asked, w.m, w.kv_seq, w.head_dim, w.v_head_dim, o_);
+    t.block_m = a.bq;
+    t.block_n = a.bkv;
+    t.block_k = 0;
+    t.threads = a.threads;
+    t.stages = 1;
+  } else if (gemm_like && !(w.cls == OpClass::kConv && (w.n < 16 || w.k < 16))) {
+    GemmLoop L;
+    L.batch = w.batch;
+    L.m = w.m;
+    L.n = w.n;
+    L.k = w.k;
+    if (o_.matrix != MatrixPath::kNone && o_.float_storage == Storage::kF16) {
+      const MmaTile m = fit_mma_tile(asked, L, o_);
+      t.block_m = m.bm;
+      t.block_n = m.bn;
+      t.block_k = m.bk;
+      t.threads = m.threads();
+      t.stages = m.stages;
+    } else {
+      const GemmTile g = fit_gemm_tile(asked, L, o_);
+      t.block_m = g.bm;
+      t.block_n = g.bn;
+      t.block_k = g.bk;
+      t.threads = g.threads;
+      t.stages = g.stages;
+    }
+  } else if (w.cls == OpClass::kElementwise) {
+    t.threads = std::clamp(asked.threads > 0 ? asked.threads : 256, 32, std::min(1024, o_.max_threads));
+    t.items_per_thread = std::clamp(asked.items_per_thread, 1, 8);
+  } else if ((w.cls == OpClass::kReduction || w.cls == OpClass::kNormalization) && w.rows > 0) {
+    const uint32_t cap = pow2_at_most(std::min(o_.max_threads, 1024));
+    t.threads = static_cast<int>(std::min<uint32_t>(pow2_at_most(asked.threads > 0 ? asked.threads : 256), cap));
+  }
+  return t;
+}
+
+std::string TargetCapability::describe() const {
+  return fmt::format("codegen: {} threads a group, {} KiB shared memory, {} storage, matrix path {}", o_.max_threads,
+                     o_.max_shared_bytes / 1024, o_.float_storage == Storage::kF16 ? "fp16" : "fp32",
+                     matrix_path_name(o_.matrix));
+}
+
+}  // namespace gpusim::codegen

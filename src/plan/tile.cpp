@@ -1,0 +1,52 @@
+#include "gpusim/tile.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace gpusim {
+
+std::string tile_notation(const TileConfig& t) {
+  if (t.block_m > 0) {
+    return fmt::format("{}x{}x{} {}t s{}{}{}", t.block_m, t.block_n, t.block_k, t.threads, t.stages,
+                       t.split_k > 1 ? fmt::format(" sk{}", t.split_k) : "",
+                       t.vector_width > 1 ? fmt::format(" v{}", t.vector_width) : "");
+  }
+  return fmt::format("{}t v{} x{}", t.threads, t.vector_width, t.items_per_thread);
+}
+
+int generated_vector_lanes(int vector_width, int64_t elements) {
+  int w = 1;
+  while (w * 2 <= std::min(vector_width, 8)) w *= 2;
+  while (w > 1 && elements % w != 0) w /= 2;
+  return w;
+}
+
+TileConfig tile_as_generated(TileConfig t, const KernelWork& w) {
+  t.split_k = 1;
+  if (w.cls == OpClass::kElementwise) {
+    t.vector_width = generated_vector_lanes(t.vector_width, w.elements);
+  } else if ((w.cls == OpClass::kReduction || w.cls == OpClass::kNormalization) && w.rows > 0) {
+    t.vector_width = generated_vector_lanes(t.vector_width, w.row_elements);  // narrowed to 1 where rows are not contiguous
+  } else if ((w.cls == OpClass::kGemm || w.cls == OpClass::kConv) && t.vector_width > 1) {
+    t.vector_width = generated_vector_lanes(t.vector_width, 8);  // a power of two, at most 8; narrowed per operand
+  } else {
+    t.vector_width = 1;
+  }
+  return t;
+}
+
+namespace {
+class Portable final : public TileCapability {
+ public:
+  TileConfig generated(const KernelWork& w, const TileConfig& t) const override { return tile_as_generated(t, w); }
+  std::string describe() const override { return "portable (no target limits)"; }
+};
+}  // namespace
+
+const TileCapability& portable_capability() {
+  static const Portable p;
+  return p;
+}
+
+}  // namespace gpusim
