@@ -107,8 +107,9 @@ class Backend {
   virtual Result<KernelHandle> compile(const KernelSource& src) = 0;
   // Compiles the device-independent part of many kernels at once, on up to `threads` threads (0:
   // the machine's cores), so that compile() of each then only loads it (Vulkan: GLSL to SPIR-V
-  // with shaderc, whose compiles may run concurrently). Errors are not reported here: compile()
-  // of that source reports them. A backend without such a split compiles in compile() only.
+  // with shaderc; CUDA and HIP: the binary with NVRTC or hiprtc — each compiles separate programs
+  // concurrently). Errors are not reported here: compile() of that source reports them. A backend
+  // without such a split compiles in compile() only.
   virtual void prepare(std::span<const KernelSource> sources, int threads = 0) {
     (void)sources;
     (void)threads;

@@ -20,12 +20,16 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -97,8 +101,43 @@ class GpuBackend : public Backend {
     buffers_.erase(it);
   }
 
+  // Builds the binaries of many kernels at once on up to `threads` threads (0: the machine's
+  // cores): NVRTC and hiprtc compile separate programs concurrently, and binary() makes no driver
+  // call. compile() of each source then only loads its module. Errors are compile()'s to report.
+  void prepare(std::span<const KernelSource> sources, int threads) override {
+    std::vector<std::pair<uint64_t, const KernelSource*>> todo;
+    for (const KernelSource& src : sources) {
+      if (src.language != Language::kCudaCpp || src.code.empty()) continue;
+      const uint64_t hash = source_hash(src);
+      if (loaded_.count(hash) || prepared_.count(hash)) continue;
+      if (std::any_of(todo.begin(), todo.end(), [&](const auto& t) { return t.first == hash; })) continue;
+      todo.emplace_back(hash, &src);
+    }
+    if (todo.empty()) return;
+    const auto t0 = std::chrono::steady_clock::now();
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    const size_t n = std::min<size_t>(todo.size(), threads > 0 ? static_cast<size_t>(threads) : cores);
+    std::vector<std::optional<std::pair<std::string, bool>>> out(todo.size());
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i = next++; i < todo.size(); i = next++) {
+        bool from_cache = false;
+        if (auto b = binary(*todo[i].second, todo[i].first, &from_cache)) out[i] = std::make_pair(std::move(*b), from_cache);
+      }
+    };
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
+    work();
+    for (std::thread& t : pool) t.join();
+    for (size_t i = 0; i < todo.size(); ++i) {
+      if (out[i]) prepared_[todo[i].first] = std::move(*out[i]);
+    }
+    stats_.compile_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+
   // The checks and the in-memory cache are shared; load() compiles (or reads from the disk
-  // cache) and loads the module, finds the entry point and checks the block size.
+  // cache, or takes what prepare() built) and loads the module, finds the entry point and checks
+  // the block size.
   Result<KernelHandle> compile(const KernelSource& src) override {
     if (auto s = can_run(src); !s) return s.error();
     if (src.language != Language::kCudaCpp) {
@@ -122,6 +161,7 @@ class GpuBackend : public Backend {
     const auto handle = static_cast<KernelHandle>(kernels_.size());
     kernels_.push_back({loaded->module, loaded->fn, src.name, src.buffers, src.block, std::move(loaded->image)});
     by_key_[key] = handle;
+    loaded_.insert(hash);
     if (loaded->from_cache) {
       ++stats_.cache_hits;
     } else {
@@ -248,9 +288,22 @@ class GpuBackend : public Backend {
 
   // Makes this device current for the calling thread.
   virtual Status bind() const = 0;
-  // Compiles src (hash: source_hash(src)) or finds it in the disk cache, loads the module and
-  // finds its entry point; called with the device bound.
+  // Compiles src (hash: source_hash(src)) or finds it in the disk cache (or takes what
+  // prepare() built: take_prepared), loads the module and finds its entry point; called with
+  // the device bound.
   virtual Result<Loaded> load(const KernelSource& src, uint64_t hash) = 0;
+  // The device binary of src: read from the disk cache (*from_cache true) or compiled and stored
+  // there. Thread-safe and without driver calls: prepare() runs it on many threads at once.
+  virtual Result<std::string> binary(const KernelSource& src, uint64_t hash, bool* from_cache) = 0;
+  // The binary prepare() built for `hash` and whether it came from the disk cache, taken out;
+  // nullopt where it built none.
+  std::optional<std::pair<std::string, bool>> take_prepared(uint64_t hash) {
+    auto it = prepared_.find(hash);
+    if (it == prepared_.end()) return std::nullopt;
+    std::pair<std::string, bool> b = std::move(it->second);
+    prepared_.erase(it);
+    return b;
+  }
 
   // "CUDA device 0 (NVIDIA H200): <what>: <driver's error>[; <fix>]"
   Error fail(ErrorCode code, const std::string& what, Code r, const std::string& fix) const {
@@ -342,6 +395,8 @@ class GpuBackend : public Backend {
   uint64_t next_buffer_ = 1;
   std::vector<Kernel> kernels_;
   std::unordered_map<uint64_t, KernelHandle> by_key_;
+  std::unordered_set<uint64_t> loaded_;  // source hashes compile() has loaded
+  std::unordered_map<uint64_t, std::pair<std::string, bool>> prepared_;  // prepare()'s binaries, by source hash
   std::vector<std::pair<Event, Event>> pending_;
   std::vector<Event> free_events_;
   std::vector<std::string> launched_;  // kernels launched since the last wait, for error messages

@@ -217,6 +217,7 @@ class Tuner {
     const bool attention = std::find(pk.fusions.begin(), pk.fusions.end(), "attention") != pk.fusions.end();
     const KernelWork w = group_work(g_, idx_, pk.nodes, pk.anchor, attention, pk.recomputed);
     std::vector<Candidate> all = rank(pk, w);
+    kt.space = static_cast<int>(all.size());
     const int k = o_.top_k;  // tune_plan checked its range
     // The top K that codegen builds and the device accepts (a tile past a device limit is skipped,
     // and the next one takes its place).

@@ -2,7 +2,7 @@
 //
 // For each kernel of a plan, the cost model ranks the tiles codegen builds on the device
 // (device_plan.h: generated_tiles with codegen::TargetCapability, the space plan search ranks too), the top K are compiled together
-// (Backend::prepare: Vulkan runs shaderc on every core) and timed on the device alone (warm-up,
+// (Backend::prepare: shaderc, NVRTC or hiprtc on every core) and timed on the device alone (warm-up,
 // repeats, median, a re-time when the samples scatter), and the measured best wins; within a tie
 // band of the best the simulator's order decides, so a re-tune on a quiet device picks the same
 // tile. A fused group is also timed unfused (one kernel per node) and split when that is faster

@@ -149,25 +149,51 @@ class CudaBackend final : public gpu::GpuBackend<CudaApi> {
     return Ok{};
   }
 
-  Result<Loaded> load(const KernelSource& src, uint64_t hash) override {
+  // Where src's binary lives in the disk cache: {sub, file}.
+  std::pair<std::string, std::string> cache_place(uint64_t hash) const {
     const bool ptx = target_.rfind("compute_", 0) == 0;
-    const std::string sub = "cuda/" + target_;
-    const std::string file = kernel_cache_key(hash, target_, "nvrtc-" + nvrtc_.version + ";" + nvrtc_.include_dir,
-                                              kOptionsTag) +
-                             (ptx ? ".ptx" : ".cubin");
-    CUmodule module = nullptr;
-    bool from_cache = false;
+    return {"cuda/" + target_, kernel_cache_key(hash, target_, "nvrtc-" + nvrtc_.version + ";" + nvrtc_.include_dir,
+                                                kOptionsTag) +
+                                   (ptx ? ".ptx" : ".cubin")};
+  }
+
+  Result<std::string> binary(const KernelSource& src, uint64_t hash, bool* from_cache) override {
+    const auto [sub, file] = cache_place(hash);
     if (auto cached = kernel_cache_load(sub, file)) {
-      from_cache = load_module(*cached, &module).ok();
+      *from_cache = true;
+      return std::move(*cached);
     }
-    if (!from_cache) {
-      auto binary = compile_cuda(src, target_);
-      if (!binary) return binary.error();
-      if (auto s = load_module(*binary, &module); !s) {
-        return make_error(s.error().code, fmt::format("kernel \"{}\": {}", src.name, s.error().message));
+    auto compiled = compile_cuda(src, target_);
+    if (!compiled) return compiled.error();
+    kernel_cache_store(sub, file, *compiled);
+    *from_cache = false;
+    return compiled;
+  }
+
+  Result<Loaded> load(const KernelSource& src, uint64_t hash) override {
+    bool from_cache = false;
+    std::string image;
+    if (auto p = take_prepared(hash)) {
+      image = std::move(p->first);
+      from_cache = p->second;
+    } else {
+      auto b = binary(src, hash, &from_cache);
+      if (!b) return b.error();
+      image = std::move(*b);
+    }
+    CUmodule module = nullptr;
+    Status loaded = load_module(image, &module);
+    if (!loaded && from_cache) {  // a cached binary this driver cannot load: compile afresh
+      auto compiled = compile_cuda(src, target_);
+      if (!compiled) return compiled.error();
+      from_cache = false;
+      loaded = load_module(*compiled, &module);
+      if (loaded) {
+        const auto [sub, file] = cache_place(hash);
+        kernel_cache_store(sub, file, *compiled);
       }
-      kernel_cache_store(sub, file, *binary);
     }
+    if (!loaded) return make_error(loaded.error().code, fmt::format("kernel \"{}\": {}", src.name, loaded.error().message));
 
     CUfunction fn = nullptr;
     if (CUresult r = d_.ModuleGetFunction(&fn, module, src.name.c_str()); r != CUDA_SUCCESS) {

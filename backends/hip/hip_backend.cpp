@@ -167,29 +167,52 @@ class HipBackend final : public gpu::GpuBackend<HipApi> {
     return Ok{};
   }
 
-  Result<Loaded> load(const KernelSource& src, uint64_t hash) override {
+  Result<std::string> binary(const KernelSource& src, uint64_t hash, bool* from_cache) override {
     const std::string& target = info_.arch;
     const std::string sub = "hip/" + target;
     const std::string file = kernel_cache_key(hash, target, "hiprtc-" + rtc_.version, kOptionsTag) + ".hsaco";
+    if (auto cached = kernel_cache_load(sub, file); cached && cached->rfind("\x7f" "ELF", 0) == 0) {
+      *from_cache = true;
+      return std::move(*cached);
+    }
+    auto code = compile_hip(src, target);
+    if (!code) return code.error();
+    kernel_cache_store(sub, file, *code);
+    *from_cache = false;
+    return code;
+  }
+
+  Result<Loaded> load(const KernelSource& src, uint64_t hash) override {
+    const std::string& target = info_.arch;
     // The code object is kept for the module's lifetime: HIP does not promise to copy it.
     std::shared_ptr<const std::string> image;
     hipModule_t module = nullptr;
     bool from_cache = false;
-    if (auto cached = kernel_cache_load(sub, file); cached && cached->rfind("\x7f" "ELF", 0) == 0) {
-      image = std::make_shared<const std::string>(std::move(*cached));
-      from_cache = h_.ModuleLoadData(&module, image->data()) == hipSuccess;
-      if (!from_cache) module = nullptr;
+    if (auto p = take_prepared(hash)) {
+      from_cache = p->second;
+      image = std::make_shared<const std::string>(std::move(p->first));
+    } else {
+      auto b = binary(src, hash, &from_cache);
+      if (!b) return b.error();
+      image = std::make_shared<const std::string>(std::move(*b));
     }
-    if (!from_cache) {
+    hipError_t le = h_.ModuleLoadData(&module, image->data());
+    if (le != hipSuccess && from_cache) {  // a cached code object this runtime cannot load: compile afresh
+      module = nullptr;
       auto code = compile_hip(src, target);
       if (!code) return code.error();
       image = std::make_shared<const std::string>(std::move(*code));
-      if (hipError_t e = h_.ModuleLoadData(&module, image->data()); e != hipSuccess) {
-        return fail(ErrorCode::kDevice, fmt::format("kernel \"{}\": loading the code object for {} failed", src.name,
-                                                    target),
-                    e, "");
+      from_cache = false;
+      le = h_.ModuleLoadData(&module, image->data());
+      if (le == hipSuccess) {
+        kernel_cache_store("hip/" + target, kernel_cache_key(hash, target, "hiprtc-" + rtc_.version, kOptionsTag) + ".hsaco",
+                           *image);
       }
-      kernel_cache_store(sub, file, *image);
+    }
+    if (le != hipSuccess) {
+      return fail(ErrorCode::kDevice, fmt::format("kernel \"{}\": loading the code object for {} failed", src.name,
+                                                  target),
+                  le, "");
     }
 
     hipFunction_t fn = nullptr;

@@ -32,6 +32,9 @@ struct TunedKernel {
   bool cached = false;      // the tile came from the cache: nothing measured
   bool skipped = false;     // not measured (out of budget, fewer than two candidates): the plan's tile kept
   std::vector<TuneCandidate> candidates;  // in the simulator's order
+  // The feasible tiles of the kernel's whole generated tile space, of which `candidates` are the
+  // simulator's top K: where space <= K the tune measured all of them (an exhaustive sweep).
+  int space = 0;
   int chosen = -1;          // index into candidates (-1: cached or skipped)
   // The measured time of the simulator's pick: its best-ranked candidate that ran (its top-1,
   // unless that one failed to compile or run).

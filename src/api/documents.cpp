@@ -347,7 +347,7 @@ std::string tune_document(const TuneReport& t, const RunReport* end_to_end) {
     const char* how = k.cached ? "cached" : k.skipped ? "kept" : "measured";
     json j = {{"kernel", k.plan_kernel}, {"group", k.group}, {"name", k.name}, {"signature", k.signature},
               {"how", how}, {"tile", tile_to_json(k.tile)}, {"notation", tile_notation(k.tile)},
-              {"candidates", cands}};
+              {"candidates", cands}, {"space", k.space}};
     if (k.chosen_us > 0) j["chosen_us"] = k.chosen_us;
     j["split"] = k.split;
     if (k.unfused_us > 0) {
