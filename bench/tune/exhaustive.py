@@ -8,7 +8,7 @@ an exhaustive sweep. Reports, per model, the share of those kernels whose exhaus
 simulator's top 1, 3 and 8, the share whose top 8's fastest is within 3 % of it, and the median
 space size.
 
-    bench/tune/exhaustive.py build/tools/gpusim [--backend vulkan] MODEL [MODEL ...]
+    bench/tune/exhaustive.py build/tools/gpusim [--backend vulkan] [--dim batch=1] MODEL [MODEL ...]
 
 Figures go to bench/RESULTS.md with the machine noted.
 """
@@ -21,10 +21,10 @@ import sys
 import tempfile
 
 
-def sweep(gpusim, backend, model, work):
+def sweep(gpusim, backend, model, work, dims):
     out = os.path.join(work, "t.json")
     cmd = [gpusim, "tune", model, "--backend", backend, "--top-k", "20", "--no-cache", "--repeat", "0", "--quiet",
-           "--json"]
+           "--json"] + [x for d in dims for x in ("--dim", d)]
     with open(out, "w") as f:
         subprocess.run(cmd, stdout=f, check=True)
     with open(out) as f:
@@ -36,6 +36,7 @@ def main():
     ap.add_argument("gpusim")
     ap.add_argument("models", nargs="+")
     ap.add_argument("--backend", default="vulkan")
+    ap.add_argument("--dim", action="append", default=[], help="NAME=VALUE for symbolic dims (batch=1), every model")
     a = ap.parse_args()
     print("| model | kernels swept whole / tuned | median tiles a kernel | exhaustive best in sim top 1 / 3 / 8 "
           "| top 8's best within 3 % of it | kernels of more than 8 tiles: best in top 8 | tune s |")
@@ -43,7 +44,7 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         os.environ["GPUSIM_KERNEL_CACHE_DIR"] = os.path.join(work, "kernels")
         for m in a.models:
-            d = sweep(a.gpusim, a.backend, m, work)
+            d = sweep(a.gpusim, a.backend, m, work, a.dim)
             swept, space = [], []
             tuned = 0
             for k in d["kernels"]:
