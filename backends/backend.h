@@ -27,9 +27,11 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpusim/result.h"
@@ -148,5 +150,14 @@ Result<std::unique_ptr<Backend>> open(const std::string& backend, int index = 0)
 
 // 64-bit FNV-1a of a kernel's language, entry name, text, buffer count and block: the compile caches' key.
 uint64_t source_hash(const KernelSource& src);
+
+// For Backend::prepare: the sources of `lang` with code, once per source_hash, that `done(hash)`
+// does not already cover, each with its hash.
+std::vector<std::pair<uint64_t, const KernelSource*>> sources_to_prepare(std::span<const KernelSource> sources,
+                                                                         Language lang,
+                                                                         const std::function<bool(uint64_t)>& done);
+// Runs work(i) for every i in [0, n) on up to `threads` threads (0: the machine's cores), the
+// calling thread among them; returns when all are done.
+void run_parallel(size_t n, int threads, const std::function<void(size_t)>& work);
 
 }  // namespace gpusim::backend

@@ -2,7 +2,10 @@
 // compile-cache key. (The registry, which links every built backend, is backend.cpp.)
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <atomic>
 #include <string>
+#include <thread>
 
 #include "backend.h"
 
@@ -62,6 +65,34 @@ uint64_t source_hash(const KernelSource& src) {
   mix(std::to_string(src.buffers) + "/" + std::to_string(src.block[0]) + "x" + std::to_string(src.block[1]) + "x" +
       std::to_string(src.block[2]));
   return h;
+}
+
+std::vector<std::pair<uint64_t, const KernelSource*>> sources_to_prepare(std::span<const KernelSource> sources,
+                                                                         Language lang,
+                                                                         const std::function<bool(uint64_t)>& done) {
+  std::vector<std::pair<uint64_t, const KernelSource*>> todo;
+  for (const KernelSource& src : sources) {
+    if (src.language != lang || src.code.empty()) continue;
+    const uint64_t hash = source_hash(src);
+    if (done(hash)) continue;
+    if (std::any_of(todo.begin(), todo.end(), [&](const auto& t) { return t.first == hash; })) continue;
+    todo.emplace_back(hash, &src);
+  }
+  return todo;
+}
+
+void run_parallel(size_t n, int threads, const std::function<void(size_t)>& work) {
+  if (n == 0) return;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const size_t t = std::min<size_t>(n, threads > 0 ? static_cast<size_t>(threads) : cores);
+  std::atomic<size_t> next{0};
+  auto loop = [&] {
+    for (size_t i = next++; i < n; i = next++) work(i);
+  };
+  std::vector<std::thread> pool;
+  for (size_t k = 1; k < t; ++k) pool.emplace_back(loop);
+  loop();
+  for (std::thread& th : pool) th.join();
 }
 
 }  // namespace gpusim::backend

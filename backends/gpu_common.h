@@ -20,14 +20,12 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -105,30 +103,15 @@ class GpuBackend : public Backend {
   // cores): NVRTC and hiprtc compile separate programs concurrently, and binary() makes no driver
   // call. compile() of each source then only loads its module. Errors are compile()'s to report.
   void prepare(std::span<const KernelSource> sources, int threads) override {
-    std::vector<std::pair<uint64_t, const KernelSource*>> todo;
-    for (const KernelSource& src : sources) {
-      if (src.language != Language::kCudaCpp || src.code.empty()) continue;
-      const uint64_t hash = source_hash(src);
-      if (loaded_.count(hash) || prepared_.count(hash)) continue;
-      if (std::any_of(todo.begin(), todo.end(), [&](const auto& t) { return t.first == hash; })) continue;
-      todo.emplace_back(hash, &src);
-    }
+    const auto todo = sources_to_prepare(sources, Language::kCudaCpp,
+                                         [&](uint64_t h) { return loaded_.count(h) || prepared_.count(h); });
     if (todo.empty()) return;
     const auto t0 = std::chrono::steady_clock::now();
-    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    const size_t n = std::min<size_t>(todo.size(), threads > 0 ? static_cast<size_t>(threads) : cores);
     std::vector<std::optional<std::pair<std::string, bool>>> out(todo.size());
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t i = next++; i < todo.size(); i = next++) {
-        bool from_cache = false;
-        if (auto b = binary(*todo[i].second, todo[i].first, &from_cache)) out[i] = std::make_pair(std::move(*b), from_cache);
-      }
-    };
-    std::vector<std::thread> pool;
-    for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
-    work();
-    for (std::thread& t : pool) t.join();
+    run_parallel(todo.size(), threads, [&](size_t i) {
+      bool from_cache = false;
+      if (auto b = binary(*todo[i].second, todo[i].first, &from_cache)) out[i] = std::make_pair(std::move(*b), from_cache);
+    });
     for (size_t i = 0; i < todo.size(); ++i) {
       if (out[i]) prepared_[todo[i].first] = std::move(*out[i]);
     }

@@ -226,31 +226,16 @@ Result<std::vector<uint32_t>> VulkanBackend::spirv_for(const KernelSource& src, 
 
 void VulkanBackend::prepare(std::span<const KernelSource> sources, int threads) {
   // What compile() would run shaderc for: GLSL sources not compiled yet, once each.
-  std::vector<std::pair<uint64_t, const KernelSource*>> todo;
-  for (const KernelSource& src : sources) {
-    if (src.language != Language::kGlsl || src.code.empty()) continue;
-    const uint64_t hash = source_hash(src);
-    if (by_hash_.count(hash) || prepared_.count(hash)) continue;
-    if (std::any_of(todo.begin(), todo.end(), [&](const auto& t) { return t.first == hash; })) continue;
-    todo.emplace_back(hash, &src);
-  }
+  const auto todo =
+      sources_to_prepare(sources, Language::kGlsl, [&](uint64_t h) { return by_hash_.count(h) || prepared_.count(h); });
   if (todo.empty()) return;
   const auto t0 = Clock::now();
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const size_t n = std::min<size_t>(todo.size(), threads > 0 ? static_cast<size_t>(threads) : cores);
   std::vector<std::optional<std::pair<std::vector<uint32_t>, bool>>> out(todo.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < todo.size(); i = next++) {
-      bool from_disk = false;
-      auto spirv = spirv_for(*todo[i].second, todo[i].first, true, &from_disk);  // shaderc is thread-safe
-      if (spirv) out[i] = std::make_pair(std::move(*spirv), from_disk);  // a failure is compile()'s to report
-    }
-  };
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
+  run_parallel(todo.size(), threads, [&](size_t i) {
+    bool from_disk = false;
+    auto spirv = spirv_for(*todo[i].second, todo[i].first, true, &from_disk);  // shaderc is thread-safe
+    if (spirv) out[i] = std::make_pair(std::move(*spirv), from_disk);  // a failure is compile()'s to report
+  });
   for (size_t i = 0; i < todo.size(); ++i) {
     if (out[i]) prepared_[todo[i].first] = std::move(*out[i]);
   }
