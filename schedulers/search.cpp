@@ -72,6 +72,8 @@ class Shortlist {
   std::map<double, Entry> entries_;
 };
 
+}  // namespace
+
 double objective_value(Objective o, const Prediction& p, int64_t batch) {
   switch (o) {
     case Objective::kLatency: return p.total_us;
@@ -82,7 +84,6 @@ double objective_value(Objective o, const Prediction& p, int64_t batch) {
   return p.total_us;
 }
 
-// Offloads the largest weights until the plan's predicted peak memory fits the budget.
 Result<Prediction> fit_memory(const Graph& g, Plan& plan, const GpuProfile& gpu, double budget_bytes) {
   auto pred = predict_plan(g, plan, gpu);
   if (!pred || static_cast<double>(pred->peak_memory_bytes) <= budget_bytes) return pred;
@@ -123,8 +124,6 @@ Result<Prediction> fit_memory(const Graph& g, Plan& plan, const GpuProfile& gpu,
   if (!plan.decision_saved_us.empty()) plan.decision_saved_us.insert(plan.decision_saved_us.begin(), 0.0);
   return pred;
 }
-
-}  // namespace
 
 Result<SearchResult> search(const Graph& input, const GpuProfile& gpu, const SearchOptions& o) {
   // A copy only when re-typed (a million-node graph is a gigabyte).

@@ -219,4 +219,11 @@ struct SearchResult {
 
 Result<SearchResult> search(const Graph& g, const GpuProfile& gpu, const SearchOptions& o);
 
+// A plan's figure of merit under an objective, lower is better: latency and energy as predicted,
+// memory as peak bytes, throughput as negated samples per second at `batch`.
+double objective_value(Objective o, const Prediction& p, int64_t batch);
+// Predicts `plan` on `gpu`, first offloading its largest weights (into plan.offloaded, with a
+// decision line saying so) until the predicted peak memory fits `budget_bytes`, where it can.
+Result<Prediction> fit_memory(const Graph& g, Plan& plan, const GpuProfile& gpu, double budget_bytes);
+
 }  // namespace gpusim

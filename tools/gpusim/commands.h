@@ -18,5 +18,6 @@ void add_calibrate(CLI::App& app, int& rc);
 void add_validate(CLI::App& app, int& rc);
 void add_truth(CLI::App& app, int& rc);
 void add_serve(CLI::App& app, int& rc);
+void add_dojo(CLI::App& app, int& rc);
 
 }  // namespace gpusim::cli

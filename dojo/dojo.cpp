@@ -1,0 +1,640 @@
+// The GPU Dojo's generator (dojo.h): tasks from graphs x GPUs x constraints, plans per task,
+// a row per kernel and per plan, written shard by shard.
+#include "gpusim/dojo.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "gpusim/atomic_file.h"
+#include "gpusim/kernel_work.h"
+#include "gpusim/measurement.h"
+#include "gpusim/onnx_import.h"
+#include "gpusim/predict.h"
+#include "gpusim/scheduler.h"
+#include "gpusim/work_json.h"
+
+namespace gpusim::dojo {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// SplitMix64: a task's seed from the configuration's seed and the task's index, so a task's plans
+// do not depend on how the tasks are sharded.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t text_hash(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+std::string stem(const std::string& path) { return fs::path(path).stem().string(); }
+
+std::string dims_text(const std::map<std::string, int64_t>& dims) {
+  std::string s;
+  for (const auto& [k, v] : dims) s += fmt::format("{}{}={}", s.empty() ? "" : ",", k, v);
+  return s;
+}
+
+// ---- rows ------------------------------------------------------------------------------------
+
+// Appends one row's values in column order, as CSV or as an NDJSON object.
+class RowWriter {
+ public:
+  RowWriter(const std::vector<Column>& cols, bool json) : cols_(cols), json_(json) {}
+
+  void begin() {
+    i_ = 0;
+    if (json_) buf_.push_back('{');
+  }
+  void end() {
+    if (json_) buf_.push_back('}');
+    buf_.push_back('\n');
+    ++rows_;
+  }
+  void i(int64_t v) { fmt::format_to(std::back_inserter(*field()), "{}", v); }
+  void f(double v) {
+    std::string* b = field();
+    if (std::isfinite(v)) {
+      fmt::format_to(std::back_inserter(*b), "{}", v);
+    } else {
+      b->append(json_ ? "null" : "");
+    }
+  }
+  void b(bool v) { field()->append(v ? "true" : "false"); }
+  void null() { field()->append(json_ ? "null" : ""); }
+  void s(std::string_view v) {
+    std::string* b = field();
+    if (json_) {
+      b->push_back('"');
+      for (char c : v) {
+        if (c == '"' || c == '\\') b->push_back('\\');
+        if (static_cast<unsigned char>(c) < 0x20) {
+          fmt::format_to(std::back_inserter(*b), "\\u{:04x}", static_cast<int>(c));
+          continue;
+        }
+        b->push_back(c);
+      }
+      b->push_back('"');
+    } else if (v.find_first_of(",\"\n") != std::string_view::npos) {
+      b->push_back('"');
+      for (char c : v) {
+        if (c == '"') b->push_back('"');
+        b->push_back(c);
+      }
+      b->push_back('"');
+    } else {
+      b->append(v);
+    }
+  }
+
+  std::string header() const {
+    std::string h;
+    for (size_t k = 0; k < cols_.size(); ++k) h += fmt::format("{}{}", k ? "," : "", cols_[k].name);
+    return h + "\n";
+  }
+  std::string& text() { return buf_; }
+  int64_t rows() const { return rows_; }
+  size_t fields() const { return i_; }
+
+ private:
+  // The buffer, positioned for the next field (separator and, in NDJSON, its name written).
+  std::string* field() {
+    if (i_ > 0) buf_.push_back(',');
+    if (json_) fmt::format_to(std::back_inserter(buf_), "\"{}\":", cols_[i_ < cols_.size() ? i_ : cols_.size() - 1].name);
+    ++i_;
+    return &buf_;
+  }
+
+  const std::vector<Column>& cols_;
+  bool json_;
+  std::string buf_;
+  size_t i_ = 0;
+  int64_t rows_ = 0;
+};
+
+// ---- GPUs ------------------------------------------------------------------------------------
+
+// The profile under a power cap: TDP scaled, and the clock it sustains scaled by the cube root of
+// the cap (dynamic power goes as frequency x voltage^2, and voltage tracks frequency).
+GpuProfile capped(const GpuProfile& p, double fraction) {
+  if (fraction >= 1.0) return p;
+  GpuProfile c = p;
+  c.compute.sustained_clock_mhz = sustained_clock_mhz(p) * std::cbrt(fraction);
+  c.power.tdp_w = p.power.tdp_w * fraction;
+  return c;
+}
+
+std::string yaml_number(double v) { return fmt::format("{:.6g}", v); }
+
+}  // namespace
+
+std::string virtual_gpu_yaml(const GpuProfile& base, const std::string& name, uint64_t seed) {
+  std::mt19937_64 rng(mix(seed));
+  auto draw = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  const ComputeSpec& c = base.compute;
+  // Units and clock set every compute peak (rate per unit per clock is the architecture's); DRAM
+  // and L2 vary on their own, within what a product line spans; TDP follows units x clock.
+  const int units = std::max(1, static_cast<int>(std::lround(c.units * draw(0.5, 1.5))));
+  const double clock = draw(0.85, 1.15);
+  const double compute = static_cast<double>(units) / std::max(1, c.units) * clock;
+  const double dram = draw(0.6, 1.6);
+  const double l2_size = std::pow(2.0, std::round(draw(-1.0, 1.0)));  // half, same or double
+  const double mem_gb = base.memory.dram.size_gb * std::pow(2.0, std::round(draw(-1.0, 1.0)));
+  const double tdp = base.power.tdp_w * std::sqrt(compute);
+  std::string y = fmt::format(
+      "# A virtual GPU of the gpusim Dojo: {} with units x{:.3f}, clocks x{:.3f}, DRAM bandwidth x{:.3f}, L2 x{}, "
+      "memory x{} (seed {}).\n",
+      base.name, static_cast<double>(units) / std::max(1, c.units), clock, dram, l2_size,
+      mem_gb / std::max(1e-9, base.memory.dram.size_gb), seed);
+  y += fmt::format("schema: gpusim.profile/1\nname: {}\ndisplay_name: \"{} (virtual {})\"\nvendor: {}\n", name,
+                   base.display_name, name, base.vendor);
+  y += fmt::format("architecture: \"{}\"\nextends: {}\n", base.architecture, base.name);
+  y += "compute:\n";
+  y += fmt::format("  units: {}\n  boost_clock_mhz: {}\n", units, yaml_number(c.boost_clock_mhz * clock));
+  if (c.base_clock_mhz > 0) y += fmt::format("  base_clock_mhz: {}\n", yaml_number(c.base_clock_mhz * clock));
+  if (c.sustained_clock_mhz > 0) y += fmt::format("  sustained_clock_mhz: {}\n", yaml_number(c.sustained_clock_mhz * clock));
+  if (c.shared_memory_bandwidth_gbps > 0) {
+    y += fmt::format("  shared_memory_bandwidth_gbps: {}\n", yaml_number(c.shared_memory_bandwidth_gbps * compute));
+  }
+  y += "  vector_tflops:\n";
+  for (const auto& [p, t] : c.vector_tflops) y += fmt::format("    {}: {}\n", precision_name(p), yaml_number(t * compute));
+  if (!c.matrix_tflops.empty()) {
+    y += "  matrix_tflops:\n";
+    for (const MatrixPeak& m : c.matrix_tflops) {
+      y += fmt::format("    - {{dtype: {}, accumulate: {}, tflops: {}}}\n", precision_name(m.input),
+                       precision_name(m.accumulate), yaml_number(m.tflops * compute));
+    }
+  }
+  y += "memory:\n";
+  y += fmt::format("  dram: {{size_gb: {}, bandwidth_gbps: {}}}\n", yaml_number(mem_gb),
+                   yaml_number(base.memory.dram.bandwidth_gbps * dram));
+  if (base.memory.l2.present) {
+    y += fmt::format("  l2: {{size_mb: {}", yaml_number(base.memory.l2.size_mb * l2_size));
+    if (base.memory.l2.bandwidth_gbps > 0) {
+      y += fmt::format(", bandwidth_gbps: {}", yaml_number(base.memory.l2.bandwidth_gbps * std::sqrt(compute)));
+    }
+    y += "}\n";
+  }
+  if (base.power.tdp_w > 0) y += fmt::format("power: {{tdp_w: {}}}\n", yaml_number(tdp));
+  y += "sources:\n";
+  y += fmt::format("  compute.units: \"virtual: {} units x {:.3f}\"\n", base.name, static_cast<double>(units) / std::max(1, c.units));
+  y += fmt::format("  compute.boost_clock_mhz: \"virtual: {} clocks x {:.3f}\"\n", base.name, clock);
+  y += fmt::format("  compute.vector_tflops: \"virtual: {} peaks x units x clock ({:.3f})\"\n", base.name, compute);
+  y += fmt::format("  memory.dram: \"virtual: {} bandwidth x {:.3f}\"\n", base.name, dram);
+  return y;
+}
+
+Result<ShardSpec> parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  ShardSpec s;
+  try {
+    if (slash == std::string::npos) throw std::invalid_argument("no slash");
+    size_t a = 0, b = 0;
+    s.index = std::stoi(text.substr(0, slash), &a);
+    s.count = std::stoi(text.substr(slash + 1), &b);
+    if (a != slash || b != text.size() - slash - 1) throw std::invalid_argument("trailing");
+  } catch (const std::exception&) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("--shard \"{}\" is not of the form I/N (shard I of N, 0 <= I < N): write 0/4", text));
+  }
+  if (s.count < 1 || s.index < 0 || s.index >= s.count) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("--shard {}: the index must be from 0 to {} (shard I of N, 0 <= I < N)", text,
+                                  std::max(0, s.count - 1)));
+  }
+  return s;
+}
+
+std::pair<size_t, size_t> shard_range(size_t tasks, ShardSpec s) {
+  const auto n = static_cast<size_t>(std::max(1, s.count));
+  const auto i = static_cast<size_t>(std::clamp(s.index, 0, s.count - 1));
+  return {tasks * i / n, tasks * (i + 1) / n};
+}
+
+Result<Tasks> expand(const Config& c, const std::vector<std::string>& dirs) {
+  Tasks t;
+  t.config = c;
+  t.profile_dirs = dirs;
+  if (c.models.empty()) return make_error(ErrorCode::kInvalidArgument, "dojo: no models; give one or more ONNX files");
+  if (c.gpus.empty()) return make_error(ErrorCode::kInvalidArgument, "dojo: no GPUs; give one or more profile ids (gpusim profiles lists them)");
+  if (c.plans < 0 || c.plans > 10000) {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("dojo: --plans {} is out of range; give 0 to 10000", c.plans));
+  }
+  if (c.virtual_gpus < 0 || c.virtual_gpus > 1000) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("dojo: --virtual-gpus {} is out of range; give 0 to 1000", c.virtual_gpus));
+  }
+  if (c.format != "csv" && c.format != "ndjson") {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("dojo: --format \"{}\" is not csv or ndjson", c.format));
+  }
+  const auto dtype = float_dtype_from_name(c.dtype);
+  if (!dtype || *dtype == DType::kFloat64) {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("dojo: --dtype \"{}\": give fp32, fp16 or bf16", c.dtype));
+  }
+  for (const std::string& o : c.objectives) {
+    if (!objective_from_name(o)) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("dojo: --objective \"{}\" is not latency, throughput, energy or memory", o));
+    }
+  }
+  for (double f : c.memory_fractions) {
+    if (!(f > 0 && f <= 1)) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("dojo: --memory-fraction {} is out of range; give a fraction in (0, 1]", f));
+    }
+  }
+  for (double f : c.power_fractions) {
+    if (!(f >= 0.2 && f <= 1)) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("dojo: --power-fraction {} is out of range; give a fraction in [0.2, 1]", f));
+    }
+  }
+  // Graph variants.
+  std::vector<std::map<std::string, int64_t>> sets = c.dim_sets;
+  if (sets.empty()) sets.emplace_back();
+  for (const std::string& path : c.models) {
+    int kept = 0;
+    std::vector<std::map<std::string, int64_t>> model_sets = sets;
+    for (size_t si = 0; si < model_sets.size(); ++si) {
+      const auto dims = model_sets[si];
+      ImportOptions io;
+      io.dims = dims;
+      io.onnx_shape_inference = false;
+      auto g = import_onnx(path, io);
+      if (!g) {
+        // A dim set naming no dim of this model does not apply to it.
+        if (!dims.empty() && g.error().message.find("matches no input dim") != std::string::npos) {
+          t.notes.push_back(fmt::format("{}: dim set {} names no dim of its inputs: skipped for it", path, dims_text(dims)));
+          // A model no set applies to runs once as it is.
+          if (si + 1 == model_sets.size() && kept == 0) model_sets.emplace_back();
+          continue;
+        }
+        return make_error(g.error().code, fmt::format("dojo: {}", g.error().message));
+      }
+      GraphVariant v;
+      v.family = stem(path);
+      v.id = dims.empty() ? v.family : fmt::format("{}[{}]", v.family, dims_text(dims));
+      v.path = path;
+      v.dims = dims;
+      v.graph = std::make_shared<const Graph>(retype(*g, *dtype));
+      t.graphs.push_back(std::move(v));
+      ++kept;
+    }
+  }
+  // GPUs and their virtual variants.
+  for (const std::string& id : c.gpus) {
+    auto p = find_profile(id, dirs);
+    if (!p) return make_error(p.error().code, fmt::format("dojo: {}", p.error().message));
+    GpuVariant base;
+    base.id = p->name;
+    base.family = p->name;
+    base.profile = std::make_shared<const GpuProfile>(*p);
+    t.gpus.push_back(base);
+    for (int k = 1; k <= c.virtual_gpus; ++k) {
+      GpuVariant v;
+      v.id = fmt::format("{}-v{}", p->name, k);
+      v.family = p->name;
+      v.virtual_gpu = true;
+      v.yaml = virtual_gpu_yaml(*p, v.id, mix(c.seed ^ text_hash(v.id)));
+      auto vp = load_profile_yaml(v.yaml, v.id + ".yaml", dirs);
+      if (!vp) {
+        return make_error(vp.error().code, fmt::format("dojo: virtual GPU {} (around {}) is not a valid profile: {}", v.id,
+                                                       p->name, vp.error().message));
+      }
+      v.profile = std::make_shared<const GpuProfile>(*vp);
+      t.gpus.push_back(std::move(v));
+    }
+  }
+  for (const std::string& o : c.objectives) {
+    for (double m : c.memory_fractions) {
+      for (double pw : c.power_fractions) t.constraints.push_back({o, m, pw});
+    }
+  }
+  for (size_t g = 0; g < t.graphs.size(); ++g) {
+    for (size_t v = 0; v < t.gpus.size(); ++v) {
+      for (size_t k = 0; k < t.constraints.size(); ++k) {
+        t.tasks.push_back({static_cast<int>(g), static_cast<int>(v), static_cast<int>(k)});
+      }
+    }
+  }
+  return t;
+}
+
+namespace {
+
+// Measured kernel times by GPU profile, work and tile (medians), from the store's generated-kernel
+// records whose device matches a profile of this dataset.
+struct Measured {
+  std::map<std::string, double> by_key;
+  static std::string key(const std::string& gpu, const KernelWork& w, const TileConfig& t) {
+    return gpu + "|" + work_to_json(w).dump() + "|" + tile_notation(t) + "|" + std::to_string(t.items_per_thread) + "|" +
+           std::to_string(t.rows_per_block);
+  }
+};
+
+Result<Measured> load_measured(const Tasks& t, const std::vector<std::string>& dirs) {
+  Measured m;
+  if (t.config.store.empty()) return m;
+  auto store = MeasurementStore::open(t.config.store, /*create=*/false);
+  if (!store) return make_error(store.error().code, fmt::format("dojo: --store: {}", store.error().message));
+  auto recs = store->query({});
+  if (!recs) return make_error(recs.error().code, fmt::format("dojo: --store: {}", recs.error().message));
+  std::map<std::string, std::string> profile_of;  // device name -> profile name ("" : none)
+  std::map<std::string, std::vector<double>> times;
+  for (const Measurement& r : *recs) {
+    if (!r.work || !r.tile || r.time_us <= 0) continue;
+    auto it = profile_of.find(r.gpu);
+    if (it == profile_of.end()) {
+      auto p = profile_for_device(r.gpu, dirs);
+      it = profile_of.emplace(r.gpu, p ? p->name : "").first;
+    }
+    if (it->second.empty()) continue;
+    times[Measured::key(it->second, *r.work, *r.tile)].push_back(r.time_us);
+  }
+  for (auto& [k, v] : times) {
+    std::sort(v.begin(), v.end());
+    m.by_key[k] = v[v.size() / 2];
+  }
+  return m;
+}
+
+struct Shard {
+  const Tasks& t;
+  const Measured& measured;
+  RowWriter kernels, plans;
+  int64_t plan_count = 0;
+
+  Shard(const Tasks& tasks, const Measured& m, bool json)
+      : t(tasks), measured(m), kernels(kernel_columns(), json), plans(plan_columns(), json) {}
+
+  void key_columns(RowWriter& w, size_t task, const Task& k, int plan, const char* kind) const {
+    const GraphVariant& g = t.graphs[static_cast<size_t>(k.graph)];
+    const GpuVariant& v = t.gpus[static_cast<size_t>(k.gpu)];
+    const Constraint& c = t.constraints[static_cast<size_t>(k.constraint)];
+    w.i(static_cast<int64_t>(task));
+    w.s(g.id);
+    w.s(g.family);
+    w.s(v.id);
+    w.s(v.family);
+    w.b(v.virtual_gpu);
+    w.s(c.objective);
+    w.f(c.memory_fraction);
+    w.f(c.power_fraction);
+    w.i(plan);
+    w.s(kind);
+  }
+
+  // One plan's rows.
+  void write(size_t task, const Task& k, int plan, const char* kind, const Plan& p, const Prediction& pred,
+             const GpuProfile& gpu, double budget, Objective obj, int64_t batch) {
+    const GpuVariant& v = t.gpus[static_cast<size_t>(k.gpu)];
+    const double clock = sustained_clock_mhz(gpu);
+    const double matrix = gpu.matrix_tflops(precision_of(pred.dtype), Precision::kFp32).value_or(0.0);
+    int fused = 0, with_measured = 0;
+    for (size_t i = 0; i < pred.kernels.size(); ++i) {
+      const PlannedKernel& pk = pred.kernels[i];
+      const KernelWork& w = pk.work;
+      const KernelCost& c = pk.cost;
+      fused += pk.nodes.size() > 1;
+      RowWriter& r = kernels;
+      r.begin();
+      key_columns(r, task, k, plan, kind);
+      r.i(static_cast<int64_t>(i));
+      r.s(pk.op_type);
+      r.i(static_cast<int64_t>(pk.nodes.size()));
+      r.s(op_class_name(w.cls));
+      r.s(dtype_name(w.dtype));
+      r.i(w.batch);
+      r.i(w.m);
+      r.i(w.n);
+      r.i(w.k);
+      r.i(w.window);
+      r.i(w.kv_seq);
+      r.i(w.head_dim);
+      r.i(w.elements);
+      r.i(w.rows);
+      r.i(w.row_elements);
+      r.i(w.flops.fma + w.epilogue_flops.fma);
+      r.i(w.flops.transcendental + w.epilogue_flops.transcendental);
+      r.i(w.flops.compare + w.epilogue_flops.compare);
+      r.i(w.bytes_read);
+      r.i(w.bytes_written);
+      const TileConfig& tile = c.tile;
+      r.i(tile.block_m);
+      r.i(tile.block_n);
+      r.i(tile.block_k);
+      r.i(tile.threads);
+      r.i(tile.stages);
+      r.i(tile.split_k);
+      r.i(tile.vector_width);
+      r.i(tile.items_per_thread);
+      r.i(gpu.compute.units);
+      r.f(clock);
+      r.f(gpu.vector_tflops(Precision::kFp32));
+      r.f(matrix);
+      r.f(gpu.memory.dram.bandwidth_gbps);
+      r.f(gpu.memory.dram.size_gb);
+      r.f(gpu.memory.l2.size_mb);
+      r.f(gpu.memory.l2.bandwidth_gbps);
+      r.f(gpu.compute.shared_memory_per_unit_kb);
+      r.f(gpu.power.tdp_w);
+      r.f(c.total_us);
+      r.s(bound_name(c.bound));
+      r.f(c.compute_us);
+      r.f(c.dram_us);
+      r.f(c.l2_us);
+      r.f(c.latency_us);
+      r.f(c.path_us);
+      r.i(c.waves);
+      r.f(c.occupancy);
+      r.f(c.dram_bytes);
+      r.f(pk.start_us);
+      bool found = false;
+      if (!measured.by_key.empty() && !v.virtual_gpu) {
+        auto it = measured.by_key.find(Measured::key(v.family, w, tile));
+        if (it != measured.by_key.end()) {
+          r.f(it->second);
+          found = true;
+          ++with_measured;
+        }
+      }
+      if (!found) r.null();
+      r.end();
+    }
+    RowWriter& r = plans;
+    r.begin();
+    key_columns(r, task, k, plan, kind);
+    r.i(static_cast<int64_t>(pred.kernels.size()));
+    r.i(fused);
+    r.i(static_cast<int64_t>(p.offloaded.size()));
+    r.f(pred.total_us);
+    r.f(pred.kernels_us);
+    r.f(pred.launch_bound_us);
+    r.i(pred.peak_memory_bytes);
+    r.b(static_cast<double>(pred.peak_memory_bytes) <= budget);
+    r.f(pred.energy_j);
+    r.f(objective_value(obj, pred, batch));
+    r.i(with_measured);
+    r.end();
+    ++plan_count;
+  }
+};
+
+std::string shard_name(const char* table, ShardSpec s, const std::string& format) {
+  return fmt::format("{}-{:05d}-of-{:05d}.{}", table, s.index, s.count, format);
+}
+
+}  // namespace
+
+Result<ShardResult> generate_shard(const Tasks& t, ShardSpec s, const std::string& out_dir,
+                                   const std::function<void(size_t, size_t)>& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ShardResult res;
+  res.index = s.index;
+  res.count = s.count;
+  const std::string format = t.config.format;
+  res.kernels_file = (fs::path(out_dir) / shard_name("kernels", s, format)).string();
+  res.plans_file = (fs::path(out_dir) / shard_name("plans", s, format)).string();
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) {
+    return make_error(ErrorCode::kIo, fmt::format("dojo: cannot create {}: {}; give a writable --out directory", out_dir,
+                                                  ec.message()));
+  }
+  if (fs::exists(res.kernels_file) && fs::exists(res.plans_file)) {
+    res.skipped = true;
+    return res;
+  }
+  // The virtual GPUs' profiles, so every sample can be reproduced (the same bytes every shard writes).
+  for (const GpuVariant& v : t.gpus) {
+    if (!v.virtual_gpu) continue;
+    const fs::path p = fs::path(out_dir) / "gpus" / (v.id + ".yaml");
+    if (fs::exists(p)) continue;
+    fs::create_directories(p.parent_path(), ec);
+    if (auto w = write_file_atomic(p.string(), v.yaml); !w) return w.error();
+  }
+  auto measured = load_measured(t, t.profile_dirs);
+  if (!measured) return measured.error();
+  Shard sh(t, *measured, format == "ndjson");
+  if (format == "csv") {
+    sh.kernels.text() = sh.kernels.header();
+    sh.plans.text() = sh.plans.header();
+  }
+  const auto [first, last] = shard_range(t.tasks.size(), s);
+  // One search space per graph and GPU (tasks are graph-major, then GPU: consecutive tasks share it).
+  std::unique_ptr<FusionSpace> space;
+  int space_graph = -1, space_gpu = -1, space_constraint_power = -1;
+  GpuProfile gpu;
+  for (size_t ti = first; ti < last; ++ti) {
+    const Task& k = t.tasks[ti];
+    const GraphVariant& gv = t.graphs[static_cast<size_t>(k.graph)];
+    const Constraint& con = t.constraints[static_cast<size_t>(k.constraint)];
+    const Graph& g = *gv.graph;
+    // The power cap changes the device model: a space per (graph, GPU, cap).
+    const int power_key = static_cast<int>(std::lround(con.power_fraction * 1e6));
+    if (!space || space_graph != k.graph || space_gpu != k.gpu || space_constraint_power != power_key) {
+      gpu = capped(*t.gpus[static_cast<size_t>(k.gpu)].profile, con.power_fraction);
+      space = std::make_unique<FusionSpace>(g, gpu);
+      space_graph = k.graph;
+      space_gpu = k.gpu;
+      space_constraint_power = power_key;
+    }
+    const uint64_t seed = mix(t.config.seed ^ mix(ti));
+    const Objective obj = *objective_from_name(con.objective);
+    const double budget = con.memory_fraction * gpu.memory.dram.size_gb * 1e9;
+    int64_t batch = 1;
+    if (!g.inputs.empty() && !g.tensor(g.inputs[0]).shape.empty()) batch = g.tensor(g.inputs[0]).shape[0];
+    auto emit = [&](int index, const char* kind, Plan p) -> Status {
+      auto pred = fit_memory(g, p, gpu, budget);
+      if (!pred) {
+        return make_error(pred.error().code, fmt::format("dojo: {} on {}, plan {} ({}): {}", gv.id,
+                                                         t.gpus[static_cast<size_t>(k.gpu)].id, index, kind,
+                                                         pred.error().message));
+      }
+      sh.write(ti, k, index, kind, p, *pred, gpu, budget, obj, batch);
+      return Ok{};
+    };
+    // 0: eager; 1: the greedy search's best for the objective and budget; 2..: random plans.
+    if (auto st = emit(0, "eager", space->eager()); !st) return st.error();
+    SearchOptions so;
+    so.scheduler = "greedy";
+    so.objective = obj;
+    so.top_k = 1;
+    so.memory_budget_gb = budget / 1e9;
+    auto best = search(g, gpu, so);
+    if (!best) return make_error(best.error().code, fmt::format("dojo: {}: {}", gv.id, best.error().message));
+    if (auto st = emit(1, "best", best->plans.front().plan); !st) return st.error();
+    if (t.config.plans > 0) {
+      SearchOptions ro;
+      ro.scheduler = "random";
+      ro.samples = t.config.plans;
+      ro.seed = seed;
+      auto sched = make_scheduler("random", *space, ro);
+      const Proposals props = sched->propose();
+      for (size_t i = 0; i < props.decisions.size(); ++i) {
+        Plan p = space->build(props.decisions[i], "random");
+        space->sample_tiles(p, mix(seed + i));
+        if (auto st = emit(static_cast<int>(2 + i), "random", std::move(p)); !st) return st.error();
+      }
+    }
+    if (progress) progress(ti - first + 1, last - first);
+  }
+  res.tasks = static_cast<int64_t>(last - first);
+  res.plans = sh.plan_count;
+  res.kernel_rows = sh.kernels.rows();
+  // Kernels first, plans last: a shard counts as complete when both files exist.
+  if (auto w = write_file_atomic(res.kernels_file, sh.kernels.text()); !w) return w.error();
+  if (auto w = write_file_atomic(res.plans_file, sh.plans.text()); !w) return w.error();
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+Status write_manifest(const Tasks& t, int shard_count, const std::string& out_dir) {
+  using nlohmann::json;
+  const Config& c = t.config;
+  json cfg = {{"models", c.models},   {"dim_sets", c.dim_sets},       {"gpus", c.gpus},
+              {"virtual_gpus", c.virtual_gpus}, {"objectives", c.objectives}, {"memory_fractions", c.memory_fractions},
+              {"power_fractions", c.power_fractions}, {"dtype", c.dtype}, {"plans", c.plans},
+              {"seed", c.seed},       {"format", c.format},           {"store", c.store}};
+  json graphs = json::array(), gpus = json::array(), cons = json::array();
+  for (const GraphVariant& g : t.graphs) graphs.push_back({{"id", g.id}, {"family", g.family}, {"path", g.path}, {"dims", g.dims}});
+  for (const GpuVariant& v : t.gpus) {
+    json j = {{"id", v.id}, {"family", v.family}, {"virtual", v.virtual_gpu}};
+    if (v.virtual_gpu) j["profile"] = "gpus/" + v.id + ".yaml";
+    gpus.push_back(std::move(j));
+  }
+  for (const Constraint& k : t.constraints) {
+    cons.push_back({{"objective", k.objective}, {"memory_fraction", k.memory_fraction}, {"power_fraction", k.power_fraction}});
+  }
+  auto columns = [](const std::vector<Column>& cols) {
+    json a = json::array();
+    for (const Column& col : cols) a.push_back({{"name", col.name}, {"type", col.type}, {"unit", col.unit}, {"doc", col.doc}});
+    return a;
+  };
+  const json m = {{"schema", kSchema},        {"config", cfg},         {"graphs", graphs},
+                  {"gpus", gpus},             {"constraints", cons},   {"tasks", t.tasks.size()},
+                  {"shards", shard_count},    {"kernel_columns", columns(kernel_columns())},
+                  {"plan_columns", columns(plan_columns())}, {"notes", t.notes}};
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  return write_file_atomic((fs::path(out_dir) / "dojo.json").string(), m.dump(1) + "\n");
+}
+
+}  // namespace gpusim::dojo

@@ -1,0 +1,148 @@
+// The GPU Dojo: reproducible datasets of (graph, GPU, plan) -> time, for training learned cost
+// models and schedulers (dojo/README.md is the dataset card: every column with its unit, how a
+// dataset is generated, and its splits).
+//
+// A dataset is the cross product of graph variants (models, each under every set of dim
+// overrides: batch, resolution and sequence sweeps), GPUs (profiles and "virtual GPUs" sampled
+// around them within physically consistent ranges, each written out as a profile) and operating
+// constraints (objective, memory budget, power cap). Each combination is a task; a task's plans
+// are the eager plan, the best plan a search finds for its objective, and random plans (the
+// random scheduler's fusion and tiling choices). Every plan is predicted, and every kernel of it
+// becomes one row of the kernel table (work features, the tile, the GPU's figures, the
+// constraint, and labels: predicted time and its components, bound, and the measured time where
+// the measurement store has one); every plan one row of the plan table.
+//
+// Tasks are split into shards of consecutive tasks (`--shard i/N`); a shard is written to
+// temporary files renamed into place when complete, and a shard whose files exist is skipped, so
+// an interrupted run resumes where it stopped. Everything derives from the seed: the same
+// configuration gives the same bytes.
+//
+// Usage:
+//   gpusim::dojo::Config c;
+//   c.models = {"models/resnet50.onnx"};  c.gpus = {"nvidia-t4", "nvidia-rtx-3060"};
+//   c.virtual_gpus = 2;  c.plans = 8;  c.seed = 1;
+//   auto tasks = gpusim::dojo::expand(c, profile_dirs);        // graphs x GPUs x constraints
+//   auto r = gpusim::dojo::generate_shard(*tasks, {0, 4}, "out/");  // shard 0 of 4
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpusim/gpu_profile.h"
+#include "gpusim/graph.h"
+#include "gpusim/result.h"
+
+namespace gpusim::dojo {
+
+inline constexpr const char* kSchema = "gpusim.dojo/1";
+
+struct Config {
+  std::vector<std::string> models;  // ONNX files
+  // Dim override sets; each model is imported once per set whose names it has (a set naming
+  // no input dim of a model is skipped for it). Empty: each model once, as it is.
+  std::vector<std::map<std::string, int64_t>> dim_sets;
+  std::vector<std::string> gpus;  // profile ids (or paths)
+  int virtual_gpus = 0;           // virtual GPUs sampled around each profile, besides the profile itself
+  std::vector<std::string> objectives = {"latency"};  // latency | throughput | energy | memory
+  // Memory budgets as fractions of each GPU's memory (plans over it get offloading, or are
+  // marked as not fitting), and power caps as fractions of its TDP (the clock it holds follows).
+  std::vector<double> memory_fractions = {1.0};
+  std::vector<double> power_fractions = {1.0};
+  std::string dtype = "fp16";  // the float type graphs are re-typed to: fp32 | fp16 | bf16
+  int plans = 8;                // random plans per task, besides eager and the search's best
+  uint64_t seed = 1;
+  std::string format = "csv";  // csv | ndjson
+  std::string store;            // measurement store for measured labels ("" : none)
+};
+
+struct GraphVariant {
+  std::string id;      // "resnet50" or "bert_base_seq128[batch=8]"
+  std::string family;  // the model's file stem: splits by graph family keep its variants together
+  std::string path;
+  std::map<std::string, int64_t> dims;
+  std::shared_ptr<const Graph> graph;
+};
+
+struct GpuVariant {
+  std::string id;      // the profile's name; a virtual GPU's is "<base>-v<k>"
+  std::string family;  // the base profile's name: splits by GPU family keep virtual GPUs with it
+  bool virtual_gpu = false;
+  std::string yaml;    // a virtual GPU's profile (extends the base), written to gpus/<id>.yaml
+  std::shared_ptr<const GpuProfile> profile;
+};
+
+struct Constraint {
+  std::string objective = "latency";
+  double memory_fraction = 1.0;
+  double power_fraction = 1.0;
+};
+
+struct Task {
+  int graph = 0, gpu = 0, constraint = 0;  // indices into Tasks' lists
+};
+
+struct Tasks {
+  Config config;
+  std::vector<GraphVariant> graphs;
+  std::vector<GpuVariant> gpus;
+  std::vector<Constraint> constraints;
+  std::vector<Task> tasks;  // graph-major, then GPU, then constraint
+  std::vector<std::string> notes;  // variants skipped and why
+  std::vector<std::string> profile_dirs;  // where profiles (and the store's devices) resolve
+};
+
+// Imports every graph variant, loads and samples every GPU, and lists the tasks. Errors name the
+// model, dim set or profile that failed, and the fix.
+Result<Tasks> expand(const Config& c, const std::vector<std::string>& profile_dirs);
+
+// A virtual GPU: `base` with its unit count, clocks, DRAM and L2 sizes and bandwidths and TDP
+// drawn within physically consistent ranges (peak rates follow units x clock), reproducible from
+// `seed`; returned as YAML that extends the base profile (`name` is its id).
+std::string virtual_gpu_yaml(const GpuProfile& base, const std::string& name, uint64_t seed);
+
+struct ShardSpec {
+  int index = 0;
+  int count = 1;
+};
+// "i/N" (0 <= i < N); errors say the form.
+Result<ShardSpec> parse_shard(const std::string& text);
+
+struct ShardResult {
+  int index = 0, count = 1;
+  bool skipped = false;  // its files already existed: nothing was done
+  int64_t tasks = 0, plans = 0, kernel_rows = 0;
+  double seconds = 0;
+  std::string kernels_file, plans_file;
+};
+
+// The task indices shard `s` holds: a contiguous range, so a shard builds each graph's search
+// space once for all its GPUs and constraints.
+std::pair<size_t, size_t> shard_range(size_t tasks, ShardSpec s);
+
+// Generates one shard into `out_dir` (created): kernels-IIIII-of-NNNNN.{csv,ndjson} and
+// plans-IIIII-of-NNNNN.{csv,ndjson}, each written whole to a temporary file and renamed, and the
+// virtual GPUs' profiles under gpus/. A shard whose two files exist is skipped. `progress` is
+// called after each task with (tasks done, tasks in the shard).
+Result<ShardResult> generate_shard(const Tasks& t, ShardSpec s, const std::string& out_dir,
+                                   const std::function<void(size_t, size_t)>& progress = {});
+
+// Writes `out_dir`/dojo.json: the schema, the configuration, the graph variants, GPUs,
+// constraints and shard count, and the column tables — what a reader needs to interpret shards.
+Status write_manifest(const Tasks& t, int shard_count, const std::string& out_dir);
+
+// The columns of the kernel and plan tables, in file order: name, type ("int", "float",
+// "string", "bool") and unit, and what it holds (the dataset card prints them).
+struct Column {
+  const char* name;
+  const char* type;
+  const char* unit;
+  const char* doc;
+};
+const std::vector<Column>& kernel_columns();
+const std::vector<Column>& plan_columns();
+
+}  // namespace gpusim::dojo
