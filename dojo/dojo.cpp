@@ -2,6 +2,7 @@
 // a row per kernel and per plan, written shard by shard.
 #include "gpusim/dojo.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -57,7 +58,9 @@ std::string dims_text(const std::map<std::string, int64_t>& dims) {
 // Appends one row's values in column order, as CSV or as an NDJSON object.
 class RowWriter {
  public:
-  RowWriter(const std::vector<Column>& cols, bool json) : cols_(cols), json_(json) {}
+  RowWriter(const std::vector<Column>& cols, bool json) : cols_(cols), json_(json) {
+    for (const Column& c : cols_) keys_.push_back(fmt::format("\"{}\":", c.name));
+  }
 
   void begin() {
     i_ = 0;
@@ -68,11 +71,14 @@ class RowWriter {
     buf_.push_back('\n');
     ++rows_;
   }
-  void i(int64_t v) { fmt::format_to(std::back_inserter(*field()), "{}", v); }
+  void i(int64_t v) {
+    const fmt::format_int f(v);
+    field()->append(f.data(), f.size());
+  }
   void f(double v) {
     std::string* b = field();
     if (std::isfinite(v)) {
-      fmt::format_to(std::back_inserter(*b), "{}", v);
+      fmt::format_to(std::back_inserter(*b), FMT_COMPILE("{}"), v);
     } else {
       b->append(json_ ? "null" : "");
     }
@@ -117,12 +123,13 @@ class RowWriter {
   // The buffer, positioned for the next field (separator and, in NDJSON, its name written).
   std::string* field() {
     if (i_ > 0) buf_.push_back(',');
-    if (json_) fmt::format_to(std::back_inserter(buf_), "\"{}\":", cols_[i_ < cols_.size() ? i_ : cols_.size() - 1].name);
+    if (json_) buf_ += keys_[std::min(i_, keys_.size() - 1)];
     ++i_;
     return &buf_;
   }
 
   const std::vector<Column>& cols_;
+  std::vector<std::string> keys_;  // "name": of each column, for NDJSON
   bool json_;
   std::string buf_;
   size_t i_ = 0;
