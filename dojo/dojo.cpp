@@ -4,6 +4,7 @@
 
 #include <fmt/compile.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -529,14 +530,6 @@ Result<ShardResult> generate_shard(const Tasks& t, ShardSpec s, const std::strin
     res.skipped = true;
     return res;
   }
-  // The virtual GPUs' profiles, so every sample can be reproduced (the same bytes every shard writes).
-  for (const GpuVariant& v : t.gpus) {
-    if (!v.virtual_gpu) continue;
-    const fs::path p = fs::path(out_dir) / "gpus" / (v.id + ".yaml");
-    if (fs::exists(p)) continue;
-    fs::create_directories(p.parent_path(), ec);
-    if (auto w = write_file_atomic(p.string(), v.yaml); !w) return w.error();
-  }
   auto measured = load_measured(t, t.profile_dirs);
   if (!measured) return measured.error();
   Shard sh(t, *measured, format == "ndjson");
@@ -613,13 +606,74 @@ Result<ShardResult> generate_shard(const Tasks& t, ShardSpec s, const std::strin
   return res;
 }
 
+namespace {
+
+nlohmann::json config_json(const Config& c) {
+  return {{"models", c.models},
+          {"dim_sets", c.dim_sets},
+          {"gpus", c.gpus},
+          {"virtual_gpus", c.virtual_gpus},
+          {"objectives", c.objectives},
+          {"memory_fractions", c.memory_fractions},
+          {"power_fractions", c.power_fractions},
+          {"dtype", c.dtype},
+          {"plans", c.plans},
+          {"seed", c.seed},
+          {"format", c.format},
+          {"store", c.store}};
+}
+
+}  // namespace
+
+std::string config_to_json(const Config& c) { return config_json(c).dump(); }
+
+Result<Config> config_from_json(const std::string& text) {
+  using nlohmann::json;
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    return make_error(ErrorCode::kParse, fmt::format("dojo config: not JSON ({}); give an object such as "
+                                                     "{{\"models\": [\"m.onnx\"], \"gpus\": [\"nvidia-t4\"]}}",
+                                                     e.what()));
+  }
+  if (!j.is_object()) return make_error(ErrorCode::kInvalidArgument, "dojo config: give a JSON object of Config's fields");
+  Config c;
+  static const std::vector<std::string> known = {"models", "dim_sets", "gpus", "virtual_gpus", "objectives",
+                                                 "memory_fractions", "power_fractions", "dtype", "plans", "seed",
+                                                 "format", "store"};
+  for (const auto& [key, value] : j.items()) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("dojo config: unknown field \"{}\"; the fields are {}", key, fmt::join(known, ", ")));
+    }
+    try {
+      if (key == "models") c.models = value.get<std::vector<std::string>>();
+      if (key == "dim_sets") c.dim_sets = value.get<std::vector<std::map<std::string, int64_t>>>();
+      if (key == "gpus") c.gpus = value.get<std::vector<std::string>>();
+      if (key == "virtual_gpus") c.virtual_gpus = value.get<int>();
+      if (key == "objectives") c.objectives = value.get<std::vector<std::string>>();
+      if (key == "memory_fractions") c.memory_fractions = value.get<std::vector<double>>();
+      if (key == "power_fractions") c.power_fractions = value.get<std::vector<double>>();
+      if (key == "dtype") c.dtype = value.get<std::string>();
+      if (key == "plans") c.plans = value.get<int>();
+      if (key == "seed") c.seed = value.get<uint64_t>();
+      if (key == "format") c.format = value.get<std::string>();
+      if (key == "store") c.store = value.get<std::string>();
+    } catch (const json::exception&) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("dojo config: field \"{}\" is {}, of the wrong type (lists of strings for models, "
+                                    "gpus and objectives, of numbers for the fractions, of {{name: int}} objects for "
+                                    "dim_sets; integers for virtual_gpus, plans and seed; strings otherwise)",
+                                    key, value.dump()));
+    }
+  }
+  return c;
+}
+
 Status write_manifest(const Tasks& t, int shard_count, const std::string& out_dir) {
   using nlohmann::json;
-  const Config& c = t.config;
-  json cfg = {{"models", c.models},   {"dim_sets", c.dim_sets},       {"gpus", c.gpus},
-              {"virtual_gpus", c.virtual_gpus}, {"objectives", c.objectives}, {"memory_fractions", c.memory_fractions},
-              {"power_fractions", c.power_fractions}, {"dtype", c.dtype}, {"plans", c.plans},
-              {"seed", c.seed},       {"format", c.format},           {"store", c.store}};
+  const json cfg = config_json(t.config);
   json graphs = json::array(), gpus = json::array(), cons = json::array();
   for (const GraphVariant& g : t.graphs) graphs.push_back({{"id", g.id}, {"family", g.family}, {"path", g.path}, {"dims", g.dims}});
   for (const GpuVariant& v : t.gpus) {
@@ -641,6 +695,13 @@ Status write_manifest(const Tasks& t, int shard_count, const std::string& out_di
                   {"plan_columns", columns(plan_columns())}, {"notes", t.notes}};
   std::error_code ec;
   fs::create_directories(out_dir, ec);
+  // The virtual GPUs' profiles, so every sample can be reproduced.
+  for (const GpuVariant& v : t.gpus) {
+    if (!v.virtual_gpu) continue;
+    const fs::path p = fs::path(out_dir) / "gpus" / (v.id + ".yaml");
+    fs::create_directories(p.parent_path(), ec);
+    if (auto w = write_file_atomic(p.string(), v.yaml); !w) return w.error();
+  }
   return write_file_atomic((fs::path(out_dir) / "dojo.json").string(), m.dump(1) + "\n");
 }
 

@@ -59,6 +59,12 @@ struct Config {
   std::string store;            // measurement store for measured labels ("" : none)
 };
 
+// A configuration as JSON (the manifest's "config", and what the Python package passes): every
+// field of Config by its name; absent fields keep their defaults. Errors name the field, the value
+// and what is allowed.
+Result<Config> config_from_json(const std::string& text);
+std::string config_to_json(const Config& c);
+
 struct GraphVariant {
   std::string id;      // "resnet50" or "bert_base_seq128[batch=8]"
   std::string family;  // the model's file stem: splits by graph family keep its variants together
@@ -124,14 +130,15 @@ struct ShardResult {
 std::pair<size_t, size_t> shard_range(size_t tasks, ShardSpec s);
 
 // Generates one shard into `out_dir` (created): kernels-IIIII-of-NNNNN.{csv,ndjson} and
-// plans-IIIII-of-NNNNN.{csv,ndjson}, each written whole to a temporary file and renamed, and the
-// virtual GPUs' profiles under gpus/. A shard whose two files exist is skipped. `progress` is
+// plans-IIIII-of-NNNNN.{csv,ndjson}, each written whole to a temporary file and renamed. A shard
+// whose two files exist is skipped. `progress` is
 // called after each task with (tasks done, tasks in the shard).
 Result<ShardResult> generate_shard(const Tasks& t, ShardSpec s, const std::string& out_dir,
                                    const std::function<void(size_t, size_t)>& progress = {});
 
-// Writes `out_dir`/dojo.json: the schema, the configuration, the graph variants, GPUs,
-// constraints and shard count, and the column tables — what a reader needs to interpret shards.
+// Writes `out_dir`/dojo.json — the schema, the configuration, the graph variants, GPUs,
+// constraints and shard count, and the column tables: what a reader needs to interpret shards —
+// and each virtual GPU's profile as gpus/<id>.yaml.
 Status write_manifest(const Tasks& t, int shard_count, const std::string& out_dir);
 
 // The columns of the kernel and plan tables, in file order: name, type ("int", "float",

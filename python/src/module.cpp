@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpusim/dojo.h"
 #include "gpusim/gpusim.h"
 
 namespace py = pybind11;
@@ -536,6 +537,56 @@ PYBIND11_MODULE(_gpusim, m) {
         return d ? py::object(py::str(*d)) : py::object(py::none());
       },
       "The installed data directory (share/gpusim: gpu_profiles/, runtimes/) this package found, or None.");
+
+  // The GPU Dojo's generator, for gpusim.dojo (python/gpusim/dojo): a configuration travels as JSON
+  // (dojo.h: config_from_json), so a Ray worker needs nothing but the text.
+  m.def(
+      "dojo_columns",
+      []() {
+        auto cols = [](const std::vector<gpusim::dojo::Column>& v) {
+          py::list l;
+          for (const auto& c : v) l.append(py::dict("name"_a = c.name, "type"_a = c.type, "unit"_a = c.unit, "doc"_a = c.doc));
+          return l;
+        };
+        return py::dict("kernels"_a = cols(gpusim::dojo::kernel_columns()), "plans"_a = cols(gpusim::dojo::plan_columns()));
+      },
+      "The kernel and plan tables' columns: name, type (int, float, string, bool), unit, meaning.");
+  auto dojo_tasks = [](const std::string& config, const std::vector<std::string>& profiles) {
+    gpusim::Result<gpusim::dojo::Tasks> t = [&]() -> gpusim::Result<gpusim::dojo::Tasks> {
+      py::gil_scoped_release nogil;
+      auto c = gpusim::dojo::config_from_json(config);
+      if (!c) return c.error();
+      return gpusim::dojo::expand(*c, gpusim::Session({profiles, {}}).profile_dirs());
+    }();
+    return take(std::move(t));
+  };
+  m.def(
+      "dojo_write_manifest",
+      [dojo_tasks](const std::string& config, int shards, const std::string& out, const std::vector<std::string>& profiles) {
+        gpusim::dojo::Tasks t = dojo_tasks(config, profiles);
+        if (auto s = gpusim::dojo::write_manifest(t, shards, out); !s) raise_error(s.error());
+        return py::dict("tasks"_a = t.tasks.size(), "graphs"_a = t.graphs.size(), "gpus"_a = t.gpus.size(),
+                        "constraints"_a = t.constraints.size(), "notes"_a = t.notes);
+      },
+      "config"_a, "shards"_a, "out"_a, "profiles"_a = std::vector<std::string>{},
+      "Expands a Dojo configuration (JSON) and writes OUT/dojo.json; returns the counts.");
+  m.def(
+      "dojo_generate_shard",
+      [dojo_tasks](const std::string& config, int index, int count, const std::string& out,
+                   const std::vector<std::string>& profiles) {
+        gpusim::dojo::Tasks t = dojo_tasks(config, profiles);
+        gpusim::Result<gpusim::dojo::ShardResult> r = [&] {
+          py::gil_scoped_release nogil;
+          return gpusim::dojo::generate_shard(t, {index, count}, out);
+        }();
+        const gpusim::dojo::ShardResult s = take(std::move(r));
+        return py::dict("index"_a = s.index, "count"_a = s.count, "skipped"_a = s.skipped, "tasks"_a = s.tasks,
+                        "plans"_a = s.plans, "kernel_rows"_a = s.kernel_rows, "seconds"_a = s.seconds,
+                        "kernels_file"_a = s.kernels_file, "plans_file"_a = s.plans_file);
+      },
+      "config"_a, "index"_a, "count"_a, "out"_a, "profiles"_a = std::vector<std::string>{},
+      "Generates shard INDEX of COUNT of a Dojo configuration (JSON) into OUT (CSV or NDJSON, as the config says); "
+      "a complete shard is skipped.");
 
   py::class_<gpusim::Model>(m, "Model",
                             "An imported ONNX graph (shapes inferred, weights not kept). Immutable; open one with "

@@ -188,7 +188,8 @@ TEST_CASE("dojo: an interrupted run resumes, skipping complete shards", "[dojo]"
   CHECK(fs::last_write_time(first->kernels_file) == before);
   CHECK(slurp(first->kernels_file) == kept);
   CHECK(slurp(d + "/kernels-00002-of-00003.csv").rfind("task,", 0) == 0);
-  // The virtual GPUs' profiles are there, valid, and load back as what the rows used.
+  // The manifest writes the virtual GPUs' profiles: valid, and they load back as what the rows used.
+  REQUIRE(dojo::write_manifest(*t, 3, d));
   for (const dojo::GpuVariant& v : t->gpus) {
     if (!v.virtual_gpu) continue;
     auto p = load_profile(d + "/gpus/" + v.id + ".yaml", default_profile_dirs());

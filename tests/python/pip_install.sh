@@ -3,8 +3,9 @@
 # pytest through --system-site-packages), scikit-build-core from PyPI under pip's build isolation,
 # CMake building the module with the Debian C++ packages. Then, from outside the source tree, with
 # no GPUSIM_PROFILE_PATH and a fresh HOME: the package finds its own data, the README's Python example
-# runs, the whole pytest suite passes against the installed package, and the `gpusim` program the
-# wheel installs answers.
+# runs, the whole pytest suite passes against the installed package (with gpusim.dojo's PyPI
+# dependencies, python/requirements-dojo.txt, installed), the Dojo example trains and reports, and
+# the `gpusim` program the wheel installs answers.
 #   tests/python/pip_install.sh SOURCE_DIR
 set -euo pipefail
 src=$(cd "$1" && pwd)
@@ -32,7 +33,16 @@ esac
 cat example.out
 grep -q "over eager" example.out
 
-GPUSIM_BINARY="$work/venv/bin/gpusim" "$work/venv/bin/python" -m pytest -q -p no:cacheprovider "$src/tests/python"
+# The Dojo's Ray path and Parquet (gpusim.dojo): its PyPI dependencies, so its tests run, not skip.
+"$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$src/python/requirements-dojo.txt"
+GPUSIM_DOJO_DEPS=required GPUSIM_BINARY="$work/venv/bin/gpusim" \
+  "$work/venv/bin/python" -m pytest -q -p no:cacheprovider "$src/tests/python"
+
+# The Dojo example: a dataset on a local Ray, a learned model tested on a GPU family it never saw.
+(cd "$src" && "$work/venv/bin/python" examples/python/dojo_ranker.py --out "$work/dojo" --plans 6 --virtual-gpus 2) \
+  > dojo.out
+cat dojo.out
+grep -q "plans     learned" dojo.out
 
 "$work/venv/bin/gpusim" predict "$src/models/resnet50.onnx" --gpu nvidia-t4 --dtype fp16 > predict.out
 grep -q "Tesla T4" predict.out
