@@ -21,6 +21,7 @@
 #include "gpusim/kernel_work.h"
 #include "gpusim/measurement.h"
 #include "gpusim/onnx_import.h"
+#include "gpusim/plan.h"
 #include "gpusim/predict.h"
 #include "gpusim/scheduler.h"
 #include "gpusim/work_json.h"
@@ -209,6 +210,63 @@ std::string virtual_gpu_yaml(const GpuProfile& base, const std::string& name, ui
   return y;
 }
 
+Graph cut_graph(const Graph& g, size_t first, size_t last) {
+  Graph s;
+  s.name = g.name;
+  s.source_path = g.source_path;
+  s.opset = g.opset;
+  s.notes = g.notes;
+  std::vector<int> produced_at(g.tensors.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (TensorId t : g.nodes[i].outputs) {
+      if (t != kNoTensor) produced_at[static_cast<size_t>(t)] = static_cast<int>(i);
+    }
+  }
+  std::vector<bool> read_later(g.tensors.size(), false);
+  for (size_t i = last; i < g.nodes.size(); ++i) {
+    for (TensorId t : g.nodes[i].inputs) {
+      if (t != kNoTensor) read_later[static_cast<size_t>(t)] = true;
+    }
+  }
+  for (TensorId t : g.outputs) read_later[static_cast<size_t>(t)] = true;
+  std::vector<TensorId> remap(g.tensors.size(), kNoTensor);
+  auto keep = [&](TensorId t) {
+    if (t == kNoTensor) return kNoTensor;
+    TensorId& r = remap[static_cast<size_t>(t)];
+    if (r != kNoTensor) return r;
+    Tensor copy = g.tensor(t);
+    const int p = produced_at[static_cast<size_t>(t)];
+    const bool from_before = p >= 0 && static_cast<size_t>(p) < first && !g.nodes[static_cast<size_t>(p)].folded;
+    if (from_before || copy.role == TensorRole::kInput) {
+      copy.role = TensorRole::kInput;
+      r = s.add_tensor(std::move(copy));
+      s.inputs.push_back(r);
+    } else {
+      if (copy.role == TensorRole::kOutput) copy.role = TensorRole::kActivation;
+      r = s.add_tensor(std::move(copy));
+    }
+    return r;
+  };
+  for (size_t i = first; i < last; ++i) {
+    Node n = g.nodes[i];
+    for (TensorId& t : n.inputs) t = keep(t);
+    for (TensorId& t : n.outputs) t = keep(t);
+    s.nodes.push_back(std::move(n));
+  }
+  for (size_t i = first; i < last; ++i) {
+    for (TensorId t : g.nodes[i].outputs) {
+      if (t != kNoTensor && read_later[static_cast<size_t>(t)]) s.outputs.push_back(remap[static_cast<size_t>(t)]);
+    }
+  }
+  if (s.outputs.empty()) {
+    for (TensorId t : s.nodes.back().outputs) {
+      if (t != kNoTensor) s.outputs.push_back(t);
+    }
+  }
+  for (TensorId t : s.outputs) s.tensor(t).role = TensorRole::kOutput;
+  return s;
+}
+
 Result<ShardSpec> parse_shard(const std::string& text) {
   const auto slash = text.find('/');
   ShardSpec s;
@@ -244,6 +302,9 @@ Result<Tasks> expand(const Config& c, const std::vector<std::string>& dirs) {
   if (c.gpus.empty()) return make_error(ErrorCode::kInvalidArgument, "dojo: no GPUs; give one or more profile ids (gpusim profiles lists them)");
   if (c.plans < 0 || c.plans > 10000) {
     return make_error(ErrorCode::kInvalidArgument, fmt::format("dojo: --plans {} is out of range; give 0 to 10000", c.plans));
+  }
+  if (c.subgraphs < 0 || c.subgraphs > 10000) {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("dojo: --subgraphs {} is out of range; give 0 to 10000", c.subgraphs));
   }
   if (c.virtual_gpus < 0 || c.virtual_gpus > 1000) {
     return make_error(ErrorCode::kInvalidArgument,
@@ -302,12 +363,36 @@ Result<Tasks> expand(const Config& c, const std::vector<std::string>& dirs) {
       v.path = path;
       v.dims = dims;
       v.graph = std::make_shared<const Graph>(retype(*g, *dtype));
+      // Sub-graphs: windows of 8..64 nodes that launch kernels, at seeded positions.
+      std::vector<size_t> runtime;
+      for (size_t i = 0; i < v.graph->nodes.size(); ++i) {
+        if (runs_on_device(*v.graph, v.graph->nodes[i])) runtime.push_back(i);
+      }
+      std::mt19937_64 rng(mix(c.seed ^ text_hash(v.id)));
+      std::vector<GraphVariant> cuts;
+      for (int k = 0; k < c.subgraphs && runtime.size() >= 16; ++k) {
+        const size_t len = 8 + static_cast<size_t>(rng() % std::min<size_t>(57, runtime.size() - 8));
+        const size_t at = static_cast<size_t>(rng() % (runtime.size() - len + 1));
+        GraphVariant cv;
+        cv.family = v.family;
+        cv.id = fmt::format("{}#{}-{}", v.id, runtime[at], runtime[at + len - 1]);
+        cv.path = path;
+        cv.dims = dims;
+        cv.graph = std::make_shared<const Graph>(cut_graph(*v.graph, runtime[at], runtime[at + len - 1] + 1));
+        cuts.push_back(std::move(cv));
+      }
       t.graphs.push_back(std::move(v));
+      for (GraphVariant& cv : cuts) t.graphs.push_back(std::move(cv));
       ++kept;
     }
   }
-  // GPUs and their virtual variants.
-  for (const std::string& id : c.gpus) {
+  // GPUs and their virtual variants ("all": every profile found, calibrated ones included).
+  std::vector<std::string> gpu_ids = c.gpus;
+  if (gpu_ids.size() == 1 && gpu_ids[0] == "all") {
+    gpu_ids.clear();
+    for (const ProfileEntry& e : list_profiles(dirs)) gpu_ids.push_back(e.path);
+  }
+  for (const std::string& id : gpu_ids) {
     auto p = find_profile(id, dirs);
     if (!p) return make_error(p.error().code, fmt::format("dojo: {}", p.error().message));
     GpuVariant base;
@@ -613,6 +698,7 @@ nlohmann::json config_json(const Config& c) {
           {"dim_sets", c.dim_sets},
           {"gpus", c.gpus},
           {"virtual_gpus", c.virtual_gpus},
+          {"subgraphs", c.subgraphs},
           {"objectives", c.objectives},
           {"memory_fractions", c.memory_fractions},
           {"power_fractions", c.power_fractions},
@@ -639,7 +725,7 @@ Result<Config> config_from_json(const std::string& text) {
   }
   if (!j.is_object()) return make_error(ErrorCode::kInvalidArgument, "dojo config: give a JSON object of Config's fields");
   Config c;
-  static const std::vector<std::string> known = {"models", "dim_sets", "gpus", "virtual_gpus", "objectives",
+  static const std::vector<std::string> known = {"models", "dim_sets", "gpus", "virtual_gpus", "subgraphs", "objectives",
                                                  "memory_fractions", "power_fractions", "dtype", "plans", "seed",
                                                  "format", "store"};
   for (const auto& [key, value] : j.items()) {
@@ -652,6 +738,7 @@ Result<Config> config_from_json(const std::string& text) {
       if (key == "dim_sets") c.dim_sets = value.get<std::vector<std::map<std::string, int64_t>>>();
       if (key == "gpus") c.gpus = value.get<std::vector<std::string>>();
       if (key == "virtual_gpus") c.virtual_gpus = value.get<int>();
+      if (key == "subgraphs") c.subgraphs = value.get<int>();
       if (key == "objectives") c.objectives = value.get<std::vector<std::string>>();
       if (key == "memory_fractions") c.memory_fractions = value.get<std::vector<double>>();
       if (key == "power_fractions") c.power_fractions = value.get<std::vector<double>>();
@@ -664,7 +751,7 @@ Result<Config> config_from_json(const std::string& text) {
       return make_error(ErrorCode::kInvalidArgument,
                         fmt::format("dojo config: field \"{}\" is {}, of the wrong type (lists of strings for models, "
                                     "gpus and objectives, of numbers for the fractions, of {{name: int}} objects for "
-                                    "dim_sets; integers for virtual_gpus, plans and seed; strings otherwise)",
+                                    "dim_sets; integers for virtual_gpus, subgraphs, plans and seed; strings otherwise)",
                                     key, value.dump()));
     }
   }

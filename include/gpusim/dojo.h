@@ -45,8 +45,11 @@ struct Config {
   // Dim override sets; each model is imported once per set whose names it has (a set naming
   // no input dim of a model is skipped for it). Empty: each model once, as it is.
   std::vector<std::map<std::string, int64_t>> dim_sets;
-  std::vector<std::string> gpus;  // profile ids (or paths)
+  std::vector<std::string> gpus;  // profile ids (or paths); "all": every profile found
   int virtual_gpus = 0;           // virtual GPUs sampled around each profile, besides the profile itself
+  // Sub-graphs cut from each graph variant, besides the whole graph: windows spanning 8 to 64
+  // nodes that launch kernels, at seeded positions (their family stays the model's).
+  int subgraphs = 0;
   std::vector<std::string> objectives = {"latency"};  // latency | throughput | energy | memory
   // Memory budgets as fractions of each GPU's memory (plans over it get offloading, or are
   // marked as not fitting), and power caps as fractions of its TDP (the clock it holds follows).
@@ -104,6 +107,12 @@ struct Tasks {
 // Imports every graph variant, loads and samples every GPU, and lists the tasks. Errors name the
 // model, dim set or profile that failed, and the fix.
 Result<Tasks> expand(const Config& c, const std::vector<std::string>& profile_dirs);
+
+// Nodes [first, last) of `g` (topological order) as a graph of their own: tensors they read that
+// earlier nodes produced become its inputs, tensors they produce that later nodes or the graph's
+// outputs read become its outputs (the last node's when none are), and only the tensors they touch
+// are kept. `first` < `last` <= g.nodes.size().
+Graph cut_graph(const Graph& g, size_t first, size_t last);
 
 // A virtual GPU: `base` with its unit count, clocks, DRAM and L2 sizes and bandwidths and TDP
 // drawn within physically consistent ranges (peak rates follow units x clock), reproducible from

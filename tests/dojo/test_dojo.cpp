@@ -13,6 +13,7 @@
 #include "gpusim/dojo.h"
 #include "gpusim/kernel_cost.h"
 #include "gpusim/measurement.h"
+#include "gpusim/plan.h"
 #include "gpusim/predict.h"
 #include "gpusim/scheduler.h"
 #include "support/fixtures.h"
@@ -322,4 +323,52 @@ TEST_CASE("dojo: the dataset card documents every column", "[dojo][docs]") {
       CHECK_THAT(card, Catch::Contains(fmt::format("| `{}` | {} | {} |", c.name, c.type, c.unit)));
     }
   }
+}
+
+TEST_CASE("dojo: sub-graphs cut from a model are graphs of their own, priced like any", "[dojo]") {
+  const Graph& g = test::bundled_model("resnet50.onnx");
+  std::vector<size_t> runtime;  // nodes that launch a kernel (not folded shape arithmetic, not views)
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (runs_on_device(g, g.nodes[i])) runtime.push_back(i);
+  }
+  REQUIRE(runtime.size() > 40);
+  const Graph s = dojo::cut_graph(g, runtime[10], runtime[29] + 1);
+  REQUIRE(s.nodes.size() == runtime[29] + 1 - runtime[10]);
+  CHECK_FALSE(s.inputs.empty());
+  CHECK_FALSE(s.outputs.empty());
+  std::vector<bool> produced(s.tensors.size(), false);
+  for (const Node& n : s.nodes) {
+    for (TensorId t : n.inputs) {
+      if (t == kNoTensor) continue;
+      const TensorRole r = s.tensor(t).role;
+      // Every input is fed, a weight or constant, or produced earlier inside the cut.
+      CHECK((r == TensorRole::kInput || r == TensorRole::kWeight || r == TensorRole::kConstant ||
+             produced[static_cast<size_t>(t)]));
+    }
+    for (TensorId t : n.outputs) {
+      if (t != kNoTensor) produced[static_cast<size_t>(t)] = true;
+    }
+  }
+  for (TensorId t : s.outputs) CHECK(produced[static_cast<size_t>(t)]);
+  CHECK(s.tensors.size() < g.tensors.size());  // only what the window touches
+  auto p = predict(s, test::gpu("nvidia-t4"));
+  REQUIRE(p);
+  CHECK(p->kernels.size() <= s.nodes.size());
+  CHECK(p->weight_bytes < predict(g, test::gpu("nvidia-t4"))->weight_bytes);
+  // In a configuration: each model's cuts, reproducibly, in its family; "all" takes every profile.
+  dojo::Config c;
+  c.models = {test::source_dir() + "/models/resnet50.onnx"};
+  c.gpus = {"all"};
+  c.subgraphs = 3;
+  auto t = dojo::expand(c, default_profile_dirs());
+  REQUIRE(t);
+  REQUIRE(t->graphs.size() == 4);
+  for (size_t i = 1; i < 4; ++i) {
+    CHECK(t->graphs[i].id.rfind("resnet50#", 0) == 0);
+    CHECK(t->graphs[i].family == "resnet50");
+  }
+  CHECK(t->gpus.size() == list_profiles(default_profile_dirs()).size());
+  auto again = dojo::expand(c, default_profile_dirs());
+  REQUIRE(again);
+  CHECK(again->graphs[2].id == t->graphs[2].id);
 }

@@ -5,6 +5,7 @@
 // same command resumes an interrupted run.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -55,7 +56,7 @@ Result<std::vector<double>> fractions(const std::vector<std::string>& items, con
 void add_dojo(CLI::App& app, int& rc) {
   struct Args {
     std::vector<std::string> models, gpus, dims, objectives, memory, power, profile_dirs;
-    int virtual_gpus = 0, plans = 8, shards = 1;
+    int virtual_gpus = 0, subgraphs = 0, plans = 8, shards = 1;
     uint64_t seed = 1;
     std::string shard, out, format = "csv", store, dtype = "fp16";
     bool quiet = false;
@@ -65,8 +66,10 @@ void add_dojo(CLI::App& app, int& rc) {
   dojo->require_subcommand(1);
   auto* cmd = dojo->add_subcommand("generate", "Write a sharded dataset of kernel and plan rows (dojo/README.md)");
   cmd->add_option("--model", a->models, "ONNX model (repeatable)")->required();
-  cmd->add_option("--gpu", a->gpus, "GPU profile ids, comma-separated or repeated (gpusim profiles list)")->required();
+  cmd->add_option("--gpu", a->gpus, "GPU profile ids, comma-separated or repeated (gpusim profiles list); all: every profile")
+      ->required();
   cmd->add_option("--virtual-gpus", a->virtual_gpus, "Virtual GPUs sampled around each profile (0..1000)");
+  cmd->add_option("--subgraphs", a->subgraphs, "Sub-graphs cut from each graph (windows of 8..64 nodes), besides it (0..10000)");
   cmd->add_option("--dims", a->dims,
                   "A dim set, NAME=VALUE[,NAME=VALUE...]; each model runs once per set that names its dims "
                   "(repeatable: --dims batch=1 --dims batch=8)");
@@ -93,6 +96,7 @@ void add_dojo(CLI::App& app, int& rc) {
     c.models = a->models;
     c.gpus = split_list(a->gpus);
     c.virtual_gpus = a->virtual_gpus;
+    c.subgraphs = a->subgraphs;
     for (const std::string& set : a->dims) {
       std::map<std::string, int64_t> dims;
       for (const std::string& kv : split_list({set})) {
@@ -138,7 +142,9 @@ void add_dojo(CLI::App& app, int& rc) {
     if (!a->quiet) {
       fmt::print("dojo     {} graph variants x {} GPUs ({} virtual) x {} constraints = {} tasks, {} plans each, "
                  "{} shards -> {}\n",
-                 tasks->graphs.size(), tasks->gpus.size(), tasks->gpus.size() - c.gpus.size(), tasks->constraints.size(),
+                 tasks->graphs.size(), tasks->gpus.size(),
+                 std::count_if(tasks->gpus.begin(), tasks->gpus.end(), [](const auto& g) { return g.virtual_gpu; }),
+                 tasks->constraints.size(),
                  tasks->tasks.size(), 2 + c.plans, count, a->out);
       for (const std::string& n : tasks->notes) fmt::print("note     {}\n", n);
     }

@@ -39,6 +39,7 @@ class Config:
     gpus: list
     dim_sets: list = dataclasses.field(default_factory=list)  # [{"batch": 1}, {"batch": 8}]
     virtual_gpus: int = 0
+    subgraphs: int = 0
     objectives: list = dataclasses.field(default_factory=lambda: ["latency"])
     memory_fractions: list = dataclasses.field(default_factory=lambda: [1.0])
     power_fractions: list = dataclasses.field(default_factory=lambda: [1.0])
