@@ -340,23 +340,46 @@ Result<Tasks> expand(const Config& c, const std::vector<std::string>& dirs) {
   if (sets.empty()) sets.emplace_back();
   for (const std::string& path : c.models) {
     int kept = 0;
+    // Whether a dim override names a dim of this model: INPUT:AXIS an input it has, a name a
+    // symbolic dim of its inputs (an import with only that override says so).
+    std::vector<std::string> input_names;
+    std::map<std::string, bool> names_dim;
+    auto applies = [&](const std::string& key) -> bool {
+      if (auto it = names_dim.find(key); it != names_dim.end()) return it->second;
+      ImportOptions probe;
+      probe.other_dims = 1;
+      probe.onnx_shape_inference = false;
+      bool ok = false;
+      if (const auto colon = key.rfind(':'); colon != std::string::npos) {
+        if (input_names.empty()) {
+          if (auto g = import_onnx(path, probe)) {
+            for (TensorId in : g->inputs) input_names.push_back(g->tensor(in).name);
+          }
+        }
+        ok = std::find(input_names.begin(), input_names.end(), key.substr(0, colon)) != input_names.end();
+      } else {
+        probe.dims[key] = 1;
+        auto g = import_onnx(path, probe);
+        ok = g || g.error().message.find("matches no input dim") == std::string::npos;
+      }
+      return names_dim[key] = ok;
+    };
     std::vector<std::map<std::string, int64_t>> model_sets = sets;
     for (size_t si = 0; si < model_sets.size(); ++si) {
       const auto dims = model_sets[si];
+      // A dim set naming a dim this model does not have does not apply to it.
+      if (!std::all_of(dims.begin(), dims.end(), [&](const auto& kv) { return applies(kv.first); })) {
+        t.notes.push_back(fmt::format("{}: dim set {} names a dim its inputs do not have: skipped for it", path,
+                                      dims_text(dims)));
+        // A model no set applies to runs once as it is.
+        if (si + 1 == model_sets.size() && kept == 0) model_sets.emplace_back();
+        continue;
+      }
       ImportOptions io;
       io.dims = dims;
       io.onnx_shape_inference = false;
       auto g = import_onnx(path, io);
-      if (!g) {
-        // A dim set naming no dim of this model does not apply to it.
-        if (!dims.empty() && g.error().message.find("matches no input dim") != std::string::npos) {
-          t.notes.push_back(fmt::format("{}: dim set {} names no dim of its inputs: skipped for it", path, dims_text(dims)));
-          // A model no set applies to runs once as it is.
-          if (si + 1 == model_sets.size() && kept == 0) model_sets.emplace_back();
-          continue;
-        }
-        return make_error(g.error().code, fmt::format("dojo: {}", g.error().message));
-      }
+      if (!g) return make_error(g.error().code, fmt::format("dojo: {}", g.error().message));
       GraphVariant v;
       v.family = stem(path);
       v.id = dims.empty() ? v.family : fmt::format("{}[{}]", v.family, dims_text(dims));

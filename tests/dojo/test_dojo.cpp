@@ -372,3 +372,16 @@ TEST_CASE("dojo: sub-graphs cut from a model are graphs of their own, priced lik
   REQUIRE(again);
   CHECK(again->graphs[2].id == t->graphs[2].id);
 }
+
+TEST_CASE("dojo: dim sets sweep resolution and sequence length through INPUT:AXIS", "[dojo]") {
+  dojo::Config c;
+  c.models = {test::source_dir() + "/models/resnet50.onnx", test::source_dir() + "/models/bert_base_seq128.onnx"};
+  c.dim_sets = {{{"input:2", 160}, {"input:3", 160}}, {{"batch", 1}, {"input_ids:1", 64}, {"attention_mask:1", 64}}};
+  c.gpus = {"nvidia-t4"};
+  auto t = dojo::expand(c, default_profile_dirs());
+  REQUIRE(t);
+  REQUIRE(t->graphs.size() == 2);  // each model takes the set naming its inputs
+  CHECK(t->graphs[0].id == "resnet50[input:2=160,input:3=160]");
+  CHECK(t->graphs[0].graph->tensor(t->graphs[0].graph->inputs[0]).shape == Shape{1, 3, 160, 160});
+  CHECK(t->graphs[1].graph->tensor(t->graphs[1].graph->inputs[0]).shape == Shape{1, 64});
+}
