@@ -312,6 +312,16 @@ TEST_CASE("dojo generate: bad configurations are refused with the value and the 
   const auto manifest = nlohmann::json::parse(slurp(out + "/dojo.json"));
   CHECK(manifest["schema"] == dojo::kSchema);
   CHECK(manifest["kernel_columns"].size() == dojo::kernel_columns().size());
+  // A virtual GPU's profile, written beside the shards, is one every command takes.
+  const std::string vout = fresh_dir("dojo_cli_virtual");
+  REQUIRE(test::run_gpusim(fmt::format("dojo generate --model {} --gpu t4 --virtual-gpus 1 --plans 0 --out {} --quiet", m,
+                                       vout)).rc == 0);
+  const test::Run p = test::run_gpusim(fmt::format("predict {} --profiles {}/gpus --gpu nvidia-t4-v1 --json", m, vout));
+  INFO(p.out);
+  REQUIRE(p.rc == 0);
+  const auto pj = nlohmann::json::parse(p.out);
+  CHECK(pj["gpu"] == "nvidia-t4-v1");
+  CHECK(pj["gpu_display_name"] == "Tesla T4 (virtual nvidia-t4-v1)");
 }
 
 TEST_CASE("dojo: the dataset card documents every column", "[dojo][docs]") {

@@ -219,7 +219,7 @@ def write_card(out):
         "```",
         "",
         "Virtual GPUs are profiles in `gpus/` (each extends its base profile): "
-        "`gpusim predict MODEL --profiles gpus --gpu ID` prices any sample again.",
+        "every gpusim command takes them (`gpusim predict MODEL --profiles gpus --gpu ID`).",
         "",
         "## Splits",
         "",
