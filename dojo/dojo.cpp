@@ -10,10 +10,8 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <random>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -119,7 +117,6 @@ class RowWriter {
   }
   std::string& text() { return buf_; }
   int64_t rows() const { return rows_; }
-  size_t fields() const { return i_; }
 
  private:
   // The buffer, positioned for the next field (separator and, in NDJSON, its name written).

@@ -125,9 +125,9 @@ def generate(config, out, shards=None, executor="ray", address=None, num_cpus=No
         cpus = int(ray.available_resources().get("CPU", 1))
     elif executor != "local":
         raise Error(f'executor "{executor}" is not ray or local', "invalid_argument")
-    probe = _gpusim.dojo_write_manifest(cfg, 1, out, list(profiles))
-    if shards is None:
-        shards = max(1, min(probe["tasks"], 4 * (cpus or 1)))
+    if shards is None:  # the task count first (the manifest is rewritten with the shard count below)
+        tasks = _gpusim.dojo_write_manifest(cfg, 1, out, list(profiles))["tasks"]
+        shards = max(1, min(tasks, 4 * (cpus or 1)))
     if not 1 <= shards <= 100000:
         raise Error(f"shards {shards} is out of range; give 1 to 100000", "invalid_argument")
     info = _gpusim.dojo_write_manifest(cfg, shards, out, list(profiles))
