@@ -8,6 +8,7 @@
 #include <random>
 #include <unordered_map>
 
+#include "gpusim/patterns.h"
 #include "gpusim/scheduler.h"
 #include "schedulers/registry.h"
 
@@ -17,19 +18,11 @@ namespace {
 enum Kind { kPointwise = 0, kMainLoop = 1, kRowwise = 2 };
 
 Kind kind_of(const Graph& g, const Node& n) {
-  const auto c = op_class(n.domain, n.op_type).value_or(OpClass::kElementwise);
-  if (c == OpClass::kGemm || c == OpClass::kConv || c == OpClass::kAttention) {
-    // Depthwise and tiny convolutions run as streaming kernels.
-    const auto w = node_work(g, n);
-    return w && w->m > 0 ? kMainLoop : kPointwise;
+  switch (node_kind(g, n)) {
+    case NodeKind::kMainLoop: return kMainLoop;
+    case NodeKind::kRowwise: return kRowwise;
+    default: return kPointwise;
   }
-  if (c == OpClass::kNormalization || c == OpClass::kReduction) {
-    return n.op_type == "BatchNormalization" || n.op_type == "LRN" || n.op_type == "MaxPool" ||
-                   n.op_type == "AveragePool"
-               ? kPointwise
-               : kRowwise;
-  }
-  return kPointwise;
 }
 
 // Order-free hash of a group: the sum of a mixed value per member.
@@ -41,7 +34,7 @@ struct Merge {
   int roots[16];
   int n = 0, mains = 0, rows = 0;
   bool attention = false;
-  bool legal() const { return attention ? (mains <= 2 && rows <= 1) : (mains + rows <= 1); }
+  bool legal() const { return kinds_fuse(mains, rows, attention); }
 };
 
 template <typename Find>
@@ -97,97 +90,36 @@ FusionSpace::FusionSpace(const Graph& g, const GpuProfile& gpu, bool all_tiles,
 }
 
 void FusionSpace::find_candidates() {
+  // The passes are patterns (include/gpusim/patterns.h), matched by the matcher the runtimes'
+  // lowerings use; each eager kernel is one node, so a match's nodes name its kernels.
+  const PatternMatcher pm(g_);
   const size_t nk = eager_.kernels.size();
-  // Kernels reading each (alias-resolved) tensor, and tensors that must reach the host.
-  std::vector<std::vector<int>> readers(g_.tensors.size());
-  for (size_t k = 0; k < nk; ++k) {
-    for (TensorId t : g_.nodes[static_cast<size_t>(eager_.kernels[k].nodes[0])].inputs) {
-      if (t == kNoTensor) continue;
-      auto& r = readers[static_cast<size_t>(alias_[static_cast<size_t>(t)])];
-      if (r.empty() || r.back() != static_cast<int>(k)) r.push_back(static_cast<int>(k));
-    }
-  }
-  std::vector<bool> escapes(g_.tensors.size(), false);
-  for (TensorId t : g_.outputs) escapes[static_cast<size_t>(alias_[static_cast<size_t>(t)])] = true;
-  auto node = [&](int k) -> const Node& { return g_.nodes[static_cast<size_t>(eager_.kernels[static_cast<size_t>(k)].nodes[0])]; };
-  auto out_elems = [&](int k) { return g_.tensor(node(k).outputs[0]).elements(); };
-  // The one kernel that reads everything kernel k writes, or -1.
-  auto sole_consumer = [&](int k) {
-    int only = -1;
-    for (TensorId t : node(k).outputs) {
-      if (t == kNoTensor) continue;
-      const auto r = static_cast<size_t>(t);
-      if (escapes[r]) return -1;
-      for (int j : readers[r]) {
-        if (only >= 0 && j != only) return -1;
-        only = j;
-      }
-    }
-    return only;
-  };
-  std::vector<int> consumer(nk);
-  std::vector<Kind> kind(nk);
-  for (size_t k = 0; k < nk; ++k) {
-    consumer[k] = sole_consumer(static_cast<int>(k));
-    kind[k] = static_cast<Kind>(kind_[k]);
-  }
-  auto add = [&](const char* pass, std::vector<int> ks) { cands_.push_back({pass, std::move(ks)}); };
+  auto node_of = [&](size_t k) { return eager_.kernels[k].nodes[0]; };
+  auto kernel_of = [&](int n) { return kernel_of_node_[static_cast<size_t>(n)]; };
+  auto add = [&](const std::string& pass, std::vector<int> ks) { cands_.push_back({pass, std::move(ks)}); };
+  // A producer and its sole consumer: the first pass that matches the pair names the candidate.
   for (size_t ku = 0; ku < nk; ++ku) {
-    const int k = static_cast<int>(ku);
-    const int j = consumer[ku];
-    if (j < 0) continue;
-    const Node& a = node(k);
-    const Node& b = node(j);
-    const auto ju = static_cast<size_t>(j);
-    // Pointwise: elementwise ops, and inference BatchNormalization (a per-channel scale and shift).
-    auto pointwise = [&](const Node& n, size_t ki) {
-      return kind[ki] == kPointwise &&
-             (op_class(n.domain, n.op_type) == OpClass::kElementwise || n.op_type == "BatchNormalization");
-    };
-    const bool b_pointwise = pointwise(b, ju);
-    if (a.op_type == "Conv" && kind[ku] == kMainLoop && b.op_type == "BatchNormalization") {
-      add("batchnorm-fold", {k, j});
-    } else if (pointwise(a, ku) && b_pointwise && out_elems(k) <= out_elems(j)) {
-      add("elementwise-chain", {k, j});
-    } else if (kind[ku] == kMainLoop && b_pointwise && out_elems(k) == out_elems(j)) {
-      add("gemm-epilogue", {k, j});
-    } else if (kind[ku] == kPointwise && op_class(a.domain, a.op_type) == OpClass::kElementwise && kind[ju] == kRowwise &&
-               op_class(b.domain, b.op_type) == OpClass::kNormalization) {
-      add("norm-prologue", {k, j});
-    } else if (kind[ku] == kRowwise && op_class(a.domain, a.op_type) == OpClass::kNormalization && b_pointwise &&
-               out_elems(k) == out_elems(j)) {
-      add("norm-epilogue", {k, j});
-    } else if (a.op_type == "Transpose" && (b.op_type == "MatMul" || b.op_type == "Gemm") && kind[ju] == kMainLoop) {
-      add("transpose-into-gemm", {k, j});
+    for (const Pattern& pass : planner_pair_passes()) {
+      auto m = pm.match_at(pass, node_of(ku));
+      if (!m || m->nodes.size() != 2) continue;
+      add(pass.name, {kernel_of(m->nodes[0]), kernel_of(m->nodes[1])});
+      break;
     }
   }
   // Attention: MatMul(Q, K^T) -> elementwise* -> Softmax -> elementwise* -> MatMul(P, V), each step
   // the previous one's only reader; a Transpose producing K^T for it alone joins too.
   for (size_t ku = 0; ku < nk; ++ku) {
-    if (node(static_cast<int>(ku)).op_type != "MatMul" || kind[ku] != kMainLoop) continue;
-    std::vector<int> chain = {static_cast<int>(ku)};
-    int cur = consumer[ku];
-    while (cur >= 0 && node(cur).op_type != "Softmax" && kind[static_cast<size_t>(cur)] == kPointwise &&
-           chain.size() < 6) {
-      chain.push_back(cur);
-      cur = consumer[static_cast<size_t>(cur)];
-    }
-    if (cur < 0 || node(cur).op_type != "Softmax") continue;
-    chain.push_back(cur);
-    cur = consumer[static_cast<size_t>(cur)];
-    while (cur >= 0 && node(cur).op_type != "MatMul" && kind[static_cast<size_t>(cur)] == kPointwise && chain.size() < 10) {
-      chain.push_back(cur);
-      cur = consumer[static_cast<size_t>(cur)];
-    }
-    if (cur < 0 || node(cur).op_type != "MatMul" || kind[static_cast<size_t>(cur)] != kMainLoop) continue;
-    chain.push_back(cur);
-    // The K^T transpose, when it feeds only this attention.
-    const Node& qk = node(static_cast<int>(ku));
+    auto m = pm.match_at(planner_attention_pass(), node_of(ku));
+    if (!m) continue;
+    std::vector<int> chain;
+    for (int n : m->nodes) chain.push_back(kernel_of(n));
+    const Node& qk = g_.nodes[static_cast<size_t>(node_of(ku))];
     if (qk.inputs.size() > 1) {
       const int prod = idx_.producer[static_cast<size_t>(alias_[static_cast<size_t>(qk.inputs[1])])];
       if (prod >= 0) {
         const int pk = kernel_of_node_[static_cast<size_t>(prod)];
-        if (pk >= 0 && node(pk).op_type == "Transpose" && consumer[static_cast<size_t>(pk)] == static_cast<int>(ku)) {
+        if (pk >= 0 && g_.nodes[static_cast<size_t>(prod)].op_type == "Transpose" &&
+            pm.sole_consumer(prod) == node_of(ku)) {
           chain.insert(chain.begin(), pk);
         }
       }
@@ -197,19 +129,21 @@ void FusionSpace::find_candidates() {
   // Recompute: a cheap elementwise op read by 2-4 pointwise or row-wise kernels (not a GEMM, whose
   // tiles would recompute it many times) can run inside each of them instead of being stored.
   for (size_t ku = 0; ku < nk; ++ku) {
-    const Node& a = node(static_cast<int>(ku));
-    if (kind[ku] != kPointwise || op_class(a.domain, a.op_type) != OpClass::kElementwise) continue;
+    const int n = node_of(ku);
+    const Node& a = g_.nodes[static_cast<size_t>(n)];
+    if (pm.kind(n) != NodeKind::kPointwise || op_class(a.domain, a.op_type) != OpClass::kElementwise) continue;
     std::vector<int> users;
     bool ok = true;
     for (TensorId t : a.outputs) {
       if (t == kNoTensor) continue;
-      if (escapes[static_cast<size_t>(t)]) ok = false;
-      for (int j : readers[static_cast<size_t>(t)]) {
-        if (std::find(users.begin(), users.end(), j) == users.end()) users.push_back(j);
+      if (pm.escapes(t)) ok = false;
+      for (int j : pm.readers(t)) {
+        const int kj = kernel_of(j);
+        if (std::find(users.begin(), users.end(), kj) == users.end()) users.push_back(kj);
       }
     }
     if (!ok || users.size() < 2 || users.size() > 4) continue;
-    for (int j : users) ok = ok && kind[static_cast<size_t>(j)] != kMainLoop;
+    for (int j : users) ok = ok && kind_[static_cast<size_t>(j)] != kMainLoop;
     if (!ok) continue;
     std::vector<int> ks = {static_cast<int>(ku)};
     ks.insert(ks.end(), users.begin(), users.end());
