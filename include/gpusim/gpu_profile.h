@@ -116,6 +116,9 @@ struct Efficiency {
   // their register-tiled inner loop reaches its own fraction of the vector peak. < 0: vector_flops.
   double gemm_vector_flops = -1;
   double matrix_flops = 0.75;
+  // Grouped and depthwise convolutions: the fraction of the rates (memory and compute) their
+  // library kernels reach against a dense convolution's of the same shape per group.
+  double grouped_conv = 1.00;
   double host_link = 0.80;
   double launch = 1.00;
 };
@@ -195,7 +198,20 @@ struct VendorEfficiency {
   std::string path;     // "" when no file was found
   std::string command;  // the command that fitted it
   std::map<std::string, std::map<std::string, double>> vendors;  // vendor -> figure -> value
+  // Figures fitted per architecture (architecture_family: "Ampere", "Pascal", "CDNA2"), which win
+  // over the vendor's for profiles of that architecture: memory controllers differ by generation
+  // (sustained DRAM bandwidth is 75% of the datasheet's on Pascal, 91% on Volta).
+  std::map<std::string, std::map<std::string, double>> architectures;
+  // Measured, not fitted: figures a published benchmark measured on a GPU of an architecture the
+  // fitted data lacks (`measured:` in the file, each with its `source`). They stand for that
+  // architecture below a fitted figure and above the vendor's.
+  std::map<std::string, std::map<std::string, double>> measured;
+  std::map<std::string, std::string> measured_sources;  // architecture -> where the figures come from
 };
+
+// The architecture's family name: the first word of the profile's `architecture` ("Ampere GA102
+// (CC 8.6)" -> "Ampere", "CDNA2 (gfx90a)" -> "CDNA2"); "" when none is given.
+std::string architecture_family(const GpuProfile& p);
 Result<VendorEfficiency> load_vendor_efficiency(const std::vector<std::string>& dirs);
 
 // Files in profile dirs whose name starts with '_' are not profiles.

@@ -93,6 +93,12 @@ struct PredictRequest {
   // Score this plan instead of the eager one (Session::load_plan). Its own dtype applies unless
   // `dtype` is given.
   std::optional<Plan> plan;
+  // A runtime with lowering rules (pytorch-eager, torch-compile): the layout of 4-D activations
+  // ("nchw", "nhwc"), torch.autocast's type (fp16, bf16), and its patterns the model's code does not
+  // take (lowering.h, LoweringOptions).
+  LoweringOptions lowering;
+  // Copy inputs to the device and outputs back (false: they stay on the device, as a benchmark's).
+  bool host_copies = true;
 };
 
 // One GPU's prediction in a comparison.

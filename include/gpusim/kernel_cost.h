@@ -95,6 +95,7 @@ struct DeviceModel {
   double vector_eff = 0;
   double gemm_vector_eff = 0;   // GEMM-like kernels without matrix units
   double matrix_eff = 0;
+  double grouped_conv_eff = 1;  // grouped and depthwise convolutions' library kernels
   int matrix_alignment = 8;
 };
 

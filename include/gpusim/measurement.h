@@ -65,6 +65,18 @@ struct Measurement {
   // --- provenance
   std::string source;      // "neusight-train", "gpusim run", "gpusim calibrate", "autotune"
   std::string source_ref;  // the file (and row) or the command it came from
+  // --- a whole model (op_class "model", op the model's name, dims batch and img): one step of a
+  // forward pass, every kernel the runtime launched and the host's dispatch between them.
+  // The graph it ran, by the name the source gives it ("timm-e2e/models/resnet50_224.onnx"; empty
+  // when the source has no graph of that configuration), and how: "layout" (nchw, nhwc),
+  // "precision" (amp-fp16: torch.autocast on fp32 weights; fp16, fp32), "family" (attention, conv),
+  // "skip" (comma-separated runtime patterns the model's code does not take), "unpriced" (why no
+  // graph prices it).
+  std::string graph;
+  std::map<std::string, std::string> config;
+  // The ONNX graph's bytes (weights stripped), when the reader or the store has them; not part of
+  // the record's identity (the graph's name and the config are).
+  std::shared_ptr<const std::string> graph_bytes;
 };
 
 // The record's identity: a 128-bit hash (hex) of every field above.
@@ -150,7 +162,11 @@ class MeasurementStore {
 //   *.db, *.sqlite    a measurement store
 //   a directory       every such file under it (recursively), in name order
 // Errors name the file, the line or field, the value and what was expected.
-Result<std::vector<Measurement>> read_measurements(const std::string& path);
+//   timm-*.csv        timm's published whole-model benchmark rows, with the graphs in models/ beside
+//                     it (models/manifest.json names each model's graph and image size)
+// In a directory, files of another format (a manifest, llama.cpp's bench rows) are skipped, each
+// with a line in `notes` saying why.
+Result<std::vector<Measurement>> read_measurements(const std::string& path, std::vector<std::string>* notes = nullptr);
 
 // The individual readers, for callers that know the format.
 Result<std::vector<Measurement>> read_neusight_csv(const std::string& path);
@@ -158,5 +174,6 @@ Result<std::vector<Measurement>> read_run_json(const std::string& path);
 // A gpusim.run/1 document in memory; `source` names it in messages.
 Result<std::vector<Measurement>> parse_run_json(const std::string& text, const std::string& source);
 Result<std::vector<Measurement>> read_calibration_json(const std::string& path);
+Result<std::vector<Measurement>> read_timm_csv(const std::string& path);
 
 }  // namespace gpusim

@@ -33,6 +33,12 @@ struct PlanKernel {
   // that also run in another kernel (recomputed instead of stored).
   std::vector<std::string> fusions;
   std::vector<int> recomputed;
+  // A runtime's lowering (lowering.h): the framework call that launches this kernel (its host-time
+  // key: "linear", "gelu", "conv"), and whether it is that call's first kernel (a call's later
+  // kernels, such as the layout conversions cuDNN adds, cost the runtime's extra_kernel_us). Empty
+  // for plans of gpusim's own executor.
+  std::string call;
+  bool call_first = true;
 };
 
 struct Plan {

@@ -17,6 +17,7 @@
 #include "gpusim/graph.h"
 #include "gpusim/kernel_cost.h"
 #include "gpusim/device_plan.h"
+#include "gpusim/lowering.h"
 #include "gpusim/plan.h"
 #include "gpusim/result.h"
 #include "gpusim/runtime.h"
@@ -34,13 +35,24 @@ struct PredictOptions {
   // "serial": each call waits for the previous kernel). Unset, or a "device" runtime such as
   // `gpusim`: gpusim's own executor, launches paced by the profile's launch overhead.
   std::optional<RuntimeModel> runtime;
+  // How the runtime lowers the graph (a runtime with lowering rules launches the kernels they
+  // give, lowering.h): the memory layout, autocast, patterns the model's code does not take.
+  LoweringOptions lowering;
+  // Copy the graph's inputs to the device before the first kernel and its outputs back after
+  // the last (false: they are already there, as a benchmark that makes its input on the GPU).
+  bool host_copies = true;
 };
 
 // One kernel of the plan: the ops it runs, what it computes, and its cost.
 struct PlannedKernel {
   std::string name;     // the (first) node's name
   std::string op_type;  // the op type(s), "+"-joined when fused
-  std::vector<int> nodes;  // indices into Graph::nodes
+  std::vector<int> nodes;  // indices into Graph::nodes (of the lowered graph under a lowering runtime)
+  std::vector<std::string> node_names;  // the nodes' names, in that order
+  // What made it: the fusions or the runtime's patterns ("gelu", "linear", "attention"), and the
+  // runtime call that launches it (its host-time key); empty for one node's kernel.
+  std::vector<std::string> fusions;
+  std::string call;
   KernelWork work;
   KernelCost cost;
   double start_us = 0;  // on the compute stream
@@ -92,6 +104,12 @@ Result<Prediction> predict(const Graph& g, const GpuProfile& gpu, const PredictO
 // plan.dtype first when the plan has one.
 Result<Prediction> predict_plan(const Graph& g, const Plan& plan, const GpuProfile& gpu,
                                 const PredictOptions& opts = {});  // opts.runtime only: the plan has its dtype
+
+// A runtime's lowering of a graph (lowering.h) predicted: each kernel with the tile a library's
+// heuristic picks (the cost model's best of its whole menu), paced by the runtime's host time.
+// What predict() does for a runtime with lowering rules, for callers that lower once and price
+// on many GPUs or figures (validation, fitting).
+Result<Prediction> predict_lowering(const Lowering& low, const GpuProfile& gpu, const PredictOptions& opts);
 
 // The name a framework runtime's per-op host times use for an ONNX op ("Add" -> "add", "Gemm" and
 // MatMul by a weight -> "linear", other MatMul -> "bmm", "LayerNormalization" -> "ln"); the op

@@ -18,9 +18,59 @@
 #include <string>
 #include <vector>
 
+#include "gpusim/dtype.h"
+#include "gpusim/patterns.h"
 #include "gpusim/result.h"
 
 namespace gpusim {
+
+// How a runtime turns a graph into the kernels it launches (lowering.h applies it). Every rule is
+// data in the runtime's YAML (`lowering:`), each with the reason it holds.
+struct RuntimeLowering {
+  // Node groups the runtime always runs as one kernel: an activation the exporter decomposed
+  // (erf-GELU as five nodes), a GEMM with its bias as an epilogue, fused attention. No node may be
+  // matched by two of them.
+  std::vector<Pattern> kernels;
+  // Producer/consumer fusions a compiler applies wherever they match, transitively (inductor fuses
+  // pointwise chains and reductions with their prologues and epilogues): each is a two-step chain.
+  std::vector<Pattern> fuse;
+  // Data movement the runtime runs as strided views: folded into every kernel that reads it (index
+  // math), or a copy kernel where some reader needs its operand contiguous.
+  struct Views {
+    std::vector<std::string> ops;          // op types that are views (Transpose, Split, Slice, Expand)
+    std::vector<NodeSelector> readers;     // readers that take a strided operand
+    std::vector<std::string> reader_fusions;  // kernels of these patterns' fusions take one too ("attention")
+    // With layout nhwc, 4-D transposes between NCHW and NHWC order are free: channels-last memory
+    // already has that order.
+    bool channels_last_free = false;
+  };
+  Views views;
+  // Kernels the runtime adds around a node: "bias" (a convolution's bias added by a kernel of its
+  // own), "layout" (the input and weight converted to NHWC before, the output back to NCHW after).
+  struct Insert {
+    std::string name;
+    std::string what;             // "bias" or "layout"
+    NodeSelector on;              // the nodes it applies to
+    std::string layout;           // only with this --layout ("" = any)
+    std::vector<DType> dtypes;    // only when the node computes in one of these (empty = any)
+    // layout: which of the node's tensors are converted ("input", "weight", "output"); all three
+    // when not given.
+    std::vector<std::string> convert;
+    std::string why;
+    std::string origin;
+  };
+  std::vector<Insert> inserts;
+  // torch.autocast: which ops compute in the autocast type (their float inputs cast to it first,
+  // a kernel each), which in fp32 (inputs cast up), which in the widest of their inputs' types
+  // (cast inside the kernel); any other op computes in its first float input's type.
+  struct Autocast {
+    std::vector<std::string> lower, fp32, promote;
+    bool present = false;
+  };
+  Autocast autocast;
+  // The kernels launch in the graph's node order, or as a compiler schedules them (same thing here).
+  bool empty() const { return kernels.empty() && fuse.empty() && views.ops.empty() && inserts.empty() && !autocast.present; }
+};
 
 struct RuntimeModel {
   std::string name;         // "pytorch-eager", "cuda-graph", "gpusim"
@@ -41,6 +91,8 @@ struct RuntimeModel {
   // call i+1 while the GPU runs call i: "overlap" gives max(host, kernels + launch latency);
   // "serial" gives their sum (a host that waits for each op); "device" reports device time alone.
   std::string combine = "device";
+  // Which kernels it launches (empty: one per node, as gpusim's executor and the eager plan do).
+  RuntimeLowering lowering;
 
   double host_us(const std::string& op, const std::string& op_class, int kernels) const;
   double op_time_us(const std::string& op, const std::string& op_class, double kernels_us, int kernels) const;

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ struct FittedModel {
   // The figures the fit set (the rest of `efficiency` is the built-in defaults): vendor -> field
   // ("dram_bandwidth") -> value; what `gpusim validate --write-efficiency` writes.
   std::map<std::string, std::map<std::string, double>> fitted_figures;
+  // Figures fitted per architecture family (architecture_family), applied over the vendor's:
+  // architecture -> field -> value; `gpusim validate --write-efficiency` writes them too.
+  std::map<std::string, std::map<std::string, double>> arch_figures;
   std::vector<std::string> gpus;                 // the GPUs it was fitted on
   std::vector<std::string> log;                  // what was fitted, on how many rows
 };
@@ -64,7 +68,14 @@ struct ValidateOptions {
   const FittedModel* fitted = nullptr;  // figures fitted on other records (leave-one-GPU-out)
   // Profiles already loaded (the fit validates many times); null: load those in profile_dirs.
   const std::vector<GpuProfile>* profiles = nullptr;
+  // Whole models lowered once and kept (the fit prices the same models many times); null: none kept.
+  std::shared_ptr<struct ModelCache> model_cache;
 };
+
+// Lowered whole-model graphs, by (graph, batch, runtime, layout, autocast, skipped patterns): a
+// lowering depends on none of the figures a fit varies. Thread-safe.
+struct ModelCache;
+std::shared_ptr<ModelCache> make_model_cache();
 // Every profile in `dirs` that loads (validate's candidates for matching device names).
 std::vector<GpuProfile> load_all_profiles(const std::vector<std::string>& dirs);
 
@@ -103,6 +114,43 @@ struct SkippedRecords {
   int64_t count = 0;
 };
 
+// --- whole models (records of op_class "model": one forward pass of a graph, timed end to end)
+
+// One model record predicted: the graph lowered by the record's runtime (lowering.h) with its
+// layout, autocast and skipped patterns, priced on the GPU's profile, inputs already on the device.
+struct ModelRow {
+  size_t record = 0;
+  std::string model, gpu, profile, runtime, layout, family;
+  int64_t batch = 0;
+  double measured_us = 0, predicted_us = 0, roofline_us = 0;
+  double kernels_us = 0, host_us = 0;
+  int kernels = 0;
+  // The kernels that cost most: what made each (the pattern or op) and its time.
+  std::vector<std::pair<std::string, double>> top;
+};
+
+struct ModelGroup {
+  // "all" where the group pools over that field.
+  std::string gpu, profile, runtime, layout, family;
+  ErrorStats model, roofline;
+  std::vector<ModelRow> worst;  // by absolute error, worst first
+};
+
+// How well the predicted speed-up of one runtime over another ranks models: per GPU, models
+// measured under both (per-sample time, each at its own batch).
+struct SpeedupStats {
+  std::string gpu, base, faster;  // "pytorch-eager" (nchw) -> "torch-compile"
+  ErrorStats stats;               // of the speed-ups: MAPE, bias, tau
+};
+
+struct ModelReport {
+  std::vector<ModelGroup> groups;
+  std::vector<SpeedupStats> speedups;
+  std::vector<ModelRow> rows;  // every row
+  std::vector<SkippedRecords> skipped;
+  double seconds = 0;
+};
+
 struct ValidationReport {
   std::vector<ValidationGroup> groups;  // sorted by GPU, then class
   // Each GPU's rows over all its classes, and every row together.
@@ -111,9 +159,20 @@ struct ValidationReport {
   std::vector<SkippedRecords> skipped;
   std::vector<ValidatedRow> rows;  // every row, when keep_rows
   double seconds = 0;              // wall time of the predictions
+  // Whole-model records, when any were given (validate_models).
+  ModelReport models;
 };
 
+// Per-op records are grouped per (GPU, op class); whole-model records (op_class "model") go to
+// `models` (validate_models).
 Result<ValidationReport> validate(const std::vector<Measurement>& records, const ValidateOptions& opts);
+
+// The whole-model records of `records` predicted and scored (others are ignored).
+Result<ModelReport> validate_models(const std::vector<Measurement>& records, const ValidateOptions& opts);
+
+// A plain roofline of one kernel: its FLOPs at the datasheet peak it may use, or its compulsory
+// bytes at the datasheet DRAM bandwidth, whichever is longer; microseconds.
+double roofline_us(const KernelWork& w, const DeviceModel& d);
 
 struct FitOptions {
   std::vector<std::string> profile_dirs;
@@ -127,9 +186,18 @@ struct FitOptions {
 Result<FittedModel> fit_model(const std::vector<Measurement>& records, const FitOptions& opts);
 
 // Leave-one-GPU-out: for each GPU, fit on the records of every other GPU and validate on its own.
-// The report's groups are the held-out predictions, GPU by GPU.
+// The report's groups are the held-out predictions, GPU by GPU (whole models too).
 Result<ValidationReport> validate_leave_one_out(const std::vector<Measurement>& records, const ValidateOptions& vopts,
                                                 const FitOptions& fopts, std::vector<FittedModel>* fits = nullptr);
+
+// Leave-one-family-out for whole models: for each model family (config "family": attention,
+// conv), fit on every per-op record and the other families' model records, predict that family's.
+Result<ModelReport> validate_leave_one_family_out(const std::vector<Measurement>& records, const ValidateOptions& vopts,
+                                                  const FitOptions& fopts);
+
+// The groups and speed-ups of predicted model rows (validate_models builds them; the held-out
+// folds of a cross-validation are summarized together).
+ModelReport summarize_models(std::vector<ModelRow> rows, int worst);
 
 // The statistics of one set of (predicted, measured) pairs.
 ErrorStats error_stats(const std::vector<double>& predicted, const std::vector<double>& measured);

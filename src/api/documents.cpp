@@ -18,6 +18,9 @@ json kernel_json(const Prediction& p, const PlannedKernel& k) {
   const KernelCost& c = k.cost;
   return {{"name", k.name},
           {"op_type", k.op_type},
+          {"nodes", k.node_names},
+          {"fusions", k.fusions},
+          {"call", k.call},
           {"class", std::string(op_class_name(k.work.cls))},
           {"start_us", k.start_us},
           {"time_us", c.total_us},
@@ -311,6 +314,37 @@ std::string profile_list_document(const std::vector<std::pair<ProfileEntry, Resu
   return json{{"profiles", arr}}.dump(2, ' ', false, kInvalidUtf8);
 }
 
+static json model_row_json(const ModelRow& r) {
+  json top = json::array();
+  for (const auto& [label, us] : r.top) top.push_back({{"kernel", label}, {"time_us", us}});
+  return {{"model", r.model},       {"gpu", r.gpu},         {"runtime", r.runtime},
+          {"layout", r.layout},     {"family", r.family},   {"batch", r.batch},
+          {"measured_us", r.measured_us}, {"predicted_us", r.predicted_us}, {"roofline_us", r.roofline_us},
+          {"kernels_us", r.kernels_us},   {"host_us", r.host_us},           {"kernels", r.kernels},
+          {"top_kernels", top}};
+}
+
+static json models_json(const ModelReport& m) {
+  json groups = json::array(), speedups = json::array(), skipped = json::array();
+  for (const auto& g : m.groups) {
+    json worst = json::array();
+    for (const auto& r : g.worst) worst.push_back(model_row_json(r));
+    groups.push_back({{"gpu", g.gpu},
+                      {"profile", g.profile},
+                      {"runtime", g.runtime},
+                      {"layout", g.layout},
+                      {"family", g.family},
+                      {"model", stats_json(g.model)},
+                      {"roofline", stats_json(g.roofline)},
+                      {"worst", worst}});
+  }
+  for (const auto& s : m.speedups) {
+    speedups.push_back({{"gpu", s.gpu}, {"base", s.base}, {"faster", s.faster}, {"stats", stats_json(s.stats)}});
+  }
+  for (const auto& s : m.skipped) skipped.push_back({{"reason", s.reason}, {"count", s.count}});
+  return {{"groups", groups}, {"speedups", speedups}, {"skipped", skipped}};
+}
+
 std::string validation_document(const ValidationReport& rep, const std::vector<Measurement>& records,
                                 const std::string& mode, const std::string& truth, const std::string& runtime) {
   json groups = json::array(), per_gpu = json::array(), skipped = json::array();
@@ -325,6 +359,7 @@ std::string validation_document(const ValidationReport& rep, const std::vector<M
               {"groups", groups},
               {"per_gpu", per_gpu},
               {"overall", group_json(rep.overall, records)},
+              {"models", models_json(rep.models)},
               {"skipped", skipped}}
       .dump(1, ' ', false, kInvalidUtf8);
 }

@@ -139,7 +139,12 @@ Result<Prediction> predict_impl(const Graph& g, const GpuProfile& gpu, const Pre
     if (!r) return make_error(r.error().code, "--runtime: " + r.error().message);
     runtime = std::move(*r);
   }
-  if (!req.plan) return predict(g, gpu, PredictOptions(req.dtype, runtime));
+  if (!req.plan) {
+    PredictOptions po(req.dtype, runtime);
+    po.lowering = req.lowering;
+    po.host_copies = req.host_copies;
+    return predict(g, gpu, po);
+  }
   Plan plan = *req.plan;
   // What differs from what the plan was made for is priced as asked, and said.
   std::vector<std::string> notes;
@@ -163,7 +168,9 @@ Result<Prediction> predict_impl(const Graph& g, const GpuProfile& gpu, const Pre
   }
   if (req.dtype) plan.dtype = req.dtype;
   if (auto v = validate_plan(plan, plan.dtype ? retype(g, *plan.dtype) : g, make_device(gpu)); !v) return v.error();
-  auto p = predict_plan(g, plan, gpu, PredictOptions(std::nullopt, runtime));
+  PredictOptions po(std::nullopt, runtime);
+  po.host_copies = req.host_copies;
+  auto p = predict_plan(g, plan, gpu, po);
   if (p) p->notes.insert(p->notes.begin(), notes.begin(), notes.end());
   return p;
 }

@@ -96,7 +96,7 @@ const Spec& schema() {
         map("power", {positive("tdp_w", true), positive("idle_w", true)}, true),
         map("efficiency", {num("dram_bandwidth", 0, 1, false, true), num("l2_bandwidth", 0, 1, false, true),
                            num("vector_flops", 0, 1, false, true), num("gemm_vector_flops", 0, 1, false, true),
-                           num("matrix_flops", 0, 1, false, true),
+                           num("matrix_flops", 0, 1, false, true), num("grouped_conv", 0, 1, false, true),
                            num("host_link", 0, 1, false, true), num("launch", 0, 10, false, true)}),
         {"calibrated", Kind::kCalibrated, 0, 0, false, false, {}, {}},
         {"sources", Kind::kStrMap, 0, 0, false, true, {}, {}},
@@ -447,8 +447,8 @@ const std::vector<std::pair<const char*, double Efficiency::*>>& efficiency_fiel
   static const std::vector<std::pair<const char*, double Efficiency::*>> kFields = {
       {"dram_bandwidth", &Efficiency::dram_bandwidth}, {"l2_bandwidth", &Efficiency::l2_bandwidth},
       {"vector_flops", &Efficiency::vector_flops},     {"gemm_vector_flops", &Efficiency::gemm_vector_flops},
-      {"matrix_flops", &Efficiency::matrix_flops},     {"host_link", &Efficiency::host_link},
-      {"launch", &Efficiency::launch}};
+      {"matrix_flops", &Efficiency::matrix_flops},     {"grouped_conv", &Efficiency::grouped_conv},
+      {"host_link", &Efficiency::host_link},           {"launch", &Efficiency::launch}};
   return kFields;
 }
 
@@ -815,15 +815,28 @@ Result<GpuProfile> load_profile_from(const std::string& path, const std::vector<
   // Efficiencies the profile does not set come from its vendor's fitted defaults, if any.
   auto defaults = load_vendor_efficiency(dirs);
   if (!defaults) return defaults.error();
-  if (auto it = defaults->vendors.find(p.vendor); it != defaults->vendors.end()) {
-    const YAML::Node own = (*y)["efficiency"];
+  const YAML::Node own = (*y)["efficiency"];
+  auto apply = [&](const std::map<std::string, double>& figs, const std::string& whose) {
+    for (const auto& [key, field] : efficiency_fields()) {
+      auto f = figs.find(key);
+      if (f == figs.end() || (own && own[key])) continue;
+      p.efficiency.*field = f->second;
+      p.sources[std::string("efficiency.") + key] = fmt::format("fitted for {} in {} ({})", whose, defaults->path,
+                                                                defaults->command);
+    }
+  };
+  if (auto it = defaults->vendors.find(p.vendor); it != defaults->vendors.end()) apply(it->second, p.vendor + " GPUs");
+  if (auto it = defaults->measured.find(architecture_family(p)); it != defaults->measured.end()) {
     for (const auto& [key, field] : efficiency_fields()) {
       auto f = it->second.find(key);
       if (f == it->second.end() || (own && own[key])) continue;
       p.efficiency.*field = f->second;
       p.sources[std::string("efficiency.") + key] =
-          fmt::format("fitted for {} GPUs in {} ({})", p.vendor, defaults->path, defaults->command);
+          fmt::format("measured for {} GPUs: {} ({})", it->first, defaults->measured_sources[it->first], defaults->path);
     }
+  }
+  if (auto it = defaults->architectures.find(architecture_family(p)); it != defaults->architectures.end()) {
+    apply(it->second, it->first + " GPUs");
   }
   p.source_path = path;
   p.extends_chain.assign(chain.begin() + (chain.empty() ? 0 : 1), chain.end());  // parents only
@@ -834,6 +847,18 @@ Result<GpuProfile> load_profile_from(const std::string& path, const std::vector<
 }
 
 }  // namespace
+
+std::string architecture_family(const GpuProfile& p) {
+  std::string out;
+  for (char c : p.architecture) {
+    if (c == ' ' || c == '(' || c == ',') {
+      if (!out.empty()) break;
+      continue;
+    }
+    if (c != '"') out += c;
+  }
+  return out;
+}
 
 Result<VendorEfficiency> load_vendor_efficiency(const std::vector<std::string>& dirs) {
   VendorEfficiency out;
@@ -864,29 +889,42 @@ Result<VendorEfficiency> load_vendor_efficiency(const std::vector<std::string>& 
   if (y["command"]) out.command = y["command"].as<std::string>("");
   const YAML::Node v = y["vendors"];
   if (!v || !v.IsMap()) return fail("vendors", "missing or not a map of vendor -> efficiency figures");
-  for (const auto& kv : v) {
-    const std::string vendor = kv.first.as<std::string>("");
-    if (!kv.second.IsMap()) return fail("vendors." + vendor, "is not a map of efficiency figures");
-    for (const auto& fig : kv.second) {
-      const std::string key = fig.first.as<std::string>("");
-      const bool known = std::any_of(efficiency_fields().begin(), efficiency_fields().end(),
-                                     [&](const auto& f) { return key == f.first; });
-      if (!known) {
-        std::vector<std::string> names;
-        for (const auto& f : efficiency_fields()) names.emplace_back(f.first);
-        return fail("vendors." + vendor + "." + key, fmt::format("unknown figure; allowed: {}", fmt::join(names, ", ")));
+  for (const char* section : {"vendors", "architectures", "measured"}) {
+    const YAML::Node sec = y[section];
+    if (!sec) continue;
+    if (!sec.IsMap()) return fail(section, "is not a map of name -> efficiency figures");
+    for (const auto& kv : sec) {
+      const std::string name = kv.first.as<std::string>("");
+      const std::string at = fmt::format("{}.{}", section, name);
+      if (!kv.second.IsMap()) return fail(at, "is not a map of efficiency figures");
+      for (const auto& fig : kv.second) {
+        const std::string key = fig.first.as<std::string>("");
+        if (std::string(section) == "measured" && key == "source") {
+          out.measured_sources[name] = fig.second.as<std::string>("");
+          continue;
+        }
+        const bool known = std::any_of(efficiency_fields().begin(), efficiency_fields().end(),
+                                       [&](const auto& f) { return key == f.first; });
+        if (!known) {
+          std::vector<std::string> names;
+          for (const auto& f : efficiency_fields()) names.emplace_back(f.first);
+          return fail(at + "." + key, fmt::format("unknown figure; allowed: {}", fmt::join(names, ", ")));
+        }
+        double x = 0;
+        try {
+          x = fig.second.as<double>();
+        } catch (const YAML::Exception&) {
+          return fail(at + "." + key, fmt::format("\"{}\" is not a number", fig.second.Scalar()));
+        }
+        if (!(x > 0 && x <= 1)) {
+          return fail(at + "." + key, fmt::format("{} is out of range; an efficiency is a fraction of the peak in (0, 1]", x));
+        }
+        const std::string which(section);
+        (which == "vendors" ? out.vendors : which == "architectures" ? out.architectures : out.measured)[name][key] = x;
       }
-      double x = 0;
-      try {
-        x = fig.second.as<double>();
-      } catch (const YAML::Exception&) {
-        return fail("vendors." + vendor + "." + key, fmt::format("\"{}\" is not a number", fig.second.Scalar()));
+      if (std::string(section) == "measured" && out.measured_sources[name].empty()) {
+        return fail(at + ".source", "missing: a measured figure names the benchmark and the GPU it was measured on");
       }
-      if (!(x > 0 && x <= 1)) {
-        return fail("vendors." + vendor + "." + key,
-                    fmt::format("{} is out of range; an efficiency is a fraction of the peak in (0, 1]", x));
-      }
-      out.vendors[vendor][key] = x;
     }
   }
   return out;

@@ -211,13 +211,23 @@ KernelWork group_work(const Graph& g, const GraphIndex& idx, const std::vector<i
   int64_t read = 0, written = 0, anchor_inputs = 0;
   for (int ni : nodes) {
     const Node& n = g.nodes[static_cast<size_t>(ni)];
+    // A Slice or Split folded into the kernel reads only the pieces the kernel uses.
+    const bool slicing = (n.op_type == "Slice" || n.op_type == "Split") && !n.inputs.empty();
     for (TensorId t : n.inputs) {
       if (t == kNoTensor) continue;
       Touched& tt = touched[root(t)];
       if (tt.produced || tt.counted) continue;
       tt.counted = true;
-      read += g.tensor(t).bytes();
-      if (&n == &a) anchor_inputs += g.tensor(t).bytes();
+      int64_t bytes = g.tensor(t).bytes();
+      if (slicing && t == n.inputs[0]) {
+        int64_t used = 0;
+        for (TensorId o : n.outputs) {
+          if (o != kNoTensor && touched[root(o)].inside > 0) used += g.tensor(o).bytes();
+        }
+        bytes = std::min(bytes, used);
+      }
+      read += bytes;
+      if (&n == &a) anchor_inputs += bytes;
     }
     const bool copy = std::find(recomputed.begin(), recomputed.end(), ni) != recomputed.end();
     for (TensorId t : n.outputs) {
@@ -250,14 +260,17 @@ KernelWork group_work(const Graph& g, const GraphIndex& idx, const std::vector<i
     if (qk && pv) {
       const Shape& q = g.tensor(qk->inputs[0]).shape;
       const Shape& kt = g.tensor(qk->inputs[1]).shape;
-      const Shape& v = g.tensor(pv->inputs[1]).shape;
+      // PV is P x V, or V x P^T for channels-first attention (V [.., d, kv] first): V is the
+      // operand the group does not compute.
+      const bool v_first = touched[root(pv->inputs[1])].produced && !touched[root(pv->inputs[0])].produced;
+      const Shape& v = g.tensor(pv->inputs[v_first ? 0 : 1]).shape;
       w = KernelWork{};
       w.cls = OpClass::kAttention;
       w.dtype = g.tensor(qk->inputs[0]).dtype;
       w.m = q[q.size() - 2];
       w.head_dim = q.back();
       w.kv_seq = kt.back();
-      w.v_head_dim = v.back();
+      w.v_head_dim = v_first && v.size() >= 2 ? v[v.size() - 2] : v.back();
       w.batch = std::max<int64_t>(1, g.tensor(qk->outputs[0]).elements() / std::max<int64_t>(1, w.m * w.kv_seq));
     }
   }

@@ -167,7 +167,9 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   c.occupancy = std::min(1.0, static_cast<double>(c.ctas_per_unit * warps) / d.max_warps_per_unit);
 
   double peak = 0;
-  const double rate = gemm_rate(w, d, &c.matrix_units, &peak);
+  // A grouped convolution (one GEMM per group) runs at the grouped kernels' share of the rates.
+  const double grouped = w.cls == OpClass::kConv && w.batch > 1 ? d.grouped_conv_eff : 1.0;
+  const double rate = gemm_rate(w, d, &c.matrix_units, &peak) * grouped;
   c.peak_tflops = peak;
   const int64_t load = ceil_div(c.ctas, d.units);  // CTAs on the busiest unit
   const double concurrent = static_cast<double>(std::min(c.ctas_per_unit, load));
@@ -232,7 +234,7 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   // Multi-stage pipelines keep (stages - 1) tiles of A and B in flight per CTA.
   const double resident = static_cast<double>(std::min<int64_t>(c.ctas, d.units * c.ctas_per_unit));
   const double inflight = resident * std::max(1, t.stages - 1) * (t.block_m + t.block_n) * t.block_k * eb;
-  const double bw = achieved_bw(d, inflight);
+  const double bw = achieved_bw(d, inflight) * grouped;
   c.achieved_dram_gbps = bw / 1e9;
   // A block's chain: its first tiles from DRAM, then each k-step waits for the next tile from L2
   // unless (stages - 1) loads already overlap it, then its stores.
@@ -356,7 +358,10 @@ KernelCost streaming_cost(const KernelWork& w, const TileConfig& t, const Device
   c.peak_tflops = d.fp32_flops_per_s / d.vector_eff / 1e12;
   const double resident_threads =
       static_cast<double>(std::min<int64_t>(c.ctas, d.units * c.ctas_per_unit)) * warps * d.warp_size;
-  const double bw = achieved_bw(d, resident_threads * t.vector_width * eb * kLoadsInFlightPerThread);
+  // A depthwise (or narrow grouped) convolution priced as a stream runs at the grouped kernels' share.
+  const double grouped = w.cls == OpClass::kConv && w.batch > 1 ? d.grouped_conv_eff : 1.0;
+  compute_s /= grouped;
+  const double bw = achieved_bw(d, resident_threads * t.vector_width * eb * kLoadsInFlightPerThread) * grouped;
   c.achieved_dram_gbps = bw / 1e9;
   finish(c, d, compute_s, c.dram_bytes / bw, c.l2_bytes / d.l2_bytes_per_s, path_s);
   return c;
@@ -404,6 +409,7 @@ DeviceModel make_device(const GpuProfile& p) {
   d.vector_eff = p.efficiency.vector_flops;
   d.gemm_vector_eff = p.efficiency.gemm_vector_flops > 0 ? p.efficiency.gemm_vector_flops : p.efficiency.vector_flops;
   d.matrix_eff = p.efficiency.matrix_flops;
+  d.grouped_conv_eff = p.efficiency.grouped_conv;
   d.fp32_flops_per_s = p.vector_tflops(Precision::kFp32) * 1e12 * d.vector_eff * d.clock_scale;
   d.matrix_alignment = p.compute.matrix_alignment_elements;
   return d;

@@ -2,10 +2,12 @@
 #include "gpusim/runtime.h"
 
 #include "gpusim/gpu_profile.h"
+#include "gpusim/op_catalog.h"
 
 #include <yaml-cpp/yaml.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -37,6 +39,374 @@ RuntimeModel builtin_cuda_graph() {
 Error bad(const std::string& path, const std::string& key, const std::string& why) {
   return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: {}: {}", path, key, why));
 }
+
+// --- lowering: patterns, fuse rules, views, inserts, autocast
+
+const char* const kClasses[] = {"gemm", "conv", "elementwise", "reduction", "normalization", "data-movement", "attention"};
+const char* const kKinds[] = {"pointwise", "main-loop", "rowwise"};
+
+// The kinds a node of this op may have (node_kind): main loops may degenerate to streaming kernels.
+std::vector<std::string> possible_kinds(const std::string& op) {
+  const auto c = op_class("", op);
+  if (!c) return {};
+  if (*c == OpClass::kGemm || *c == OpClass::kConv || *c == OpClass::kAttention) return {"main-loop", "pointwise"};
+  if (*c == OpClass::kNormalization || *c == OpClass::kReduction) {
+    const bool pw = op == "BatchNormalization" || op == "LRN" || op == "MaxPool" || op == "AveragePool";
+    return {pw ? "pointwise" : "rowwise"};
+  }
+  return {"pointwise"};
+}
+
+std::vector<std::string> class_kinds(const std::string& cls) {
+  if (cls == "gemm" || cls == "conv" || cls == "attention") return {"main-loop", "pointwise"};
+  if (cls == "normalization" || cls == "reduction") return {"pointwise", "rowwise"};
+  return {"pointwise"};
+}
+
+class LoweringReader {
+ public:
+  explicit LoweringReader(std::string path) : path_(std::move(path)) {}
+
+  Result<RuntimeLowering> read(const YAML::Node& y) {
+    RuntimeLowering low;
+    if (!y.IsMap()) return err("lowering", "expected a map with kernels, fuse, views, inserts and autocast");
+    for (const auto& kv : y) {
+      const std::string k = kv.first.as<std::string>();
+      if (k != "kernels" && k != "fuse" && k != "views" && k != "inserts" && k != "autocast") {
+        return err("lowering." + k, "unknown key; allowed: kernels, fuse, views, inserts, autocast");
+      }
+    }
+    for (const char* list : {"kernels", "fuse"}) {
+      const YAML::Node n = y[list];
+      if (!n) continue;
+      if (!n.IsSequence()) return err(fmt::format("lowering.{}", list), "expected a list of patterns");
+      for (size_t i = 0; i < n.size(); ++i) {
+        const std::string where = fmt::format("lowering.{}[{}]", list, i);
+        auto p = pattern(n[i], where, std::string(list) == "fuse");
+        if (!p) return p.error();
+        (std::string(list) == "fuse" ? low.fuse : low.kernels).push_back(std::move(*p));
+      }
+    }
+    if (auto s = check_overlaps(low.kernels); !s) return s.error();
+    if (const YAML::Node v = y["views"]) {
+      if (!v.IsMap()) return err("lowering.views", "expected a map with ops, readers, reader_fusions, channels_last_free");
+      for (const auto& kv : v) {
+        const std::string k = kv.first.as<std::string>();
+        if (k != "ops" && k != "readers" && k != "reader_fusions" && k != "channels_last_free" && k != "why") {
+          return err("lowering.views." + k, "unknown key; allowed: ops, readers, reader_fusions, channels_last_free, why");
+        }
+      }
+      auto ops = op_list(v["ops"], "lowering.views.ops");
+      if (!ops) return ops.error();
+      for (const std::string& op : *ops) {
+        if (op_class("", op) != OpClass::kDataMovement) {
+          return err("lowering.views.ops", fmt::format("\"{}\" is not data movement; only data movement can be a view", op));
+        }
+      }
+      low.views.ops = *ops;
+      if (const YAML::Node r = v["readers"]) {
+        if (!r.IsSequence()) return err("lowering.views.readers", "expected a list of node selectors");
+        for (size_t i = 0; i < r.size(); ++i) {
+          auto s = selector(r[i], fmt::format("lowering.views.readers[{}]", i), false);
+          if (!s) return s.error();
+          low.views.readers.push_back(*s);
+        }
+      }
+      auto fus = strings(v["reader_fusions"], "lowering.views.reader_fusions");
+      if (!fus) return fus.error();
+      low.views.reader_fusions = *fus;
+      if (v["channels_last_free"]) low.views.channels_last_free = v["channels_last_free"].as<bool>();
+    }
+    if (const YAML::Node ins = y["inserts"]) {
+      if (!ins.IsSequence()) return err("lowering.inserts", "expected a list");
+      for (size_t i = 0; i < ins.size(); ++i) {
+        auto x = insert(ins[i], fmt::format("lowering.inserts[{}]", i));
+        if (!x) return x.error();
+        low.inserts.push_back(std::move(*x));
+      }
+    }
+    if (const YAML::Node a = y["autocast"]) {
+      if (!a.IsMap()) return err("lowering.autocast", "expected a map with lower, fp32 and promote op lists");
+      for (const auto& kv : a) {
+        const std::string k = kv.first.as<std::string>();
+        if (k != "lower" && k != "fp32" && k != "promote" && k != "why") {
+          return err("lowering.autocast." + k, "unknown key; allowed: lower, fp32, promote, why");
+        }
+      }
+      low.autocast.present = true;
+      for (auto [key, out] : {std::pair<const char*, std::vector<std::string>*>{"lower", &low.autocast.lower},
+                              {"fp32", &low.autocast.fp32},
+                              {"promote", &low.autocast.promote}}) {
+        auto ops = op_list(a[key], fmt::format("lowering.autocast.{}", key));
+        if (!ops) return ops.error();
+        *out = *ops;
+      }
+    }
+    return low;
+  }
+
+ private:
+  Error err(const std::string& key, const std::string& why) const { return bad(path_, key, why); }
+
+  Result<std::vector<std::string>> strings(const YAML::Node& n, const std::string& key) const {
+    std::vector<std::string> out;
+    if (!n) return out;
+    if (!n.IsSequence()) return err(key, "expected a list of names");
+    for (const auto& x : n) {
+      if (!x.IsScalar()) return err(key, "expected a list of names");
+      out.push_back(x.as<std::string>());
+    }
+    return out;
+  }
+
+  Result<std::vector<std::string>> op_list(const YAML::Node& n, const std::string& key) const {
+    auto v = strings(n, key);
+    if (!v) return v;
+    for (const std::string& op : *v) {
+      if (!op_supported("", op)) {
+        return err(key, fmt::format("\"{}\" is not an ONNX op gpusim knows, so it matches nothing (`gpusim ops` lists "
+                                    "them)",
+                                    op));
+      }
+    }
+    return v;
+  }
+
+  Result<NodeSelector> selector(const YAML::Node& n, const std::string& key, bool chain_step) const {
+    if (!n.IsMap()) return err(key, "expected a map (ops, classes, kinds, others, elements, ...)");
+    NodeSelector s;
+    for (const auto& kv : n) {
+      const std::string k = kv.first.as<std::string>();
+      static const std::set<std::string> kKeys = {"ops", "classes", "kinds", "others", "elements",
+                                                  "swaps_last_two", "min", "max", "optional"};
+      if (!kKeys.count(k)) {
+        return err(key + "." + k, "unknown key; allowed: ops, classes, kinds, others, elements, swaps_last_two, min, "
+                                  "max, optional");
+      }
+    }
+    auto ops = op_list(n["ops"], key + ".ops");
+    if (!ops) return ops.error();
+    s.ops = *ops;
+    auto cls = strings(n["classes"], key + ".classes");
+    if (!cls) return cls.error();
+    for (const std::string& c : *cls) {
+      if (std::find(std::begin(kClasses), std::end(kClasses), c) == std::end(kClasses)) {
+        return err(key + ".classes", fmt::format("\"{}\" is not an op class; expected one of gemm, conv, elementwise, "
+                                                 "reduction, normalization, data-movement, attention",
+                                                 c));
+      }
+    }
+    s.classes = *cls;
+    auto kinds = strings(n["kinds"], key + ".kinds");
+    if (!kinds) return kinds.error();
+    for (const std::string& k : *kinds) {
+      if (std::find(std::begin(kKinds), std::end(kKinds), k) == std::end(kKinds)) {
+        return err(key + ".kinds", fmt::format("\"{}\" is not a kernel kind; expected pointwise, main-loop or rowwise", k));
+      }
+    }
+    s.kinds = *kinds;
+    if (!s.kinds.empty() && (!s.ops.empty() || !s.classes.empty())) {
+      // Some op or class it names must be able to run as some kind it names, else it matches nothing.
+      bool possible = false;
+      for (const std::string& op : s.ops) {
+        for (const std::string& k : possible_kinds(op)) possible = possible || std::count(s.kinds.begin(), s.kinds.end(), k);
+      }
+      for (const std::string& c : s.classes) {
+        for (const std::string& k : class_kinds(c)) possible = possible || std::count(s.kinds.begin(), s.kinds.end(), k);
+      }
+      if (!possible) {
+        return err(key, fmt::format("no op it names ({}) runs as a {} kernel, so it matches nothing",
+                                    fmt::join(s.ops.empty() ? s.classes : s.ops, ", "), fmt::join(s.kinds, " or ")));
+      }
+    }
+    if (const YAML::Node o = n["others"]) {
+      const std::string v = o.as<std::string>();
+      if (v == "any") {
+        s.others = NodeSelector::Operand::kAny;
+      } else if (v == "constant") {
+        s.others = NodeSelector::Operand::kConstant;
+      } else if (v == "weight") {
+        s.others = NodeSelector::Operand::kWeight;
+      } else if (v == "bias") {
+        s.others = NodeSelector::Operand::kBias;
+      } else if (v == "none") {
+        s.others = NodeSelector::Operand::kNone;
+      } else {
+        return err(key + ".others", fmt::format("\"{}\"; expected any, constant, weight, bias or none", v));
+      }
+    }
+    if (const YAML::Node e = n["elements"]) {
+      const std::string v = e.as<std::string>();
+      if (v == "any") {
+        s.elements = NodeSelector::Elements::kAny;
+      } else if (v == "same") {
+        s.elements = NodeSelector::Elements::kSame;
+      } else if (v == "not-fewer") {
+        s.elements = NodeSelector::Elements::kNotFewer;
+      } else {
+        return err(key + ".elements", fmt::format("\"{}\"; expected any, same or not-fewer", v));
+      }
+    }
+    if (n["swaps_last_two"]) s.swaps_last_two = n["swaps_last_two"].as<bool>();
+    if (n["optional"] && n["optional"].as<bool>()) s.min = 0;
+    if (n["min"]) s.min = n["min"].as<int>();
+    if (n["max"]) s.max = n["max"].as<int>();
+    if (s.min < 0 || s.max < 1 || s.max > 64 || s.min > s.max) {
+      return err(key, fmt::format("min {} and max {}: expected 0 <= min <= max, 1 <= max <= 64", s.min, s.max));
+    }
+    if (!chain_step && (s.min != 1 || s.max != 1)) return err(key, "min, max and optional apply to chain steps only");
+    return s;
+  }
+
+  Result<Pattern> pattern(const YAML::Node& n, const std::string& key, bool fuse) const {
+    if (!n.IsMap()) return err(key, "expected a map with name and chain or region");
+    for (const auto& kv : n) {
+      const std::string k = kv.first.as<std::string>();
+      static const std::set<std::string> kKeys = {"name", "chain", "region", "call", "fusion", "anchor", "why"};
+      if (!kKeys.count(k)) return err(key + "." + k, "unknown key; allowed: name, chain, region, call, fusion, anchor, why");
+    }
+    Pattern p;
+    if (!n["name"]) return err(key + ".name", "missing; every pattern has a name");
+    p.name = n["name"].as<std::string>();
+    p.origin = fmt::format("{}: {}", path_, key);
+    if (n["call"]) p.call = n["call"].as<std::string>();
+    if (n["fusion"]) p.fusion = n["fusion"].as<std::string>();
+    if (n["anchor"]) p.anchor_step = n["anchor"].as<int>();
+    if (static_cast<bool>(n["chain"]) == static_cast<bool>(n["region"])) {
+      return err(key, fmt::format("pattern \"{}\": give exactly one of chain (a list of steps) or region (op: count)",
+                                  p.name));
+    }
+    if (const YAML::Node c = n["chain"]) {
+      if (!c.IsSequence() || c.size() == 0) return err(key + ".chain", "expected a list of steps");
+      p.shape = Pattern::Shape::kChain;
+      for (size_t i = 0; i < c.size(); ++i) {
+        auto s = selector(c[i], fmt::format("{}.chain[{}]", key, i), true);
+        if (!s) return s.error();
+        p.steps.push_back(*s);
+      }
+      if (std::none_of(p.steps.begin(), p.steps.end(), [](const NodeSelector& s) { return s.min > 0; })) {
+        return err(key + ".chain", fmt::format("pattern \"{}\": every step is optional, so it matches nothing", p.name));
+      }
+      if (p.anchor_step >= static_cast<int>(p.steps.size())) {
+        return err(key + ".anchor", fmt::format("{} is not a step of the chain (0 to {})", p.anchor_step, p.steps.size() - 1));
+      }
+      if (fuse && (p.steps.size() != 2 || p.steps[0].max != 1 || p.steps[1].max != 1 || p.steps[0].min != 1 ||
+                   p.steps[1].min != 1)) {
+        return err(key + ".chain", fmt::format("fuse rule \"{}\": a fuse rule is a producer and a reader: two steps, "
+                                               "neither optional nor repeated",
+                                               p.name));
+      }
+    } else {
+      if (fuse) return err(key + ".region", "a fuse rule is a chain of two steps, not a region");
+      const YAML::Node r = n["region"];
+      if (!r.IsMap()) return err(key + ".region", "expected a map of op type: count");
+      p.shape = Pattern::Shape::kRegion;
+      int total = 0;
+      for (const auto& kv : r) {
+        const std::string op = kv.first.as<std::string>();
+        if (!op_supported("", op)) {
+          return err(key + ".region." + op, "not an ONNX op gpusim knows, so the region matches nothing (`gpusim ops`)");
+        }
+        const auto cls = op_class("", op);
+        if (cls != OpClass::kElementwise && cls != OpClass::kDataMovement) {
+          return err(key + ".region." + op, "a region holds elementwise and data-movement ops only (one input, one output)");
+        }
+        const int count = kv.second.as<int>();
+        if (count < 1 || count > 64) return err(key + ".region." + op, fmt::format("{}: expected 1 to 64", count));
+        p.region_ops[op] = count;
+        total += count;
+      }
+      if (total < 2) return err(key + ".region", fmt::format("pattern \"{}\": a region of one node is that node's own kernel", p.name));
+    }
+    return p;
+  }
+
+  // Two kernel patterns that can claim the same nodes: the same name, the same region or one region
+  // inside another, or the same chain.
+  Status check_overlaps(const std::vector<Pattern>& ps) const {
+    for (size_t i = 0; i < ps.size(); ++i) {
+      for (size_t j = i + 1; j < ps.size(); ++j) {
+        const Pattern& a = ps[i];
+        const Pattern& b = ps[j];
+        std::string why;
+        if (a.name == b.name) {
+          why = "they have the same name";
+        } else if (a.shape == Pattern::Shape::kRegion && b.shape == Pattern::Shape::kRegion) {
+          auto inside = [](const Pattern& x, const Pattern& y) {
+            for (const auto& [op, n] : x.region_ops) {
+              auto it = y.region_ops.find(op);
+              if (it == y.region_ops.end() || it->second < n) return false;
+            }
+            return true;
+          };
+          if (inside(a, b) || inside(b, a)) why = "one region's ops are all in the other's, so both can claim its nodes";
+        } else if (a.shape == Pattern::Shape::kChain && b.shape == Pattern::Shape::kChain && a.steps.size() == b.steps.size()) {
+          bool same = true;
+          for (size_t k = 0; k < a.steps.size() && same; ++k) {
+            same = a.steps[k].ops == b.steps[k].ops && a.steps[k].classes == b.steps[k].classes &&
+                   a.steps[k].kinds == b.steps[k].kinds && a.steps[k].others == b.steps[k].others;
+          }
+          if (same) why = "their chains are the same";
+        }
+        if (!why.empty()) {
+          return make_error(ErrorCode::kInvalidArgument,
+                            fmt::format("{}: kernel patterns \"{}\" ({}) and \"{}\" ({}) overlap: {}; a node runs in one "
+                                        "kernel, so remove or narrow one of them",
+                                        path_, a.name, a.origin, b.name, b.origin, why));
+        }
+      }
+    }
+    return Ok{};
+  }
+
+  Result<RuntimeLowering::Insert> insert(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsMap()) return err(key, "expected a map with name, what, on, layout, dtypes, why");
+    for (const auto& kv : n) {
+      const std::string k = kv.first.as<std::string>();
+      if (k != "name" && k != "what" && k != "on" && k != "layout" && k != "dtypes" && k != "convert" && k != "why") {
+        return err(key + "." + k, "unknown key; allowed: name, what, on, layout, dtypes, convert, why");
+      }
+    }
+    RuntimeLowering::Insert x;
+    if (!n["name"]) return err(key + ".name", "missing");
+    x.name = n["name"].as<std::string>();
+    x.origin = fmt::format("{}: {}", path_, key);
+    x.what = n["what"] ? n["what"].as<std::string>() : "";
+    if (x.what != "bias" && x.what != "layout") {
+      return err(key + ".what", fmt::format("\"{}\"; expected bias (the op's bias added by a kernel of its own) or "
+                                            "layout (NCHW to NHWC and back around it)",
+                                            x.what));
+    }
+    if (!n["on"]) return err(key + ".on", "missing: the nodes it applies to (a selector)");
+    auto on = selector(n["on"], key + ".on", false);
+    if (!on) return on.error();
+    x.on = *on;
+    if (n["layout"]) {
+      x.layout = n["layout"].as<std::string>();
+      if (x.layout != "nchw" && x.layout != "nhwc") return err(key + ".layout", fmt::format("\"{}\"; expected nchw or nhwc", x.layout));
+    }
+    auto dts = strings(n["dtypes"], key + ".dtypes");
+    if (!dts) return dts.error();
+    for (const std::string& d : *dts) {
+      auto t = float_dtype_from_name(d);
+      if (!t) return err(key + ".dtypes", fmt::format("\"{}\"; expected fp32, fp16 or bf16", d));
+      x.dtypes.push_back(*t);
+    }
+    auto conv = strings(n["convert"], key + ".convert");
+    if (!conv) return conv.error();
+    for (const std::string& c : *conv) {
+      if (c != "input" && c != "weight" && c != "output") {
+        return err(key + ".convert", fmt::format("\"{}\"; expected input, weight or output", c));
+      }
+    }
+    if (!conv->empty() && x.what != "layout") return err(key + ".convert", "applies to layout inserts only");
+    x.convert = conv->empty() && x.what == "layout" ? std::vector<std::string>{"input", "weight", "output"} : *conv;
+    if (n["why"]) x.why = n["why"].as<std::string>();
+    return x;
+  }
+
+  std::string path_;
+};
 
 }  // namespace
 
@@ -79,7 +449,8 @@ Result<RuntimeModel> load_runtime(const std::string& path) {
   }
   if (!y.IsMap()) return bad(path, "(top level)", "expected a map with schema: gpusim.runtime/1");
   static const std::set<std::string> kKeys = {"schema", "name", "description", "combine", "default_us", "class_us",
-                                              "op_us", "extra_kernel_us", "launch_latency_us", "sources", "fit"};
+                                              "op_us", "extra_kernel_us", "launch_latency_us", "sources", "fit",
+                                              "lowering"};
   RuntimeModel r;
   r.source_path = path;
   try {
@@ -87,7 +458,7 @@ Result<RuntimeModel> load_runtime(const std::string& path) {
       const std::string k = kv.first.as<std::string>();
       if (!kKeys.count(k)) {
         return bad(path, k, "unknown key; allowed: schema, name, description, combine, default_us, class_us, op_us, "
-                            "extra_kernel_us, launch_latency_us, sources, fit");
+                            "extra_kernel_us, launch_latency_us, sources, fit, lowering");
       }
     }
     const std::string schema = y["schema"] ? y["schema"].as<std::string>() : "";
@@ -129,6 +500,11 @@ Result<RuntimeModel> load_runtime(const std::string& path) {
         if (auto s = num(kv.second, fmt::format("{}.{}", key, name), v); !s) return s.error();
         (*out)[name] = v;
       }
+    }
+    if (const YAML::Node low = y["lowering"]) {
+      auto l = LoweringReader(path).read(low);
+      if (!l) return l.error();
+      r.lowering = std::move(*l);
     }
   } catch (const YAML::Exception& e) {
     return bad(path, "(document)", e.what());

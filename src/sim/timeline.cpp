@@ -73,6 +73,9 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
       pk.op_type += (pk.op_type.empty() ? "" : "+") + n.op_type;
     }
     pk.nodes = k.nodes;
+    for (int ni : k.nodes) pk.node_names.push_back(g.nodes[static_cast<size_t>(ni)].name);
+    pk.fusions = k.fusions;
+    pk.call = k.call;
     const bool attention = std::find(k.fusions.begin(), k.fusions.end(), "attention") != k.fusions.end();
     pk.work = group_work(g, idx, k.nodes, k.anchor, attention, k.recomputed);
     {
@@ -134,7 +137,13 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
     copy_t += dur;
     ready_at[r] = copy_t;
   };
-  for (TensorId id : g.inputs) copy_in(g.tensor(id), root(id));
+  for (TensorId id : g.inputs) {
+    if (opts.host_copies) {
+      copy_in(g.tensor(id), root(id));
+    } else {
+      ready_at[root(id)] = 0;
+    }
+  }
   std::vector<TensorId> offload = plan.offloaded;
   std::sort(offload.begin(), offload.end(), [&](TensorId a, TensorId b) { return first_use[root(a)] < first_use[root(b)]; });
   for (TensorId id : offload) copy_in(g.tensor(id), root(id));
@@ -158,7 +167,12 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
       ready = host_t;
     } else {
       const Node& first = g.nodes[static_cast<size_t>(k.nodes.front())];
-      const double h = rt->host_us(framework_op_name(g, first), std::string(op_class_name(k.work.cls)), 1);
+      const PlanKernel& pk = plan.kernels[i];
+      // A lowering names each kernel's call; a call's later kernels cost the extra launch only.
+      const double h = !pk.call.empty() && !pk.call_first
+                           ? rt->extra_kernel_us
+                           : rt->host_us(pk.call.empty() ? framework_op_name(g, first) : pk.call,
+                                         std::string(op_class_name(k.work.cls)), 1);
       if (rt->combine == "serial") host_t = std::max(host_t, gpu_free);
       host_t += h;
       ready = host_t + rt->launch_latency_us;
@@ -179,7 +193,7 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
   double end = std::max(gpu_free, host_t);
   for (TensorId id : g.outputs) {
     const Tensor& t = g.tensor(id);
-    if (gpu.host_link.unified) continue;
+    if (gpu.host_link.unified || !opts.host_copies) continue;
     const int prod = producer[static_cast<size_t>(id)];
     const double after = prod >= 0 ? p.kernels[static_cast<size_t>(prod)].start_us +
                                          p.kernels[static_cast<size_t>(prod)].cost.total_us
@@ -250,11 +264,17 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
     p.energy_j += dynamic_w * util * k.cost.total_us * 1e-6;
   }
 
-  p.notes.push_back(plan.scheduler == "eager"
-                        ? "eager plan: one kernel per op, tiles from the cost model's menu; weights resident in device "
-                          "memory before the run"
-                        : fmt::format("plan from the {} scheduler ({} kernels); weights resident unless offloaded",
-                                      plan.scheduler, plan.kernels.size()));
+  if (plan.scheduler.rfind("lowering:", 0) == 0) {
+    p.notes.push_back(fmt::format("the {} kernels runtime {} launches (its lowering rules), tiles as a library's "
+                                  "heuristic picks them from the cost model's menu; weights resident in device memory",
+                                  plan.kernels.size(), plan.scheduler.substr(9)));
+  } else {
+    p.notes.push_back(plan.scheduler == "eager"
+                          ? "eager plan: one kernel per op, tiles from the cost model's menu; weights resident in "
+                            "device memory before the run"
+                          : fmt::format("plan from the {} scheduler ({} kernels); weights resident unless offloaded",
+                                        plan.scheduler, plan.kernels.size()));
+  }
   if (plan.dtype) p.notes.push_back(fmt::format("floating-point tensors re-typed to {}", dtype_name(*plan.dtype)));
   if (rt) {
     p.notes.push_back(fmt::format("runtime {} ({}): {:.1f} us of host time issuing {} op calls paces the launches",
@@ -303,6 +323,18 @@ Status check_precisions(const Graph& g, const GpuProfile& gpu) {
 Result<Prediction> predict(const Graph& input, const GpuProfile& gpu, const PredictOptions& opts) {
   const Graph g = opts.dtype ? retype(input, *opts.dtype) : input;
   if (auto s = check_precisions(g, gpu); !s) return s.error();
+  if (opts.runtime && !opts.runtime->lowering.empty()) {
+    // The runtime's own kernels (lowering.h).
+    auto low = lower(g, *opts.runtime, opts.lowering);
+    if (!low) return low.error();
+    return predict_lowering(*low, gpu, opts);
+  }
+  if (!opts.lowering.skip.empty() || opts.lowering.autocast || opts.lowering.layout != "nchw") {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("runtime \"{}\" has no lowering rules, so --layout, --autocast and --skip-pattern do "
+                                  "not apply; use a runtime that has them (pytorch-eager, torch-compile)",
+                                  opts.runtime ? opts.runtime->name : std::string("gpusim")));
+  }
   Plan plan = eager_plan(g, make_device(gpu));
   plan.dtype = opts.dtype;
   return run_timeline(g, plan, gpu, opts);
@@ -317,6 +349,27 @@ Result<Prediction> predict_plan(const Graph& input, const Plan& plan, const GpuP
   const Graph g = retype(input, *plan.dtype);
   if (auto s = check_precisions(g, gpu); !s) return s.error();
   return run_timeline(g, plan, gpu, opts);
+}
+
+Result<Prediction> predict_lowering(const Lowering& low, const GpuProfile& gpu, const PredictOptions& opts) {
+  // Each kernel with the tile a library's heuristic picks.
+  const DeviceModel dev = make_device(gpu);
+  const GraphIndex idx = index_graph(low.graph);
+  Plan plan = low.plan;
+  for (PlanKernel& k : plan.kernels) {
+    const bool attention = std::find(k.fusions.begin(), k.fusions.end(), "attention") != k.fusions.end();
+    k.tile = choose_tile(group_work(low.graph, idx, k.nodes, k.anchor, attention, k.recomputed), dev);
+  }
+  plan.dtype = opts.dtype;
+  auto p = run_timeline(low.graph, plan, gpu, opts);
+  if (!p) return p;
+  p->notes.insert(p->notes.begin(), low.notes.begin(), low.notes.end());
+  if (opts.lowering.autocast) {
+    p->notes.push_back(fmt::format("torch.autocast({}): the runtime's autocast rules set each op's type",
+                                   dtype_name(*opts.lowering.autocast)));
+    p->dtype = *opts.lowering.autocast;
+  }
+  return p;
 }
 
 std::string framework_op_name(const Graph& g, const Node& n) {

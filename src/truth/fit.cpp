@@ -1,23 +1,31 @@
-// Fitting the figures measurements constrain (fit_model) and leave-one-GPU-out validation
-// (include/gpusim/validate.h).
+// Fitting the figures measurements constrain (fit_model) and cross-validation (leave one GPU, or
+// one model family, out) (include/gpusim/validate.h).
 //
-// The fit alternates two steps, three times:
-//   1. host times: for each runtime and op, the median measured time of the rows whose predicted
-//      kernels take under 30% of the op's host time (first its 2nd-percentile time): the host is
-//      the bottleneck there, so the time measured is the host's;
-//   2. per vendor, each efficiency factor by a golden-section search that minimizes the mean
-//      |log(predicted / measured)| of the rows it drives whose kernels take over 1.5x the host time
-//      (device-bound rows): DRAM bandwidth <- elementwise ops, the SIMT GEMM rate <- GEMMs and
-//      convolutions.
-// Everything else comes from the profiles. A fixed stride sample of each (GPU, op) keeps it quick.
+// Each figure is fitted on the rows that isolate it, so that none absorbs another's error:
+//   1. host times: per runtime and op, the median measured time of rows whose work is trivial by
+//      construction (at most 1e7 FLOPs and 1 MiB moved: under two microseconds on any GPU here),
+//      never of rows chosen by how the kernel model prices them;
+//   2. per architecture (architecture_family), the sustained DRAM bandwidth: elementwise rows that
+//      stream at least 64 MiB, where a kernel's fixed costs and the host's are a small part, fitted
+//      per GPU (a line, slope and intercept) and averaged per architecture; a vendor's figure, for
+//      architectures with no rows, is the mean of all its GPUs';
+//   3. per vendor, the SIMT GEMM rate: GEMM and convolution rows whose kernels take over 1.5x the
+//      host time (device-bound);
+//   4. per vendor, the matrix-unit rate and the grouped convolutions' share of the rates:
+//      whole-model rows (one forward pass, mostly GEMMs and convolutions on the matrix units; no
+//      per-op record has a grouped or depthwise convolution), with the figures above fixed.
+// Each by a golden-section search minimizing mean |log(predicted / measured)|. Everything else
+// comes from the profiles. A fixed stride sample of each (GPU, op) keeps it quick.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 
 #include "gpusim/validate.h"
+#include "targets.h"
 
 namespace gpusim {
 namespace {
@@ -28,20 +36,58 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-struct Param {
-  const char* name;
-  double Efficiency::*field;
-  std::set<std::string> classes;
-  double lo, hi;
-};
+// Work no GPU here takes more than a couple of microseconds for: what such a row measures is the
+// runtime's host time.
+constexpr double kTrivialFlops = 1e7;
+constexpr double kTrivialBytes = 1 << 20;
+// Elementwise rows that stream this much are priced by the sustained bandwidth, not fixed costs.
+constexpr double kStreamingBytes = 64.0 * (1 << 20);
+
+// Golden-section search on [lo, hi] of a unimodal objective; the midpoint of the final bracket.
+double golden(double lo, double hi, int iterations, const std::function<double(double)>& f) {
+  const double phi = (std::sqrt(5.0) - 1) / 2;
+  double a = lo, b = hi;
+  double c = b - phi * (b - a), d = a + phi * (b - a);
+  double fc = f(c), fd = f(d);
+  for (int it = 0; it < iterations; ++it) {
+    if (fc < fd) {
+      b = d;
+      d = c;
+      fd = fc;
+      c = b - phi * (b - a);
+      fc = f(c);
+    } else {
+      a = c;
+      c = d;
+      fc = fd;
+      d = a + phi * (b - a);
+      fd = f(d);
+    }
+  }
+  return (a + b) / 2;
+}
+
+double mean_abs_log(const std::vector<double>& pred, const std::vector<double>& meas) {
+  double s = 0;
+  for (size_t i = 0; i < pred.size(); ++i) s += std::abs(std::log(pred[i] / meas[i]));
+  return s / static_cast<double>(std::max<size_t>(1, pred.size()));
+}
 
 }  // namespace
 
 Result<FittedModel> fit_model(const std::vector<Measurement>& records, const FitOptions& fo) {
   FittedModel fm;
-  // A fixed stride sample of at most rows_per_op rows per (GPU, op).
+  // A fixed stride sample of at most rows_per_op rows per (GPU, op), of the per-op records; every
+  // whole-model record.
   std::map<std::pair<std::string, std::string>, std::vector<size_t>> by_op;
-  for (size_t i = 0; i < records.size(); ++i) by_op[{records[i].gpu, records[i].op}].push_back(i);
+  std::vector<Measurement> models;
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (records[i].op_class == "model") {
+      models.push_back(records[i]);
+    } else {
+      by_op[{records[i].gpu, records[i].op}].push_back(i);
+    }
+  }
   std::vector<Measurement> sample;
   std::set<std::string> gpus;
   for (const auto& [key, idx] : by_op) {
@@ -49,28 +95,51 @@ Result<FittedModel> fit_model(const std::vector<Measurement>& records, const Fit
     const size_t step = std::max<size_t>(1, idx.size() / static_cast<size_t>(std::max(1, fo.rows_per_op)));
     for (size_t j = 0; j < idx.size(); j += step) sample.push_back(records[idx[j]]);
   }
+  for (const Measurement& m : models) gpus.insert(m.gpu);
   fm.gpus.assign(gpus.begin(), gpus.end());
-  if (sample.empty()) return make_error(ErrorCode::kInvalidArgument, "fit: no records to fit on");
+  if (sample.empty() && models.empty()) return make_error(ErrorCode::kInvalidArgument, "fit: no records to fit on");
 
-  // Start from blank overlap runtimes and the default efficiencies.
+  // 1. Host times, from trivial rows alone.
+  std::map<std::string, std::map<std::string, std::vector<double>>> trivial;  // runtime -> op -> times
   for (const Measurement& m : sample) {
     const std::string n = m.runtime.empty() ? "gpusim" : m.runtime;
-    if (fm.runtimes.count(n)) continue;
-    // Built-ins keep their figures; a framework runtime is fitted from nothing (never from its
-    // file, which was fitted on every GPU: leave-one-GPU-out must not see the held-out one).
-    if (n == "gpusim" || n == "cuda-graph") {
-      fm.runtimes[n] = *find_runtime(n, {});
-    } else {
-      RuntimeModel blank;
-      blank.name = n;
-      blank.combine = "overlap";
-      blank.description = n.rfind("pytorch", 0) == 0
-                              ? "PyTorch eager mode: host time per op call (dispatch up to the kernel launch), "
-                                "overlapped with the previous call's kernels when calls run back to back"
-                              : "host time per op call, fitted from measurements";
-      fm.runtimes[n] = blank;
+    if (!fm.runtimes.count(n)) {
+      // Built-ins keep their figures; a framework runtime is fitted from nothing (never from its
+      // file, which was fitted on every GPU: leave-one-GPU-out must not see the held-out one).
+      if (n == "gpusim" || n == "cuda-graph") {
+        fm.runtimes[n] = *find_runtime(n, {});
+      } else {
+        RuntimeModel blank;
+        blank.name = n;
+        blank.combine = "overlap";
+        blank.description = n.rfind("pytorch", 0) == 0
+                                ? "PyTorch eager mode: host time per op call (dispatch up to the kernel launch), "
+                                  "overlapped with the previous call's kernels when calls run back to back"
+                                : "host time per op call, fitted from measurements";
+        fm.runtimes[n] = blank;
+      }
     }
+    auto w = measurement_work(m);
+    if (!w) continue;
+    const double flops = static_cast<double>(std::max<int64_t>(w->flops.total(), 2 * w->macs));
+    const double bytes = static_cast<double>(w->bytes_read + w->bytes_written);
+    if (flops <= kTrivialFlops && bytes <= kTrivialBytes) trivial[n][m.op].push_back(m.time_us);
   }
+  for (auto& [name, rt] : fm.runtimes) {
+    if (rt.combine == "device") continue;
+    std::vector<double> all;
+    for (const auto& [op, v] : trivial[name]) {
+      all.insert(all.end(), v.begin(), v.end());
+      if (v.size() >= 5) rt.op_us[op] = median(v);
+    }
+    if (all.size() >= 5) rt.default_us = median(all);
+    fm.log.push_back(fmt::format("runtime {}: host time of {} ops from {} trivial rows (<= {:.0e} FLOPs, <= {} KiB), "
+                                 "default {:.1f} us",
+                                 name, rt.op_us.size(), all.size(), kTrivialFlops, kTrivialBytes / 1024,
+                                 rt.default_us));
+  }
+
+  // The profile each GPU is priced with: its vendor and architecture.
   const std::vector<GpuProfile> profiles = load_all_profiles(fo.profile_dirs);
   ValidateOptions vo;
   vo.profile_dirs = fo.profile_dirs;
@@ -79,14 +148,13 @@ Result<FittedModel> fit_model(const std::vector<Measurement>& records, const Fit
   vo.worst = 0;
   vo.keep_rows = true;
   vo.fitted = &fm;
-  // Vendor of each GPU, through the profile validation matched it to.
-  std::map<std::string, std::string> vendor_of;
+  std::map<std::string, std::string> vendor_of, arch_of;
   {
-    auto rep = validate(sample, vo);
-    if (!rep) return rep.error();
-    for (const auto& g : rep->per_gpu) {
-      for (const GpuProfile& p : profiles) {
-        if (p.name == g.profile) vendor_of[g.gpu] = p.vendor;
+    truth::Targets targets(vo);
+    for (const std::string& g : gpus) {
+      if (const truth::Target* t = targets.find(g)) {
+        vendor_of[g] = t->gpu.vendor;
+        arch_of[g] = architecture_family(t->gpu);
       }
     }
   }
@@ -94,100 +162,170 @@ Result<FittedModel> fit_model(const std::vector<Measurement>& records, const Fit
   for (const auto& [g, v] : vendor_of) vendors.insert(v);
   for (const std::string& v : vendors) fm.efficiency[v] = Efficiency{};
 
-  const std::vector<Param> params = {
-      {"dram_bandwidth", &Efficiency::dram_bandwidth, {"elementwise"}, 0.3, 1.0},
-      {"gemm_vector_flops", &Efficiency::gemm_vector_flops, {"gemm", "conv"}, 0.2, 1.0},
-  };
-  for (int round = 0; round < 3; ++round) {
-    // 1. Host times.
+  // Per-op rows priced with the current figures.
+  auto rows_where = [&](const std::function<bool(const Measurement&, const ValidatedRow&)>& keep) {
+    std::vector<Measurement> out;
     auto rep = validate(sample, vo);
-    if (!rep) return rep.error();
-    // A row is host-bound when its predicted kernels take under 30% of the op's host time: in the
-    // first round, of the op's 2nd-percentile time (its floor); after that, of the fitted host time.
-    std::map<std::pair<std::string, std::string>, std::vector<double>> per_op;
-    for (const ValidatedRow& r : rep->rows) per_op[{sample[r.record].runtime, sample[r.record].op}].push_back(r.measured_us);
-    std::map<std::pair<std::string, std::string>, double> floor;
-    for (auto& [key, v] : per_op) {
-      std::sort(v.begin(), v.end());
-      floor[key] = v[v.size() / 50];
-    }
-    std::map<std::pair<std::string, std::string>, std::vector<double>> host_rows;
-    std::map<std::string, std::vector<double>> host_all;
+    if (!rep) return out;
     for (const ValidatedRow& r : rep->rows) {
-      const Measurement& m = sample[r.record];
-      const RuntimeModel& rt = fm.runtimes[m.runtime.empty() ? "gpusim" : m.runtime];
-      const double host = round == 0 || !rt.op_us.count(m.op) ? floor[{m.runtime, m.op}] : rt.host_us(m.op, m.op_class, 1);
-      if (r.kernel_us < 0.3 * host) {
-        host_rows[{m.runtime, m.op}].push_back(r.measured_us);
-        host_all[m.runtime].push_back(r.measured_us);
-      }
+      if (keep(sample[r.record], r)) out.push_back(sample[r.record]);
     }
-    for (auto& [name, rt] : fm.runtimes) {
-      if (rt.combine == "device") continue;
-      if (auto it = host_all.find(name); it != host_all.end() && it->second.size() >= 5) rt.default_us = median(it->second);
+    return out;
+  };
+  auto per_op_objective = [&](const std::vector<Measurement>& rows) {
+    auto r = validate(rows, vo);
+    if (!r) return 1e9;
+    std::vector<double> p, m;
+    for (const ValidatedRow& row : r->rows) {
+      p.push_back(row.predicted_us);
+      m.push_back(row.measured_us);
     }
-    for (const auto& [key, v] : host_rows) {
-      if (v.size() < 5) continue;
-      RuntimeModel& rt = fm.runtimes[key.first];
-      if (rt.combine != "device") rt.op_us[key.second] = median(v);
+    return mean_abs_log(p, m);
+  };
+
+  // 2. DRAM bandwidth per architecture, on streaming elementwise rows. Such a row measures
+  //    t0 + k / eff: k its kernel's time at the datasheet bandwidth (the cost model's, with eff 1),
+  //    t0 what every call pays on the device beside its kernel (launch and event latency). A line
+  //    through (k, measured) gives both, per GPU: eff = 1 / slope, t0 the intercept. An
+  //    architecture's eff is the mean of its GPUs'; a vendor's (for its architectures without
+  //    rows) the mean of all its GPUs'; t0 is the runtime's launch latency, the median over GPUs.
+  std::map<std::string, std::vector<double>> vendor_dram, arch_dram;
+  std::map<std::string, std::vector<double>> runtime_t0;
+  for (const std::string& gpu : gpus) {
+    if (!arch_of.count(gpu)) continue;
+    const std::string arch = arch_of[gpu];
+    std::vector<Measurement> rows;
+    for (const Measurement& m : sample) {
+      if (m.gpu != gpu || m.op_class != "elementwise") continue;
+      auto w = measurement_work(m);
+      if (w && static_cast<double>(w->bytes_read + w->bytes_written) >= kStreamingBytes) rows.push_back(m);
     }
-    // 2. Efficiencies per vendor, on device-bound rows.
-    auto rep2 = validate(sample, vo);
-    if (!rep2) return rep2.error();
-    for (const std::string& vendor : vendors) {
-      for (const Param& prm : params) {
-        std::vector<Measurement> rows;
-        for (const ValidatedRow& r : rep2->rows) {
-          const Measurement& m = sample[r.record];
-          auto rt = fm.runtimes.find(m.runtime.empty() ? "gpusim" : m.runtime);
-          const double host = rt == fm.runtimes.end() ? 0 : rt->second.host_us(m.op, m.op_class, 1);
-          if (vendor_of[m.gpu] == vendor && prm.classes.count(m.op_class) && r.kernel_us > 1.5 * host) {
-            rows.push_back(m);
-          }
-        }
-        if (rows.size() < 20) continue;
-        auto objective = [&](double x) -> double {
-          fm.efficiency[vendor].*prm.field = x;
-          ValidateOptions o = vo;
-          auto r = validate(rows, o);
-          if (!r) return 1e9;
-          double s = 0;
-          for (const ValidatedRow& row : r->rows) s += std::abs(std::log(row.predicted_us / row.measured_us));
-          return s / static_cast<double>(std::max<size_t>(1, r->rows.size()));
-        };
-        // Golden-section search on [lo, hi].
-        const double phi = (std::sqrt(5.0) - 1) / 2;
-        double a = prm.lo, b = prm.hi;
-        double c = b - phi * (b - a), d = a + phi * (b - a);
-        double fc = objective(c), fd = objective(d);
-        for (int it = 0; it < 18; ++it) {
-          if (fc < fd) {
-            b = d;
-            d = c;
-            fd = fc;
-            c = b - phi * (b - a);
-            fc = objective(c);
-          } else {
-            a = c;
-            c = d;
-            fc = fd;
-            d = a + phi * (b - a);
-            fd = objective(d);
-          }
-        }
-        const double best = (a + b) / 2;
-        const double fbest = objective(best);
-        if (round == 2) {
-          fm.fitted_figures[vendor][prm.name] = best;
-          fm.log.push_back(fmt::format("{} efficiency.{} = {:.3f} on {} device-bound rows (mean |log error| {:.3f})",
-                                       vendor, prm.name, best, rows.size(), fbest));
+    if (rows.size() < 20) continue;
+    const auto saved = fm.arch_figures;
+    fm.arch_figures[arch]["dram_bandwidth"] = 1.0;
+    auto rep = validate(rows, vo);
+    fm.arch_figures = saved;
+    if (!rep || rep->rows.size() < 20) continue;
+    // Theil-Sen: the median of the pairwise slopes and of the intercepts it leaves, so that a few
+    // outlying rows (a throttled run) do not tilt the line.
+    std::vector<double> slopes;
+    const auto& rr = rep->rows;
+    const size_t stride = std::max<size_t>(1, rr.size() / 400);
+    for (size_t i = 0; i < rr.size(); i += stride) {
+      for (size_t j = i + stride; j < rr.size(); j += stride) {
+        const double dx = rr[j].kernel_us - rr[i].kernel_us;
+        if (std::abs(dx) > 1e-3 * std::max(rr[i].kernel_us, rr[j].kernel_us)) {
+          slopes.push_back((rr[j].measured_us - rr[i].measured_us) / dx);
         }
       }
     }
+    const double slope = median(slopes);
+    std::vector<double> intercepts;
+    for (const ValidatedRow& r : rr) intercepts.push_back(r.measured_us - slope * r.kernel_us);
+    const double t0 = median(intercepts);
+    const double eff = std::clamp(1.0 / std::max(1e-9, slope), 0.3, 1.0);
+    arch_dram[arch].push_back(eff);
+    vendor_dram[vendor_of[gpu]].push_back(eff);
+    runtime_t0[rows.front().runtime.empty() ? "gpusim" : rows.front().runtime].push_back(t0);
+    fm.log.push_back(fmt::format("{} ({}): sustained DRAM bandwidth {:.3f} of the datasheet on {} elementwise rows "
+                                 "streaming >= {:.0f} MiB, each call also paying {:.1f} us on the device",
+                                 gpu, arch, eff, rr.size(), kStreamingBytes / (1 << 20), t0));
   }
-  for (const auto& [name, rt] : fm.runtimes) {
-    if (rt.combine == "device") continue;
-    fm.log.push_back(fmt::format("runtime {}: default {:.1f} us, {} ops fitted", name, rt.default_us, rt.op_us.size()));
+  auto mean = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+  };
+  for (const auto& [arch, v] : arch_dram) {
+    fm.arch_figures[arch]["dram_bandwidth"] = mean(v);
+    fm.log.push_back(fmt::format("{} efficiency.dram_bandwidth = {:.3f} (the mean of its {} GPU(s))", arch, mean(v), v.size()));
+  }
+  for (const auto& [vendor, v] : vendor_dram) {
+    fm.efficiency[vendor].dram_bandwidth = mean(v);
+    fm.fitted_figures[vendor]["dram_bandwidth"] = mean(v);
+    fm.log.push_back(fmt::format("{} efficiency.dram_bandwidth = {:.3f}: the mean of its {} GPU(s), for architectures "
+                                 "without rows",
+                                 vendor, mean(v), v.size()));
+  }
+  for (const auto& [name, v] : runtime_t0) {
+    auto it = fm.runtimes.find(name);
+    if (it == fm.runtimes.end() || it->second.combine == "device") continue;
+    it->second.launch_latency_us = std::max(0.0, median(v));
+    fm.log.push_back(fmt::format("runtime {}: launch latency {:.1f} us (the median intercept of {} GPU(s))", name,
+                                 it->second.launch_latency_us, v.size()));
+  }
+
+  // 3. SIMT GEMM rate per vendor, on device-bound GEMM and convolution rows.
+  for (const std::string& vendor : vendors) {
+    const auto rows = rows_where([&](const Measurement& m, const ValidatedRow& r) {
+      if (vendor_of[m.gpu] != vendor || (m.op_class != "gemm" && m.op_class != "conv")) return false;
+      auto rt = fm.runtimes.find(m.runtime.empty() ? "gpusim" : m.runtime);
+      const double host = rt == fm.runtimes.end() ? 0 : rt->second.host_us(m.op, m.op_class, 1);
+      return r.kernel_us > 1.5 * host;
+    });
+    if (rows.size() < 20) continue;
+    const double best = golden(0.2, 1.0, 18, [&](double x) {
+      fm.efficiency[vendor].gemm_vector_flops = x;
+      return per_op_objective(rows);
+    });
+    fm.efficiency[vendor].gemm_vector_flops = best;
+    fm.fitted_figures[vendor]["gemm_vector_flops"] = best;
+    fm.log.push_back(fmt::format("{} efficiency.gemm_vector_flops = {:.3f} on {} device-bound rows (mean |log error| "
+                                 "{:.3f})",
+                                 vendor, best, rows.size(), per_op_objective(rows)));
+  }
+
+  // 4. Matrix-unit rate per vendor, on whole-model rows.
+  if (!models.empty()) {
+    vo.model_cache = make_model_cache();
+    std::map<std::string, std::string> model_vendor;
+    {
+      truth::Targets targets(vo);
+      for (const Measurement& m : models) {
+        if (const truth::Target* t = targets.find(m.gpu)) {
+          model_vendor[m.gpu] = t->gpu.vendor;
+          if (!fm.efficiency.count(t->gpu.vendor)) fm.efficiency[t->gpu.vendor] = Efficiency{};
+        }
+      }
+    }
+    std::set<std::string> mvendors;
+    for (const auto& [g, v] : model_vendor) mvendors.insert(v);
+    for (const std::string& vendor : mvendors) {
+      std::vector<Measurement> rows;
+      for (const Measurement& m : models) {
+        if (model_vendor[m.gpu] == vendor) rows.push_back(m);
+      }
+      auto error = [&]() {
+        auto r = validate_models(rows, vo);
+        if (!r || r->rows.empty()) return 1e9;
+        std::vector<double> p, m;
+        for (const ModelRow& row : r->rows) {
+          p.push_back(row.predicted_us);
+          m.push_back(row.measured_us);
+        }
+        return mean_abs_log(p, m);
+      };
+      // The matrix-unit rate, the grouped convolutions' share (only models with grouped or depthwise
+      // convolutions move with it), then the matrix-unit rate again (coordinate descent).
+      Efficiency& e = fm.efficiency[vendor];
+      for (int round = 0; round < 2; ++round) {
+        e.matrix_flops = golden(0.4, 1.0, round == 0 ? 10 : 7, [&](double x) {
+          e.matrix_flops = x;
+          return error();
+        });
+        if (round > 0) break;
+        e.grouped_conv = golden(0.1, 1.0, 9, [&](double x) {
+          e.grouped_conv = x;
+          return error();
+        });
+      }
+      const double err = error();
+      fm.fitted_figures[vendor]["matrix_flops"] = e.matrix_flops;
+      fm.fitted_figures[vendor]["grouped_conv"] = e.grouped_conv;
+      fm.log.push_back(fmt::format("{} efficiency.matrix_flops = {:.3f}, efficiency.grouped_conv = {:.3f} on {} "
+                                   "whole-model rows (mean |log error| {:.3f})",
+                                   vendor, e.matrix_flops, e.grouped_conv, rows.size(), err));
+    }
   }
   return fm;
 }
@@ -199,6 +337,7 @@ Result<ValidationReport> validate_leave_one_out(const std::vector<Measurement>& 
   ValidationReport out;
   std::vector<ValidatedRow> all_rows;
   std::vector<double> pred, roof, meas;
+  std::vector<ModelRow> model_rows;
   for (const std::string& g : gpus) {
     std::vector<Measurement> train, test;
     std::vector<size_t> test_idx;  // test row -> index in records
@@ -237,13 +376,64 @@ Result<ValidationReport> validate_leave_one_out(const std::vector<Measurement>& 
       roof.push_back(r.roofline_us);
       meas.push_back(r.measured_us);
     }
+    for (ModelRow& r : rep->models.rows) {
+      r.record = test_idx[r.record];
+      model_rows.push_back(std::move(r));
+    }
+    for (const auto& s : rep->models.skipped) out.models.skipped.push_back(s);
     out.seconds += rep->seconds;
     if (fits) fits->push_back(std::move(*fm));
+  }
+  {
+    auto skipped = std::move(out.models.skipped);
+    out.models = summarize_models(std::move(model_rows), vopts.worst);
+    out.models.skipped = std::move(skipped);
   }
   out.overall.gpu = "all";
   out.overall.op_class = "all";
   out.overall.model = error_stats(pred, meas);
   out.overall.roofline = error_stats(roof, meas);
+  return out;
+}
+
+Result<ModelReport> validate_leave_one_family_out(const std::vector<Measurement>& records, const ValidateOptions& vopts,
+                                                  const FitOptions& fopts) {
+  std::set<std::string> families;
+  for (const Measurement& m : records) {
+    if (m.op_class == "model" && m.config.count("family")) families.insert(m.config.at("family"));
+  }
+  std::vector<ModelRow> rows;
+  std::vector<SkippedRecords> skipped;
+  double seconds = 0;
+  for (const std::string& fam : families) {
+    std::vector<Measurement> train, test;
+    std::vector<size_t> test_idx;
+    for (size_t i = 0; i < records.size(); ++i) {
+      const Measurement& m = records[i];
+      const bool held = m.op_class == "model" && m.config.count("family") && m.config.at("family") == fam;
+      if (held) {
+        test.push_back(m);
+        test_idx.push_back(i);
+      } else {
+        train.push_back(m);
+      }
+    }
+    auto fm = fit_model(train, fopts);
+    if (!fm) return fm.error();
+    ValidateOptions vo = vopts;
+    vo.fitted = &*fm;
+    auto rep = validate_models(test, vo);
+    if (!rep) return rep.error();
+    for (ModelRow& r : rep->rows) {
+      r.record = test_idx[r.record];
+      rows.push_back(std::move(r));
+    }
+    skipped.insert(skipped.end(), rep->skipped.begin(), rep->skipped.end());
+    seconds += rep->seconds;
+  }
+  ModelReport out = summarize_models(std::move(rows), vopts.worst);
+  out.skipped = std::move(skipped);
+  out.seconds = seconds;
   return out;
 }
 

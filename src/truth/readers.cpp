@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -335,7 +336,171 @@ Result<std::vector<Measurement>> read_calibration_json(const std::string& path) 
   return out;
 }
 
-Result<std::vector<Measurement>> read_measurements(const std::string& path) {
+// The header line of a CSV (after any '#' comment lines), or "" when there is none.
+static std::string csv_header(const std::string& path) {
+  if (ends_with(path, ".xz")) {
+    auto t = read_xz(path);
+    if (!t) return "";
+    std::istringstream in(*t);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (!line.empty() && line[0] != '#') return line;
+    }
+    return "";
+  }
+  std::ifstream f(path);
+  std::string line;
+  while (std::getline(f, line)) {
+    if (!line.empty() && line[0] != '#') return line;
+  }
+  return "";
+}
+
+namespace {
+
+// "...-rtx4090-dynamo.csv" -> "NVIDIA GeForce RTX 4090": the device name as the driver gives it.
+std::string timm_gpu(const std::string& file) {
+  const size_t p = file.find("-rtx");
+  if (p == std::string::npos) return "";
+  size_t e = p + 4;
+  while (e < file.size() && std::isdigit(static_cast<unsigned char>(file[e]))) ++e;
+  if (e == p + 4) return "";
+  return "NVIDIA GeForce RTX " + file.substr(p + 4, e - p - 4);
+}
+
+// "pt240-cu124" -> "torch 2.4.0, CUDA 12.4".
+std::string timm_driver(const std::string& file) {
+  std::string out;
+  const size_t pt = file.find("-pt");
+  if (pt != std::string::npos && pt + 6 <= file.size() && std::isdigit(static_cast<unsigned char>(file[pt + 3]))) {
+    out = fmt::format("torch {}.{}.{}", file[pt + 3], file[pt + 4], file[pt + 5]);
+  }
+  const size_t cu = file.find("-cu");
+  if (cu != std::string::npos && cu + 6 <= file.size() && std::isdigit(static_cast<unsigned char>(file[cu + 3]))) {
+    out += fmt::format("{}CUDA {}{}.{}", out.empty() ? "" : ", ", file[cu + 3], file[cu + 4], file[cu + 5]);
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<Measurement>> read_timm_csv(const std::string& path) {
+  auto text = read_file(path);
+  if (!text) return text.error();
+  const fs::path dir = fs::path(path).parent_path();
+  const std::string manifest_path = (dir / "models" / "manifest.json").string();
+  auto man = read_json(manifest_path);
+  if (!man) {
+    return make_error(ErrorCode::kIo, fmt::format("{}: the graphs' manifest {} does not read ({}); timm rows are "
+                                                  "priced from the ONNX graphs in models/ beside the CSV",
+                                                  path, manifest_path, man.error().message));
+  }
+  const nlohmann::json models = man->value("models", nlohmann::json::object());
+  std::istringstream in(*text);
+  std::string line;
+  size_t lineno = 0;
+  std::vector<std::string> header;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty() || line[0] == '#') continue;
+    header = csv_fields(line);
+    break;
+  }
+  auto col = [&](const char* name) -> int {
+    auto it = std::find(header.begin(), header.end(), name);
+    return it == header.end() ? -1 : static_cast<int>(it - header.begin());
+  };
+  const int c_file = col("file"), c_model = col("model"), c_img = col("infer_img_size"), c_time = col("infer_step_time"),
+            c_batch = col("infer_batch_size");
+  for (auto [c, name] : {std::pair{c_file, "file"}, {c_model, "model"}, {c_img, "infer_img_size"},
+                         {c_time, "infer_step_time"}, {c_batch, "infer_batch_size"}}) {
+    if (c < 0) {
+      return make_error(ErrorCode::kParse, fmt::format("{}:{}: the header has no \"{}\" column; a timm benchmark CSV has "
+                                                       "file,model,infer_img_size,...,infer_step_time,infer_batch_size",
+                                                       path, lineno, name));
+    }
+  }
+  const std::string folder = dir.filename().string();
+  const std::string ref = short_ref(path);
+  std::map<std::string, std::shared_ptr<const std::string>> graphs;
+  std::vector<Measurement> out;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty() || line == "\r" || line[0] == '#') continue;
+    const std::vector<std::string> f = csv_fields(line);
+    if (f.size() != header.size()) {
+      return make_error(ErrorCode::kParse,
+                        fmt::format("{}: {} fields, the header has {}", where_line(path, lineno), f.size(), header.size()));
+    }
+    auto num = [&](int c, const char* name) -> Result<double> {
+      double v = 0;
+      const std::string& t = f[static_cast<size_t>(c)];
+      const auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+      if (r.ec != std::errc() || !(v > 0) || v > 1e12) {
+        return make_error(ErrorCode::kParse, fmt::format("{}: {} \"{}\" is not a positive number", where_line(path, lineno),
+                                                         name, t));
+      }
+      return v;
+    };
+    auto step = num(c_time, "infer_step_time");
+    auto img = num(c_img, "infer_img_size");
+    auto batch = num(c_batch, "infer_batch_size");
+    for (auto* r : {&step, &img, &batch}) {
+      if (!*r) return r->error();
+    }
+    const std::string file = f[static_cast<size_t>(c_file)];
+    Measurement m;
+    m.op = f[static_cast<size_t>(c_model)];
+    m.op_class = "model";
+    m.dims = {{"batch", static_cast<int64_t>(*batch)}, {"img", static_cast<int64_t>(*img)}};
+    m.dtype = DType::kFloat16;
+    m.gpu = timm_gpu(file);
+    if (m.gpu.empty()) {
+      return make_error(ErrorCode::kParse, fmt::format("{}: file \"{}\" names no GPU (expected ...-rtxNNNN...)",
+                                                       where_line(path, lineno), file));
+    }
+    m.backend = "pytorch";
+    m.driver = timm_driver(file);
+    m.runtime = file.find("dynamo") != std::string::npos ? "torch-compile" : "pytorch-eager";
+    m.timer = "host wall time from before the call to after torch.cuda.synchronize() (timm benchmark.py)";
+    m.statistic = "mean of 40 steps after 10 warm-up steps";
+    m.repeats = 40;
+    m.time_us = *step * 1000.0;
+    m.source = folder;
+    m.source_ref = fmt::format("{}:{}", ref, lineno);
+    m.config["layout"] = file.find("-nhwc-") != std::string::npos ? "nhwc" : "nchw";
+    m.config["precision"] = file.find("-amp-") != std::string::npos ? "amp-fp16" : "fp32";
+    // timm's Swin computes attention with matmuls and a softmax: it asks for fused attention only
+    // under an experimental flag the benchmark did not set (timm-e2e/README.md).
+    if (m.op.rfind("swin", 0) == 0) m.config["skip"] = "sdpa";
+    auto it = models.find(m.op);
+    if (it == models.end()) {
+      m.config["unpriced"] = fmt::format("no graph of {} in {}", m.op, folder + "/models");
+    } else {
+      const auto ops = it->value("ops", nlohmann::json::object());
+      m.config["family"] = ops.contains("Softmax") ? "attention" : "conv";
+      const int64_t gimg = it->value("img", int64_t{0});
+      if (gimg != static_cast<int64_t>(*img)) {
+        m.config["unpriced"] = fmt::format("{}/models has {} at {} px, not {}", folder, m.op, gimg, *img);
+      } else {
+        const std::string gfile = it->value("file", "");
+        m.graph = folder + "/models/" + gfile;
+        auto& bytes = graphs[gfile];
+        if (!bytes) {
+          auto b = read_file((dir / "models" / gfile).string());
+          if (!b) return make_error(ErrorCode::kIo, fmt::format("{}: the graph of {}: {}", where_line(path, lineno), m.op,
+                                                                b.error().message));
+          bytes = std::make_shared<const std::string>(std::move(*b));
+        }
+        m.graph_bytes = bytes;
+      }
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+Result<std::vector<Measurement>> read_measurements(const std::string& path, std::vector<std::string>* notes) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     std::vector<std::string> files;
@@ -356,7 +521,27 @@ Result<std::vector<Measurement>> read_measurements(const std::string& path) {
     }
     std::vector<Measurement> all;
     for (const std::string& f : files) {
-      auto r = read_measurements(f);
+      // In a directory, only the formats gpusim reads; the rest are named in the notes.
+      std::string skip;
+      if (ends_with(f, ".csv") || ends_with(f, ".csv.xz")) {
+        const std::string h = csv_header(f);
+        if (h.rfind("op,", 0) != 0 && h.find("infer_step_time") == std::string::npos) {
+          skip = h.find("tokens_per_s") != std::string::npos
+                     ? "llama.cpp bench rows (prompt and generation speeds): gpusim does not predict LLM generation yet"
+                     : "a CSV of no format gpusim reads (NeuSight per-op rows, timm benchmark rows)";
+        }
+      } else if (ends_with(f, ".json")) {
+        auto j = read_json(f);
+        const std::string schema = j && j->is_object() ? j->value("schema", "") : "";
+        if (schema != "gpusim.run/1" && schema != "gpusim.calibration/1") {
+          skip = "JSON without a measurement schema (a manifest or other data)";
+        }
+      }
+      if (!skip.empty()) {
+        if (notes) notes->push_back(fmt::format("skipped {}: {}", f, skip));
+        continue;
+      }
+      auto r = read_measurements(f, notes);
       if (!r) return r.error();
       all.insert(all.end(), std::make_move_iterator(r->begin()), std::make_move_iterator(r->end()));
     }
@@ -369,7 +554,10 @@ Result<std::vector<Measurement>> read_measurements(const std::string& path) {
                                   "../shared/truth beside a checkout)",
                                   path));
   }
-  if (ends_with(path, ".csv") || ends_with(path, ".csv.xz")) return read_neusight_csv(path);
+  if (ends_with(path, ".csv") || ends_with(path, ".csv.xz")) {
+    if (csv_header(path).find("infer_step_time") != std::string::npos) return read_timm_csv(path);
+    return read_neusight_csv(path);
+  }
   if (ends_with(path, ".db") || ends_with(path, ".sqlite")) {
     auto s = MeasurementStore::open(path, /*create=*/false);
     if (!s) return s.error();

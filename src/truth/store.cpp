@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstring>
@@ -59,6 +60,14 @@ CREATE TABLE IF NOT EXISTS measurements (
 CREATE INDEX IF NOT EXISTS measurements_gpu ON measurements (gpu, op_class);
 )sql";
 
+// Whole-model records: the graph each ran and its configuration (columns added to stores made
+// before them), and the graphs themselves, once each, so a store prices its records on its own.
+constexpr const char* kCreateGraphs = R"sql(
+CREATE TABLE IF NOT EXISTS graphs (
+  name TEXT PRIMARY KEY,
+  bytes BLOB NOT NULL);
+)sql";
+
 // The autotuner's cache; added to stores made before it (every open makes sure it is there).
 constexpr const char* kCreateTuning = R"sql(
 CREATE TABLE IF NOT EXISTS tuning (
@@ -79,7 +88,7 @@ CREATE TABLE IF NOT EXISTS tuning (
 
 constexpr const char* kColumns =
     "op, op_class, dims, dtype, work, tile, fused_ops, kernel, kernels_launched, grid, block, gpu, backend, driver, "
-    "clocks, runtime, timer, statistic, repeats, warm_cache, time_us, p50_us, p95_us, source, source_ref";
+    "clocks, runtime, timer, statistic, repeats, warm_cache, time_us, p50_us, p95_us, source, source_ref, graph, config";
 
 std::string dims_json(const std::map<std::string, int64_t>& d) { return nlohmann::json(d).dump(-1, ' ', false, kInvalidUtf8); }
 
@@ -153,6 +162,11 @@ std::string measurement_key(const Measurement& m) {
   }
   add(fmt::format("{}|{}|{}|{:.17g}|{:.17g}|{:.17g}", m.kernels_launched, m.repeats, m.warm_cache, m.time_us, m.p50_us,
                   m.p95_us));
+  // Whole-model records (fields added later: records without them keep their keys).
+  if (!m.graph.empty() || !m.config.empty()) {
+    add(m.graph);
+    add(nlohmann::json(m.config).dump(-1, ' ', false, kInvalidUtf8));
+  }
   return fmt::format("{:016x}{:016x}", fnv1a(s, 0xcbf29ce484222325ULL), fnv1a(s, 0x84222325cbf29ce4ULL));
 }
 
@@ -228,6 +242,20 @@ Result<MeasurementStore> MeasurementStore::open(const std::string& path, bool cr
     }
   }
   if (auto r = impl->exec(kCreateTuning, "cannot create the tuning cache table"); !r) return r.error();
+  if (auto r = impl->exec(kCreateGraphs, "cannot create the graphs table"); !r) return r.error();
+  {
+    bool has_graph = false;
+    Stmt cols(impl->db, "PRAGMA table_info(measurements)");
+    while (sqlite3_step(cols.get()) == SQLITE_ROW) has_graph = has_graph || cols.col_text(1) == "graph";
+    if (!has_graph) {
+      if (auto r = impl->exec("ALTER TABLE measurements ADD COLUMN graph TEXT NOT NULL DEFAULT '';"
+                              "ALTER TABLE measurements ADD COLUMN config TEXT NOT NULL DEFAULT '{}';",
+                              "cannot add the whole-model columns");
+          !r) {
+        return r.error();
+      }
+    }
+  }
   return MeasurementStore(std::move(impl));
 }
 
@@ -247,10 +275,12 @@ Result<InsertStats> MeasurementStore::insert(const std::vector<Measurement>& rec
   const int64_t import_id = sqlite3_last_insert_rowid(db);
   const std::string sql = fmt::format("INSERT OR IGNORE INTO measurements (key, import_id, {}) VALUES (?1, ?2, "
                                       "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, "
-                                      "?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
+                                      "?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)",
                                       kColumns);
   Stmt ins(db, sql.c_str());
   if (!ins.ok()) return rollback(impl_->fail("cannot prepare the insert"));
+  Stmt put_graph(db, "INSERT OR IGNORE INTO graphs (name, bytes) VALUES (?1, ?2)");
+  if (!put_graph.ok()) return rollback(impl_->fail("cannot prepare the graph insert"));
   for (const Measurement& m : records) {
     sqlite3_reset(ins.get());
     ins.text(1, measurement_key(m));
@@ -280,8 +310,18 @@ Result<InsertStats> MeasurementStore::insert(const std::vector<Measurement>& rec
     ins.real(25, m.p95_us);
     ins.text(26, m.source);
     ins.text(27, m.source_ref);
+    ins.text(28, m.graph);
+    ins.text(29, nlohmann::json(m.config).dump(-1, ' ', false, kInvalidUtf8));
     if (sqlite3_step(ins.get()) != SQLITE_DONE) return rollback(impl_->fail("cannot insert a measurement"));
-    if (sqlite3_changes(db) > 0) ++st.added; else ++st.duplicates;
+    const bool added = sqlite3_changes(db) > 0;
+    if (!m.graph.empty() && m.graph_bytes) {
+      sqlite3_reset(put_graph.get());
+      put_graph.text(1, m.graph);
+      sqlite3_bind_blob(put_graph.get(), 2, m.graph_bytes->data(), static_cast<int>(m.graph_bytes->size()),
+                        SQLITE_TRANSIENT);
+      if (sqlite3_step(put_graph.get()) != SQLITE_DONE) return rollback(impl_->fail("cannot store a graph"));
+    }
+    if (added) ++st.added; else ++st.duplicates;
   }
   Stmt upd(db, "UPDATE imports SET added = ?1, duplicates = ?2 WHERE id = ?3");
   upd.i64(1, st.added);
@@ -350,9 +390,32 @@ Result<std::vector<Measurement>> MeasurementStore::query(const MeasurementQuery&
     m.p95_us = sqlite3_column_double(s.get(), c++);
     m.source = s.col_text(c++);
     m.source_ref = s.col_text(c++);
+    m.graph = s.col_text(c++);
+    try {
+      m.config = nlohmann::json::parse(s.col_text(c++)).get<std::map<std::string, std::string>>();
+    } catch (const nlohmann::json::exception& e) {
+      return make_error(ErrorCode::kParse, fmt::format("{}: record {}: the config column is malformed ({})", impl_->path,
+                                                       out.size() + 1, e.what()));
+    }
     out.push_back(std::move(m));
   }
   if (rc != SQLITE_DONE) return impl_->fail("cannot read the measurements");
+  // The graphs whole-model records ran, each read once.
+  std::map<std::string, std::shared_ptr<const std::string>> graphs;
+  for (Measurement& m : out) {
+    if (m.graph.empty()) continue;
+    auto& g = graphs[m.graph];
+    if (!g) {
+      Stmt gs(impl_->db, "SELECT bytes FROM graphs WHERE name = ?1");
+      gs.text(1, m.graph);
+      if (sqlite3_step(gs.get()) == SQLITE_ROW) {
+        const void* b = sqlite3_column_blob(gs.get(), 0);
+        const int n = sqlite3_column_bytes(gs.get(), 0);
+        g = std::make_shared<const std::string>(static_cast<const char*>(b), static_cast<size_t>(std::max(0, n)));
+      }
+    }
+    m.graph_bytes = g;
+  }
   return out;
 }
 

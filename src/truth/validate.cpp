@@ -13,17 +13,10 @@
 
 #include "gpusim/runtime.h"
 #include "gpusim/validate.h"
+#include "targets.h"
 
 namespace gpusim {
 namespace {
-
-std::string normalized(std::string s) {
-  std::string out;
-  for (char c : s) {
-    if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return out;
-}
 
 std::string tile_text(const KernelWork& w, const TileConfig& t) {
   if (t.block_m > 0 && !(w.cls == OpClass::kGemm || w.cls == OpClass::kConv || w.cls == OpClass::kAttention)) {
@@ -34,8 +27,8 @@ std::string tile_text(const KernelWork& w, const TileConfig& t) {
   return tile_notation(t);
 }
 
-// Plain roofline of a kernel: the larger of its FLOPs at the datasheet peak it may use and its
-// compulsory bytes at the datasheet DRAM bandwidth.
+}  // namespace
+
 double roofline_us(const KernelWork& w, const DeviceModel& d) {
   const GpuProfile& p = *d.profile;
   double flops = static_cast<double>(w.flops.total() + w.epilogue_flops.total());
@@ -52,12 +45,91 @@ double roofline_us(const KernelWork& w, const DeviceModel& d) {
   return std::max(peak > 0 ? flops / peak : 0.0, bw > 0 ? bytes / bw : 0.0) * 1e6;
 }
 
-struct Target {
-  std::string profile;
-  DeviceModel dev;
-};
+namespace truth {
 
-}  // namespace
+std::string normalized(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+Targets::Targets(const ValidateOptions& opts) : opts_(opts), runtime_dirs_(default_runtime_dirs()) {
+  if (auto v = load_vendor_efficiency(opts.profile_dirs)) measured_ = std::move(*v);
+  if (!opts.profiles) own_ = load_all_profiles(opts.profile_dirs);
+  for (const GpuProfile& p : opts.profiles ? *opts.profiles : own_) {
+    by_display_[normalized(p.display_name)] = p.name;
+    by_display_[normalized(p.name)] = p.name;
+    loaded_.emplace(p.name, &p);
+  }
+  for (const std::string& g : opts.gpus) keep_.push_back(normalized(g));
+}
+
+const Target* Targets::find(const std::string& gpu) {
+  if (auto it = targets_.find(gpu); it != targets_.end()) return &it->second;
+  if (missing_.count(gpu)) return nullptr;
+  std::string name;
+  if (auto it = opts_.profile_for.find(gpu); it != opts_.profile_for.end()) {
+    name = it->second;
+  } else if (auto jt = by_display_.find(normalized(gpu)); jt != by_display_.end()) {
+    name = jt->second;
+  }
+  auto lt = loaded_.find(name);
+  if (name.empty() || lt == loaded_.end()) {
+    missing_[gpu] = name.empty() ? fmt::format("no profile for GPU \"{}\": no profile's display_name or name matches "
+                                               "it; add one to gpu_profiles/ or pass --profile-for \"{}=PROFILE\"",
+                                               gpu, gpu)
+                                 : fmt::format("GPU \"{}\": profile \"{}\" is not found or does not load (`gpusim "
+                                               "profiles validate {}` says why)",
+                                               gpu, name, name);
+    return nullptr;
+  }
+  GpuProfile prof = *lt->second;
+  if (opts_.fitted && !prof.calibrated) {
+    if (auto e = opts_.fitted->efficiency.find(prof.vendor); e != opts_.fitted->efficiency.end()) prof.efficiency = e->second;
+    // Figures a published benchmark measured for the architecture (not fitted on any record) stand
+    // where the fit has none for it.
+    if (auto m = measured_.measured.find(architecture_family(prof)); m != measured_.measured.end()) {
+      for (const auto& [key, v] : m->second) {
+        if (key == "dram_bandwidth") prof.efficiency.dram_bandwidth = v;
+      }
+    }
+    if (auto a = opts_.fitted->arch_figures.find(architecture_family(prof)); a != opts_.fitted->arch_figures.end()) {
+      for (const auto& [key, v] : a->second) {
+        if (key == "dram_bandwidth") prof.efficiency.dram_bandwidth = v;
+        if (key == "gemm_vector_flops") prof.efficiency.gemm_vector_flops = v;
+        if (key == "matrix_flops") prof.efficiency.matrix_flops = v;
+      }
+    }
+  }
+  Target t{name, prof, make_device(prof)};
+  return &targets_.emplace(gpu, std::move(t)).first->second;
+}
+
+bool Targets::wanted(const std::string& gpu, const Target* t) const {
+  if (keep_.empty()) return true;
+  return std::find(keep_.begin(), keep_.end(), normalized(gpu)) != keep_.end() ||
+         (t && std::find(keep_.begin(), keep_.end(), normalized(t->profile)) != keep_.end());
+}
+
+Result<const RuntimeModel*> Targets::runtime(const std::string& name) {
+  const std::string n = opts_.runtime.empty() ? (name.empty() ? "gpusim" : name) : opts_.runtime;
+  if (auto it = runtimes_.find(n); it != runtimes_.end()) return &it->second;
+  auto r = find_runtime(n, runtime_dirs_);
+  if (opts_.fitted) {
+    if (auto f = opts_.fitted->runtimes.find(n); f != opts_.fitted->runtimes.end()) {
+      // Fitted host times on the runtime's own lowering rules.
+      RuntimeModel m = f->second;
+      if (r) m.lowering = r->lowering;
+      return &runtimes_.emplace(n, std::move(m)).first->second;
+    }
+  }
+  if (!r) return r.error();
+  return &runtimes_.emplace(n, std::move(*r)).first->second;
+}
+
+}  // namespace truth
 
 std::vector<GpuProfile> load_all_profiles(const std::vector<std::string>& dirs) {
   std::vector<GpuProfile> out;
@@ -71,88 +143,34 @@ std::vector<GpuProfile> load_all_profiles(const std::vector<std::string>& dirs) 
 Result<ValidationReport> validate(const std::vector<Measurement>& records, const ValidateOptions& opts) {
   const auto t0 = std::chrono::steady_clock::now();
   ValidationReport rep;
-  // Profiles by normalized display name and name.
-  std::map<std::string, std::string> by_display;
-  std::map<std::string, GpuProfile> loaded;
-  const std::vector<GpuProfile> own = opts.profiles ? std::vector<GpuProfile>{} : load_all_profiles(opts.profile_dirs);
-  for (const GpuProfile& p : opts.profiles ? *opts.profiles : own) {
-    by_display[normalized(p.display_name)] = p.name;
-    by_display[normalized(p.name)] = p.name;
-    loaded.emplace(p.name, p);
-  }
-  // Which GPUs to keep: names of profiles or devices.
-  std::vector<std::string> keep;
-  for (const std::string& g : opts.gpus) keep.push_back(normalized(g));
-
-  std::map<std::string, Target> targets;  // by device name
-  std::map<std::string, std::string> missing;  // device -> reason
-  auto target_for = [&](const std::string& gpu) -> const Target* {
-    if (auto it = targets.find(gpu); it != targets.end()) return &it->second;
-    if (missing.count(gpu)) return nullptr;
-    std::string name;
-    if (auto it = opts.profile_for.find(gpu); it != opts.profile_for.end()) {
-      name = it->second;
-    } else if (auto jt = by_display.find(normalized(gpu)); jt != by_display.end()) {
-      name = jt->second;
-    }
-    auto lt = loaded.find(name);
-    if (name.empty() || lt == loaded.end()) {
-      missing[gpu] = name.empty() ? fmt::format("no profile for GPU \"{}\": no profile's display_name or name matches "
-                                                "it; add one to gpu_profiles/ or pass --profile-for \"{}=PROFILE\"",
-                                                gpu, gpu)
-                                  : fmt::format("GPU \"{}\": profile \"{}\" is not found or does not load (`gpusim "
-                                                "profiles validate {}` says why)",
-                                                gpu, name, name);
-      return nullptr;
-    }
-    GpuProfile prof = lt->second;
-    if (opts.fitted && !prof.calibrated) {
-      if (auto e = opts.fitted->efficiency.find(prof.vendor); e != opts.fitted->efficiency.end()) prof.efficiency = e->second;
-    }
-    return &targets.emplace(gpu, Target{name, make_device(prof)}).first->second;
-  };
-
-  // Runtimes by name, loaded once.
-  std::map<std::string, RuntimeModel> runtimes;
-  const std::vector<std::string> rdirs = default_runtime_dirs();
-  auto runtime_for = [&](const std::string& name) -> Result<const RuntimeModel*> {
-    const std::string n = opts.runtime.empty() ? (name.empty() ? "gpusim" : name) : opts.runtime;
-    if (auto it = runtimes.find(n); it != runtimes.end()) return &it->second;
-    if (opts.fitted) {
-      if (auto f = opts.fitted->runtimes.find(n); f != opts.fitted->runtimes.end()) {
-        return &runtimes.emplace(n, f->second).first->second;
-      }
-    }
-    auto r = find_runtime(n, rdirs);
-    if (!r) return r.error();
-    return &runtimes.emplace(n, std::move(*r)).first->second;
-  };
+  truth::Targets targets(opts);
 
   // Resolve each record's target and runtime serially (the maps are not shared across threads).
   struct Job {
     size_t record;
-    const Target* target;
+    const truth::Target* target;
     const RuntimeModel* runtime;
   };
   std::vector<Job> jobs;
   std::map<std::string, int64_t> skip_counts;
+  bool any_model = false;
   for (size_t i = 0; i < records.size(); ++i) {
     const Measurement& m = records[i];
-    const Target* t = target_for(m.gpu);
-    if (!keep.empty()) {
-      const bool wanted = std::find(keep.begin(), keep.end(), normalized(m.gpu)) != keep.end() ||
-                          (t && std::find(keep.begin(), keep.end(), normalized(t->profile)) != keep.end());
-      if (!wanted) continue;
-    }
-    if (!t) {
-      ++skip_counts[missing[m.gpu]];
+    if (m.op_class == "model") {  // whole models: validate_models
+      any_model = true;
       continue;
     }
-    auto rt = runtime_for(m.runtime);
+    const truth::Target* t = targets.find(m.gpu);
+    if (!targets.wanted(m.gpu, t)) continue;
+    if (!t) {
+      ++skip_counts[targets.why_missing(m.gpu)];
+      continue;
+    }
+    auto rt = targets.runtime(m.runtime);
     if (!rt) return rt.error();
     jobs.push_back({i, t, *rt});
   }
-  if (!keep.empty() && jobs.empty()) {
+  if (targets.filtered() && jobs.empty() && !any_model) {
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("--gpu {}: no record of the truth data ran on it (its GPUs: {})",
                                   fmt::join(opts.gpus, ","), [&] {
@@ -211,7 +229,7 @@ Result<ValidationReport> validate(const std::vector<Measurement>& records, const
   // Records whose work could not be rebuilt are skipped with their reason (first message kept).
   std::vector<ValidatedRow> kept;
   kept.reserve(rows.size());
-  std::vector<const Target*> kept_target;
+  std::vector<const truth::Target*> kept_target;
   for (size_t q = 0; q < rows.size(); ++q) {
     if (!errors[q].empty()) {
       ++skip_counts[errors[q]];
@@ -261,6 +279,11 @@ Result<ValidationReport> validate(const std::vector<Measurement>& records, const
   }
   rep.overall = make_group(all, "all", "", "all");
   if (opts.keep_rows) rep.rows = std::move(kept);
+  if (any_model) {
+    auto mr = validate_models(records, opts);
+    if (!mr) return mr.error();
+    rep.models = std::move(*mr);
+  }
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return rep;
 }

@@ -581,7 +581,7 @@ TEST_CASE("a calibrated block with an unknown key is rejected", "[profiles][erro
               "calibrated.voltage: unknown key; allowed here: device, date, driver, command, efficiency, launch, memory, compute");
   check_error(tail, tail + "calibrated:\n  efficiency:\n    dram_speed: {value: 0.8}\n",
               "calibrated.efficiency.dram_speed: unknown key; allowed here: dram_bandwidth, l2_bandwidth, vector_flops, "
-              "gemm_vector_flops, matrix_flops, host_link, launch");
+              "gemm_vector_flops, matrix_flops, grouped_conv, host_link, launch");
   check_error(tail, tail + "calibrated:\n  memory:\n    dram.size_gb: {value: 3}\n",
               "calibrated.memory.dram.size_gb: unknown key; allowed here: dram.latency_ns, l2.size_mb, l2.bandwidth_gbps, "
               "l2.latency_ns, l1.latency_ns");
@@ -1119,12 +1119,37 @@ TEST_CASE("vendor efficiency defaults apply where a profile sets none, and bad f
         eff + ": vendors.nvidia.dram_bandwidth: 1.5 is out of range; an efficiency is a fraction of the peak in (0, 1]");
   CHECK(error_for("schema: gpusim.efficiency/1\nvendors:\n  nvidia: {dram_bw: 0.5}\n") ==
         eff + ": vendors.nvidia.dram_bw: unknown figure; allowed: dram_bandwidth, l2_bandwidth, vector_flops, "
-              "gemm_vector_flops, matrix_flops, host_link, launch");
+              "gemm_vector_flops, matrix_flops, grouped_conv, host_link, launch");
   CHECK(error_for("schema: gpusim.efficiency/1\nvendors:\n  nvidia: {dram_bandwidth: fast}\n") ==
         eff + ": vendors.nvidia.dram_bandwidth: \"fast\" is not a number");
   CHECK(error_for("schema: gpusim.efficiency/1\n") ==
         eff + ": vendors: missing or not a map of vendor -> efficiency figures");
   CHECK(error_for("schema: [gpusim.efficiency/1\n").find(eff + ": not valid YAML") == 0);
+  CHECK(error_for("schema: gpusim.efficiency/1\nvendors: {}\nmeasured:\n  Ada: {dram_bandwidth: 0.9}\n") ==
+        eff + ": measured.Ada.source: missing: a measured figure names the benchmark and the GPU it was measured on");
+}
+
+TEST_CASE("architecture figures win over the vendor's: fitted ones over measured ones", "[profiles][efficiency]") {
+  const std::string dir = fixture_dir();
+  // The fixture's architecture made an Ampere's.
+  const std::string path =
+      write_profile(dir, "fixture-gpu", replace(kBase, "architecture: Test architecture", "architecture: Ampere GA102 (CC 8.6)"));
+  write_file(dir, "_efficiency.yaml",
+             "schema: gpusim.efficiency/1\nvendors:\n  nvidia: {dram_bandwidth: 0.7}\n"
+             "measured:\n  Ampere: {dram_bandwidth: 0.8, source: \"a stream benchmark on a GA102\"}\n");
+  auto p = gpusim::load_profile(path, {dir});
+  REQUIRE(p.ok());
+  CHECK(gpusim::architecture_family(*p) == "Ampere");
+  CHECK(p->efficiency.dram_bandwidth == 0.8);
+  CHECK(p->sources.at("efficiency.dram_bandwidth").find("a stream benchmark on a GA102") != std::string::npos);
+  write_file(dir, "_efficiency.yaml",
+             "schema: gpusim.efficiency/1\nvendors:\n  nvidia: {dram_bandwidth: 0.7}\n"
+             "architectures:\n  Ampere: {dram_bandwidth: 0.88}\n"
+             "measured:\n  Ampere: {dram_bandwidth: 0.8, source: \"a stream benchmark\"}\n");
+  auto q = gpusim::load_profile(path, {dir});
+  REQUIRE(q.ok());
+  CHECK(q->efficiency.dram_bandwidth == 0.88);
+  CHECK(q->sources.at("efficiency.dram_bandwidth").find("fitted for Ampere GPUs") != std::string::npos);
 }
 
 TEST_CASE("GPU names resolve in any case, by display name and by unambiguous short forms", "[profiles]") {

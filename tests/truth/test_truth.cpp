@@ -352,7 +352,8 @@ TEST_CASE("runtimes: host time overlaps the kernels back to back, and bad files 
   CHECK(host > 15);
   CHECK(host < 60);
   CHECK(rt->op_time_us("add", "elementwise", 1.0, 1) == Approx(host));           // host-bound
-  CHECK(rt->op_time_us("add", "elementwise", 10 * host, 1) == Approx(10 * host));  // device-bound
+  // Device-bound: the kernel and what each call pays on the device beside it.
+  CHECK(rt->op_time_us("add", "elementwise", 10 * host, 1) == Approx(10 * host + rt->launch_latency_us));
   auto dev = find_runtime("gpusim", {});
   REQUIRE(dev);
   CHECK(dev->op_time_us("add", "elementwise", 3.0, 1) == 3.0);
@@ -374,7 +375,7 @@ TEST_CASE("runtimes: host time overlaps the kernels back to back, and bad files 
   CHECK(bad("rt4.yaml", "schema: gpusim.runtime/1\nname: x\nhost: 3\n") ==
         (fs::path(dir) / "rt4.yaml").string() +
             ": host: unknown key; allowed: schema, name, description, combine, default_us, class_us, op_us, "
-            "extra_kernel_us, launch_latency_us, sources, fit");
+            "extra_kernel_us, launch_latency_us, sources, fit, lowering");
   CHECK(bad("rt5.yaml", "schema: gpusim.runtime/1\nname: x\ndefault_us: fast\n") ==
         (fs::path(dir) / "rt5.yaml").string() + ": default_us: \"fast\" is not a number of microseconds");
 }
@@ -444,4 +445,143 @@ TEST_CASE("validation errors on the full training split do not rise above the re
                                        "/bench/validate/neusight-train.json --worst 0");
   INFO(r.out);
   CHECK(r.rc == 0);
+}
+
+// --- whole models (timm's published benchmark rows with their graphs)
+
+namespace {
+std::string timm_sample() { return test::source_dir() + "/tests/data/truth/timm-sample"; }
+}  // namespace
+
+TEST_CASE("timm rows are read with their graphs and priced end to end", "[truth][models]") {
+  std::vector<std::string> notes;
+  auto recs = read_measurements(timm_sample(), &notes);
+  REQUIRE(recs);
+  CHECK(recs->size() == 44);
+  int with_graph = 0;
+  for (const Measurement& m : *recs) {
+    CHECK(m.op_class == "model");
+    CHECK((m.runtime == "pytorch-eager" || m.runtime == "torch-compile"));
+    CHECK(m.dtype == DType::kFloat16);
+    CHECK(m.config.at("precision") == "amp-fp16");
+    CHECK(m.gpu.rfind("NVIDIA GeForce RTX ", 0) == 0);
+    if (!m.graph.empty()) {
+      ++with_graph;
+      REQUIRE(m.graph_bytes);
+      CHECK(m.config.count("unpriced") == 0);
+    } else {
+      CHECK_THAT(m.config.at("unpriced"), Catch::Contains("px"));
+    }
+  }
+  // Five graphs, each in five configurations (eager NCHW and NHWC on two cards, compiled on one), but
+  // one model the 3090's NHWC file lacks.
+  CHECK(with_graph == 24);
+  CHECK_THAT(notes.empty() ? std::string() : notes.front(), Catch::Contains("manifest.json"));
+
+  ValidateOptions o;
+  o.profile_dirs = default_profile_dirs();
+  o.worst = 2;
+  auto rep = validate_models(*recs, o);
+  REQUIRE(rep);
+  CHECK(rep->rows.size() == 24);
+  bool eager_all = false, compile_all = false;
+  for (const ModelGroup& g : rep->groups) {
+    if (g.gpu == "all" && g.family == "all" && g.runtime == "pytorch-eager") eager_all = g.model.n == 19;
+    if (g.gpu == "all" && g.family == "all" && g.runtime == "torch-compile") compile_all = g.model.n == 5;
+  }
+  CHECK(eager_all);
+  CHECK(compile_all);
+  REQUIRE(rep->speedups.size() == 1);
+  CHECK(rep->speedups[0].faster == "torch-compile");
+  CHECK(rep->speedups[0].stats.n == 5);
+  for (const ModelRow& r : rep->rows) {
+    CHECK(r.predicted_us > 0);
+    CHECK(r.roofline_us > 0);
+    CHECK_FALSE(r.top.empty());
+  }
+}
+
+TEST_CASE("the store keeps whole-model records and their graphs", "[truth][models]") {
+  auto recs = read_measurements(timm_sample());
+  REQUIRE(recs);
+  const std::string db = (fs::path(test::temp_dir()) / "gpusim_models.db").string();
+  fs::remove(db);
+  {
+    auto s = MeasurementStore::open(db);
+    REQUIRE(s);
+    auto st = s->insert(*recs, "test");
+    REQUIRE(st);
+    CHECK(st->added == 44);
+  }
+  auto back = read_measurements(db);
+  REQUIRE(back);
+  REQUIRE(back->size() == recs->size());
+  for (size_t i = 0; i < back->size(); ++i) {
+    CHECK((*back)[i].graph == (*recs)[i].graph);
+    CHECK((*back)[i].config == (*recs)[i].config);
+    CHECK(measurement_key((*back)[i]) == measurement_key((*recs)[i]));
+    if (!(*recs)[i].graph.empty()) {
+      REQUIRE((*back)[i].graph_bytes);
+      CHECK(*(*back)[i].graph_bytes == *(*recs)[i].graph_bytes);
+    }
+  }
+  // Validated from the store alone, the same figures as from the files.
+  ValidateOptions o;
+  o.profile_dirs = default_profile_dirs();
+  auto a = validate_models(*recs, o);
+  auto b = validate_models(*back, o);
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(a->rows.size() == b->rows.size());
+  CHECK(a->groups.back().model.mape == Approx(b->groups.back().model.mape));
+}
+
+TEST_CASE("timm reader errors name the file, the line and the fix", "[truth][models][errors]") {
+  const fs::path dir = fs::path(test::temp_dir()) / "timm-bad";
+  fs::create_directories(dir / "models");
+  const std::string header = "file,model,infer_img_size,infer_samples_per_sec,infer_step_time,infer_batch_size\n";
+  std::ofstream(dir / "timm-x.csv") << header << "benchmark-infer-amp-nchw-pt240-cu124-rtx4090.csv,resnet18,224,1,2,8\n";
+  auto r = read_timm_csv((dir / "timm-x.csv").string());
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("manifest.json") && Catch::Contains("models/ beside the CSV"));
+  std::ofstream(dir / "models" / "manifest.json") << R"({"models": {}})";
+  std::ofstream(dir / "timm-y.csv") << header << "benchmark-infer-amp-nchw-pt240-cu124-rtx4090.csv,resnet18,224,1,-2,8\n";
+  r = read_timm_csv((dir / "timm-y.csv").string());
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("timm-y.csv:2") && Catch::Contains("infer_step_time \"-2\""));
+  std::ofstream(dir / "timm-z.csv") << header << "benchmark-infer-amp-nchw-pt240-cu124-gtx.csv,resnet18,224,1,2,8\n";
+  r = read_timm_csv((dir / "timm-z.csv").string());
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("timm-z.csv:2") && Catch::Contains("names no GPU"));
+  // A model without a graph is kept and said to be unpriced.
+  std::ofstream(dir / "timm-w.csv") << header << "benchmark-infer-amp-nchw-pt240-cu124-rtx4090.csv,resnet18,224,1,2,8\n";
+  r = read_timm_csv((dir / "timm-w.csv").string());
+  REQUIRE(r);
+  REQUIRE(r->size() == 1);
+  CHECK_THAT(r->front().config.at("unpriced"), Catch::Contains("no graph of resnet18"));
+}
+
+TEST_CASE("a truth directory skips files of other formats, saying which", "[truth][models]") {
+  const fs::path dir = fs::path(test::temp_dir()) / "truth-mixed";
+  fs::create_directories(dir);
+  std::ofstream(dir / "llama.csv") << "source_url,gpu,model,test,tokens_per_s\nx,RTX 4090,llama 7B,tg128,61\n";
+  std::ofstream(dir / "add.csv") << kCsvHeader << "add,Tesla T4,p2.1.0,0.03,k,1,1x1x1,128x1x1,64,1024\n";
+  std::vector<std::string> notes;
+  auto recs = read_measurements(dir.string(), &notes);
+  REQUIRE(recs);
+  CHECK(recs->size() == 1);
+  REQUIRE(notes.size() == 1);
+  CHECK_THAT(notes[0], Catch::Contains("llama.csv") && Catch::Contains("LLM generation"));
+}
+
+// The CI guard for whole models: the committed sample, validated, must not get worse than its
+// recorded figures (tests/data/truth/timm-sample-figures.json; re-record with the command in
+// bench/validate/README.md).
+TEST_CASE("whole-model errors on the timm sample do not rise above the recorded ones", "[truth][models][cli]") {
+  const std::string dir = test::source_dir() + "/tests/data/truth/";
+  const test::Run r = test::run_gpusim("validate --truth " + dir + "timm-sample --check-against " + dir +
+                                       "timm-sample-figures.json --worst 0");
+  INFO(r.out);
+  CHECK(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("whole models") && Catch::Contains("speed-up torch-compile"));
 }

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "commands.h"
 #include "common.h"
@@ -109,6 +110,56 @@ void print_text(const GraphSummary& s) {
   }
 }
 
+// A runtime's lowering of the graph: the kernels it launches, each with the nodes it runs.
+nlohmann::json lowering_json(const Lowering& low, const RuntimeModel& rt) {
+  nlohmann::json ks = nlohmann::json::array();
+  for (const PlanKernel& k : low.plan.kernels) {
+    nlohmann::json nodes = nlohmann::json::array(), ops = nlohmann::json::array();
+    bool inserted = false;
+    for (int ni : k.nodes) {
+      const Node& n = low.graph.nodes[static_cast<size_t>(ni)];
+      nodes.push_back(n.name);
+      ops.push_back(n.op_type);
+      inserted = inserted || low.origin[static_cast<size_t>(ni)] < 0;
+    }
+    ks.push_back({{"rule", k.fusions.empty() ? "" : k.fusions.back()},
+                  {"fusions", k.fusions},
+                  {"call", k.call},
+                  {"first_in_call", k.call_first},
+                  {"ops", ops},
+                  {"nodes", nodes},
+                  {"inserted", inserted}});
+  }
+  return {{"runtime", rt.name}, {"source", rt.source_path}, {"kernels", ks}, {"notes", low.notes}};
+}
+
+void print_lowering(const Lowering& low, const RuntimeModel& rt, const Graph& g) {
+  int runtime_nodes = 0;
+  for (const Node& n : g.nodes) runtime_nodes += runs_on_device(g, n) ? 1 : 0;
+  fmt::print("\nlowered by {}{}: {} kernels for {} run-time nodes\n", rt.name,
+             rt.source_path.empty() ? "" : " (" + rt.source_path + ")", low.plan.kernels.size(), runtime_nodes);
+  fmt::print("{:>5} {:<18} {:<10} {:<34} {}\n", "#", "rule", "call", "ops", "nodes");
+  for (size_t i = 0; i < low.plan.kernels.size(); ++i) {
+    const PlanKernel& k = low.plan.kernels[i];
+    std::vector<std::string> ops;
+    for (int ni : k.nodes) ops.push_back(low.graph.nodes[static_cast<size_t>(ni)].op_type);
+    std::string op_text = fmt::format("{}", fmt::join(ops, "+"));
+    if (op_text.size() > 34) op_text = op_text.substr(0, 31) + "...";
+    for (size_t j = 0; j < k.nodes.size(); ++j) {
+      const std::string& name = low.graph.nodes[static_cast<size_t>(k.nodes[j])].name;
+      if (j == 0) {
+        fmt::print("{:>5} {:<18} {:<10} {:<34} {}\n", i, k.fusions.empty() ? "-" : k.fusions.back(),
+                   k.call.empty() ? "-" : k.call + (k.call_first ? "" : "+"), op_text, name);
+      } else {
+        fmt::print("{:>5} {:<18} {:<10} {:<34} {}\n", "", "", "", "", name);
+      }
+    }
+  }
+  fmt::print("rule: the runtime pattern, fusion, view or insert that made the kernel (- for one node alone); call: the "
+             "framework call launching it (+: a later kernel of that call)\n");
+  for (const auto& n : low.notes) fmt::print("  - {}\n", n);
+}
+
 }  // namespace
 
 void add_inspect(CLI::App& app, int& rc) {
@@ -116,6 +167,8 @@ void add_inspect(CLI::App& app, int& rc) {
     std::string model;
     std::vector<std::string> dims;
     bool json = false;
+    std::string runtime, layout = "nchw", autocast;
+    std::vector<std::string> skip;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("inspect", "Import an ONNX graph shape-only and report its ops, parameters, "
@@ -123,6 +176,12 @@ void add_inspect(CLI::App& app, int& rc) {
   cmd->add_option("model", args->model, "The .onnx file (weights are not needed)")->required();
   cmd->add_option("--dim", args->dims, "Set a symbolic input dim: NAME=VALUE or INPUT:AXIS=VALUE (repeatable)");
   cmd->add_flag("--json", args->json, "Print machine-readable JSON (schema gpusim.inspect/1, see README)");
+  cmd->add_option("--runtime", args->runtime,
+                  "Also show the graph as this runtime lowers it (pytorch-eager, torch-compile, or a runtime YAML): "
+                  "every kernel it launches and the nodes each runs");
+  cmd->add_option("--layout", args->layout, "With --runtime: nchw (default) or nhwc (channels_last)");
+  cmd->add_option("--autocast", args->autocast, "With --runtime: lower under torch.autocast with this type (fp16, bf16)");
+  cmd->add_option("--skip-pattern", args->skip, "With --runtime: a pattern of the runtime that does not apply (repeatable)");
   cmd->callback([args, &rc] {
     auto m = Session().open_model(args->model, {args->dims});
     if (!m) {
@@ -131,10 +190,43 @@ void add_inspect(CLI::App& app, int& rc) {
       return;
     }
     const GraphSummary s = summarize(m->graph());
+    std::optional<Lowering> low;
+    std::optional<RuntimeModel> rt;
+    if (!args->runtime.empty()) {
+      auto r = find_runtime(args->runtime, default_runtime_dirs());
+      if (!r) {
+        fmt::print(stderr, "gpusim inspect: --runtime: {}\n", r.error().message);
+        rc = 2;
+        return;
+      }
+      LoweringOptions lo;
+      lo.layout = args->layout;
+      lo.skip = args->skip;
+      if (!args->autocast.empty()) {
+        auto d = float_dtype_from_name(args->autocast);
+        if (!d || *d == DType::kFloat32) {
+          fmt::print(stderr, "gpusim inspect: --autocast {}: expected fp16 or bf16\n", args->autocast);
+          rc = 2;
+          return;
+        }
+        lo.autocast = *d;
+      }
+      auto l = lower(m->graph(), *r, lo);
+      if (!l) {
+        fmt::print(stderr, "gpusim inspect: {}\n", l.error().message);
+        rc = l.error().code == ErrorCode::kInvalidArgument ? 2 : 1;
+        return;
+      }
+      low = std::move(*l);
+      rt = std::move(*r);
+    }
     if (args->json) {
-      fmt::print("{}\n", to_json(s).dump(2, ' ', false, kInvalidUtf8));
+      nlohmann::json j = to_json(s);
+      if (low) j["lowering"] = lowering_json(*low, *rt);
+      fmt::print("{}\n", j.dump(2, ' ', false, kInvalidUtf8));
     } else {
       print_text(s);
+      if (low) print_lowering(*low, *rt, m->graph());
     }
     rc = 0;
   });

@@ -30,7 +30,17 @@ struct Args {
   std::string trace;
   std::string plan;
   std::string runtime;
+  std::string layout;
+  std::string autocast;
+  std::vector<std::string> skip;
+  bool on_device = false;
 };
+
+// A kernel as the table names it: the runtime pattern or fusion that made it, else its op(s).
+std::string kernel_label(const PlannedKernel& k) {
+  if (k.fusions.empty()) return k.op_type;
+  return k.fusions.back() == "attention" || k.fusions.size() == 1 ? k.fusions.back() : k.fusions.back();
+}
 
 void print_text(const Prediction& p, const GpuProfile& gpu, bool all) {
   double h2d = 0, d2h = 0;
@@ -57,7 +67,11 @@ void print_text(const Prediction& p, const GpuProfile& gpu, bool all) {
     const KernelCost& c = k.cost;
     fmt::print("{:>10.1f} {:>5.1f}% {:<8} {:>9.2f} {:>8.1f} {:>7} {:>6} {:>5.2f} {:<22} {:<22} {}\n", c.total_us,
                100 * c.total_us / p.kernels_us, bound_name(c.bound), p.achieved_tflops(k), p.achieved_gbps(k), c.ctas,
-               c.waves, c.occupancy, tile_notation(c.tile), k.op_type + (c.matrix_units ? " [mma]" : ""), k.name);
+               c.waves, c.occupancy, tile_notation(c.tile), kernel_label(k) + (c.matrix_units ? " [mma]" : ""),
+               k.name + (k.node_names.size() > 1 ? fmt::format(" +{} more", k.node_names.size() - 1) : ""));
+    if (all && k.node_names.size() > 1) {
+      for (size_t n = 1; n < k.node_names.size(); ++n) fmt::print("{:>108} {}\n", "", k.node_names[n]);
+    }
   }
   if (shown < order.size()) fmt::print("... {} more kernels (--all lists every one)\n", order.size() - shown);
   fmt::print("{}; [mma] = on the matrix units\n", kTileLegend);
@@ -82,8 +96,19 @@ void add_common(CLI::App* cmd, Args& a, std::string_view schema) {
   cmd->add_option("--profiles", a.profile_dirs, "Extra directory of GPU profiles, searched first (repeatable)");
   cmd->add_flag("--json", a.json, fmt::format("Print machine-readable JSON (schema {}, see README)", schema));
   cmd->add_option("--runtime", a.runtime,
-                  "What launches the kernels: gpusim (default: gpusim's executor), cuda-graph, pytorch-eager, or a "
-                  "runtime YAML (runtimes/)");
+                  "What launches the kernels: gpusim (default: gpusim's executor), cuda-graph, pytorch-eager, "
+                  "torch-compile, or a runtime YAML (runtimes/)");
+  cmd->add_option("--layout", a.layout,
+                  "With a lowering runtime: the memory layout of 4-D activations, nchw (default) or nhwc "
+                  "(channels_last)");
+  cmd->add_option("--autocast", a.autocast,
+                  "With a lowering runtime: run under torch.autocast with this type (fp16 or bf16) on the model's own "
+                  "(fp32) weights, as the runtime's autocast rules say");
+  cmd->add_option("--skip-pattern", a.skip,
+                  "With a lowering runtime: its kernel pattern NAME does not apply, the model's code takes another "
+                  "path (repeatable; `gpusim inspect --runtime R` lists the patterns)");
+  cmd->add_flag("--on-device", a.on_device,
+                "Inputs are made on the device and outputs stay there: no host copies (as a benchmark's loop)");
 }
 
 // A bad --runtime is a bad argument (2); anything else about the prediction is 1.
@@ -103,6 +128,26 @@ std::optional<Model> load(const Args& a, const char* cmd, const Session& s, Pred
     req.dtype = *d;
   }
   req.runtime = a.runtime;
+  if (!a.layout.empty()) {
+    if (auto l = check_layout(a.layout); !l) {
+      fmt::print(stderr, "gpusim {}: --layout: {}\n", cmd, l.error().message);
+      rc = 2;
+      return std::nullopt;
+    }
+    req.lowering.layout = a.layout;
+  }
+  if (!a.autocast.empty()) {
+    auto d = float_dtype_from_name(a.autocast);
+    if (!d || *d == DType::kFloat32) {
+      fmt::print(stderr, "gpusim {}: --autocast {}: expected fp16 or bf16 (the type torch.autocast computes in)\n",
+                 cmd, a.autocast);
+      rc = 2;
+      return std::nullopt;
+    }
+    req.lowering.autocast = *d;
+  }
+  req.lowering.skip = a.skip;
+  req.host_copies = !a.on_device;
   auto m = s.open_model(a.model, {a.dims});
   if (!m) {
     fmt::print(stderr, "gpusim {}: {}\n", cmd, m.error().message);

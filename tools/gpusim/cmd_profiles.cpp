@@ -43,6 +43,7 @@ constexpr EffField kEffFields[] = {
     {"l2_bandwidth", &Efficiency::l2_bandwidth, "of L2 bandwidth"},
     {"vector_flops", &Efficiency::vector_flops, "of vector peaks"},
     {"matrix_flops", &Efficiency::matrix_flops, "of matrix-unit peaks"},
+    {"grouped_conv", &Efficiency::grouped_conv, "of the rates, grouped and depthwise convolutions"},
     {"host_link", &Efficiency::host_link, "of host-link bandwidth"},
     {"launch", &Efficiency::launch, "multiplier on launch overhead"},
 };

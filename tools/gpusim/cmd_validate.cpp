@@ -3,6 +3,8 @@
 // gpusim truth import --db FILE SOURCE...  |  gpusim truth stats --db FILE
 #include <fmt/format.h>
 
+#include <array>
+
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -36,6 +38,7 @@ struct ValidateArgs {
   int threads = 0;
   bool json = false;
   bool logo = false;
+  bool lofo = false;
   bool fit = false;
   std::string write_runtimes;
   std::string write_efficiency;
@@ -48,14 +51,36 @@ std::string efficiency_yaml(const FittedModel& fm, const std::string& command) {
        "# its own figure uses them. Re-fit with the command below (bench/validate/README.md).\n";
   s += fmt::format("command: \"{}\"\n", command);
   s += fmt::format("fitted_on: \"{}\"\n", fmt::join(fm.gpus, ", "));
-  s += "how: \"golden-section search per vendor minimizing mean |log(predicted / measured)| over device-bound rows: "
-       "dram_bandwidth on elementwise ops, gemm_vector_flops on GEMMs and convolutions\"\n";
+  s += "how: \"src/truth/fit.cpp: dram_bandwidth per architecture by a line through (kernel time at the datasheet "
+       "bandwidth, measured time) of elementwise rows streaming >= 64 MiB (a vendor's: the median of its "
+       "architectures'); gemm_vector_flops per vendor by golden-section search on device-bound GEMM and convolution "
+       "rows; matrix_flops per vendor by golden-section search on whole-model rows\"\n";
   s += "vendors:\n";
   for (const auto& [vendor, figs] : fm.fitted_figures) {
     s += fmt::format("  {}:\n", vendor);
     for (const auto& [k, v] : figs) s += fmt::format("    {}: {:.3f}\n", k, v);
   }
+  if (!fm.arch_figures.empty()) {
+    s += "architectures:\n";
+    for (const auto& [arch, figs] : fm.arch_figures) {
+      s += fmt::format("  {}:\n", arch);
+      for (const auto& [k, v] : figs) s += fmt::format("    {}: {:.3f}\n", k, v);
+    }
+  }
   return s;
+}
+
+// The efficiency file at `path` rewritten with fitted figures, keeping its hand-written
+// `measured:` section (published measurements, not fitted) as it is.
+std::string merged_efficiency_yaml(const std::string& path, const std::string& fitted) {
+  std::ifstream in(path);
+  std::string line, kept;
+  bool keep = false;
+  while (in && std::getline(in, line)) {
+    if (line.rfind("measured:", 0) == 0 || line.rfind("# --- measured", 0) == 0) keep = true;
+    if (keep) kept += line + "\n";
+  }
+  return fitted + kept;
 }
 
 // A fitted runtime as a gpusim.runtime/1 file.
@@ -72,10 +97,26 @@ std::string runtime_yaml(const RuntimeModel& r, const std::string& command, cons
     s += "op_us:\n";
     for (const auto& [k, v] : r.op_us) s += fmt::format("  {}: {:.2f}\n", k, v);
   }
-  s += fmt::format("fit: \"{}\"\nsources:\n  op_us: \"median time of the host-bound rows (kernels under 30% of "
-                   "the time) per op, measured on {}\"\n",
+  s += fmt::format("fit: \"{}\"\nsources:\n  op_us: \"median time of the rows whose work is trivial by construction "
+                   "(<= 1e7 FLOPs and <= 1 MiB moved), per op, measured on {}\"\n  launch_latency_us: \"the median "
+                   "intercept of measured time against kernel time at the datasheet bandwidth, elementwise rows "
+                   "streaming >= 64 MiB (src/truth/fit.cpp)\"\n",
                    command, fmt::join(gpus, ", "));
   return s;
+}
+
+// The runtime file at `path` with its fitted host times replaced and everything from its
+// `lowering:` section on (hand-written rules and their comments) kept as it is.
+std::string merged_runtime_yaml(const std::string& path, const std::string& fitted) {
+  std::ifstream in(path);
+  if (!in) return fitted;
+  std::string line, kept;
+  bool keep = false;
+  while (std::getline(in, line)) {
+    if (!keep && (line.rfind("lowering:", 0) == 0 || line.rfind("# --- lowering", 0) == 0)) keep = true;
+    if (keep) kept += line + "\n";
+  }
+  return kept.empty() ? fitted : fitted + kept;
 }
 
 std::string dims_text(const std::map<std::string, int64_t>& d) {
@@ -105,6 +146,35 @@ void print_table(const ValidationReport& rep) {
   row(rep.overall);
 }
 
+void print_models(const ModelReport& m, int worst) {
+  if (m.groups.empty()) return;
+  fmt::print("\nwhole models (one forward pass, end to end; roofline = each kernel's FLOPs or bytes at datasheet peaks)\n");
+  fmt::print("{:<24} {:<14} {:<6} {:<9} {:>5} {:>7} {:>7} {:>7} {:>6} | {:>8} {:>7} {:>6}\n", "gpu", "runtime", "layout",
+             "family", "n", "MAPE", "median", "bias", "tau", "roofline", "bias", "tau");
+  for (const auto& g : m.groups) {
+    fmt::print("{:<24} {:<14} {:<6} {:<9} {:>5} {:>6.1f}% {:>6.1f}% {:>+6.1f}% {:>6.3f} | {:>7.1f}% {:>+6.1f}% {:>6.3f}\n",
+               g.gpu.substr(0, 24), g.runtime.substr(0, 14), g.layout, g.family, g.model.n, g.model.mape,
+               g.model.median_ape, g.model.bias, g.model.kendall_tau, g.roofline.mape, g.roofline.bias,
+               g.roofline.kendall_tau);
+  }
+  for (const auto& s : m.speedups) {
+    fmt::print("speed-up {} over {} (nchw) on {}: {} models, tau {:.3f}, MAPE {:.1f}%, bias {:+.1f}%\n", s.faster, s.base,
+               s.gpu, s.stats.n, s.stats.kendall_tau, s.stats.mape, s.stats.bias);
+  }
+  if (worst <= 0) return;
+  fmt::print("\nworst models per GPU, runtime and layout (the kernels that cost most)\n");
+  for (const auto& g : m.groups) {
+    if (g.gpu == "all" || g.family != "all") continue;
+    for (const auto& r : g.worst) {
+      std::string top;
+      for (const auto& [label, us] : r.top) top += fmt::format("{}{} {:.1f} ms", top.empty() ? "" : ", ", label, us / 1e3);
+      fmt::print("  {:<22} {:<14} {:<5} {:<32} measured {:>9.2f} ms  predicted {:>9.2f} ({:+.0f}%)  {}\n",
+                 g.gpu.substr(0, 22), g.runtime.substr(0, 14), g.layout, r.model.substr(0, 32), r.measured_us / 1e3,
+                 r.predicted_us / 1e3, 100 * (r.predicted_us - r.measured_us) / r.measured_us, top);
+    }
+  }
+}
+
 // Fails (returns messages) where an error rose above the recorded figures by more than `tol`
 // percentage points, or a tau fell by more than tol / 100.
 std::vector<std::string> compare_with(const ValidationReport& rep, const nlohmann::json& rec, double tol) {
@@ -132,11 +202,47 @@ std::vector<std::string> compare_with(const ValidationReport& rep, const nlohman
       bad.push_back(fmt::format("{} / {}: Kendall tau {:.4f} fell below the recorded {:.4f}", gpu, cls, s.kendall_tau, tau));
     }
   }
+  // Whole models: the same per (GPU, runtime, layout, family), and the speed-ups' tau.
+  if (rec.contains("models")) {
+    std::map<std::array<std::string, 4>, const ModelGroup*> mnow;
+    for (const auto& g : rep.models.groups) mnow[{g.gpu, g.runtime, g.layout, g.family}] = &g;
+    for (const auto& r : rec.at("models").at("groups")) {
+      const std::array<std::string, 4> key = {r.at("gpu"), r.at("runtime"), r.at("layout"), r.at("family")};
+      const std::string name = fmt::format("{} / {} / {} / {}", key[0], key[1], key[2], key[3]);
+      auto it = mnow.find(key);
+      if (it == mnow.end()) {
+        bad.push_back(name + ": recorded, but no such models were validated now");
+        continue;
+      }
+      const ErrorStats& s = it->second->model;
+      const auto& m = r.at("model");
+      const double mape = m.at("mape"), bias = m.at("bias"), tau = m.at("kendall_tau");
+      if (s.n != m.at("n").get<int64_t>()) bad.push_back(fmt::format("{}: {} models, recorded {}", name, s.n, m.at("n").get<int64_t>()));
+      if (s.mape > mape + tol) bad.push_back(fmt::format("{}: MAPE {:.2f}% rose above the recorded {:.2f}%", name, s.mape, mape));
+      if (std::abs(s.bias) > std::abs(bias) + tol) {
+        bad.push_back(fmt::format("{}: |bias| {:.2f}% rose above the recorded {:.2f}%", name, std::abs(s.bias), std::abs(bias)));
+      }
+      if (s.kendall_tau < tau - tol / 100) {
+        bad.push_back(fmt::format("{}: Kendall tau {:.4f} fell below the recorded {:.4f}", name, s.kendall_tau, tau));
+      }
+    }
+    for (const auto& r : rec.at("models").value("speedups", nlohmann::json::array())) {
+      for (const auto& s : rep.models.speedups) {
+        if (s.gpu != r.at("gpu") || s.faster != r.at("faster")) continue;
+        const double tau = r.at("stats").at("kendall_tau");
+        if (s.stats.kendall_tau < tau - tol / 100) {
+          bad.push_back(fmt::format("speed-up of {} on {}: Kendall tau {:.4f} fell below the recorded {:.4f}", s.faster,
+                                    s.gpu, s.stats.kendall_tau, tau));
+        }
+      }
+    }
+  }
   return bad;
 }
 
 int run_validate(const ValidateArgs& a) {
-  auto recs = read_measurements(a.truth);
+  std::vector<std::string> read_notes;
+  auto recs = read_measurements(a.truth, &read_notes);
   if (!recs) {
     fmt::print(stderr, "gpusim validate: {}\n", recs.error().message);
     return recs.error().code == ErrorCode::kIo ? 1 : 2;
@@ -176,9 +282,11 @@ int run_validate(const ValidateArgs& a) {
       for (const auto& [name, rt] : fitted->runtimes) {
         if (rt.combine == "device") continue;
         const std::string path = a.write_runtimes + "/" + name + ".yaml";
+        const std::string text = merged_runtime_yaml(
+            path, runtime_yaml(rt, fmt::format("gpusim validate --truth {} --write-runtimes {}", a.truth, a.write_runtimes),
+                               fitted->gpus));
         std::ofstream f(path);
-        f << runtime_yaml(rt, fmt::format("gpusim validate --truth {} --write-runtimes {}", a.truth, a.write_runtimes),
-                          fitted->gpus);
+        f << text;
         if (!f) {
           fmt::print(stderr, "gpusim validate: --write-runtimes: cannot write {}\n", path);
           return 1;
@@ -187,9 +295,11 @@ int run_validate(const ValidateArgs& a) {
       }
     }
     if (!a.write_efficiency.empty()) {
+      const std::string text = merged_efficiency_yaml(
+          a.write_efficiency, efficiency_yaml(*fitted, fmt::format("gpusim validate --truth {} --write-efficiency {}",
+                                                                   a.truth, a.write_efficiency)));
       std::ofstream f(a.write_efficiency);
-      f << efficiency_yaml(*fitted, fmt::format("gpusim validate --truth {} --write-efficiency {}", a.truth,
-                                                a.write_efficiency));
+      f << text;
       if (!f) {
         fmt::print(stderr, "gpusim validate: --write-efficiency: cannot write {}\n", a.write_efficiency);
         return 1;
@@ -197,7 +307,23 @@ int run_validate(const ValidateArgs& a) {
       if (!a.json) fmt::print("wrote    {}\n", a.write_efficiency);
     }
   }
-  auto rep = a.logo ? validate_leave_one_out(*recs, o, fo) : validate(*recs, o);
+  if (a.logo && a.lofo) {
+    fmt::print(stderr, "gpusim validate: --leave-one-gpu-out and --leave-one-family-out are two runs; give one\n");
+    return 2;
+  }
+  Result<ValidationReport> rep = ValidationReport{};
+  if (a.lofo) {
+    // Whole models only: each family predicted with figures fitted on the per-op records and the
+    // other families' models.
+    auto mr = validate_leave_one_family_out(*recs, o, fo);
+    if (!mr) {
+      rep = mr.error();
+    } else {
+      rep->models = std::move(*mr);
+    }
+  } else {
+    rep = a.logo ? validate_leave_one_out(*recs, o, fo) : validate(*recs, o);
+  }
   if (!rep) {
     fmt::print(stderr, "gpusim validate: {}\n", rep.error().message);
     return exit_code(rep.error());
@@ -214,6 +340,24 @@ int run_validate(const ValidateArgs& a) {
       f << fmt::format("\"{}\",{},{},\"{}\",\"{}\",{},{:.4f},{:.4f},{:.4f},{:.4f},{},{}\n", m.gpu, m.op, m.op_class,
                        dims_text(m.dims), m.kernel.substr(0, 80), m.kernels_launched, r.measured_us, r.predicted_us,
                        r.kernel_us, r.roofline_us, r.bound, r.tile);
+    }
+    // Whole models go to a file of their own beside it: other columns.
+    if (!rep->models.rows.empty()) {
+      const std::string mpath = a.rows + ".models.csv";
+      std::ofstream mf(mpath);
+      if (!mf) {
+        fmt::print(stderr, "gpusim validate: --rows {}: cannot write the file\n", mpath);
+        return 1;
+      }
+      mf << "gpu,model,runtime,layout,family,batch,measured_us,predicted_us,roofline_us,kernels_us,host_us,kernels,"
+            "top_kernels\n";
+      for (const auto& r : rep->models.rows) {
+        std::string top;
+        for (const auto& [label, us] : r.top) top += fmt::format("{}{}={:.1f}", top.empty() ? "" : " ", label, us);
+        mf << fmt::format("\"{}\",{},{},{},{},{},{:.2f},{:.2f},{:.2f},{:.2f},{:.2f},{},\"{}\"\n", r.gpu, r.model,
+                          r.runtime, r.layout, r.family, r.batch, r.measured_us, r.predicted_us, r.roofline_us,
+                          r.kernels_us, r.host_us, r.kernels, top);
+      }
     }
   }
   std::vector<std::string> regressions;
@@ -232,7 +376,8 @@ int run_validate(const ValidateArgs& a) {
   }
   if (a.json) {
     nlohmann::json out = nlohmann::json::parse(validation_document(
-        *rep, *recs, a.logo ? "leave-one-gpu-out" : (a.fit ? "fit" : "datasheet"), a.truth, a.runtime));
+        *rep, *recs, a.logo ? "leave-one-gpu-out" : (a.lofo ? "leave-one-family-out" : (a.fit ? "fit" : "datasheet")),
+        a.truth, a.runtime));
     if (!a.check_against.empty()) out["regressions"] = regressions;
     fmt::print("{}\n", out.dump(1, ' ', false, kInvalidUtf8));
   } else {
@@ -241,13 +386,17 @@ int run_validate(const ValidateArgs& a) {
     fmt::print("truth    {}: {} records; {} predicted on {} GPUs in {:.2f} s\n", a.truth, recs->size(),
                rep->overall.model.n, gpus.size(), rep->seconds);
     fmt::print("runtime  {}\n", a.runtime.empty() ? "each record's own (NeuSight: pytorch-eager, pytorch-eager-rocm)" : a.runtime);
+    if (a.lofo) {
+      fmt::print("mode     leave-one-family-out: each model family predicted with figures fitted on the per-op records "
+                 "and the other families' models\n");
+    }
     if (a.logo) {
       fmt::print("mode     leave-one-GPU-out: each GPU predicted with host times and efficiencies fitted on the "
                  "others\n");
     }
     fmt::print("errors   (predicted - measured) / measured; MAPE, median, p90 of |error|; bias = mean signed error; "
                "tau = Kendall tau-b\n\n");
-    print_table(*rep);
+    if (!rep->groups.empty()) print_table(*rep);
     if (a.worst > 0) {
       fmt::print("\nworst rows per GPU and class (model)\n");
       for (const auto& g : rep->groups) {
@@ -260,7 +409,10 @@ int run_validate(const ValidateArgs& a) {
       }
       fmt::print("  {}\n", kTileLegend);
     }
+    print_models(rep->models, a.worst);
     for (const auto& s : rep->skipped) fmt::print("skipped  {} record(s): {}\n", s.count, s.reason);
+    for (const auto& s : rep->models.skipped) fmt::print("skipped  {} model record(s): {}\n", s.count, s.reason);
+    for (const auto& n : read_notes) fmt::print("note     {}\n", n);
   }
   if (!regressions.empty()) {
     for (const auto& r : regressions) fmt::print(stderr, "gpusim validate: regression: {}\n", r);
@@ -283,12 +435,17 @@ void add_validate(CLI::App& app, int& rc) {
   cmd->add_option("--runtime", a->runtime, "Predict every record under this runtime (pytorch-eager, cuda-graph, gpusim) instead of its own");
   cmd->add_option("--profiles", a->profile_dirs, "Extra directories of GPU profiles");
   cmd->add_option("--profile-for", a->profile_for, "DEVICE=PROFILE for a device no profile's display_name matches (repeatable)");
-  cmd->add_option("--rows", a->rows, "Write every row (measured, predicted, kernel, roofline, bound, tile) to this CSV");
+  cmd->add_option("--rows", a->rows,
+                  "Write every row (measured, predicted, kernel, roofline, bound, tile) to this CSV, and whole models "
+                  "to FILE.models.csv");
   cmd->add_option("--worst", a->worst, "Worst rows shown per GPU and class (default 3)");
   cmd->add_option("--threads", a->threads, "Prediction threads (default: all cores)");
   cmd->add_option("--check-against", a->check_against, "Recorded figures (JSON of an earlier --json run): exit 1 if an error rose");
   cmd->add_option("--tolerance", a->tolerance, "Percentage points an error may rise before --check-against fails (default 0.1)");
   cmd->add_flag("--json", a->json, "Print JSON (schema gpusim.validate/1)");
+  cmd->add_flag("--leave-one-family-out", a->lofo,
+                "Whole models: fit on the per-op records and every model family but one (config family: attention, "
+                "conv), predict that one; each in turn");
   cmd->add_flag("--leave-one-gpu-out", a->logo,
                 "Fit runtime host times and vendor efficiencies on all GPUs but one, predict that one; each in turn");
   cmd->add_flag("--fit", a->fit, "Fit host times and vendor efficiencies on these records first (in-sample), and print them");
@@ -316,7 +473,9 @@ void add_truth(CLI::App& app, int& rc) {
       return;
     }
     for (const std::string& s : *sources) {
-      auto recs = read_measurements(s);
+      std::vector<std::string> notes;
+      auto recs = read_measurements(s, &notes);
+      for (const auto& n : notes) fmt::print("note: {}\n", n);
       if (!recs) {
         fmt::print(stderr, "gpusim truth import: {}\n", recs.error().message);
         rc = recs.error().code == ErrorCode::kIo ? 1 : 2;

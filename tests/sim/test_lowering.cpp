@@ -1,0 +1,307 @@
+// A runtime's lowering (include/gpusim/lowering.h): the kernels PyTorch eager and torch.compile
+// launch for an exporter's graph, the runtime YAML's rules and their errors.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "gpusim/lowering.h"
+#include "gpusim/patterns.h"
+#include "gpusim/predict.h"
+#include "support/fixtures.h"
+
+using namespace gpusim;
+
+namespace {
+
+RuntimeModel runtime(const std::string& name) {
+  auto r = find_runtime(name, default_runtime_dirs());
+  if (!r) FAIL(r.error().message);
+  return std::move(*r);
+}
+
+// An exporter's transformer MLP: Linear (MatMul + bias Add), erf-GELU as five nodes, Linear, the
+// residual Add and a LayerNorm.
+Graph mlp_block() {
+  test::OnnxBuilder b;
+  b.input("x", onnx::TensorProto::FLOAT, {2, 16, 64});
+  b.initializer("w1", onnx::TensorProto::FLOAT, {64, 256});
+  b.initializer("b1", onnx::TensorProto::FLOAT, {256});
+  b.initializer("w2", onnx::TensorProto::FLOAT, {256, 64});
+  b.initializer("b2", onnx::TensorProto::FLOAT, {64});
+  b.initializer("g", onnx::TensorProto::FLOAT, {64});
+  b.initializer("beta", onnx::TensorProto::FLOAT, {64});
+  b.node("Constant", {}, {"sqrt2"}, "c0").tensor("value", test::f32_tensor({}, {1.4142135f}));
+  b.node("Constant", {}, {"one"}, "c1").tensor("value", test::f32_tensor({}, {1.0f}));
+  b.node("Constant", {}, {"half"}, "c2").tensor("value", test::f32_tensor({}, {0.5f}));
+  b.node("MatMul", {"x", "w1"}, {"h0"}, "fc1/MatMul");
+  b.node("Add", {"b1", "h0"}, {"h1"}, "fc1/Add");
+  b.node("Div", {"h1", "sqrt2"}, {"d"}, "act/Div");
+  b.node("Erf", {"d"}, {"e"}, "act/Erf");
+  b.node("Add", {"e", "one"}, {"a"}, "act/Add");
+  b.node("Mul", {"h1", "a"}, {"m"}, "act/Mul");
+  b.node("Mul", {"m", "half"}, {"gelu"}, "act/Mul_1");
+  b.node("MatMul", {"gelu", "w2"}, {"h2"}, "fc2/MatMul");
+  b.node("Add", {"b2", "h2"}, {"h3"}, "fc2/Add");
+  b.node("Add", {"x", "h3"}, {"r"}, "residual");
+  b.node("LayerNormalization", {"r", "g", "beta"}, {"y"}, "norm").i("axis", -1);
+  b.output("y");
+  return test::build_graph(b, "mlp_block.onnx");
+}
+
+// Attention as an exporter without scaled_dot_product_attention writes it.
+Graph attention_block() {
+  test::OnnxBuilder b;
+  b.input("q", onnx::TensorProto::FLOAT, {1, 2, 8, 16});
+  b.input("k", onnx::TensorProto::FLOAT, {1, 2, 8, 16});
+  b.input("v", onnx::TensorProto::FLOAT, {1, 2, 8, 16});
+  b.node("Constant", {}, {"scale"}, "c").tensor("value", test::f32_tensor({}, {0.25f}));
+  b.node("Mul", {"q", "scale"}, {"qs"}, "attn/Mul");
+  b.node("Transpose", {"k"}, {"kt"}, "attn/Transpose_k").ints("perm", {0, 1, 3, 2});
+  b.node("MatMul", {"qs", "kt"}, {"s"}, "attn/MatMul");
+  b.node("Softmax", {"s"}, {"p"}, "attn/Softmax").i("axis", -1);
+  b.node("MatMul", {"p", "v"}, {"o"}, "attn/MatMul_1");
+  b.node("Transpose", {"o"}, {"ot"}, "attn/Transpose_o").ints("perm", {0, 2, 1, 3});
+  b.output("ot");
+  return test::build_graph(b, "attention_block.onnx");
+}
+
+// A convolution with a bias, then BatchNorm and Relu.
+Graph conv_block() {
+  test::OnnxBuilder b;
+  b.input("x", onnx::TensorProto::FLOAT, {2, 16, 8, 8});
+  b.initializer("w", onnx::TensorProto::FLOAT, {32, 16, 3, 3});
+  b.initializer("bias", onnx::TensorProto::FLOAT, {32});
+  for (const char* n : {"s", "o", "mean", "var"}) b.initializer(n, onnx::TensorProto::FLOAT, {32});
+  b.node("Conv", {"x", "w", "bias"}, {"c"}, "conv").ints("pads", {1, 1, 1, 1});
+  b.node("BatchNormalization", {"c", "s", "o", "mean", "var"}, {"n"}, "bn");
+  b.node("Relu", {"n"}, {"y"}, "relu");
+  b.output("y");
+  return test::build_graph(b, "conv_block.onnx");
+}
+
+const PlanKernel* kernel_with(const Lowering& low, const std::string& rule) {
+  for (const PlanKernel& k : low.plan.kernels) {
+    if (!k.fusions.empty() && k.fusions.back() == rule) return &k;
+  }
+  return nullptr;
+}
+
+std::string write_runtime(const std::string& name, const std::string& body) {
+  const std::string path = test::temp_dir() + "/" + name + ".yaml";
+  std::ofstream(path) << "schema: gpusim.runtime/1\nname: " << name << "\n" << body;
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("eager lowering: GELU's five nodes, Linear's MatMul and bias run as one kernel each", "[sim][lowering]") {
+  const Graph g = mlp_block();
+  auto low = lower(g, runtime("pytorch-eager"));
+  REQUIRE(low);
+  // linear, gelu, linear, residual Add, LayerNorm.
+  REQUIRE(low->plan.kernels.size() == 5);
+  const PlanKernel* gelu = kernel_with(*low, "gelu");
+  REQUIRE(gelu);
+  CHECK(gelu->nodes.size() == 5);
+  CHECK(gelu->call == "gelu");
+  int linears = 0;
+  for (const PlanKernel& k : low->plan.kernels) {
+    if (!k.fusions.empty() && k.fusions.back() == "linear") {
+      ++linears;
+      CHECK(k.nodes.size() == 2);
+      CHECK(k.fusions.front() == "gemm-epilogue");
+      CHECK(low->graph.nodes[static_cast<size_t>(k.nodes[static_cast<size_t>(k.anchor)])].op_type == "MatMul");
+    }
+  }
+  CHECK(linears == 2);
+  // gpusim's own executor runs one kernel per node: 11 run-time nodes.
+  auto own = predict(g, test::gpu("nvidia-rtx-3090"), {std::nullopt, runtime("gpusim")});
+  REQUIRE(own);
+  CHECK(own->kernels.size() == 11);
+  // Priced as the runtime runs it: fewer kernels, less time, each naming the nodes it covers.
+  auto eager = predict(g, test::gpu("nvidia-rtx-3090"), {std::nullopt, runtime("pytorch-eager")});
+  REQUIRE(eager);
+  CHECK(eager->kernels.size() == 5);
+  CHECK(eager->kernels_us < own->kernels_us);
+  bool named = false;
+  for (const PlannedKernel& k : eager->kernels) {
+    if (k.node_names.size() == 5) named = k.node_names.front() == "act/Div" && k.fusions.back() == "gelu";
+  }
+  CHECK(named);
+}
+
+TEST_CASE("eager lowering under autocast: casts before matrix products, LayerNorm and the residual in fp32",
+          "[sim][lowering]") {
+  const Graph g = mlp_block();
+  LoweringOptions o;
+  o.autocast = DType::kFloat16;
+  auto low = lower(g, runtime("pytorch-eager"), o);
+  REQUIRE(low);
+  int casts = 0;
+  for (const PlanKernel& k : low->plan.kernels) {
+    if (!k.fusions.empty() && k.fusions.back() == "autocast") {
+      ++casts;
+      CHECK(k.call == "to");
+      CHECK(low->graph.nodes[static_cast<size_t>(k.nodes[0])].op_type == "Cast");
+      CHECK(low->origin[static_cast<size_t>(k.nodes[0])] == -1);
+    }
+  }
+  // x to fp16 for fc1; w1, b1, w2, b2 each once (autocast's weight cache); fc2 reads the fp16 GELU.
+  CHECK(casts == 5);
+  auto dtype_of = [&](const std::string& name) { return low->graph.tensor(*low->graph.find(name)).dtype; };
+  CHECK(dtype_of("h1") == DType::kFloat16);    // the Linear's output
+  CHECK(dtype_of("gelu") == DType::kFloat16);  // GELU runs in its input's type
+  CHECK(dtype_of("r") == DType::kFloat32);     // fp32 x + fp16 Linear output promotes
+  CHECK(dtype_of("y") == DType::kFloat32);     // layer_norm is on autocast's fp32 list
+  // A runtime without autocast rules refuses, naming itself.
+  auto plain = lower(g, runtime("torch-compile"), o);
+  REQUIRE(plain);
+  RuntimeModel none = runtime("pytorch-eager");
+  none.lowering.autocast = {};
+  auto refused = lower(g, none, o);
+  REQUIRE_FALSE(refused);
+  CHECK_THAT(refused.error().message, Catch::Contains("has no autocast rules"));
+}
+
+TEST_CASE("eager lowering: attention is one SDPA kernel with its transposes folded in, unless skipped",
+          "[sim][lowering]") {
+  const Graph g = attention_block();
+  auto low = lower(g, runtime("pytorch-eager"));
+  REQUIRE(low);
+  REQUIRE(low->plan.kernels.size() == 1);
+  const PlanKernel& k = low->plan.kernels[0];
+  CHECK(k.fusions.front() == "attention");
+  CHECK(k.fusions.back() == "sdpa");
+  CHECK(k.nodes.size() == 6);  // Mul, both Transposes, two MatMuls and the Softmax
+  // A model whose code computes attention with matmuls (timm's Swin) skips the pattern: the
+  // K^T transpose is still a view cuBLAS takes, the output transpose a copy.
+  LoweringOptions o;
+  o.skip = {"sdpa"};
+  auto unfused = lower(g, runtime("pytorch-eager"), o);
+  REQUIRE(unfused);
+  CHECK(unfused->plan.kernels.size() == 5);
+  o.skip = {"flash"};
+  auto bad = lower(g, runtime("pytorch-eager"), o);
+  REQUIRE_FALSE(bad);
+  CHECK_THAT(bad.error().message, Catch::Contains("has no kernel pattern \"flash\" to skip") &&
+                                      Catch::Contains("its patterns: gelu"));
+}
+
+TEST_CASE("eager lowering: a convolution's bias is a kernel of its own, NCHW half convolutions convert layouts",
+          "[sim][lowering]") {
+  const Graph g = retype(conv_block(), DType::kFloat16);
+  auto nchw = lower(g, runtime("pytorch-eager"));
+  REQUIRE(nchw);
+  const PlanKernel* bias = kernel_with(*nchw, "conv-bias");
+  REQUIRE(bias);
+  CHECK(bias->call == "conv");
+  CHECK_FALSE(bias->call_first);  // a later kernel of the convolution's call
+  int conversions = 0;
+  for (const PlanKernel& k : nchw->plan.kernels) {
+    if (!k.fusions.empty() && k.fusions.back() == "cudnn-nchw-half") {
+      ++conversions;
+      CHECK_FALSE(k.call_first);
+    }
+  }
+  CHECK(conversions == 2);  // the input and the filter; the output is written in NCHW
+  // conversion, conversion, conv, bias, BatchNorm, Relu.
+  CHECK(nchw->plan.kernels.size() == 6);
+  LoweringOptions o;
+  o.layout = "nhwc";
+  auto nhwc = lower(g, runtime("pytorch-eager"), o);
+  REQUIRE(nhwc);
+  CHECK(nhwc->plan.kernels.size() == 4);
+  // In fp32 cuDNN runs NCHW as it is.
+  auto fp32 = lower(conv_block(), runtime("pytorch-eager"));
+  REQUIRE(fp32);
+  CHECK(fp32->plan.kernels.size() == 4);
+  o.layout = "nwhc";
+  auto bad = lower(g, runtime("pytorch-eager"), o);
+  REQUIRE_FALSE(bad);
+  CHECK_THAT(bad.error().message, Catch::Contains("layout \"nwhc\" is unknown") && Catch::Contains("nhwc"));
+}
+
+TEST_CASE("compile lowering: the bias, BatchNorm and Relu fuse into one kernel after the convolution",
+          "[sim][lowering]") {
+  auto low = lower(conv_block(), runtime("torch-compile"));
+  REQUIRE(low);
+  REQUIRE(low->plan.kernels.size() == 2);
+  CHECK(low->graph.nodes[static_cast<size_t>(low->plan.kernels[0].nodes[0])].op_type == "Conv");
+  CHECK(low->plan.kernels[1].nodes.size() == 3);  // bias Add, BatchNorm, Relu
+  // The MLP: two library GEMMs with their bias, GELU one generated kernel, and the residual Add
+  // with the LayerNorm (a reduction's prologue).
+  auto mlp = lower(mlp_block(), runtime("torch-compile"));
+  REQUIRE(mlp);
+  CHECK(mlp->plan.kernels.size() == 4);
+  const Graph g = mlp_block();
+  auto eager = predict(g, test::gpu("nvidia-rtx-4090"), {std::nullopt, runtime("pytorch-eager")});
+  auto compiled = predict(g, test::gpu("nvidia-rtx-4090"), {std::nullopt, runtime("torch-compile")});
+  REQUIRE(eager);
+  REQUIRE(compiled);
+  CHECK(compiled->kernels_us < eager->kernels_us);
+}
+
+TEST_CASE("runtime files: patterns are checked when read", "[sim][lowering][errors]") {
+  auto load = [](const std::string& name, const std::string& body) { return load_runtime(write_runtime(name, body)); };
+  auto r = load("unknown-op", "lowering:\n  kernels:\n    - {name: act, region: {Gelux: 1, Mul: 1}}\n");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("unknown-op.yaml: lowering.kernels[0].region.Gelux") &&
+                                    Catch::Contains("matches nothing"));
+  r = load("never", "lowering:\n  kernels:\n    - {name: x, chain: [{ops: [Conv], kinds: [rowwise]}, {ops: [Relu]}]}\n");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("lowering.kernels[0].chain[0]") &&
+                                    Catch::Contains("no op it names (Conv) runs as a rowwise kernel"));
+  r = load("optional", "lowering:\n  kernels:\n    - {name: x, chain: [{ops: [Relu], optional: true}]}\n");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("every step is optional, so it matches nothing"));
+  r = load("overlap", "lowering:\n  kernels:\n    - {name: silu, region: {Sigmoid: 1, Mul: 1}}\n"
+                      "    - {name: swish2, region: {Sigmoid: 1, Mul: 2}}\n");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("kernel patterns \"silu\"") && Catch::Contains("\"swish2\"") &&
+                                    Catch::Contains("overlap"));
+  r = load("fuse3", "lowering:\n  fuse:\n    - {name: f, chain: [{ops: [Relu]}, {ops: [Relu]}, {ops: [Relu]}]}\n");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("a fuse rule is a producer and a reader"));
+  r = load("badkey", "lowering:\n  kernels:\n    - {name: x, region: {Sigmoid: 1, Mul: 1}, shape: 3}\n");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("lowering.kernels[0].shape") && Catch::Contains("unknown key"));
+  r = load("viewop", "lowering:\n  views: {ops: [Relu]}\n");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("\"Relu\" is not data movement"));
+  r = load("insert", "lowering:\n  inserts:\n    - {name: x, what: fuse, on: {ops: [Conv]}}\n");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("lowering.inserts[0].what") && Catch::Contains("expected bias"));
+}
+
+TEST_CASE("runtime files: two patterns that claim the same node of a graph are an error naming both",
+          "[sim][lowering][errors]") {
+  // Chains of different lengths (the file's own check passes them), but both take fc1's bias Add.
+  auto r = load_runtime(write_runtime("claims", "lowering:\n  kernels:\n"
+                                                "    - {name: linear, chain: [{ops: [MatMul], others: weight}, {ops: "
+                                                "[Add], others: bias}]}\n"
+                                                "    - {name: bias-only, chain: [{ops: [Add], others: bias}]}\n"));
+  REQUIRE(r);
+  auto low = lower(mlp_block(), *r);
+  REQUIRE_FALSE(low);
+  CHECK_THAT(low.error().message, Catch::Contains("patterns \"linear\"") && Catch::Contains("\"bias-only\"") &&
+                                      Catch::Contains("both match node \"fc1/Add\"") &&
+                                      Catch::Contains("must not overlap"));
+}
+
+TEST_CASE("the planner's fusion passes and the lowerings share one matcher", "[sim][lowering][passes]") {
+  const Graph g = mlp_block();
+  const PatternMatcher pm(g);
+  // The erf-GELU region, whatever order its nodes come in.
+  auto gelu = pm.match_all(region_pattern("gelu", {{"Div", 1}, {"Erf", 1}, {"Add", 1}, {"Mul", 2}}));
+  REQUIRE(gelu.size() == 1);
+  CHECK(gelu[0].nodes.size() == 5);
+  // The planner's gemm-epilogue pass is a chain pattern: fc1's MatMul and its bias Add.
+  const Pattern* epilogue = nullptr;
+  for (const Pattern& p : planner_pair_passes()) epilogue = p.name == "gemm-epilogue" ? &p : epilogue;
+  REQUIRE(epilogue);
+  int mm = -1;
+  for (size_t i = 0; i < g.nodes.size(); ++i) mm = g.nodes[i].name == "fc1/MatMul" ? static_cast<int>(i) : mm;
+  auto m = pm.match_at(*epilogue, mm);
+  REQUIRE(m);
+  CHECK(g.nodes[static_cast<size_t>(m->nodes[1])].name == "fc1/Add");
+}
