@@ -29,26 +29,31 @@ Kind kind_of(const Graph& g, const Node& n) {
 uint64_t mix(int k) { return schedulers::mix(static_cast<uint64_t>(k)); }
 
 // The distinct groups a merge candidate's kernels are in, and whether one kernel may hold them
-// all: one main loop, or the two of an attention; no GEMM and row-wise pass together.
+// all: one main loop, or the two of an attention; no GEMM and row-wise pass together; data movement
+// folded into an element-wise reader (codegen's index math in its loads) in a kernel with no main
+// loop and no row-wise pass (a GEMM reads only a folded Transpose, through transpose-into-gemm). Flags per group and candidate: 1 attention, 2 a folded data movement.
 struct Merge {
   int roots[16];
   int n = 0, mains = 0, rows = 0;
-  bool attention = false;
-  bool legal() const { return kinds_fuse(mains, rows, attention); }
+  uint8_t flags = 0;
+  bool legal() const {
+    const bool attention = (flags & 1) != 0, folds = (flags & 2) != 0;
+    return kinds_fuse(mains, rows, attention) && !(folds && (rows > 0 || mains > 0 || attention));
+  }
 };
 
 template <typename Find>
-Merge merge_of(const FusionCandidate& fc, bool attention, const std::vector<int>& mains, const std::vector<int>& rows,
-               const std::vector<uint8_t>& att, Find&& find) {
+Merge merge_of(const FusionCandidate& fc, uint8_t flags, const std::vector<int>& mains, const std::vector<int>& rows,
+               const std::vector<uint8_t>& grp_flags, Find&& find) {
   Merge m;
-  m.attention = attention;
+  m.flags = flags;
   for (int k : fc.kernels) {
     const int rt = find(k);
     if (std::find(m.roots, m.roots + m.n, rt) != m.roots + m.n || m.n == 16) continue;
     m.roots[m.n++] = rt;
     m.mains += mains[static_cast<size_t>(rt)];
     m.rows += rows[static_cast<size_t>(rt)];
-    m.attention = m.attention || att[static_cast<size_t>(rt)];
+    m.flags |= grp_flags[static_cast<size_t>(rt)];
   }
   return m;
 }
@@ -82,7 +87,7 @@ FusionSpace::FusionSpace(const Graph& g, const GpuProfile& gpu, bool all_tiles,
   }
   find_candidates();
   for (const FusionCandidate& c : cands_) {
-    cand_attention_.push_back(c.pass == "attention");
+    cand_attention_.push_back(c.pass == "attention" ? 1 : (c.pass == "fold-data-movement" ? 2 : 0));
     cand_recompute_.push_back(c.pass == "recompute");
   }
   single_us_.resize(eager_.kernels.size());
@@ -98,11 +103,21 @@ void FusionSpace::find_candidates() {
   auto kernel_of = [&](int n) { return kernel_of_node_[static_cast<size_t>(n)]; };
   auto add = [&](const std::string& pass, std::vector<int> ks) { cands_.push_back({pass, std::move(ks)}); };
   // A producer and its sole consumer: the first pass that matches the pair names the candidate.
+  // Folds of data movement come after every other merge (unite() applies candidates in order): a
+  // kernel that takes a fold can no longer join a GEMM, a row-wise pass or an attention, so a fold
+  // never takes a kernel those passes would have merged (a head split's transpose feeding the
+  // attention's K^T, a GEGLU slice whose product feeds a LayerNorm).
+  std::vector<FusionCandidate> folds;
   for (size_t ku = 0; ku < nk; ++ku) {
     for (const Pattern& pass : planner_pair_passes()) {
       auto m = pm.match_at(pass, node_of(ku));
       if (!m || m->nodes.size() != 2) continue;
-      add(pass.name, {kernel_of(m->nodes[0]), kernel_of(m->nodes[1])});
+      std::vector<int> ks = {kernel_of(m->nodes[0]), kernel_of(m->nodes[1])};
+      if (pass.name == "fold-data-movement") {
+        folds.push_back({pass.name, std::move(ks)});
+      } else {
+        add(pass.name, std::move(ks));
+      }
       break;
     }
   }
@@ -126,6 +141,7 @@ void FusionSpace::find_candidates() {
     }
     add("attention", chain);
   }
+  for (FusionCandidate& fc : folds) cands_.push_back(std::move(fc));
   // Recompute: a cheap elementwise op read by 2-4 pointwise or row-wise kernels (not a GEMM, whose
   // tiles would recompute it many times) can run inside each of them instead of being stored.
   for (size_t ku = 0; ku < nk; ++ku) {
@@ -179,14 +195,14 @@ void FusionSpace::unite(const Decision& d) const {
       recomp_.push_back(c);  // decided below, once the merges are known
       continue;
     }
-    const Merge mg = merge_of(fc, cand_attention_[c] != 0, mains_, rows_, attention_, [&](int k) { return root(k); });
+    const Merge mg = merge_of(fc, cand_attention_[c], mains_, rows_, attention_, [&](int k) { return root(k); });
     if (!mg.legal()) continue;
     const int* roots = mg.roots;
     for (int i = 1; i < mg.n; ++i) parent_[static_cast<size_t>(roots[i])] = roots[0];
     if (mg.n > 1) merged_[static_cast<size_t>(roots[0])] = 1;
     mains_[static_cast<size_t>(roots[0])] = mg.mains;
     rows_[static_cast<size_t>(roots[0])] = mg.rows;
-    attention_[static_cast<size_t>(roots[0])] = mg.attention;
+    attention_[static_cast<size_t>(roots[0])] = mg.flags;
   }
   // Recomputes: the producer must still be a kernel of its own, and no recompute may feed another.
   removed_.assign(nk, 0);
@@ -197,7 +213,11 @@ void FusionSpace::unite(const Decision& d) const {
     const int p = fc.kernels[0];
     bool ok = root(p) == p && !merged_[static_cast<size_t>(p)] && !removed_[static_cast<size_t>(p)] &&
               !copied_[static_cast<size_t>(p)];
-    for (size_t u = 1; ok && u < fc.kernels.size(); ++u) ok = !removed_[static_cast<size_t>(fc.kernels[u])];
+    // A kernel that reads folded data movement through index math cannot take a recomputed value
+    // at another index: none is copied into it.
+    for (size_t u = 1; ok && u < fc.kernels.size(); ++u) {
+      ok = !removed_[static_cast<size_t>(fc.kernels[u])] && !(attention_[static_cast<size_t>(root(fc.kernels[u]))] & 2);
+    }
     if (!ok) continue;
     removed_[static_cast<size_t>(p)] = 1;
     for (size_t u = 1; u < fc.kernels.size(); ++u) copied_[static_cast<size_t>(fc.kernels[u])] = 1;
@@ -266,7 +286,10 @@ const FusionSpace::Cached& FusionSpace::cached(const std::vector<int>& group) co
     const Node& n = g_.nodes[static_cast<size_t>(nodes[i])];
     const Kind kd = kind_of(g_, n);
     mains += kd == kMainLoop;
-    const int rank = kd == kMainLoop ? 3 : (kd == kRowwise ? 2 : (n.op_type == "Transpose" ? 0 : 1));
+    // Data movement never anchors: a transpose or slice folded into a reader's kernel is read
+    // through that kernel's index math.
+    const bool moves = op_class(n.domain, n.op_type) == OpClass::kDataMovement;
+    const int rank = kd == kMainLoop ? 3 : (kd == kRowwise ? 2 : (moves ? 0 : 1));
     if (rank > best_rank) {
       best_rank = rank;
       anchor = static_cast<int>(i);
@@ -368,7 +391,7 @@ double FusionSpace::score_us(const Decision& d) const {
     return r;
   };
   if (!cand_recompute_[last]) {
-    const Merge mg = merge_of(fc, cand_attention_[last] != 0, s->mains, s->rows, s->attention, find);
+    const Merge mg = merge_of(fc, cand_attention_[last], s->mains, s->rows, s->attention, find);
     const int* roots = mg.roots;
     const int n = mg.n;
     if (mg.legal() && n > 1) {
@@ -384,7 +407,7 @@ double FusionSpace::score_us(const Decision& d) const {
       s->merged[r0] = 1;
       s->mains[r0] = mg.mains;
       s->rows[r0] = mg.rows;
-      s->attention[r0] = mg.attention;
+      s->attention[r0] = mg.flags;
       s->cost[r0] = group_cost(*s, roots[0]);
       s->total += s->cost[r0];
     }
@@ -392,7 +415,9 @@ double FusionSpace::score_us(const Decision& d) const {
     const int p = fc.kernels[0];
     const auto pu = static_cast<size_t>(p);
     bool ok = find(p) == p && !s->merged[pu] && !s->removed[pu] && !s->copied[pu];
-    for (size_t u = 1; ok && u < fc.kernels.size(); ++u) ok = !s->removed[static_cast<size_t>(fc.kernels[u])];
+    for (size_t u = 1; ok && u < fc.kernels.size(); ++u) {
+      ok = !s->removed[static_cast<size_t>(fc.kernels[u])] && !(s->attention[static_cast<size_t>(find(fc.kernels[u]))] & 2);
+    }
     if (ok) {
       s->removed[pu] = 1;
       s->total -= s->cost[pu];
@@ -524,7 +549,7 @@ std::vector<double> FusionSpace::score_flips(const Decision& base, const std::ve
     double t = total;
     if (!cand_recompute_[c]) {
       // As unite() would apply it after the base's fusions: merge its kernels' groups if legal.
-      const Merge mg = merge_of(fc, cand_attention_[c] != 0, st.mains, st.rows, st.attention, find);
+      const Merge mg = merge_of(fc, cand_attention_[c], st.mains, st.rows, st.attention, find);
       const int* roots = mg.roots;
       const int n = mg.n;
       if (mg.legal() && n > 1) {
@@ -542,7 +567,9 @@ std::vector<double> FusionSpace::score_flips(const Decision& base, const std::ve
       const int p = fc.kernels[0];
       const auto pu = static_cast<size_t>(p);
       bool ok = find(p) == p && !st.merged[pu] && !st.removed[pu] && !st.copied[pu];
-      for (size_t u = 1; ok && u < fc.kernels.size(); ++u) ok = !st.removed[static_cast<size_t>(fc.kernels[u])];
+      for (size_t u = 1; ok && u < fc.kernels.size(); ++u) {
+        ok = !st.removed[static_cast<size_t>(fc.kernels[u])] && !(st.attention[static_cast<size_t>(find(fc.kernels[u]))] & 2);
+      }
       if (ok) {
         t -= st.cost[pu];
         const int copy = p + static_cast<int>(nk);
@@ -673,6 +700,35 @@ Plan FusionSpace::build(const Decision& d, const std::string& scheduler) const {
   for (auto& [us, text] : why) {
     p.decisions.push_back(std::move(text));
     p.decision_saved_us.push_back(us);
+  }
+  // Data movement left a kernel of its own (a copy): why it was not folded into its reader.
+  const PatternMatcher pm(g_);
+  for (size_t gi = 0; gi < grps.size(); ++gi) {
+    if (grps[gi].size() != 1 || grps[gi][0] >= static_cast<int>(eager_.kernels.size())) continue;
+    const int node = eager_.kernels[static_cast<size_t>(grps[gi][0])].nodes[0];
+    const Node& n = g_.nodes[static_cast<size_t>(node)];
+    const auto& folds = folded_data_movement();
+    if (op_class(n.domain, n.op_type) != OpClass::kDataMovement) continue;
+    std::string reason;
+    bool candidate = false;
+    for (const FusionCandidate& fc : cands_) {
+      candidate = candidate || (fc.pass == "fold-data-movement" && fc.kernels[0] == grps[gi][0]);
+    }
+    const int reader = pm.sole_consumer(node);
+    if (std::find(folds.begin(), folds.end(), n.op_type) == folds.end()) {
+      reason = "codegen folds Transpose, Slice, Pad, Concat, Split and Expand only";
+    } else if (candidate) {
+      reason = "folding into its reader was priced and did not pay here";
+    } else if (reader < 0) {
+      reason = "its output is read by several kernels or returned by the graph";
+    } else {
+      const Node& r = g_.nodes[static_cast<size_t>(reader)];
+      reason = fmt::format("its reader {} \"{}\" is not an element-wise kernel (data movement folds into element-wise "
+                           "readers, and a Transpose into a GEMM's operand)",
+                           r.op_type, r.name);
+    }
+    p.decisions.push_back(fmt::format("not folded: {} \"{}\" stays a copy kernel: {}", n.op_type, n.name, reason));
+    p.decision_saved_us.push_back(0);
   }
   return p;
 }

@@ -34,7 +34,9 @@ Result<Kernel> generate(const Graph& g, const GraphIndex& idx, const PlanKernel&
       case OpClass::kConv: r = gen_conv(c); break;
       case OpClass::kReduction:
       case OpClass::kNormalization: r = gen_reduction(c); break;
-      case OpClass::kDataMovement: r = gen_data_movement(c); break;
+      // Data movement anchors a kernel of several nodes only when all of it folds (a roll: two
+      // slices and a concat): the element-wise generator reads it through index math.
+      case OpClass::kDataMovement: r = k.nodes.size() > 1 ? gen_elementwise(c) : gen_data_movement(c); break;
       case OpClass::kAttention: r = gen_attention(c); break;
     }
   }

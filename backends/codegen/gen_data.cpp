@@ -14,6 +14,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "data_index.h"
 #include "gen_rows.h"
 #include "node_attrs.h"
 
@@ -153,39 +154,14 @@ Status split(Gen& g) {
 
 Status slice(Gen& g) {
   const Shape& xs = g.in(0).shape;
-  const bool attrs = g.c.g.opset < 10;
-  std::vector<int64_t> starts, axes, steps;
-  if (attrs) {
-    starts = node_ints(g.n, "starts");
-    axes = node_ints(g.n, "axes");
-  } else {
-    const ConstInput s = const_input(g.c.g, g.n, 1), a = const_input(g.c.g, g.n, 3), st = const_input(g.c.g, g.n, 4);
-    if (!s.known) return g.fail("the starts input is not a constant");
-    if (a.present && !a.known) return g.fail("the axes input is not a constant");
-    if (st.present && !st.known) return g.fail("the steps input is not a constant");
-    starts = s.ints;
-    axes = a.ints;
-    steps = st.ints;
-  }
-  for (size_t k = axes.size(); k < starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
-  steps.resize(starts.size(), 1);
-  std::vector<int64_t> st0(xs.size(), 0), step(xs.size(), 1);
-  for (size_t k = 0; k < starts.size() && k < axes.size(); ++k) {
-    int64_t d = axes[k];
-    if (!normalize_axis(d, xs.size())) return g.fail(fmt::format("axis {} is out of range", axes[k]));
-    const int64_t dim = xs[static_cast<size_t>(d)];
-    if (steps[k] == 0) return g.fail("a step is 0");
-    int64_t s = starts[k] < 0 ? starts[k] + dim : starts[k];
-    s = steps[k] > 0 ? std::clamp<int64_t>(s, 0, dim) : std::clamp<int64_t>(s, 0, std::max<int64_t>(dim - 1, 0));
-    st0[static_cast<size_t>(d)] = s;
-    step[static_cast<size_t>(d)] = steps[k];
-  }
+  auto w = slice_window(g.c, g.n);
+  if (!w) return w.error();
   const auto st = strides_of(xs);
   int64_t base = 0;
   std::vector<std::string> terms;
   for (size_t d = 0; d < xs.size(); ++d) {
-    base += st0[d] * st[d];
-    terms.push_back(times(coord(g.ys(), d, "oi"), step[d] * st[d]));
+    base += w->start[d] * st[d];
+    terms.push_back(times(coord(g.ys(), d, "oi"), w->step[d] * st[d]));
   }
   terms.push_back(base ? std::to_string(base) : "0");
   return g.finish(g.ld(0, sum_terms(terms)));
@@ -265,43 +241,13 @@ Status tile(Gen& g) {
 Status pad(Gen& g) {
   const Shape& xs = g.in(0).shape;
   const Shape& ys = g.ys();
-  const auto r = static_cast<int64_t>(xs.size());
-  const bool attrs = g.c.g.opset < 11;
-  std::vector<int64_t> pads;
-  std::string cval = g.out_int() ? "0" : "0.0f";
-  if (attrs) {
-    pads = node_ints(g.n, g.n.attr("pads") ? "pads" : "paddings");
-    const double v = node_float(g.n, "value", 0.0);
-    cval = g.out_int() ? std::to_string(static_cast<int64_t>(v)) : float_lit(v);
-  } else {
-    const ConstInput p = const_input(g.c.g, g.n, 1);
-    if (!p.known) return g.fail("the pads input is not a constant");
-    pads = p.ints;
-    const ConstInput cv = const_input(g.c.g, g.n, 2);
-    if (cv.known && !cv.reals.empty()) {
-      cval = g.out_int() ? std::to_string(cv.ints[0]) : float_lit(cv.reals[0]);
-    } else if (cv.present && !cv.known) {
-      cval = g.ld(2, "0");
-    }
-  }
-  std::vector<int64_t> axes;
-  const ConstInput ai = attrs ? ConstInput{} : const_input(g.c.g, g.n, 3);
-  if (ai.present && !ai.known) return g.fail("the axes input is not a constant");
-  if (ai.present) {
-    for (int64_t a : ai.ints) {
-      int64_t v = a;
-      if (!normalize_axis(v, xs.size())) return g.fail(fmt::format("axis {} is out of range", a));
-      axes.push_back(v);
-    }
-  } else {
-    for (int64_t d = 0; d < r; ++d) axes.push_back(d);
-  }
-  std::vector<int64_t> begin(xs.size(), 0);
-  for (size_t k = 0; k < axes.size() && k < pads.size(); ++k) begin[static_cast<size_t>(axes[k])] = pads[k];
-  const std::string mode = node_string(g.n, "mode", "constant");
-  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap") {
-    return g.fail(fmt::format("mode \"{}\" is not constant/reflect/edge/wrap", mode));
-  }
+  auto w = pad_window(g.c, g.n);
+  if (!w) return w.error();
+  const std::vector<int64_t>& begin = w->begin;
+  const std::string& mode = w->mode;
+  const std::string cval = !w->value_known ? g.ld(2, "0")
+                           : g.out_int()   ? std::to_string(static_cast<int64_t>(w->value))
+                                           : float_lit(w->value);
   const auto st = strides_of(xs);
   g.body += "  bool inside = true;\n  int src = 0;\n";
   for (size_t d = 0; d < xs.size(); ++d) {

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 
+#include "data_index.h"
 #include "generators.h"
 #include "gpusim/op_catalog.h"
 
@@ -95,9 +96,16 @@ Result<std::string> elementwise_tail(const GenContext& c, ArgList& args, int ski
     }
   }
   int tmp = 0;
+  // Data movement folded into this kernel (a permute, slice, pad, concat, split or broadcast its
+  // element-wise nodes read): never stored, read through index math where a node loads it.
+  FoldedData folded(c, args);
   for (size_t pos = 0; pos < c.k.nodes.size(); ++pos) {
-    if (static_cast<int>(pos) == skip) continue;
+    if (static_cast<int>(pos) == skip || folded.folded(pos)) continue;
     const Node& n = c.node(pos);
+    if (op_class(n.domain, n.op_type) == OpClass::kDataMovement) {
+      return c.unsupported(n, "is not data movement gpusim folds into its reader (Transpose, Slice, Pad, Concat, Split "
+                              "and Expand fold); run it as a kernel of its own");
+    }
     if (op_class(n.domain, n.op_type) != OpClass::kElementwise) {
       return c.unsupported(n, fmt::format("fused into a {} kernel but not elementwise; only elementwise ops fuse here",
                                           skip >= 0 ? std::string(c.anchor().op_type) : "elementwise"));
@@ -127,6 +135,13 @@ Result<std::string> elementwise_tail(const GenContext& c, ArgList& args, int ski
       }
       const Tensor& it = c.tensor(t);
       if (it.is_sequence || it.dtype == DType::kString) return c.unsupported(n, "sequence or string input");
+      if (folded.produces(t)) {
+        auto v = folded.value_at(t, broadcast_index(ot.shape, it.shape, index), code);
+        if (!v) return v.error();
+        ins.push_back(*v);
+        ints.push_back(args.is_int(t));
+        continue;
+      }
       if (vec && contiguous_run(ot.shape, it.shape) % lanes->width == 0) {
         ins.push_back(vec->load(t, broadcast_index(ot.shape, it.shape, lanes->base)));
       } else {
@@ -150,6 +165,22 @@ Result<std::string> elementwise_tail(const GenContext& c, ArgList& args, int ski
       } else {
         return c.unsupported(n, "second output");
       }
+    }
+  }
+  // Folded data movement whose result leaves the kernel (a kernel of data movement alone: a roll,
+  // a pad of a slice) is stored where it is read: its value at each index of the kernel's space.
+  for (size_t pos = 0; pos < c.k.nodes.size(); ++pos) {
+    if (!folded.folded(pos)) continue;
+    const Node& n = c.node(pos);
+    for (TensorId t : n.outputs) {
+      if (t == kNoTensor || !escapes(c, t) || in_list(c.k.recomputed, c.k.nodes[pos])) continue;
+      if (c.tensor(t).elements() != n_space) {
+        return c.unsupported(n, fmt::format("output {} leaves the kernel but does not have the kernel's index space {}",
+                                            shape_str(c.tensor(t).shape), shape_str(space)));
+      }
+      auto v = folded.value_at(t, index, code);
+      if (!v) return v.error();
+      code += "    " + store(t, *v) + "\n";
     }
   }
   return code;

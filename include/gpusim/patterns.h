@@ -140,9 +140,14 @@ bool kinds_fuse(int main_loops, int row_passes, bool attention);
 
 // The planner's fusion passes, as patterns, in the order it tries them on a producer and its sole
 // consumer (the first that matches names the candidate): batchnorm-fold, elementwise-chain,
-// gemm-epilogue, norm-prologue, norm-epilogue, transpose-into-gemm; then attention (a chain from
-// the QK^T MatMul to the PV MatMul). scheduler.h's "recompute" is not a chain: it has several readers.
+// gemm-epilogue, norm-prologue, norm-epilogue, transpose-into-gemm, fold-data-movement (the ops of
+// folded_data_movement() read by an element-wise kernel through index math); then attention (a
+// chain from the QK^T MatMul to the PV MatMul). scheduler.h's "recompute" is not a chain: it has
+// several readers.
 const std::vector<Pattern>& planner_pair_passes();
+// The data movement codegen folds into an element-wise reader's loads: Transpose, Slice, Pad,
+// Concat, Split, Expand.
+const std::vector<std::string>& folded_data_movement();
 const Pattern& planner_attention_pass();
 
 }  // namespace gpusim

@@ -353,6 +353,11 @@ Pattern pair(const char* name, NodeSelector a, NodeSelector b) {
 
 }  // namespace
 
+const std::vector<std::string>& folded_data_movement() {
+  static const std::vector<std::string> kOps = {"Transpose", "Slice", "Pad", "Concat", "Split", "Expand"};
+  return kOps;
+}
+
 const std::vector<Pattern>& planner_pair_passes() {
   using E = NodeSelector::Elements;
   // Pointwise: elementwise ops, and inference BatchNormalization (a per-channel scale and shift).
@@ -365,6 +370,10 @@ const std::vector<Pattern>& planner_pair_passes() {
         pair("norm-prologue", sel({}, {"elementwise"}, {"pointwise"}), sel({}, {"normalization"}, {"rowwise"})),
         pair("norm-epilogue", sel({}, {"normalization"}, {"rowwise"}), pointwise(E::kSame)),
         pair("transpose-into-gemm", sel({"Transpose"}, {}, {}), sel({"MatMul", "Gemm"}, {}, {"main-loop"})),
+        // Data movement read through index math by the element-wise kernel (or the data movement)
+        // that reads it: its output is never stored (codegen folds it into that kernel's loads).
+        pair("fold-data-movement", sel(folded_data_movement(), {}, {}),
+             sel(folded_data_movement(), {"elementwise"}, {"pointwise"})),
     };
   }();
   return kPasses;

@@ -537,16 +537,117 @@ TEST_CASE("reduction and data-movement generators refuse what they do not cover 
     CHECK_THAT(refusal(*g), Contains("node \"bn\" (BatchNormalization)") && Contains("training_mode=1"));
   }
   {
-    test::OnnxBuilder b(17);  // data movement does not take fused elementwise ops
+    test::OnnxBuilder b(17);  // a gather is data movement that does not fold into its reader
     b.input("x", kF32, {int64_t{3}, int64_t{4}});
-    b.node("Transpose", {"x"}, {"t"}, "tr");
+    b.initializer_i64("ix", {2}, {2, 0});
+    b.node("Gather", {"x", "ix"}, {"t"}, "ga");
     b.node("Relu", {"t"}, {"y"}, "relu");
     b.output("y");
-    CHECK_THAT(refusal(build_graph(b, "tr_relu.onnx")), Contains("node \"tr\" (Transpose)") && Contains("fused with other ops"));
+    CHECK_THAT(refusal(build_graph(b, "ga_relu.onnx")), Contains("node \"ga\" (Gather)") && Contains("is not data movement gpusim folds into its reader"));
   }
   CHECK_THAT(refusal(op_graph("Resize", 18, {1, 1, 4, 4}, [](test::NodeRef& n) { n.s("mode", "linear").i("antialias", 1); },
                               {"", "", "sz"}, {{"sz", {1, 1, 2, 2}}})),
              Contains("node \"n\" (Resize)") && Contains("antialias"));
   CHECK_THAT(refusal(op_graph("LpNormalization", 17, {3, 4}, [](test::NodeRef& n) { n.i("p", 3); })),
              Contains("only the L1 and L2 norms"));
+}
+
+// ---- data movement folded into the kernel that reads it (the planner's fold-data-movement) ----
+
+namespace {
+
+// A kernel of every device node, anchored on the last (the element-wise reader).
+PlanKernel reader_kernel(const Graph& g) {
+  PlanKernel k = all_device_nodes(g);
+  k.anchor = static_cast<int>(k.nodes.size()) - 1;
+  k.fusions = {"fold-data-movement"};
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("a transpose, slice, pad, concat, split or expand folds into the element-wise kernel reading it",
+          "[codegen][folding]") {
+  SECTION("transpose") {
+    test::OnnxBuilder b;
+    b.input("x", kF32, dims({2, 3, 4, 5}));
+    b.input("z", kF32, dims({2, 4, 5, 3}));
+    b.node("Transpose", {"x"}, {"t"}, "t").ints("perm", {0, 2, 3, 1});
+    b.node("Add", {"t", "z"}, {"y"}, "add");
+    b.output("y");
+    const Graph g = build_graph(b, "fold_transpose.onnx");
+    check_kernel(g, reader_kernel(g), {}, true);
+  }
+  SECTION("slice with a step, then a broadcast operand") {
+    test::OnnxBuilder b;
+    b.input("x", kF32, dims({3, 10, 7}));
+    b.input("s", kF32, dims({3}));  // the slice is [3, 1, 3]: rows 1 of 10, columns 6, 4, 2 of 7
+    b.initializer_i64("st", {2}, {1, 6});
+    b.initializer_i64("en", {2}, {3, 0});
+    b.initializer_i64("ax", {2}, {1, 2});
+    b.initializer_i64("sp", {2}, {2, -2});
+    b.node("Slice", {"x", "st", "en", "ax", "sp"}, {"t"}, "slice");
+    b.node("Mul", {"t", "s"}, {"y"}, "mul");
+    b.output("y");
+    const Graph g = build_graph(b, "fold_slice.onnx");
+    check_kernel(g, reader_kernel(g));
+  }
+  SECTION("a constant pad") {
+    test::OnnxBuilder b(17);
+    b.input("x", kF32, dims({2, 3, 5}));
+    b.initializer_i64("pads", {6}, {0, 1, 2, 0, 2, 1});
+    b.node("Constant", {}, {"v"}, "c").tensor("value", test::f32_tensor({}, {1.5f}));
+    b.node("Pad", {"x", "pads", "v"}, {"t"}, "pad");
+    b.node("Relu", {"t"}, {"y"}, "relu");
+    b.output("y");
+    const Graph g = build_graph(b, "fold_pad.onnx");
+    check_kernel(g, reader_kernel(g));
+  }
+  SECTION("concat of a split, and an expand") {
+    test::OnnxBuilder b;
+    b.input("x", kF32, dims({4, 6}));
+    b.input("e", kF32, dims({1, 9}));
+    b.initializer_i64("sizes", {2}, {2, 4});
+    b.initializer_i64("shape", {2}, {4, 9});
+    b.node("Split", {"x", "sizes"}, {"a", "c"}, "split").i("axis", 1);
+    b.node("Concat", {"c", "a", "c"}, {"t"}, "concat").i("axis", 1);  // [4, 4 + 2 + 4] = [4, 10]
+    b.node("Expand", {"e", "shape"}, {"u"}, "expand");
+    b.initializer_i64("st", {1}, {1});
+    b.initializer_i64("en", {1}, {10});
+    b.initializer_i64("ax", {1}, {1});
+    b.node("Slice", {"t", "st", "en", "ax"}, {"w"}, "slice");  // [4, 9]
+    b.node("Sub", {"w", "u"}, {"y"}, "sub");
+    b.output("y");
+    const Graph g = build_graph(b, "fold_concat.onnx");
+    check_kernel(g, reader_kernel(g));
+  }
+  SECTION("data movement alone: a roll over two axes") {
+    test::OnnxBuilder b;
+    b.input("x", kF32, dims({1, 6, 5, 3}));
+    auto one = [&](const char* n, int64_t v) { b.initializer_i64(n, {1}, {v}); };
+    one("s2", 2), one("e6", 6), one("z", 0), one("a1", 1), one("s3", 3), one("e5", 5), one("a2", 2);
+    b.node("Slice", {"x", "s2", "e6", "a1"}, {"p"}, "sa");
+    b.node("Slice", {"x", "z", "s2", "a1"}, {"q"}, "sb");
+    b.node("Concat", {"p", "q"}, {"r"}, "ca").i("axis", 1);
+    b.node("Slice", {"r", "s3", "e5", "a2"}, {"u"}, "sc");
+    b.node("Slice", {"r", "z", "s3", "a2"}, {"v"}, "sd");
+    b.node("Concat", {"u", "v"}, {"y"}, "cb").i("axis", 2);
+    b.output("y");
+    const Graph g = build_graph(b, "fold_roll.onnx");
+    PlanKernel k = all_device_nodes(g);  // anchored on the first Slice: the element-wise generator takes it
+    check_kernel(g, k);
+  }
+}
+
+TEST_CASE("data movement of a value computed in the same kernel does not fold", "[codegen][folding][errors]") {
+  test::OnnxBuilder b;
+  b.input("x", kF32, dims({3, 5}));
+  b.node("Relu", {"x"}, {"r"}, "relu");
+  b.node("Transpose", {"r"}, {"t"}, "t").ints("perm", {1, 0});
+  b.node("Sigmoid", {"t"}, {"y"}, "sig");
+  b.output("y");
+  const Graph g = build_graph(b, "fold_computed.onnx");
+  auto k = codegen::generate(g, all_device_nodes(g));
+  REQUIRE_FALSE(k);
+  CHECK_THAT(k.error().message, Contains("folded data movement reads \"r\", computed in this kernel at another index"));
 }

@@ -5,6 +5,7 @@
 // lavapipe in CI) and skip with a WARN where none is.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include "executor.h"
 #include "gpusim/kernel_work.h"
 #include "gpusim/onnx_import.h"
+#include "gpusim/scheduler.h"
 #include "support/device_check.h"
 #include "support/fixtures.h"
 #include "support/onnx_builder.h"
@@ -266,4 +268,90 @@ TEST_CASE("gpusim run prices the tiles codegen generates: no split-K and vector 
   REQUIRE(j["kernels"][0].contains("tile"));
   CHECK(j["kernels"][0]["tile"]["split_k"] == 1);  // ran, and priced, unsplit
   CHECK(j["kernels"][0]["predicted_us"].get<double>() > 0);
+}
+
+// A Swin-style block (roll, window partition, window attention with a relative-position bias,
+// window reverse, roll back, residual): the plan the search picks folds the rolls, the pad and
+// the window partition into the kernels that read them, and runs as the reference computes it.
+TEST_CASE("a Swin-style window attention block runs with its data movement folded", "[executor][device][folding]") {
+  const int64_t H = 8, W = 8, C = 16, ws = 4, heads = 2, hd = C / heads, N = ws * ws, nw = (H / ws) * (W / ws), s = 2;
+  test::OnnxBuilder b;
+  b.input("x", kF32, {test::Dim{int64_t{1}}, test::Dim{H}, test::Dim{W}, test::Dim{C}});
+  int consts = 0;
+  auto i64 = [&](std::vector<int64_t> v) {
+    const std::string name = "c" + std::to_string(consts++);
+    b.initializer_i64(name, {static_cast<int64_t>(v.size())}, v);
+    return name;
+  };
+  auto slice = [&](const std::string& in, int64_t from, int64_t to, int64_t axis, const std::string& out) {
+    b.node("Slice", {in, i64({from}), i64({to}), i64({axis})}, {out}, out);
+  };
+  for (const char* w : {"g", "beta"}) b.initializer(w, kF32, {C});
+  b.initializer("wqkv", kF32, {C, 3 * C});
+  b.initializer("bqkv", kF32, {3 * C});
+  b.initializer("relpos", kF32, {heads, N, N});
+  b.initializer("wproj", kF32, {C, C});
+  b.initializer("bproj", kF32, {C});
+  b.node("LayerNormalization", {"x", "g", "beta"}, {"ln"}, "ln").i("axis", -1);
+  slice("ln", s, H, 1, "r1a");
+  slice("ln", 0, s, 1, "r1b");
+  b.node("Concat", {"r1a", "r1b"}, {"r1"}, "roll_h").i("axis", 1);
+  slice("r1", s, W, 2, "r2a");
+  slice("r1", 0, s, 2, "r2b");
+  b.node("Concat", {"r2a", "r2b"}, {"rolled"}, "roll_w").i("axis", 2);
+  b.node("Pad", {"rolled", i64({0, 0, 0, 0, 0, 0, 0, 0})}, {"padded"}, "pad");
+  b.node("Reshape", {"padded", i64({1, H / ws, ws, W / ws, ws, C})}, {"p1"}, "p1");
+  b.node("Transpose", {"p1"}, {"p2"}, "partition").ints("perm", {0, 1, 3, 2, 4, 5});
+  b.node("Reshape", {"p2", i64({nw, N, C})}, {"win"}, "win");
+  b.node("MatMul", {"win", "wqkv"}, {"qkv0"}, "qkv");
+  b.node("Add", {"bqkv", "qkv0"}, {"qkv1"}, "qkv_bias");
+  b.node("Reshape", {"qkv1", i64({nw, N, 3, heads, hd})}, {"qkv2"}, "qkv_r");
+  b.node("Transpose", {"qkv2"}, {"qkv3"}, "qkv_t").ints("perm", {2, 0, 3, 1, 4});
+  b.node("Split", {"qkv3", i64({1, 1, 1})}, {"q0", "k0", "v0"}, "split").i("axis", 0);
+  for (const char* n : {"q", "k", "v"}) b.node("Squeeze", {std::string(n) + "0", i64({0})}, {n}, std::string(n) + "_sq");
+  b.node("Constant", {}, {"scale"}, "scale").tensor("value", test::f32_tensor({}, {1.0f / std::sqrt(float(hd))}));
+  b.node("Mul", {"q", "scale"}, {"qs"}, "q_scale");
+  b.node("Transpose", {"k"}, {"kt"}, "k_t").ints("perm", {0, 1, 3, 2});
+  b.node("MatMul", {"qs", "kt"}, {"a0"}, "qk");
+  b.node("Add", {"a0", "relpos"}, {"a1"}, "bias");
+  b.node("Softmax", {"a1"}, {"a2"}, "softmax").i("axis", -1);
+  b.node("MatMul", {"a2", "v"}, {"o0"}, "pv");
+  b.node("Transpose", {"o0"}, {"o1"}, "o_t").ints("perm", {0, 2, 1, 3});
+  b.node("Reshape", {"o1", i64({nw, N, C})}, {"o2"}, "o_r");
+  b.node("MatMul", {"o2", "wproj"}, {"o3"}, "proj");
+  b.node("Add", {"bproj", "o3"}, {"o4"}, "proj_bias");
+  b.node("Reshape", {"o4", i64({1, H / ws, W / ws, ws, ws, C})}, {"rv1"}, "rv1");
+  b.node("Transpose", {"rv1"}, {"rv2"}, "reverse").ints("perm", {0, 1, 3, 2, 4, 5});
+  b.node("Reshape", {"rv2", i64({1, H, W, C})}, {"rv3"}, "rv3");
+  slice("rv3", H - s, H, 1, "u1a");
+  slice("rv3", 0, H - s, 1, "u1b");
+  b.node("Concat", {"u1a", "u1b"}, {"u1"}, "unroll_h").i("axis", 1);
+  slice("u1", W - s, W, 2, "u2a");
+  slice("u1", 0, W - s, 2, "u2b");
+  b.node("Concat", {"u2a", "u2b"}, {"u2"}, "unroll_w").i("axis", 2);
+  b.node("Add", {"x", "u2"}, {"y"}, "residual");
+  b.output("y");
+  const Graph g = test::build_graph(b, "swin_block.onnx");
+
+  SearchOptions so;
+  so.scheduler = "greedy";
+  auto r = search(g, test::gpu("nvidia-rtx-3060"), so);
+  REQUIRE(r);
+  const Plan& plan = r->plans.front().plan;
+  // The rolls, the pad and the window partition run inside other kernels; what stays a copy says why.
+  int folds = 0;
+  for (const PlanKernel& k : plan.kernels) {
+    folds += std::count(k.fusions.begin(), k.fusions.end(), std::string("fold-data-movement")) > 0 ? 1 : 0;
+  }
+  CHECK(folds >= 3);
+  CHECK(plan.kernels.size() < 20);
+  for (const std::string& d : plan.decisions) {
+    if (d.rfind("not folded:", 0) == 0) CHECK_THAT(d, Catch::Contains("stays a copy kernel: "));
+  }
+  for (auto& od : test::devices()) {
+    INFO(od.backend);
+    const test::PlanRun pr = run_checked(*od.dev, g, plan);
+    CHECK(pr.worst() < 1e-5);
+    for (const auto& k : pr.run.kernels) CHECK(k.fused_as_planned);
+  }
 }
