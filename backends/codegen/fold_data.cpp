@@ -11,11 +11,7 @@
 
 namespace gpusim::codegen {
 
-namespace {
-
-constexpr int64_t kMaxIndex = (int64_t{1} << 31) - 1;
-
-std::string sum_of(const std::vector<std::string>& terms) {
+std::string sum_terms(const std::vector<std::string>& terms) {
   std::string e;
   for (const auto& t : terms) {
     if (t == "0" || t.empty()) continue;
@@ -24,12 +20,10 @@ std::string sum_of(const std::vector<std::string>& terms) {
   return e.empty() ? "0" : "(" + e + ")";
 }
 
-std::string scaled(const std::string& e, int64_t k) {
+std::string times(const std::string& e, int64_t k) {
   if (e == "0" || k == 0) return "0";
   return k == 1 ? e : fmt::format("{} * {}", e, k);
 }
-
-}  // namespace
 
 Result<SliceWindow> slice_window(const GenContext& c, const Node& n) {
   const Shape& xs = c.tensor(n.inputs[0]).shape;
@@ -165,9 +159,9 @@ Result<std::string> FoldedData::value_at(TensorId t, const std::string& index, s
     for (size_t d = 0; d < perm.size(); ++d) {
       int64_t p = perm[d];
       if (!normalize_axis(p, xs.size())) return c_.unsupported(n, fmt::format("perm entry {} is out of range", perm[d]));
-      terms.push_back(scaled(coord(ys, d, ix), st[static_cast<size_t>(p)]));
+      terms.push_back(times(coord(ys, d, ix), st[static_cast<size_t>(p)]));
     }
-    return value_at(n.inputs[0], sum_of(terms), code);
+    return value_at(n.inputs[0], sum_terms(terms), code);
   }
   if (op == "Slice") {
     auto w = slice_window(c_, n);
@@ -176,10 +170,10 @@ Result<std::string> FoldedData::value_at(TensorId t, const std::string& index, s
     std::vector<std::string> terms;
     for (size_t d = 0; d < xs.size(); ++d) {
       base += w->start[d] * st[d];
-      terms.push_back(scaled(coord(ys, d, ix), w->step[d] * st[d]));
+      terms.push_back(times(coord(ys, d, ix), w->step[d] * st[d]));
     }
     terms.push_back(base ? std::to_string(base) : "0");
-    return value_at(n.inputs[0], sum_of(terms), code);
+    return value_at(n.inputs[0], sum_terms(terms), code);
   }
   if (op == "Expand") return value_at(n.inputs[0], broadcast_index(ys, xs, ix), code);
   if (op == "Split") {
@@ -188,9 +182,9 @@ Result<std::string> FoldedData::value_at(TensorId t, const std::string& index, s
     int64_t off = 0;
     for (size_t o = 0; o < out; ++o) off += c_.tensor(n.outputs[o]).shape[static_cast<size_t>(axis)];
     std::vector<std::string> terms;
-    for (size_t d = 0; d < xs.size(); ++d) terms.push_back(scaled(coord(ys, d, ix), st[d]));
+    for (size_t d = 0; d < xs.size(); ++d) terms.push_back(times(coord(ys, d, ix), st[d]));
     terms.push_back(std::to_string(off * st[static_cast<size_t>(axis)]));
-    return value_at(n.inputs[0], sum_of(terms), code);
+    return value_at(n.inputs[0], sum_terms(terms), code);
   }
   const bool is_int = args_.is_int(n.outputs[out]);
   const char* vt = is_int ? "int" : "float";
@@ -232,12 +226,12 @@ Result<std::string> FoldedData::value_at(TensorId t, const std::string& index, s
     for (size_t d = 0; d < xs.size(); ++d) {
       const std::string cd = coord(ys, d, ix);
       if (w->begin[d] == 0 && ys[d] <= xs[d]) {
-        code += fmt::format("    fs{} = fs{} + {};\n", id, id, scaled(cd, st[d]));
+        code += fmt::format("    fs{} = fs{} + {};\n", id, id, times(cd, st[d]));
         continue;
       }
       code += fmt::format("    {{\n      int x = {} - {};\n      if (x < 0 || x >= {}) fin{} = false;\n      fs{} = fs{} + "
                           "{};\n    }}\n",
-                          cd, w->begin[d], xs[d], id, id, id, scaled("x", st[d]));
+                          cd, w->begin[d], xs[d], id, id, id, times("x", st[d]));
     }
     std::string inner_code;
     auto val = value_at(n.inputs[0], fmt::format("fs{}", id), inner_code);

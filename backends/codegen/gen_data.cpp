@@ -22,28 +22,12 @@ namespace gpusim::codegen {
 
 namespace {
 
-constexpr int64_t kMaxIndex = (int64_t{1} << 31) - 1;
-
 int64_t product(const Shape& s, size_t from = 0, size_t to = SIZE_MAX) {
   int64_t p = 1;
   for (size_t d = from; d < to && d < s.size(); ++d) p *= s[d];
   return p;
 }
 
-// "a + b + c" of the non-"0" terms ("0" when none).
-std::string sum_terms(const std::vector<std::string>& terms) {
-  std::string e;
-  for (const auto& t : terms) {
-    if (t == "0" || t.empty()) continue;
-    e += (e.empty() ? "" : " + ") + t;
-  }
-  return e.empty() ? "0" : "(" + e + ")";
-}
-
-std::string times(const std::string& e, int64_t k) {
-  if (e == "0" || k == 0) return "0";
-  return k == 1 ? e : fmt::format("{} * {}", e, k);
-}
 
 // Clamp an int variable into [0, n-1] (statement).
 std::string clamp_stmt(const std::string& v, int64_t n) {
