@@ -8,6 +8,7 @@
 #include <random>
 #include <unordered_map>
 
+#include "gpusim/cancel.h"
 #include "gpusim/patterns.h"
 #include "gpusim/scheduler.h"
 #include "schedulers/registry.h"
@@ -32,19 +33,25 @@ uint64_t mix(int k) { return schedulers::mix(static_cast<uint64_t>(k)); }
 // all: one main loop, or the two of an attention; no GEMM and row-wise pass together; data movement
 // folded into an element-wise reader (codegen's index math in its loads) in a kernel with no main
 // loop and no row-wise pass (a GEMM reads only a folded Transpose, through transpose-into-gemm). Flags per group and candidate: 1 attention, 2 a folded data movement.
+// A fused kernel holds at most kMaxFusedKernels eager kernels (inductor's max_fusion_size is the
+// same 64 nodes): a generated kernel of thousands of ops would take longer to compile than to run,
+// and the cap keeps the plan search linear on long chains (each group is costed in O(its size)).
+constexpr int kMaxFusedKernels = 64;
+
 struct Merge {
   int roots[16];
-  int n = 0, mains = 0, rows = 0;
+  int n = 0, mains = 0, rows = 0, size = 0;
   uint8_t flags = 0;
   bool legal() const {
     const bool attention = (flags & 1) != 0, folds = (flags & 2) != 0;
-    return kinds_fuse(mains, rows, attention) && !(folds && (rows > 0 || mains > 0 || attention));
+    return kinds_fuse(mains, rows, attention) && !(folds && (rows > 0 || mains > 0 || attention)) &&
+           size <= kMaxFusedKernels;
   }
 };
 
 template <typename Find>
 Merge merge_of(const FusionCandidate& fc, uint8_t flags, const std::vector<int>& mains, const std::vector<int>& rows,
-               const std::vector<uint8_t>& grp_flags, Find&& find) {
+               const std::vector<uint8_t>& grp_flags, const std::vector<int>& sizes, Find&& find) {
   Merge m;
   m.flags = flags;
   for (int k : fc.kernels) {
@@ -53,6 +60,7 @@ Merge merge_of(const FusionCandidate& fc, uint8_t flags, const std::vector<int>&
     m.roots[m.n++] = rt;
     m.mains += mains[static_cast<size_t>(rt)];
     m.rows += rows[static_cast<size_t>(rt)];
+    m.size += sizes[static_cast<size_t>(rt)];
     m.flags |= grp_flags[static_cast<size_t>(rt)];
   }
   return m;
@@ -91,7 +99,10 @@ FusionSpace::FusionSpace(const Graph& g, const GpuProfile& gpu, bool all_tiles,
     cand_recompute_.push_back(c.pass == "recompute");
   }
   single_us_.resize(eager_.kernels.size());
-  for (size_t k = 0; k < eager_.kernels.size(); ++k) single_us_[k] = cached({static_cast<int>(k)}).us;
+  for (size_t k = 0; k < eager_.kernels.size(); ++k) {
+    if ((k & 255) == 0) check_cancelled();
+    single_us_[k] = cached({static_cast<int>(k)}).us;
+  }
 }
 
 void FusionSpace::find_candidates() {
@@ -180,6 +191,7 @@ void FusionSpace::unite(const Decision& d) const {
   parent_.resize(nk);
   mains_.resize(nk);
   rows_.resize(nk);
+  sizes_.assign(nk, 1);
   attention_.assign(nk, 0);
   merged_.assign(nk, 0);
   std::iota(parent_.begin(), parent_.end(), 0);
@@ -195,13 +207,14 @@ void FusionSpace::unite(const Decision& d) const {
       recomp_.push_back(c);  // decided below, once the merges are known
       continue;
     }
-    const Merge mg = merge_of(fc, cand_attention_[c], mains_, rows_, attention_, [&](int k) { return root(k); });
+    const Merge mg = merge_of(fc, cand_attention_[c], mains_, rows_, attention_, sizes_, [&](int k) { return root(k); });
     if (!mg.legal()) continue;
     const int* roots = mg.roots;
     for (int i = 1; i < mg.n; ++i) parent_[static_cast<size_t>(roots[i])] = roots[0];
     if (mg.n > 1) merged_[static_cast<size_t>(roots[0])] = 1;
     mains_[static_cast<size_t>(roots[0])] = mg.mains;
     rows_[static_cast<size_t>(roots[0])] = mg.rows;
+    sizes_[static_cast<size_t>(roots[0])] = mg.size;
     attention_[static_cast<size_t>(roots[0])] = mg.flags;
   }
   // Recomputes: the producer must still be a kernel of its own, and no recompute may feed another.
@@ -391,7 +404,7 @@ double FusionSpace::score_us(const Decision& d) const {
     return r;
   };
   if (!cand_recompute_[last]) {
-    const Merge mg = merge_of(fc, cand_attention_[last], s->mains, s->rows, s->attention, find);
+    const Merge mg = merge_of(fc, cand_attention_[last], s->mains, s->rows, s->attention, s->size, find);
     const int* roots = mg.roots;
     const int n = mg.n;
     if (mg.legal() && n > 1) {
@@ -456,6 +469,7 @@ double FusionSpace::full_score(const Decision& d) const {
 }
 
 double FusionSpace::fill_state(const Decision& d, State& st) const {
+  check_cancelled();
   // Group hashes from the union-find; a group's members are collected only on a cache miss. The
   // union-find (moved in, O(1)) and each group's cost are kept in `st`.
   unite(d);
@@ -541,6 +555,7 @@ std::vector<double> FusionSpace::score_flips(const Decision& base, const std::ve
   std::vector<double> out;
   out.reserve(flips.size());
   for (size_t c : flips) {
+    if ((out.size() & 255) == 0) check_cancelled();
     if (c >= cands_.size() || (c < base.size() && base[c])) {
       out.push_back(total);
       continue;
@@ -549,7 +564,7 @@ std::vector<double> FusionSpace::score_flips(const Decision& base, const std::ve
     double t = total;
     if (!cand_recompute_[c]) {
       // As unite() would apply it after the base's fusions: merge its kernels' groups if legal.
-      const Merge mg = merge_of(fc, cand_attention_[c], st.mains, st.rows, st.attention, find);
+      const Merge mg = merge_of(fc, cand_attention_[c], st.mains, st.rows, st.attention, st.size, find);
       const int* roots = mg.roots;
       const int n = mg.n;
       if (mg.legal() && n > 1) {

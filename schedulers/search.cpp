@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "gpusim/cancel.h"
 #include "gpusim/scheduler.h"
 #include "schedulers/registry.h"
 
@@ -173,6 +174,7 @@ Result<SearchResult> search(const Graph& input, const GpuProfile& gpu, const Sea
     std::vector<double> scores;
     scores.reserve(batch.size());
     for (Decision& d : batch.decisions) {
+      check_cancelled();
       const double s = space.score_us(d);
       scores.push_back(s);
       best.offer(s, decision_hash(d), std::make_shared<const Decision>(std::move(d)), Shortlist::kNone);
@@ -198,6 +200,7 @@ Result<SearchResult> search(const Graph& input, const GpuProfile& gpu, const Sea
   size_t taken = 0;
   for (const auto& [score, entry] : best.entries()) {
     if (taken >= full) break;
+    check_cancelled();
     RankedPlan rp;
     rp.plan = space.build(entry.decision(), std::string(sched->name()));
     uint64_t shape = 0xcbf29ce484222325ull;

@@ -109,7 +109,7 @@ class FusionSpace {
   double launch_us_ = 0;
   std::vector<uint8_t> kind_;         // per eager kernel: pointwise, main loop or row-wise
   mutable std::unordered_map<uint64_t, Cached> cache_;  // keyed by an order-free hash of the group
-  mutable std::vector<int> parent_, mains_, rows_;     // scratch for unite() (a space is single-threaded)
+  mutable std::vector<int> parent_, mains_, rows_, sizes_;  // scratch for unite() (a space is single-threaded)
   mutable std::vector<uint8_t> attention_, removed_, copied_, merged_;
   mutable std::vector<size_t> recomp_;
   // The union-find of recently scored decisions, for their children (bounded, oldest dropped).

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "gpusim/cancel.h"
 #include "schedulers/registry.h"
 
 namespace gpusim::schedulers {
@@ -19,6 +20,7 @@ class Beam : public Scheduler {
     if (step_ >= n_) return {};
     batch_.clear();
     for (const Decision& d : beam_) {
+      check_cancelled();
       batch_.push_back(d);
       Decision with = d;
       with[step_] = 1;

@@ -3,6 +3,7 @@
 // appear. The same seed gives the same plans.
 #include <random>
 
+#include "gpusim/cancel.h"
 #include "schedulers/registry.h"
 
 namespace gpusim::schedulers {
@@ -20,6 +21,7 @@ class Random : public Scheduler {
     std::vector<Decision> batch;
     std::uniform_real_distribution<double> u(0.0, 1.0);
     for (int i = 0; i < samples_; ++i) {
+      if ((i & 255) == 0) check_cancelled();
       const double p = u(rng_);
       Decision d(n_, 0);
       for (auto& x : d) x = u(rng_) < p ? 1 : 0;

@@ -9,6 +9,7 @@
 #include <new>
 #include <utility>
 
+#include "gpusim/cancel.h"
 #include "gpusim/result.h"
 
 namespace gpusim::api {
@@ -17,6 +18,9 @@ template <typename F>
 auto guarded(const char* call, F&& body) noexcept -> decltype(body()) {
   try {
     return std::forward<F>(body)();
+  } catch (const Cancelled&) {
+    return Error{ErrorCode::kLimit, fmt::format("{}: cancelled: the request's time limit passed or the server is "
+                                                "stopping", call)};
   } catch (const std::bad_alloc&) {
     return Error{ErrorCode::kLimit, fmt::format("{}: out of memory; the request needs more memory than is free", call)};
   } catch (const std::exception& e) {

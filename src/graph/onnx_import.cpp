@@ -1,4 +1,5 @@
 // ONNX ModelProto -> Graph. See include/gpusim/onnx_import.h for the contract.
+#include "gpusim/cancel.h"
 #include "gpusim/onnx_import.h"
 
 #include <onnx/defs/data_type_utils.h>
@@ -695,6 +696,7 @@ Status Importer::process_graph(const onnx::GraphProto& g, Scope& scope) {
     const size_t i = ready.top();
     ready.pop();
     ++done;
+    check_cancelled();
     if (auto s = process_node(g.node(static_cast<int>(i)), scope, i); !s) return s;
     for (size_t u : users[i]) {
       if (--indeg[u] == 0) ready.push(u);

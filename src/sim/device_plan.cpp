@@ -1,3 +1,4 @@
+#include "gpusim/cancel.h"
 #include "gpusim/device_plan.h"
 
 #include <fmt/format.h>
@@ -36,6 +37,7 @@ Plan eager_plan(const Graph& g, const DeviceModel& d, const TileChooser& choose)
   p.model = g.source_path;
   p.gpu = d.profile ? d.profile->name : "";
   for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if ((i & 63) == 0) check_cancelled();
     auto w = node_work(g, g.nodes[i]);
     if (!w) continue;
     PlanKernel k;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "gpusim/cancel.h"
 #include "gpusim/kernel_work.h"
 #include "gpusim/predict.h"
 #include "gpusim/json_text.h"
@@ -160,6 +161,7 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
   if (rt) p.runtime = rt->name;
   double gpu_free = 0, host_t = 0;
   for (size_t i = 0; i < p.kernels.size(); ++i) {
+    if ((i & 63) == 0) check_cancelled();
     PlannedKernel& k = p.kernels[i];
     double ready = 0;
     if (!rt) {

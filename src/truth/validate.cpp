@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "gpusim/cancel.h"
 #include "gpusim/runtime.h"
 #include "gpusim/validate.h"
 #include "targets.h"
@@ -184,8 +185,11 @@ Result<ValidationReport> validate(const std::vector<Measurement>& records, const
   std::vector<ValidatedRow> rows(jobs.size());
   std::vector<std::string> errors(jobs.size());
   std::atomic<size_t> next{0};
+  // The caller's cancellation reaches the pool's threads by pointer; they stop, and the caller throws.
+  const CancelToken* cancel = current_cancel_token();
   auto worker = [&] {
     for (size_t j = next.fetch_add(64); j < jobs.size(); j = next.fetch_add(64)) {
+      if (cancel != nullptr && cancel->cancelled()) return;
       for (size_t q = j; q < std::min(jobs.size(), j + 64); ++q) {
         const Job& job = jobs[q];
         const Measurement& m = records[job.record];
@@ -222,9 +226,17 @@ Result<ValidationReport> validate(const std::vector<Measurement>& records, const
   };
   const int nthreads = opts.threads > 0 ? opts.threads : std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::thread> pool;
-  for (int i = 1; i < nthreads; ++i) pool.emplace_back(worker);
-  worker();
+  // A cancelled caller (cancel.h) stops every thread at its next record, then throws below.
+  auto run = [&] {
+    try {
+      worker();
+    } catch (const Cancelled&) {
+    }
+  };
+  for (int i = 1; i < nthreads; ++i) pool.emplace_back(run);
+  run();
   for (auto& t : pool) t.join();
+  check_cancelled();
 
   // Records whose work could not be rebuilt are skipped with their reason (first message kept).
   std::vector<ValidatedRow> kept;

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "gpusim/cancel.h"
 #include "gpusim/onnx_import.h"
 #include "gpusim/predict.h"
 #include "gpusim/validate.h"
@@ -111,8 +112,10 @@ Result<ModelReport> validate_models(const std::vector<Measurement>& records, con
   std::vector<ModelRow> rows(jobs.size());
   std::vector<std::string> errors(jobs.size());
   std::atomic<size_t> next{0};
+  const CancelToken* cancel = current_cancel_token();
   auto worker = [&] {
     for (size_t q = next.fetch_add(1); q < jobs.size(); q = next.fetch_add(1)) {
+      if (cancel != nullptr && cancel->cancelled()) return;
       const Job& job = jobs[q];
       const Measurement& m = records[job.record];
       ModelRow& row = rows[q];
@@ -188,9 +191,17 @@ Result<ModelReport> validate_models(const std::vector<Measurement>& records, con
   };
   const int nthreads = opts.threads > 0 ? opts.threads : std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::thread> pool;
-  for (int i = 1; i < nthreads; ++i) pool.emplace_back(worker);
-  worker();
+  // A cancelled caller (cancel.h) stops every thread at its next record, then throws below.
+  auto run = [&] {
+    try {
+      worker();
+    } catch (const Cancelled&) {
+    }
+  };
+  for (int i = 1; i < nthreads; ++i) pool.emplace_back(run);
+  run();
   for (auto& t : pool) t.join();
+  check_cancelled();
   std::vector<ModelRow> kept;
   for (size_t q = 0; q < rows.size(); ++q) {
     if (!errors[q].empty()) {

@@ -435,6 +435,32 @@ TEST_CASE("greedy on a long chain takes every helpful fusion in linear work", "[
   CHECK(r->plans_scored < 3 * 2 * 4000);  // a few rounds of flips, not one decision per pair
 }
 
+TEST_CASE("a fused kernel holds at most 64 eager kernels, so a long element-wise chain plans in linear work",
+          "[schedulers]") {
+  // 1,000 Relus in a chain: one kernel would be a thousand-op generated kernel, and costing the
+  // growing group at each step made the search quadratic (a 10,000-node chain took 30 s).
+  test::OnnxBuilder b;
+  b.input("x0", kF32, {int64_t{256}, int64_t{256}});
+  std::string x = "x0";
+  for (int i = 0; i < 1000; ++i) {
+    const std::string y = "r" + std::to_string(i);
+    b.node("Relu", {x}, {y}, y);
+    x = y;
+  }
+  b.output(x);
+  const Graph g = build(b, "relu_chain.onnx");
+  SearchOptions o;
+  auto r = search(g, gpu("nvidia-a10"), o);
+  REQUIRE(r);
+  REQUIRE(!r->plans.empty());
+  const Plan& p = r->plans[0].plan;
+  size_t largest = 0;
+  for (const PlanKernel& k : p.kernels) largest = std::max(largest, k.nodes.size());
+  CHECK(largest == 64);
+  CHECK(p.kernels.size() >= 1000 / 64);
+  CHECK(p.kernels.size() <= 2 * (1000 / 64 + 1));
+}
+
 TEST_CASE("search checks its option ranges and refuses beam and split past their work limits", "[schedulers]") {
   const Graph& g = model("mobilenet_v2.onnx");
   SearchOptions o;
