@@ -4,16 +4,32 @@
 // errors, and the process's resident memory sampled every second (start, peak, end) — the service
 // must hold its memory while it serves.
 //
+// Under attack (issue 30): --slow N runs N more clients beside them that trickle a request's
+// headers a byte a second (reconnecting when the server cuts them off at its header deadline);
+// --amplify K then posts K concurrent 60 MB JSON bodies of empty objects and reports the peak
+// resident memory while they are refused (the bodies are sent from one buffer over raw sockets, so
+// the figure is the server's); --cancel LONG.onnx then measures how long a request cancelled at its
+// time limit (504) keeps its worker: a one-worker server, a 1 s limit, 100,000 random plans of
+// LONG.onnx (batch 1), and the latency of a quick predict of MODEL sent the moment the 504 arrives,
+// against the same predict alone.
+//
 //   bench_serve MODEL.onnx GPU [--clients 4] [--seconds 60] [--workers 2] [--dtype fp16] [--dim batch=1]
+//               [--slow 0] [--amplify 0] [--cancel LONG.onnx]
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -30,6 +46,34 @@ double rss_mb() {
   return 0;
 }
 
+// A client that trickles a request's headers, a byte a second, reconnecting whenever the server
+// closes it; counts the connections the server cut off.
+void slow_client(int port, const std::atomic<bool>& stop, std::atomic<int64_t>& cut) {
+  while (!stop.load()) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+      ::close(fd);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
+    const std::string start = "POST /v1/predict HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
+    bool open = ::send(fd, start.data(), start.size(), MSG_NOSIGNAL) > 0;
+    while (open && !stop.load()) {
+      for (int i = 0; i < 10 && !stop.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      open = ::send(fd, "x", 1, MSG_NOSIGNAL) == 1;
+      char buf[512];
+      const ssize_t n = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+      if (n == 0 || (n > 0 && std::string(buf, static_cast<size_t>(n)).rfind("HTTP/1.1 408", 0) == 0)) open = false;
+    }
+    if (!stop.load()) ++cut;
+    ::close(fd);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -39,7 +83,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string model_path = argv[1], gpu = argv[2];
-  int clients = 4, seconds = 60, workers = 2;
+  int clients = 4, seconds = 60, workers = 2, slow = 0, amplify = 0;
+  std::string cancel;
   std::string dtype = "fp16";
   nlohmann::json dims = nlohmann::json::array();
   for (int i = 3; i + 1 < argc; i += 2) {
@@ -49,6 +94,9 @@ int main(int argc, char** argv) {
     else if (k == "--workers") workers = std::stoi(v);
     else if (k == "--dtype") dtype = v;
     else if (k == "--dim") dims.push_back(v);
+    else if (k == "--slow") slow = std::stoi(v);
+    else if (k == "--amplify") amplify = std::stoi(v);
+    else if (k == "--cancel") cancel = v;
     else {
       fmt::print(stderr, "bench_serve: unknown option {}\n", k);
       return 2;
@@ -64,6 +112,7 @@ int main(int argc, char** argv) {
   o.port = 0;
   o.workers = workers;
   o.queue = std::max(64, clients * 2);
+  o.max_connections = std::max(128, clients + slow + 16);
   gpusim::serve::Service svc(o);
   auto port = svc.bind();
   if (!port) {
@@ -94,7 +143,11 @@ int main(int argc, char** argv) {
   const double predicted_ms = nlohmann::json::parse(first->body).at("total_us").get<double>() / 1e3;
 
   std::atomic<bool> stop{false};
-  std::atomic<int64_t> errors{0};
+  std::atomic<int64_t> errors{0}, cut{0};
+  std::mutex error_mu;
+  std::map<std::string, int> error_kinds;
+  std::vector<std::thread> slow_threads;
+  for (int i = 0; i < slow; ++i) slow_threads.emplace_back([&] { slow_client(*port, stop, cut); });
   std::vector<std::vector<double>> lat(static_cast<size_t>(clients));
   std::vector<std::thread> threads;
   const auto start = std::chrono::steady_clock::now();
@@ -108,7 +161,11 @@ int main(int argc, char** argv) {
         const auto t0 = std::chrono::steady_clock::now();
         auto res = cl.Post("/v1/predict", body, "application/json");
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        if (!res || res->status != 200) ++errors;
+        if (!res || res->status != 200) {
+          ++errors;
+          std::lock_guard<std::mutex> l(error_mu);
+          error_kinds[res ? fmt::format("HTTP {}", res->status) : fmt::format("no answer ({})", httplib::to_string(res.error()))]++;
+        }
         else lat[static_cast<size_t>(c)].push_back(ms);
       }
     });
@@ -124,8 +181,94 @@ int main(int argc, char** argv) {
   stop = true;
   for (auto& t : threads) t.join();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (auto& t : slow_threads) t.join();
+
+  // Amplification: K concurrent 60 MB bodies of empty JSON objects, refused at the value limit.
+  double amp_base = 0, amp_peak = 0;
+  std::vector<int> amp_status;
+  if (amplify > 0) {
+    std::string big = "{\"runs\": [";
+    big.reserve(60 << 20);
+    while (big.size() < (60u << 20)) big += "{},";
+    big += "{}]}";
+    amp_base = rss_mb();
+    amp_peak = amp_base;
+    std::atomic<bool> amp_done{false};
+    std::thread sampler([&] {
+      while (!amp_done.load()) {
+        amp_peak = std::max(amp_peak, rss_mb());
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    });
+    std::vector<std::thread> posts;
+    amp_status.assign(static_cast<size_t>(amplify), 0);
+    for (int i = 0; i < amplify; ++i) {
+      posts.emplace_back([&, i] {
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(static_cast<uint16_t>(*port));
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+          ::close(fd);
+          amp_status[static_cast<size_t>(i)] = -1;
+          return;
+        }
+        const std::string head = fmt::format("POST /v1/validate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                                             "application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                                             big.size());
+        bool ok = ::send(fd, head.data(), head.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(head.size());
+        for (size_t sent = 0; ok && sent < big.size();) {
+          const ssize_t n = ::send(fd, big.data() + sent, std::min<size_t>(1 << 20, big.size() - sent), MSG_NOSIGNAL);
+          ok = n > 0;
+          sent += ok ? static_cast<size_t>(n) : 0;
+        }
+        char buf[64] = {};
+        const ssize_t n = ::recv(fd, buf, sizeof(buf) - 1, 0);
+        ::close(fd);
+        amp_status[static_cast<size_t>(i)] = n > 12 ? std::atoi(buf + 9) : -1;
+      });
+    }
+    for (auto& t : posts) t.join();
+    amp_done = true;
+    sampler.join();
+  }
   svc.stop();
   server.join();
+
+  // Cancellation: how long a 504'd request keeps its (only) worker.
+  double alone_ms = 0, after_504_ms = 0, the_504_s = 0;
+  int quick_status = 0, slow_status = 0;
+  if (!cancel.empty()) {
+    std::ifstream lf(cancel, std::ios::binary);
+    const std::string long_bytes((std::istreambuf_iterator<char>(lf)), std::istreambuf_iterator<char>());
+    gpusim::serve::ServiceOptions co;
+    co.port = 0;
+    co.workers = 1;
+    co.request_timeout_s = 1.0;
+    gpusim::serve::Service cs(co);
+    auto cp = cs.bind();
+    std::thread cserver([&] { (void)cs.run(); });
+    httplib::Client cl("127.0.0.1", *cp);
+    cl.set_read_timeout(std::chrono::seconds(120));
+    std::string query = "/v1/predict?gpu=" + gpu + "&dtype=" + dtype;
+    const std::string long_query = "/v1/plan?gpu=" + gpu + "&dtype=" + dtype + "&dim.batch=1&scheduler=random&samples=100000";
+    for (const auto& d : dims) query += "&dim=" + d.get<std::string>();
+    (void)cl.Post(query.c_str(), bytes, "application/octet-stream");  // imported and cached
+    auto t0 = std::chrono::steady_clock::now();
+    auto q = cl.Post(query.c_str(), bytes, "application/octet-stream");
+    alone_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    t0 = std::chrono::steady_clock::now();
+    auto l = cl.Post(long_query.c_str(), long_bytes, "application/octet-stream");
+    the_504_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    slow_status = l ? l->status : -1;
+    t0 = std::chrono::steady_clock::now();
+    q = cl.Post(query.c_str(), bytes, "application/octet-stream");
+    after_504_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    quick_status = q ? q->status : -1;
+    cs.stop();
+    cserver.join();
+  }
 
   std::vector<double> all;
   for (const auto& v : lat) all.insert(all.end(), v.begin(), v.end());
@@ -138,8 +281,19 @@ int main(int argc, char** argv) {
   fmt::print("model {} on {} ({}), {} clients, {} workers, {} s\n", model_path, gpu, dtype, clients, workers, seconds);
   fmt::print("predicted latency {:.3f} ms\n", predicted_ms);
   fmt::print("requests {} ok, {} errors; {:.1f} req/s\n", all.size(), errors.load(), static_cast<double>(all.size()) / wall);
+  for (const auto& [kind, n] : error_kinds) fmt::print("  error: {} x{}\n", kind, n);
   fmt::print("latency p50 {:.2f} ms, p99 {:.2f} ms, max {:.2f} ms\n", pct(0.50), pct(0.99), all.empty() ? 0 : all.back());
   fmt::print("rss start {:.1f} MB, at 10 s {:.1f} MB, peak {:.1f} MB, end {:.1f} MB\n", rss_start, rss_10s, rss_peak,
              rss_series.empty() ? rss_start : rss_series.back());
+  if (slow > 0) fmt::print("slow clients {} beside them: cut off at the header deadline {} times\n", slow, cut.load());
+  if (amplify > 0) {
+    fmt::print("amplification: {} x 60 MB bodies of empty objects: statuses {}; rss {:.1f} MB before, peak {:.1f} MB\n",
+               amplify, fmt::join(amp_status, ","), amp_base, amp_peak);
+  }
+  if (!cancel.empty()) {
+    fmt::print("cancellation: the long request answered {} after {:.2f} s; a quick predict then took {:.1f} ms "
+               "(alone {:.1f} ms), status {}: the worker was freed {:.0f} ms after the 504\n",
+               slow_status, the_504_s, after_504_ms, alone_ms, quick_status, std::max(0.0, after_504_ms - alone_ms));
+  }
   return errors.load() == 0 ? 0 : 1;
 }

@@ -83,8 +83,9 @@ inline std::string plan_json(std::string_view text) {
 }
 
 // A request to gpusim serve: the first byte picks the POST route (its value mod 5: predict, compare,
-// plan, validate, models) and whether the body is JSON or raw ONNX bytes (value / 5, odd: raw); the
-// rest is the body. Answers "STATUS BODY" for anything but 200 ("" for 200).
+// plan, validate, models) and the body's Content-Type (value / 5 mod 3: JSON, raw ONNX bytes, or
+// text/plain, which every route refuses); the rest is the body, parsed under the server's JSON
+// depth and value limits. Answers "STATUS BODY" for anything but 200 ("" for 200).
 inline std::string serve_request(std::string_view data) {
   static serve::Service svc([] {
     serve::ServiceOptions o;
@@ -96,8 +97,8 @@ inline std::string serve_request(std::string_view data) {
   static const char* const kRoutes[] = {"/v1/predict", "/v1/compare", "/v1/plan", "/v1/validate", "/v1/models"};
   if (data.empty()) return "";
   const auto first = static_cast<unsigned char>(data[0]);
-  const bool raw = (first / 5) % 2 == 1;
-  const auto a = svc.answer(kRoutes[first % 5], std::string(data.substr(1)), raw ? "application/octet-stream" : "application/json");
+  static const char* const kTypes[] = {"application/json", "application/octet-stream", "text/plain"};
+  const auto a = svc.answer(kRoutes[first % 5], std::string(data.substr(1)), kTypes[(first / 5) % 3]);
   return a.status == 200 ? "" : std::to_string(a.status) + " " + a.body;
 }
 

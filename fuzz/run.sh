@@ -60,6 +60,14 @@ body 1 "{\"model_base64\": \"$b64\", \"gpus\": [\"nvidia-t4\", \"nvidia-l4\"]}" 
 body 2 "{\"model_base64\": \"$b64\", \"gpu\": \"nvidia-t4\", \"scheduler\": \"beam\", \"top\": 2}" > "$seeds/serve/plan.bin"
 body 3 "{\"runs\": [], \"gpus\": [\"nvidia-t4\"]}" > "$seeds/serve/validate.bin"
 { printf '\x09'; cat "$small"; } > "$seeds/serve/upload.bin"
+# Hostile fields: paths and traversals where names go, deep nesting, many values, unknown fields.
+body 0 "{\"model_base64\": \"$b64\", \"gpu\": \"../../etc/passwd\", \"runtime\": \"/etc/shadow.yaml\"}" > "$seeds/serve/paths.bin"
+body 1 "{\"model_base64\": \"$b64\", \"gpus\": [\"nvidia-t4\", \"/tmp/x.yaml\", \"..\"]}" > "$seeds/serve/compare_paths.bin"
+body 3 "{\"runs\": [], \"runtime\": \"../runtimes/pytorch-eager\", \"gpus\": \"a/b,c.yaml\"}" > "$seeds/serve/validate_paths.bin"
+body 2 "{\"dim\": $(printf '[%.0s' $(seq 300))$(printf ']%.0s' $(seq 300))}" > "$seeds/serve/deep.bin"
+body 3 "{\"runs\": [$(printf '{},%.0s' $(seq 3000)){}]}" > "$seeds/serve/many.bin"
+body 0 "{\"model_base64\": \"$b64\", \"gpu\": \"nvidia-t4\", \"dtpye\": \"fp16\"}" > "$seeds/serve/unknown_field.bin"
+body 10 "{\"gpu\": \"nvidia-t4\"}" > "$seeds/serve/text_plain.bin"
 
 status=0
 run_one() {

@@ -1,12 +1,14 @@
 // gpusim serve (service.h): routes, the model cache, the worker pool and the limits.
 #include "service.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <array>
+#include <charconv>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -17,10 +19,16 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <random>
+#include <regex>
+#include <set>
 #include <thread>
 
+#include "gpusim/cancel.h"
+#include "gpusim/closest.h"
 #include "gpusim/gpusim.h"
 #include "gpusim/json_text.h"
+#include "http_server.h"
 
 namespace gpusim::serve {
 namespace {
@@ -42,6 +50,12 @@ class WorkerPool {
     cv_.notify_all();
     for (auto& t : threads_) t.join();
   }
+  size_t waiting() {
+    std::lock_guard<std::mutex> l(mu_);
+    return jobs_.size();
+  }
+  int busy() const { return busy_.load(); }
+  int threads() const { return static_cast<int>(threads_.size()); }
   // False when the queue is full.
   bool submit(std::function<void()> job) {
     {
@@ -64,9 +78,12 @@ class WorkerPool {
         job = std::move(jobs_.front());
         jobs_.pop_front();
       }
+      ++busy_;
       job();
+      --busy_;
     }
   }
+  std::atomic<int> busy_{0};
   size_t max_queue_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -77,11 +94,36 @@ class WorkerPool {
 
 // ---- the model cache -----------------------------------------------------------------------------
 
-// Uploaded bytes by content hash (bounded in bytes), and imported models by hash and dims (bounded
-// in entries); both least recently used first out.
+// What an imported model holds in memory, estimated: its bytes (kept for plans and runs), and per
+// tensor and node the structures and names. Bounds the imported-graph cache in bytes, so one model
+// under many names, or many dims, cannot hold gigabytes.
+int64_t imported_bytes(const Model& m) {
+  const Graph& g = m.graph();
+  int64_t b = m.size_bytes();
+  for (const Tensor& t : g.tensors) {
+    b += static_cast<int64_t>(sizeof(Tensor) + t.name.size() + t.shape.size() * sizeof(int64_t) + t.data_absent.size());
+    if (t.value) b += static_cast<int64_t>(t.value->ints.size() * sizeof(int64_t) + t.value->reals.size() * sizeof(double));
+    for (const Shape& s : t.sequence_shapes) b += static_cast<int64_t>(s.size() * sizeof(int64_t));
+  }
+  for (const Node& n : g.nodes) {
+    b += static_cast<int64_t>(sizeof(Node) + n.name.size() + n.op_type.size() + n.domain.size() +
+                              (n.inputs.size() + n.outputs.size()) * sizeof(TensorId));
+    for (const auto& [k, a] : n.attributes) {
+      b += static_cast<int64_t>(sizeof(Attribute) + 64 + k.size() + a.s.size() + a.ints.size() * sizeof(int64_t) +
+                                a.floats.size() * sizeof(double));
+      for (const auto& str : a.strings) b += static_cast<int64_t>(str.size() + 32);
+      if (a.tensor) b += static_cast<int64_t>(a.tensor->ints.size() * sizeof(int64_t) + a.tensor->reals.size() * sizeof(double));
+    }
+  }
+  return b;
+}
+
+// Uploaded bytes by content hash (bounded in bytes), and imported models by hash, dims and name
+// (bounded in estimated bytes and in entries); both least recently used first out.
 class ModelCache {
  public:
-  ModelCache(int64_t max_bytes, int max_imported) : max_bytes_(max_bytes), max_imported_(max_imported) {}
+  ModelCache(int64_t max_bytes, int64_t max_imported_bytes, int max_imported)
+      : max_bytes_(max_bytes), max_imported_bytes_(max_imported_bytes), max_imported_(max_imported) {}
 
   std::string put(std::shared_ptr<const std::string> bytes, const std::string& id) {
     std::lock_guard<std::mutex> l(mu_);
@@ -99,6 +141,7 @@ class ModelCache {
       bytes_.erase(victim);
       for (auto it = imported_.begin(); it != imported_.end();) {
         if (it->first.rfind(victim + "|", 0) == 0) {
+          imported_total_ -= it->second.bytes;
           imported_order_.erase(it->second.pos);
           it = imported_.erase(it);
         } else {
@@ -123,18 +166,26 @@ class ModelCache {
     return it->second.model;
   }
   void keep_imported(const std::string& key, const Model& m) {
+    const int64_t size = imported_bytes(m);
     std::lock_guard<std::mutex> l(mu_);
-    if (imported_.count(key)) return;
+    if (imported_.count(key) || size > max_imported_bytes_) return;  // one over the whole budget is not kept
     imported_order_.push_front(key);
-    imported_[key] = {m, imported_order_.begin()};
-    while (static_cast<int>(imported_.size()) > max_imported_) {
-      imported_.erase(imported_order_.back());
+    imported_[key] = {m, imported_order_.begin(), size};
+    imported_total_ += size;
+    while (static_cast<int>(imported_.size()) > max_imported_ || imported_total_ > max_imported_bytes_) {
+      auto victim = imported_.find(imported_order_.back());
+      imported_total_ -= victim->second.bytes;
+      imported_.erase(victim);
       imported_order_.pop_back();
     }
   }
-  std::pair<size_t, int64_t> stats() {
+  struct Stats {
+    size_t models = 0, imported = 0;
+    int64_t bytes = 0, imported_bytes = 0;
+  };
+  Stats stats() {
     std::lock_guard<std::mutex> l(mu_);
-    return {bytes_.size(), total_};
+    return {bytes_.size(), imported_.size(), total_, imported_total_};
   }
 
  private:
@@ -149,11 +200,12 @@ class ModelCache {
   struct Imported {
     Model model;
     std::list<std::string>::iterator pos;
+    int64_t bytes = 0;
   };
   std::mutex mu_;
-  int64_t max_bytes_;
+  int64_t max_bytes_, max_imported_bytes_;
   int max_imported_;
-  int64_t total_ = 0;
+  int64_t total_ = 0, imported_total_ = 0;
   std::list<std::string> order_, imported_order_;
   std::map<std::string, Bytes> bytes_;
   std::map<std::string, Imported> imported_;
@@ -173,13 +225,6 @@ int http_status(const Error& e) {
     default: return 400;
   }
 }
-
-void send_error(httplib::Response& res, int status, const Error& e) {
-  res.status = status;
-  res.set_content(error_document(e), "application/json");
-}
-
-void send_json(httplib::Response& res, const std::string& doc) { res.set_content(doc, "application/json"); }
 
 std::optional<std::string> base64_decode(const std::string& in) {
   static const auto table = [] {
@@ -211,15 +256,182 @@ std::optional<std::string> base64_decode(const std::string& in) {
 
 Error bad_request(std::string msg) { return make_error(ErrorCode::kInvalidArgument, std::move(msg)); }
 
-Error body_too_large(int64_t limit) {
-  return make_error(ErrorCode::kLimit,
-                    fmt::format("the request body is over this server's limit of {} bytes (gpusim serve --max-body-mb)", limit));
-}
-
 Error model_too_large(size_t size, int64_t limit) {
   return make_error(ErrorCode::kLimit, fmt::format("the model is {} bytes; this server takes models up to {} bytes "
                                                    "(gpusim serve --max-model-mb)",
                                                    size, limit));
+}
+
+// The library speaks to the command line ("--dim batch=N", "or pass a path to a .yaml file"); over
+// HTTP the same advice names the request's fields, and never offers paths.
+std::string api_wording(std::string m) {
+  static const std::vector<std::pair<std::regex, std::string>> rules = {
+      {std::regex(R"(--dim (\w[\w.:-]*)=N)"), "\"dims\": {\"$1\": N}"},
+      {std::regex(R"(--dim ([^ ]+)=([0-9]+))"), "\"dims\": {\"$1\": $2}"},
+      {std::regex(R"(another --dim)"), "other \"dims\""},
+      {std::regex(R"(--dim values)"), "\"dims\" values"},
+      {std::regex(R"(--dim)"), "\"dims\""},
+      {std::regex(R"(--runtime: )"), "\"runtime\": "},
+      {std::regex(R"(--dtype)"), "\"dtype\""},
+      {std::regex(R"(--gpu )"), "\"gpu\" "},
+      {std::regex(R"( \(or (pass|give) a path to a [^;)]*(; `gpusim profiles list` shows[^)]*)?\))"), " (GET /v1/profiles lists them)"},
+      {std::regex(R"( or give a path)"), ""},
+      {std::regex(R"(`gpusim profiles list`)"), "GET /v1/profiles"},
+  };
+  for (const auto& [re, to] : rules) m = std::regex_replace(m, re, to);
+  return m;
+}
+
+// A request id: the client's X-Request-Id when it is a sane token, else this process's next.
+class RequestIds {
+ public:
+  RequestIds() : prefix_(fmt::format("{:08x}", std::random_device{}())) {}
+  std::string next() { return fmt::format("{}-{:06d}", prefix_, ++n_); }
+  std::string from(const std::string& client) {
+    const bool sane = !client.empty() && client.size() <= 64 &&
+                      std::all_of(client.begin(), client.end(), [](char c) {
+                        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+                      });
+    return sane ? client : next();
+  }
+
+ private:
+  std::string prefix_;
+  std::atomic<int64_t> n_{0};
+};
+
+// The request being answered on this connection's thread (each connection is served by one).
+struct RequestContext {
+  std::string id;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+};
+thread_local RequestContext current;
+
+// Prometheus counters and the request latency histogram.
+class Metrics {
+ public:
+  static constexpr double kBuckets[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+  static constexpr size_t kNumBuckets = sizeof(kBuckets) / sizeof(kBuckets[0]);
+  void record(const std::string& route, int status, double seconds) {
+    std::lock_guard<std::mutex> l(mu_);
+    ++counts_[{route, status}];
+    for (size_t i = 0; i < kNumBuckets; ++i) {
+      if (seconds <= kBuckets[i]) ++buckets_[i];
+    }
+    ++observed_;
+    sum_ += seconds;
+  }
+  std::string text() {
+    std::lock_guard<std::mutex> l(mu_);
+    std::string out =
+        "# HELP gpusim_requests_total Requests answered, by route and HTTP status.\n"
+        "# TYPE gpusim_requests_total counter\n";
+    for (const auto& [k, n] : counts_) {
+      out += fmt::format("gpusim_requests_total{{route=\"{}\",status=\"{}\"}} {}\n", k.first, k.second, n);
+    }
+    out +=
+        "# HELP gpusim_request_duration_seconds Time from a request's headers to its answer.\n"
+        "# TYPE gpusim_request_duration_seconds histogram\n";
+    for (size_t i = 0; i < kNumBuckets; ++i) {
+      out += fmt::format("gpusim_request_duration_seconds_bucket{{le=\"{}\"}} {}\n", kBuckets[i], buckets_[i]);
+    }
+    out += fmt::format("gpusim_request_duration_seconds_bucket{{le=\"+Inf\"}} {}\n", observed_);
+    out += fmt::format("gpusim_request_duration_seconds_sum {}\ngpusim_request_duration_seconds_count {}\n", sum_, observed_);
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::pair<std::string, int>, int64_t> counts_;
+  std::array<int64_t, kNumBuckets> buckets_{};
+  int64_t observed_ = 0;
+  double sum_ = 0;
+};
+
+// A route label for metrics and the access log: the route's template, never a client's string.
+std::string route_label(const std::string& path) {
+  static const std::set<std::string> fixed = {"/healthz",    "/openapi.json", "/metrics",     "/v1/profiles",
+                                              "/v1/models",  "/v1/predict",   "/v1/compare",  "/v1/plan",
+                                              "/v1/validate"};
+  if (fixed.count(path)) return path;
+  if (path.rfind("/v1/profiles/", 0) == 0) return "/v1/profiles/{name}";
+  return "other";
+}
+
+// The methods a known path answers (empty: not a path of this API).
+std::string allowed_methods(const std::string& path) {
+  if (path == "/healthz" || path == "/openapi.json" || path == "/metrics" || path == "/v1/profiles" ||
+      path.rfind("/v1/profiles/", 0) == 0) {
+    return "GET, HEAD";
+  }
+  if (path == "/v1/models" || path == "/v1/predict" || path == "/v1/compare" || path == "/v1/plan" ||
+      path == "/v1/validate") {
+    return "POST";
+  }
+  return "";
+}
+
+// Thrown out of the JSON parser's callback when a body passes the depth or value limit.
+struct JsonLimit {
+  std::string what;
+};
+
+// A host name from a Host header or an Origin URL, lower case, without port or brackets.
+std::string host_name(std::string h) {
+  if (auto scheme = h.find("://"); scheme != std::string::npos) h = h.substr(scheme + 3);
+  if (auto slash = h.find('/'); slash != std::string::npos) h = h.substr(0, slash);
+  if (!h.empty() && h[0] == '[') {
+    const auto close = h.find(']');
+    h = close == std::string::npos ? h.substr(1) : h.substr(1, close - 1);
+  } else if (auto colon = h.find(':'); colon != std::string::npos && h.find(':', colon + 1) == std::string::npos) {
+    h = h.substr(0, colon);
+  }
+  std::transform(h.begin(), h.end(), h.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return h;
+}
+
+bool is_ip_literal(const std::string& h) {
+  unsigned char buf[16];
+  return inet_pton(AF_INET, h.c_str(), buf) == 1 || inet_pton(AF_INET6, h.c_str(), buf) == 1;
+}
+
+// Constant-time comparison of a presented token with the configured one.
+bool same_token(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % std::max<size_t>(1, b.size())]);
+  return diff == 0;
+}
+
+// The fields each POST route reads; anything else is refused with the closest of these.
+const std::vector<std::string>& fields_of(const std::string& path) {
+  static const std::vector<std::string> models = {"model_name", "dims", "dim"};
+  static const std::vector<std::string> predict = {"model_id", "model_base64", "model_name", "dims", "dim",
+                                                   "gpu",      "gpu_yaml",     "dtype",      "runtime", "plan"};
+  static const std::vector<std::string> compare = {"model_id", "model_base64", "model_name", "dims",   "dim",
+                                                   "gpus",     "dtype",        "runtime",    "plan"};
+  static const std::vector<std::string> plan = {"model_id",  "model_base64", "model_name", "dims",  "dim",
+                                                "gpu",       "gpu_yaml",     "dtype",      "scheduler", "objective",
+                                                "top",       "beam_width",   "samples",    "seed",  "memory_budget_gb"};
+  static const std::vector<std::string> validate = {"gpus", "runtime", "runs"};
+  static const std::vector<std::string> none;
+  if (path == "/v1/models") return models;
+  if (path == "/v1/predict") return predict;
+  if (path == "/v1/compare") return compare;
+  if (path == "/v1/plan") return plan;
+  if (path == "/v1/validate") return validate;
+  return none;
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t p = 0; p <= s.size(); ++p) {
+    if (p == s.size() || s[p] == ',') {
+      if (p > start) out.push_back(s.substr(start, p - start));
+      start = p + 1;
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -228,6 +440,7 @@ Error model_too_large(size_t size, int64_t limit) {
 struct Request {
   json body = json::object();
   std::shared_ptr<const std::string> raw_model;  // when the body is the model itself
+  std::string path;
 };
 
 struct Service::Impl {
@@ -235,59 +448,159 @@ struct Service::Impl {
   Session session;
   ModelCache cache;
   WorkerPool pool;
-  httplib::Server server;
+  RequestIds ids;
+  GuardedServer server;
+  Metrics metrics;
   std::optional<Validation> truth_records;  // opts.truth, read on first use
   std::mutex truth_mu;
-  std::atomic<int64_t> requests{0}, errors{0}, timeouts{0}, rejected{0};
+  std::atomic<int64_t> requests{0}, errors{0}, timeouts{0}, rejected{0}, cancelled{0};
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   bool bound = false;
+  std::mutex tokens_mu;
+  std::set<std::shared_ptr<CancelToken>> in_flight;  // the work of requests not yet answered
+  std::atomic<bool> stopping{false};
+
+  static ConnectionLimits limits_of(const ServiceOptions& o) {
+    ConnectionLimits l;
+    l.max_connections = o.max_connections;
+    l.max_requests_per_connection = o.max_requests_per_connection;
+    l.header_timeout_s = o.header_timeout_s;
+    l.body_timeout_s = o.body_timeout_s;
+    l.idle_timeout_s = o.idle_timeout_s;
+    l.max_body_bytes = o.max_body_bytes;
+    return l;
+  }
 
   explicit Impl(ServiceOptions o)
       : opts(std::move(o)),
         session(SessionOptions{opts.profile_dirs, {}}),
-        cache(opts.model_cache_bytes, opts.imported_cache_entries),
+        cache(opts.model_cache_bytes, opts.imported_cache_bytes, opts.imported_cache_entries),
         pool(opts.workers > 0 ? opts.workers : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
-             opts.queue) {
+             opts.queue),
+        server(limits_of(opts), [](const Error& e, const std::string& id) { return error_json(e, id); },
+               [this] { return ids.next(); }) {
     routes();
   }
 
-  // Parses the request: a JSON object, or raw ONNX bytes with options in the query string.
+  static std::string error_json(const Error& e, const std::string& id) {
+    json doc = {{"schema", "gpusim.error/1"},
+                {"error", {{"code", std::string(error_code_name(e.code))}, {"message", api_wording(e.message)}}}};
+    if (!id.empty()) doc["request_id"] = id;
+    return doc.dump(2, ' ', false, kInvalidUtf8);
+  }
+
+  void log(const std::string& line) {
+    if (opts.log) opts.log(line);
+  }
+
+  void send_error(httplib::Response& res, int status, const Error& e) {
+    res.status = status;
+    res.set_content(error_json(e, current.id), "application/json");
+  }
+
+  // ---- parsing, under limits ----
+
+  // A JSON body parsed with its depth and value count bounded while it is read: a deeply nested or
+  // huge body stops at the limit, never as a whole document in memory first.
+  Result<json> parse_json(const std::string& text) {
+    int64_t values = 0;
+    const int max_depth = opts.max_json_depth;
+    const int64_t max_values = opts.max_json_values;
+    json::parser_callback_t cb = [&](int depth, json::parse_event_t ev, json&) {
+      if (depth > max_depth) {
+        throw JsonLimit{fmt::format("the JSON body nests deeper than {} levels (gpusim serve --max-json-depth)", max_depth)};
+      }
+      if (ev == json::parse_event_t::value || ev == json::parse_event_t::object_start ||
+          ev == json::parse_event_t::array_start) {
+        if (++values > max_values) {
+          throw JsonLimit{fmt::format("the JSON body has over {} values (gpusim serve --max-json-values)", max_values)};
+        }
+      }
+      return true;
+    };
+    try {
+      return json::parse(text, cb);
+    } catch (const JsonLimit& l) {
+      return make_error(ErrorCode::kLimit, l.what);
+    } catch (const json::exception& e) {
+      return bad_request(fmt::format("the request body is not valid JSON ({})", e.what()));
+    }
+  }
+
+  // Refuses a field this route does not read, naming the closest one it does.
+  static Status known_fields(const std::string& path, const std::vector<std::string>& given, const char* where) {
+    const std::vector<std::string>& known = fields_of(path);
+    for (const std::string& f : given) {
+      if (std::find(known.begin(), known.end(), f) != known.end()) continue;
+      const auto near = closest_names(f, known, 1, std::max<size_t>(2, f.size() / 3));
+      return bad_request(fmt::format("{} \"{}\" is not a field of POST {}{}; its fields: {}", where, f, path,
+                                     near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near[0]),
+                                     fmt::join(known, ", ")));
+    }
+    return Ok{};
+  }
+
+  // Parses the request: a JSON object, or raw ONNX bytes with options in the query string. The
+  // Content-Type was checked before the body was read (pre-routing).
   Result<Request> parse(const httplib::Request& req) {
     Request r;
+    r.path = req.path;
     const std::string type = req.get_header_value("Content-Type");
-    if (type.rfind("application/octet-stream", 0) == 0 || type.rfind("application/onnx", 0) == 0) {
+    const bool raw = type.rfind("application/octet-stream", 0) == 0 || type.rfind("application/onnx", 0) == 0;
+    if (!raw && !req.params.empty()) {
+      std::vector<std::string> names;
+      for (const auto& [k, v] : req.params) names.push_back(k);
+      return bad_request(fmt::format("query parameter \"{}\": with a JSON body every option goes in the body (query "
+                                     "parameters are read only beside a raw model body, application/octet-stream)",
+                                     names[0]));
+    }
+    if (raw) {
       if (static_cast<int64_t>(req.body.size()) > opts.max_model_bytes) {
         return model_too_large(req.body.size(), opts.max_model_bytes);
       }
       r.raw_model = std::make_shared<const std::string>(req.body);
+      std::vector<std::string> names;
       for (const auto& [k, v] : req.params) {
         if (k.rfind("dim.", 0) == 0) {  // dim.batch=1, the easy form in a URL
           if (!r.body.contains("dim")) r.body["dim"] = json::array();
           r.body["dim"].push_back(k.substr(4) + "=" + v);
-        } else if (k == "dim" || k == "gpus") {
+          names.push_back("dim");
+        } else if (k == "dim" || k == "dims" || k == "gpus") {
           if (!r.body.contains(k)) r.body[k] = json::array();
-          r.body[k].push_back(v);
+          for (const std::string& piece : split_commas(v)) r.body[k].push_back(piece);
+          names.push_back(k);
         } else if (k == "top" || k == "beam_width" || k == "samples" || k == "seed") {
-          try {
-            r.body[k] = std::stoll(v);
-          } catch (const std::exception&) {
+          int64_t n = 0;
+          const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+          if (ec != std::errc() || end != v.data() + v.size()) {
             return bad_request(fmt::format("query parameter {}=\"{}\" is not an integer", k, v));
           }
+          r.body[k] = n;
+          names.push_back(k);
+        } else if (k == "memory_budget_gb") {
+          char* end = nullptr;
+          const double x = std::strtod(v.c_str(), &end);
+          if (v.empty() || end != v.c_str() + v.size()) {
+            return bad_request(fmt::format("query parameter {}=\"{}\" is not a number", k, v));
+          }
+          r.body[k] = x;
+          names.push_back(k);
         } else {
           r.body[k] = v;
+          names.push_back(k);
         }
       }
+      if (auto st = known_fields(req.path, names, "query parameter"); !st) return st.error();
       return r;
     }
     if (req.body.empty()) return r;
-    try {
-      r.body = json::parse(req.body);
-    } catch (const json::exception& e) {
-      return bad_request(fmt::format("the request body is not valid JSON ({}); send a JSON object, or the ONNX model "
-                                     "itself as application/octet-stream",
-                                     e.what()));
-    }
+    auto body = parse_json(req.body);
+    if (!body) return body.error();
+    r.body = std::move(*body);
     if (!r.body.is_object()) return bad_request("the request body must be a JSON object");
+    std::vector<std::string> names;
+    for (const auto& [k, v] : r.body.items()) names.push_back(k);
+    if (auto st = known_fields(req.path, names, "field"); !st) return st.error();
     return r;
   }
 
@@ -297,7 +610,9 @@ struct Service::Impl {
       if (required) return bad_request(fmt::format("\"{}\" is missing", key));
       return std::string();
     }
-    if (!b[key].is_string()) return bad_request(fmt::format("\"{}\" must be a string, got {}", key, b[key].dump(-1, ' ', false, kInvalidUtf8)));
+    if (!b[key].is_string()) {
+      return bad_request(fmt::format("\"{}\" must be a string, got a {}", key, b[key].type_name()));
+    }
     return b[key].get<std::string>();
   }
 
@@ -305,21 +620,10 @@ struct Service::Impl {
     std::vector<std::string> out;
     if (!b.contains(key)) return out;
     const json& v = b[key];
-    if (v.is_string()) {
-      // "a,b" as --gpus takes it
-      std::string s = v.get<std::string>();
-      size_t start = 0;
-      for (size_t p = 0; p <= s.size(); ++p) {
-        if (p == s.size() || s[p] == ',') {
-          if (p > start) out.push_back(s.substr(start, p - start));
-          start = p + 1;
-        }
-      }
-      return out;
-    }
+    if (v.is_string()) return split_commas(v.get<std::string>());  // "a,b" as --gpus takes it
     if (!v.is_array()) return bad_request(fmt::format("\"{}\" must be an array of strings", key));
     for (const json& e : v) {
-      if (!e.is_string()) return bad_request(fmt::format("\"{}\" must be an array of strings, has {}", key, e.dump(-1, ' ', false, kInvalidUtf8)));
+      if (!e.is_string()) return bad_request(fmt::format("\"{}\" must be an array of strings, has a {}", key, e.type_name()));
       out.push_back(e.get<std::string>());
     }
     return out;
@@ -333,7 +637,9 @@ struct Service::Impl {
       const json& d = b[key];
       if (d.is_object()) {
         for (const auto& [k, v] : d.items()) {
-          if (!v.is_number_integer()) return bad_request(fmt::format("\"dims\": \"{}\" must be an integer, got {}", k, v.dump(-1, ' ', false, kInvalidUtf8)));
+          if (!v.is_number_integer()) {
+            return bad_request(fmt::format("\"dims\": \"{}\" must be an integer, got a {}", k, v.type_name()));
+          }
           out.push_back(fmt::format("{}={}", k, v.get<int64_t>()));
         }
       } else {
@@ -344,6 +650,65 @@ struct Service::Impl {
     }
     return out;
   }
+
+  // ---- names, never paths ----
+
+  // The one check every field naming a server-side file (a GPU profile, a runtime) goes through:
+  // a name, as GET /v1/profiles lists them, never a path, an absolute path, a traversal or a
+  // file name. The name is then looked up in the server's configured directories only.
+  static Status plain_name(const char* field, const std::string& v, const char* listing) {
+    const bool ok = !v.empty() && v.size() <= 128 && v[0] != '.' && !v.ends_with(".yaml") && !v.ends_with(".yml") &&
+                    std::all_of(v.begin(), v.end(), [](char c) {
+                      return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
+                             c == ' ' || c == '+';
+                    });
+    if (ok) return Ok{};
+    return bad_request(fmt::format("\"{}\": \"{}\" is not a name; the server takes names only, never paths or file "
+                                   "names ({})",
+                                   field, v, listing));
+  }
+
+  // A file of the server's own directories that did not load: the client learns that, not what the
+  // file holds (its reason goes to the server's log).
+  Error server_file_error(const char* what, const std::string& name, const Error& e) {
+    log(fmt::format("{} {} \"{}\" cannot be used: {}", current.id, what, name, e.message));
+    return make_error(ErrorCode::kInternal, fmt::format("{} \"{}\" on this server cannot be read; the server's log has "
+                                                        "the reason (request {})",
+                                                        what, name, current.id));
+  }
+
+  Result<GpuProfile> gpu_named(const char* field, const std::string& name) {
+    if (auto st = plain_name(field, name, "GET /v1/profiles lists them; or send the profile's text in \"gpu_yaml\""); !st) {
+      return st.error();
+    }
+    auto p = session.gpu(name);
+    if (!p && p.error().code != ErrorCode::kNotFound && p.error().code != ErrorCode::kInvalidArgument) {
+      return server_file_error("profile", name, p.error());
+    }
+    if (!p && p.error().message.find("no GPU profile named") == std::string::npos &&
+        p.error().message.find("matches") == std::string::npos) {
+      return server_file_error("profile", name, p.error());
+    }
+    return p;
+  }
+
+  Status runtime_named(const char* field, const std::string& name) {
+    if (name.empty()) return Ok{};
+    if (auto st = plain_name(field, name, "runtimes are named by the files of the server's runtime directories, e.g. "
+                                           "pytorch-eager"); !st) {
+      return st.error();
+    }
+    auto r = find_runtime(name, default_runtime_dirs());
+    if (!r) {
+      if (r.error().message.find("is unknown") != std::string::npos) {
+        return make_error(ErrorCode::kNotFound, fmt::format("\"{}\": {}", field, r.error().message));
+      }
+      return server_file_error("runtime", name, r.error());
+    }
+    return Ok{};
+  }
+
+  // ---- the model, the GPU and the options of a request ----
 
   // The imported-model cache key: the same bytes with the same dims and name import alike.
   static std::string import_key(const std::string& id, const std::vector<std::string>& dims, const std::string& name) {
@@ -360,12 +725,13 @@ struct Service::Impl {
       if (!mid) return mid.error();
       auto b64 = str(r.body, "model_base64", false);
       if (!b64) return b64.error();
+      if (!mid->empty() && !b64->empty()) return bad_request("give \"model_id\" or \"model_base64\", not both");
       if (!mid->empty()) {
         bytes = cache.bytes(*mid);
         if (!bytes) {
           return make_error(ErrorCode::kNotFound, fmt::format("model_id \"{}\" is not on this server (evicted or never "
-                                                        "uploaded); POST the model to /v1/models again",
-                                                        *mid));
+                                                              "uploaded); POST the model to /v1/models again",
+                                                              mid->substr(0, 64)));
         }
         id = *mid;
       } else if (!b64->empty()) {
@@ -392,18 +758,16 @@ struct Service::Impl {
     return m;
   }
 
-  Result<GpuProfile> gpu(const json& b, const char* key = "gpu") {
+  Result<GpuProfile> gpu(const json& b) {
     auto yaml = str(b, "gpu_yaml", false);
     if (!yaml) return yaml.error();
-    if (!yaml->empty()) return session.gpu_from_yaml(*yaml, "gpu_yaml");
-    auto name = str(b, key, true);
-    if (!name) return name.error();
-    if (name->find('/') != std::string::npos || name->ends_with(".yaml")) {
-      return bad_request(fmt::format("\"gpu\": \"{}\" is a path; the server takes profile names (GET /v1/profiles) "
-                                     "or the profile's text in \"gpu_yaml\"",
-                                     *name));
+    if (!yaml->empty()) {
+      if (b.contains("gpu")) return bad_request("give \"gpu\" or \"gpu_yaml\", not both");
+      return session.gpu_from_yaml(*yaml, "gpu_yaml");
     }
-    return session.gpu(*name);
+    auto name = str(b, "gpu", true);
+    if (!name) return name.error();
+    return gpu_named("gpu", *name);
   }
 
   // "dtype": unset, or fp32/fp16/bf16.
@@ -412,7 +776,7 @@ struct Service::Impl {
     if (!name) return name.error();
     if (name->empty()) return std::optional<DType>();
     if (auto d = float_dtype_from_name(*name)) return std::optional<DType>(*d);
-    return bad_request(fmt::format("\"dtype\": \"{}\" is not supported; expected fp32, fp16 or bf16", *name));
+    return bad_request(fmt::format("\"dtype\": \"{}\" is not supported; expected fp32, fp16 or bf16", name->substr(0, 64)));
   }
 
   Result<PredictRequest> predict_request(const json& b, const Model& m) {
@@ -422,9 +786,7 @@ struct Service::Impl {
     p.dtype = *d;
     auto rt = str(b, "runtime", false);
     if (!rt) return rt.error();
-    if (rt->find('/') != std::string::npos) {
-      return bad_request(fmt::format("\"runtime\": \"{}\" is a path; the server takes runtime names", *rt));
-    }
+    if (auto st = runtime_named("runtime", *rt); !st) return st.error();
     p.runtime = *rt;
     if (b.contains("plan")) {
       const std::string text = b["plan"].is_string() ? b["plan"].get<std::string>() : b["plan"].dump(-1, ' ', false, kInvalidUtf8);
@@ -464,7 +826,7 @@ struct Service::Impl {
       out["nodes"] = m->graph().nodes.size();
     } else if (m.error().code == ErrorCode::kShape) {
       out["imported"] = false;
-      out["note"] = "kept; give the dims it needs with each request: " + m.error().message;
+      out["note"] = "kept; give the dims it needs with each request: " + api_wording(m.error().message);
     } else {
       return m.error();
     }
@@ -489,6 +851,10 @@ struct Service::Impl {
     auto gpus = strings(r.body, "gpus");
     if (!gpus) return gpus.error();
     if (gpus->empty()) return bad_request("\"gpus\" is missing: name the profiles to compare");
+    for (const std::string& n : *gpus) {
+      auto g = gpu_named("gpus", n);  // each a name of the server's profiles, checked before compare reads it
+      if (!g) return g.error();
+    }
     auto req = predict_request(r.body, *m);
     if (!req) return req.error();
     auto rows = session.compare(*m, *gpus, *req);
@@ -510,7 +876,10 @@ struct Service::Impl {
     if (!obj) return obj.error();
     if (!obj->empty()) {
       auto ob = objective_from_name(*obj);
-      if (!ob) return bad_request(fmt::format("\"objective\": \"{}\" is not one of latency, throughput, energy, memory", *obj));
+      if (!ob) {
+        return bad_request(fmt::format("\"objective\": \"{}\" is not one of latency, throughput, energy, memory",
+                                       obj->substr(0, 64)));
+      }
       o.objective = *ob;
     }
     auto d = dtype(b);
@@ -520,17 +889,20 @@ struct Service::Impl {
       if (!b.contains(f.name)) continue;
       if (!b[f.name].is_number_integer() || b[f.name].get<int64_t>() < f.lo || b[f.name].get<int64_t>() > f.hi) {
         return bad_request(fmt::format("\"{}\": {} is out of range; give an integer from {} to {}", f.name,
-                                       b[f.name].dump(-1, ' ', false, kInvalidUtf8), f.lo, f.hi));
+                                       b[f.name].dump(-1, ' ', false, kInvalidUtf8).substr(0, 64), f.lo, f.hi));
       }
       o.*f.field = static_cast<int>(b[f.name].get<int64_t>());
     }
     if (b.contains("seed")) {
-      if (!b["seed"].is_number_integer()) return bad_request("\"seed\" must be an integer");
+      if (!b["seed"].is_number_integer() || b["seed"].get<int64_t>() < 0) {
+        return bad_request("\"seed\" must be a non-negative integer");
+      }
       o.seed = b["seed"].get<uint64_t>();
     }
     if (b.contains("memory_budget_gb")) {
       if (!b["memory_budget_gb"].is_number() || !(b["memory_budget_gb"].get<double>() > 0)) {
-        return bad_request(fmt::format("\"memory_budget_gb\": {} must be a positive number", b["memory_budget_gb"].dump(-1, ' ', false, kInvalidUtf8)));
+        return bad_request(fmt::format("\"memory_budget_gb\": {} must be a positive number",
+                                       b["memory_budget_gb"].dump(-1, ' ', false, kInvalidUtf8).substr(0, 64)));
       }
       o.memory_budget_gb = b["memory_budget_gb"].get<double>();
     }
@@ -545,9 +917,13 @@ struct Service::Impl {
     o.profile_dirs = session.profile_dirs();
     auto gpus = strings(b, "gpus");
     if (!gpus) return gpus.error();
+    for (const std::string& n : *gpus) {
+      if (auto st = plain_name("gpus", n, "GET /v1/profiles lists them"); !st) return st.error();
+    }
     o.gpus = *gpus;
     auto rt = str(b, "runtime", false);
     if (!rt) return rt.error();
+    if (auto st = runtime_named("runtime", *rt); !st) return st.error();
     o.runtime = *rt;
     o.threads = 1;
     std::vector<Measurement> records;
@@ -568,7 +944,7 @@ struct Service::Impl {
       std::lock_guard<std::mutex> l(truth_mu);
       if (!truth_records) {
         auto recs = read_measurements(opts.truth);
-        if (!recs) return recs.error();
+        if (!recs) return server_file_error("truth data", "--truth", recs.error());
         truth_records = Validation{std::move(*recs), {}};
       }
       records = truth_records->records;
@@ -578,23 +954,50 @@ struct Service::Impl {
     return validation_document(*rep, records, "datasheet", source, o.runtime);
   }
 
-  // Runs `work` on the pool within the time limit and answers with its document or its error.
+  // ---- running a request's work ----
+
+  // Runs `work` on the pool within the time limit and answers with its document or its error. Past
+  // the limit the work is cancelled: it stops at its next check and frees its worker.
   void compute(const httplib::Request& req, httplib::Response& res,
                std::function<Result<std::string>(const Request&)> work) {
     auto parsed = parse(req);
     if (!parsed) {
       ++errors;
-      send_error(res, http_status(parsed.error()), parsed.error());
+      send_error(res, parsed.error().code == ErrorCode::kLimit ? 413 : http_status(parsed.error()), parsed.error());
       return;
     }
+    auto token = std::make_shared<CancelToken>();
+    {
+      std::lock_guard<std::mutex> l(tokens_mu);
+      if (stopping) token->cancel();
+      in_flight.insert(token);
+    }
+    struct Done {
+      Impl& s;
+      std::shared_ptr<CancelToken> t;
+      ~Done() {
+        std::lock_guard<std::mutex> l(s.tokens_mu);
+        s.in_flight.erase(t);
+      }
+    } done{*this, token};
     auto promise = std::make_shared<std::promise<Result<std::string>>>();
     auto future = promise->get_future();
-    auto job = [promise, work = std::move(work), r = std::move(*parsed)]() mutable {
+    auto job = [this, promise, token, id = current.id, work = std::move(work), r = std::move(*parsed)]() mutable {
+      current.id = id;  // the worker's log lines carry the request's id
+      if (token->cancelled()) {  // answered 504 (or stopping) while it waited in the queue
+        ++cancelled;
+        promise->set_value(make_error(ErrorCode::kLimit, "cancelled before it started"));
+        return;
+      }
+      CancelScope scope(token.get());
       try {
         promise->set_value(work(r));
+      } catch (const Cancelled&) {
+        promise->set_value(make_error(ErrorCode::kLimit, "cancelled"));
       } catch (const std::exception& e) {
         promise->set_value(make_error(ErrorCode::kInternal, fmt::format("internal error: {}", e.what())));
       }
+      if (token->cancelled()) ++cancelled;
     };
     if (!pool.submit(std::move(job))) {
       ++rejected;
@@ -605,20 +1008,25 @@ struct Service::Impl {
     }
     const auto limit = std::chrono::duration<double>(opts.request_timeout_s);
     if (future.wait_for(limit) != std::future_status::ready) {
+      token->cancel();
       ++timeouts;
       send_error(res, 504, make_error(ErrorCode::kLimit, fmt::format("the request ran past the server's limit of {} s "
-                                                                     "(gpusim serve --timeout-s); ask for less (a "
-                                                                     "smaller model, a cheaper scheduler)",
+                                                                     "(gpusim serve --timeout-s) and was cancelled; ask "
+                                                                     "for less (a smaller model, a cheaper scheduler)",
                                                                      opts.request_timeout_s)));
       return;
     }
     Result<std::string> out = future.get();
     if (!out) {
       ++errors;
+      if (token->cancelled() && stopping) {
+        send_error(res, 503, make_error(ErrorCode::kUnavailable, "the server is stopping; the request was cancelled"));
+        return;
+      }
       send_error(res, http_status(out.error()), out.error());
       return;
     }
-    send_json(res, *out);
+    res.set_content(*out, "application/json");
   }
 
   static constexpr const char* kPostRoutes[] = {"/v1/models", "/v1/predict", "/v1/compare", "/v1/plan", "/v1/validate"};
@@ -633,30 +1041,111 @@ struct Service::Impl {
     return nullptr;
   }
 
+  // What a POST route's body may be: the content types it reads, for the 415 answer.
+  static std::string wanted_types(const std::string& path) {
+    if (path == "/v1/models") return "application/octet-stream (the .onnx file's bytes; application/onnx also)";
+    if (path == "/v1/validate") return "application/json";
+    return "application/json, or the .onnx file's bytes as application/octet-stream with the options as query parameters";
+  }
+  static bool accepts_type(const std::string& path, const std::string& type) {
+    const std::string t = type.substr(0, type.find(';'));
+    const bool raw = t == "application/octet-stream" || t == "application/onnx";
+    const bool js = t == "application/json";
+    if (path == "/v1/models") return raw;
+    if (path == "/v1/validate") return js;
+    return raw || js;
+  }
+
+  // Checks made on the headers alone, before the body is read: the Host and Origin, the token, the
+  // method, the content type. A refusal closes the connection (the body is left unread).
+  std::optional<std::pair<int, Error>> refusal(const httplib::Request& req, httplib::Response& res) {
+    auto host_allowed = [&](const std::string& h) {
+      const std::string name = host_name(h);
+      if (name.empty()) return false;
+      if (is_ip_literal(name) || name == "localhost") return true;
+      if (host_name(opts.host) == name) return true;
+      return std::any_of(opts.allowed_hosts.begin(), opts.allowed_hosts.end(),
+                         [&](const std::string& a) { return host_name(a) == name; });
+    };
+    const std::string host = req.get_header_value("Host");
+    if (!host_allowed(host)) {
+      return std::pair{403, make_error(ErrorCode::kInvalidArgument,
+                                       fmt::format("Host \"{}\" is not this server's name; start it with --allow-host "
+                                                   "NAME to answer requests for that name (names other than IP "
+                                                   "addresses and localhost are refused: DNS rebinding)",
+                                                   host.substr(0, 128)))};
+    }
+    if (req.has_header("Origin") && !host_allowed(req.get_header_value("Origin"))) {
+      return std::pair{403, make_error(ErrorCode::kInvalidArgument,
+                                       fmt::format("Origin \"{}\" may not call this server (a web page of another site); "
+                                                   "start it with --allow-host NAME to allow that origin's host",
+                                                   req.get_header_value("Origin").substr(0, 128)))};
+    }
+    if (!opts.token.empty() && req.path != "/healthz") {
+      const std::string auth = req.get_header_value("Authorization");
+      const std::string scheme = "Bearer ";
+      if (auth.rfind(scheme, 0) != 0 || !same_token(auth.substr(scheme.size()), opts.token)) {
+        res.set_header("WWW-Authenticate", "Bearer");
+        return std::pair{401, make_error(ErrorCode::kInvalidArgument,
+                                         "this server needs \"Authorization: Bearer TOKEN\" (the token of its "
+                                         "--token-file)")};
+      }
+    }
+    const std::string allow = allowed_methods(req.path);
+    const bool known_method = (allow.find(req.method) != std::string::npos);
+    if (!allow.empty() && !known_method) {
+      res.set_header("Allow", allow);
+      return std::pair{405, make_error(ErrorCode::kInvalidArgument,
+                                       fmt::format("{} {}: this path answers {} only", req.method.substr(0, 16), req.path,
+                                                   allow))};
+    }
+    if (req.method == "POST" && !allow.empty()) {
+      const std::string type = req.get_header_value("Content-Type");
+      const std::string length = req.get_header_value("Content-Length");
+      const bool has_body = (!length.empty() && length != "0") || req.has_header("Transfer-Encoding");
+      if ((has_body || !type.empty()) && !accepts_type(req.path, type)) {
+        return std::pair{415, make_error(ErrorCode::kInvalidArgument,
+                                         fmt::format("POST {}: Content-Type \"{}\" is not read here; send {}", req.path,
+                                                     type.substr(0, 128), wanted_types(req.path)))};
+      }
+    }
+    return std::nullopt;
+  }
+
   void routes() {
     server.set_payload_max_length(static_cast<size_t>(opts.max_body_bytes));
     server.set_tcp_nodelay(true);  // small JSON answers must not wait for delayed ACKs (40 ms on Linux)
-    server.set_read_timeout(std::chrono::seconds(30));
-    server.set_write_timeout(std::chrono::seconds(30));
-    server.set_pre_routing_handler([this](const httplib::Request&, httplib::Response&) {
+    server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       ++requests;
+      current.id = ids.from(req.get_header_value("X-Request-Id"));
+      current.start = std::chrono::steady_clock::now();
+      res.set_header("X-Request-Id", current.id);
+      if (auto r = refusal(req, res)) {
+        send_error(res, r->first, r->second);
+        close_connection_after_response();
+        res.set_header("Connection", "close");
+        return httplib::Server::HandlerResponse::Handled;
+      }
       return httplib::Server::HandlerResponse::Unhandled;
     });
     server.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (!res.has_header("X-Request-Id")) res.set_header("X-Request-Id", current.id.empty() ? ids.next() : current.id);
       if (!res.body.empty()) return;  // a handler's own JSON error
       Error e;
       if (res.status == 413) {
-        e = body_too_large(opts.max_body_bytes);
+        e = make_error(ErrorCode::kLimit, fmt::format("the request body is over this server's limit of {} bytes "
+                                                      "(gpusim serve --max-body-mb)",
+                                                      opts.max_body_bytes));
       } else if (res.status == 404) {
-        e = make_error(ErrorCode::kNotFound, fmt::format("{} {}: no such endpoint; GET /openapi.json lists them", req.method,
-                                                   req.path));
+        e = make_error(ErrorCode::kNotFound, fmt::format("{} {}: no such endpoint; GET /openapi.json lists them",
+                                                         req.method.substr(0, 16), req.path.substr(0, 256)));
       } else {
         e = make_error(res.status >= 500 ? ErrorCode::kInternal : ErrorCode::kInvalidArgument,
-                       fmt::format("{} {}: HTTP {}", req.method, req.path, res.status));
+                       fmt::format("{} {}: HTTP {}", req.method.substr(0, 16), req.path.substr(0, 256), res.status));
       }
-      res.set_content(error_document(e), "application/json");
+      res.set_content(error_json(e, current.id), "application/json");
     });
-    server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    server.set_exception_handler([this](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
       std::string what = "unknown exception";
       try {
         if (ep) std::rethrow_exception(ep);
@@ -666,35 +1155,92 @@ struct Service::Impl {
       }
       send_error(res, 500, make_error(ErrorCode::kInternal, "internal error: " + what));
     });
+    server.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - current.start).count();
+      metrics.record(route_label(req.path), res.status, s);
+      log(fmt::format("{} {} {} {} {:.1f} ms", current.id, req.method.substr(0, 16), route_label(req.path), res.status,
+                      s * 1e3));
+    });
 
     server.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
-      const auto [models, bytes] = cache.stats();
-      send_json(res, json{{"status", "ok"},
-                          {"version", version()},
-                          {"uptime_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()},
-                          {"requests", requests.load()},
-                          {"errors", errors.load()},
-                          {"timeouts", timeouts.load()},
-                          {"rejected", rejected.load()},
-                          {"models_cached", models},
-                          {"model_cache_bytes", bytes}}
-                         .dump(2, ' ', false, kInvalidUtf8));
+      const auto st = cache.stats();
+      res.set_content(json{{"status", "ok"},
+                           {"version", version()},
+                           {"uptime_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()},
+                           {"requests", requests.load()},
+                           {"errors", errors.load()},
+                           {"timeouts", timeouts.load()},
+                           {"rejected", rejected.load()},
+                           {"cancelled", cancelled.load()},
+                           {"connections", server.stats().open.load()},
+                           {"models_cached", st.models},
+                           {"model_cache_bytes", st.bytes},
+                           {"imported_cache_bytes", st.imported_bytes}}
+                          .dump(2, ' ', false, kInvalidUtf8),
+                      "application/json");
     });
-    server.Get("/openapi.json", [](const httplib::Request&, httplib::Response& res) { send_json(res, openapi_document()); });
+    server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      const auto st = cache.stats();
+      const ConnectionStats& cs = server.stats();
+      std::string out = metrics.text();
+      auto gauge = [&](const char* name, const char* help, const std::string& value) {
+        out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{} {}\n", name, help, name, name, value);
+      };
+      auto counter = [&](const char* name, const char* help, int64_t value) {
+        out += fmt::format("# HELP {} {}\n# TYPE {} counter\n{} {}\n", name, help, name, name, value);
+      };
+      gauge("gpusim_queue_depth", "Requests waiting for a worker.", std::to_string(pool.waiting()));
+      gauge("gpusim_workers_busy", "Workers computing an answer.", std::to_string(pool.busy()));
+      gauge("gpusim_workers", "Worker threads.", std::to_string(pool.threads()));
+      gauge("gpusim_connections_open", "Open client connections.", std::to_string(cs.open.load()));
+      out += "# HELP gpusim_cache_bytes Bytes held by the model caches.\n# TYPE gpusim_cache_bytes gauge\n";
+      out += fmt::format("gpusim_cache_bytes{{cache=\"uploaded\"}} {}\ngpusim_cache_bytes{{cache=\"imported\"}} {}\n", st.bytes,
+                         st.imported_bytes);
+      out += "# HELP gpusim_rejected_total Requests and connections refused before any work.\n"
+             "# TYPE gpusim_rejected_total counter\n";
+      out += fmt::format("gpusim_rejected_total{{reason=\"queue_full\"}} {}\n", rejected.load());
+      out += fmt::format("gpusim_rejected_total{{reason=\"connections\"}} {}\n", cs.refused.load());
+      out += fmt::format("gpusim_rejected_total{{reason=\"header_timeout\"}} {}\n", cs.header_timeouts.load());
+      out += fmt::format("gpusim_rejected_total{{reason=\"too_large\"}} {}\n", cs.too_large.load());
+      counter("gpusim_timeouts_total", "Requests answered 504: past the time limit.", timeouts.load());
+      counter("gpusim_cancelled_total", "Requests whose work was cancelled (time limit, or stopping).", cancelled.load());
+      counter("gpusim_connections_total", "Connections accepted.", cs.accepted.load());
+      res.set_content(out, "text/plain; version=0.0.4");
+    });
+    server.Get("/openapi.json", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(openapi_document(), "application/json");
+    });
     server.Get("/v1/profiles", [this](const httplib::Request&, httplib::Response& res) {
-      send_json(res, profile_list_document(session.profiles()));
+      auto list = session.profiles();
+      // A broken file of the server's directories shows as such, not with what it holds.
+      for (auto& [entry, p] : list) {
+        if (!p) {
+          log(fmt::format("{} profile file {} cannot be used: {}", current.id, entry.path, p.error().message));
+          p = make_error(p.error().code, "this profile's file on the server cannot be read; the server's log has the reason");
+        }
+      }
+      res.set_content(profile_list_document(list), "application/json");
     });
-    server.Get(R"(/v1/profiles/([A-Za-z0-9._-]+))", [this](const httplib::Request& req, httplib::Response& res) {
-      auto p = session.gpu(req.matches[1].str());
+    server.Get(R"(/v1/profiles/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+      auto p = gpu_named("name", req.matches[1].str());
       if (!p) {
         send_error(res, http_status(p.error()), p.error());
         return;
       }
-      send_json(res, profile_document(*p));
+      res.set_content(profile_document(*p), "application/json");
     });
     for (const char* path : kPostRoutes) {
       server.Post(path, [this, path](const httplib::Request& q, httplib::Response& s) { compute(q, s, endpoint(path)); });
     }
+  }
+
+  void stop() {
+    {
+      std::lock_guard<std::mutex> l(tokens_mu);
+      stopping = true;
+      for (const auto& t : in_flight) t->cancel();
+    }
+    server.shutdown();
   }
 };
 
@@ -722,6 +1268,7 @@ Status Service::run() {
     if (!p) return p.error();
   }
   if (!impl_->server.listen_after_bind()) {
+    if (impl_->stopping) return Ok{};
     return make_error(ErrorCode::kIo, "the server stopped listening with an error");
   }
   return Ok{};
@@ -729,13 +1276,20 @@ Status Service::run() {
 
 Service::Answer Service::answer(const std::string& path, const std::string& body, const std::string& content_type) {
   Impl& s = *impl_;
-  auto fail = [](int status, const Error& e) { return Answer{status, error_document(e)}; };
+  auto fail = [](int status, const Error& e) { return Answer{status, Impl::error_json(e, "")}; };
   auto work = s.endpoint(path);
   if (!work) {
     return fail(404, make_error(ErrorCode::kNotFound, fmt::format("POST {}: no such endpoint; GET /openapi.json lists them", path)));
   }
   if (static_cast<int64_t>(body.size()) > s.opts.max_body_bytes) {
-    return fail(413, body_too_large(s.opts.max_body_bytes));
+    return fail(413, make_error(ErrorCode::kLimit, fmt::format("the request body is over this server's limit of {} "
+                                                               "bytes (gpusim serve --max-body-mb)",
+                                                               s.opts.max_body_bytes)));
+  }
+  if (!body.empty() && !Impl::accepts_type(path, content_type)) {
+    return fail(415, make_error(ErrorCode::kInvalidArgument, fmt::format("POST {}: Content-Type \"{}\" is not read here; "
+                                                                         "send {}",
+                                                                         path, content_type, Impl::wanted_types(path))));
   }
   httplib::Request req;
   req.method = "POST";
@@ -743,14 +1297,14 @@ Service::Answer Service::answer(const std::string& path, const std::string& body
   req.body = body;
   req.set_header("Content-Type", content_type);
   auto parsed = s.parse(req);
-  if (!parsed) return fail(http_status(parsed.error()), parsed.error());
+  if (!parsed) return fail(parsed.error().code == ErrorCode::kLimit ? 413 : http_status(parsed.error()), parsed.error());
   auto out = work(*parsed);
   if (!out) return fail(http_status(out.error()), out.error());
   return Answer{200, std::move(*out)};
 }
 
 void Service::stop() {
-  if (impl_ && impl_->server.is_running()) impl_->server.stop();
+  if (impl_) impl_->stop();
 }
 
 }  // namespace gpusim::serve

@@ -13,12 +13,21 @@
 //
 // Requests name a model by "model_id" (from /v1/models), carry it base64-encoded in
 // "model_base64", or POST the raw ONNX bytes with the options as query parameters. Errors are
-// gpusim.error/1 documents with a 4xx (the request) or 5xx (the server) status.
+// gpusim.error/1 documents with a 4xx (the request) or 5xx (the server) status and the request's
+// id (also in the X-Request-Id header of every answer). GET /metrics answers Prometheus text.
+//
+// Safe on a network: a request names GPUs, runtimes and profiles by name only, never a path, and
+// no error echoes a file's contents; JSON bodies are parsed under depth and value limits; unknown
+// fields are refused; JSON routes take application/json only and the Host (and Origin) must be
+// this server's, so a web page cannot post to it; an optional bearer token guards every route but
+// /healthz. Connections have deadlines and a cap (http_server.h).
 //
 // Work runs on a pool of `workers` threads with a bounded queue: a full queue answers 503 at once,
-// and a request that runs past `request_timeout_s` answers 504 (its computation finishes in the
-// background and is dropped; the pool bounds how many can). Uploaded models are kept by content
-// hash in a cache bounded in bytes, least recently used first out.
+// and a request that runs past `request_timeout_s` answers 504 and its work is cancelled
+// (gpusim/cancel.h: the import, planner, simulator and validation check it), freeing its worker
+// within a fraction of a second; stop() cancels everything in flight. Uploaded models are kept by
+// content hash in a cache bounded in bytes, imported graphs in one bounded by their estimated
+// memory, least recently used first out.
 //
 // Usage:
 //   gpusim::serve::Service svc({.port = 0});
@@ -28,6 +37,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,11 +53,29 @@ struct ServiceOptions {
   int queue = 64;                  // requests waiting for a worker before 503
   int64_t max_body_bytes = 64ll << 20;
   int64_t max_model_bytes = 32ll << 20;
-  double request_timeout_s = 60;
-  int64_t model_cache_bytes = 256ll << 20;  // uploaded model bytes kept
-  int imported_cache_entries = 16;          // imported graphs kept (per model and dims)
-  std::vector<std::string> profile_dirs;    // searched first, as --profiles
-  std::string truth;                        // measurements /v1/validate uses by default ("" none)
+  double request_timeout_s = 60;   // past it: 504, and the work is cancelled (its worker freed)
+  int64_t model_cache_bytes = 256ll << 20;     // uploaded model bytes kept
+  int64_t imported_cache_bytes = 512ll << 20;  // imported graphs kept (their estimated memory)
+  int imported_cache_entries = 16;             // ... and at most this many (per model, dims and name)
+  std::vector<std::string> profile_dirs;       // searched first, as --profiles
+  std::string truth;                           // measurements /v1/validate uses by default ("" none)
+  // Connections (http_server.h): cap, deadlines, keep-alive.
+  int max_connections = 128;
+  double header_timeout_s = 10;
+  double body_timeout_s = 60;
+  double idle_timeout_s = 5;
+  int max_requests_per_connection = 100;
+  // JSON bodies: nesting depth and values (objects, arrays, scalars) parsed before 400/413.
+  int max_json_depth = 64;
+  int64_t max_json_values = 250000;
+  // Same-origin safety: Host (and Origin, when sent) must be an IP address, "localhost", or one of
+  // these names (a DNS name pointing here is refused unless listed: DNS rebinding).
+  std::vector<std::string> allowed_hosts;
+  // Bearer token every route but /healthz requires ("" none): Authorization: Bearer TOKEN.
+  std::string token;
+  // One line per request (request id, method, path, status, milliseconds) and per server-side
+  // error detail; null: none.
+  std::function<void(const std::string&)> log;
 };
 
 class Service {

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "gpusim/gpusim.h"
+#include "serve/running.h"
 #include "service.h"
 #include "support/onnx_builder.h"
 
@@ -21,41 +22,9 @@ namespace {
 using nlohmann::json;
 
 using test::file_bytes;
-
-// A service on a free loopback port, stopped and joined when it goes out of scope.
-struct Running {
-  serve::Service svc;
-  int port = 0;
-  std::thread thread;
-  explicit Running(serve::ServiceOptions o) : svc((o.port = 0, std::move(o))) {
-    auto p = svc.bind();
-    REQUIRE(p);
-    port = *p;
-    thread = std::thread([this] { (void)svc.run(); });
-  }
-  ~Running() {
-    svc.stop();
-    thread.join();
-  }
-  httplib::Client client() const {
-    httplib::Client c("127.0.0.1", port);
-    c.set_read_timeout(std::chrono::seconds(60));
-    return c;
-  }
-};
-
-serve::ServiceOptions small_service() {
-  serve::ServiceOptions o;
-  o.workers = 2;
-  return o;
-}
-
-// The error document's message, checking the document's shape on the way.
-std::string error_message(const httplib::Result& r) {
-  const json j = json::parse(r->body);
-  CHECK(j.at("schema") == "gpusim.error/1");
-  return j.at("error").at("message").get<std::string>();
-}
+using test_serve::error_message;
+using test_serve::Running;
+using test_serve::small_service;
 
 }  // namespace
 
@@ -209,7 +178,7 @@ TEST_CASE("serve: bad requests get JSON errors with the field, the value and the
   auto path_gpu = c.Post("/v1/predict?gpu=/etc/passwd", resnet, "application/octet-stream");
   REQUIRE(path_gpu);
   CHECK(path_gpu->status == 400);
-  CHECK_THAT(error_message(path_gpu), Catch::Contains("is a path; the server takes profile names"));
+  CHECK_THAT(error_message(path_gpu), Catch::Contains("is not a name; the server takes names only, never paths"));
   auto wrong_type = c.Post("/v1/plan", json{{"gpu", 3}}.dump(), "application/json");
   REQUIRE(wrong_type);
   CHECK(wrong_type->status == 400);

@@ -1,0 +1,75 @@
+// The connection layer of gpusim serve: cpp-httplib's request parsing and routing, under gpusim's
+// own handling of each connection, so that no client can hold the server.
+//
+// - A connection cap: past `max_connections` open connections a new one is answered 503 (with
+//   Retry-After) at once and closed; there is a thread per connection up to the cap (and a few
+//   more, to give those answers), so slow clients below the cap never delay anyone else.
+// - Deadlines, not per-read timeouts: the request line and headers must arrive within
+//   `header_timeout_s` of the request's first byte (else 408), the body within `body_timeout_s` of
+//   the headers (else the connection closes), a keep-alive connection must start its next request
+//   within `idle_timeout_s`, and serves at most `max_requests_per_connection` requests. A client
+//   trickling a byte a second is cut off at the deadline whatever its pace.
+// - Sizes before reading: headers over `max_header_bytes` are answered 431, and a Content-Length
+//   over `max_body_bytes` 413, before a byte of the body is read; a chunked body stops being read
+//   past the limit.
+// - stop() ends every wait within a tenth of a second.
+//
+// The routes, their checks and the answers' documents are the service's (service.cpp): it gives
+// this layer the error document to send (`error_body`) and the request ids (`next_request_id`).
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "gpusim/result.h"
+
+namespace gpusim::serve {
+
+struct ConnectionLimits {
+  int max_connections = 128;
+  int max_requests_per_connection = 100;
+  double header_timeout_s = 10;
+  double body_timeout_s = 60;
+  double idle_timeout_s = 5;
+  double write_timeout_s = 30;
+  int64_t max_header_bytes = 64 << 10;
+  int64_t max_body_bytes = 64ll << 20;
+};
+
+struct ConnectionStats {
+  std::atomic<int64_t> open{0};             // connections open now
+  std::atomic<int64_t> accepted{0};         // connections served (or refused) since start
+  std::atomic<int64_t> refused{0};          // answered 503: over the connection cap
+  std::atomic<int64_t> header_timeouts{0};  // answered 408: headers not in within the deadline
+  std::atomic<int64_t> too_large{0};        // answered 413 or 431 before reading
+};
+
+// Set by a route for the request it is answering: close the connection after this answer (an
+// early refusal leaves the body unread, so the connection cannot carry another request).
+void close_connection_after_response();
+
+class GuardedServer : public httplib::Server {
+ public:
+  GuardedServer(ConnectionLimits limits, std::function<std::string(const Error&, const std::string& request_id)> error_body,
+                std::function<std::string()> next_request_id);
+  const ConnectionStats& stats() const { return stats_; }
+  const ConnectionLimits& limits() const { return limits_; }
+  // Ends every connection's waits (within 0.1 s) and stops the server.
+  void shutdown();
+
+ private:
+  bool process_and_close_socket(socket_t sock) override;
+  void refuse(socket_t sock, int status, const Error& e, const char* extra_headers = "");
+
+  ConnectionLimits limits_;
+  std::function<std::string(const Error&, const std::string&)> error_body_;
+  std::function<std::string()> next_request_id_;
+  ConnectionStats stats_;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace gpusim::serve
