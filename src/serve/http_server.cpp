@@ -174,44 +174,12 @@ int64_t content_length(std::string_view head) {
 // cap on open connections (checked first thing on each) keeps the queue short.
 class ConnectionThreads : public httplib::TaskQueue {
  public:
-  explicit ConnectionThreads(size_t n) {
-    for (size_t i = 0; i < n; ++i) threads_.emplace_back([this] { loop(); });
-  }
-  void enqueue(std::function<void()> fn) override {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      jobs_.push_back(std::move(fn));
-    }
-    cv_.notify_one();
-  }
-  void shutdown() override {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
+  explicit ConnectionThreads(size_t n) : threads_(static_cast<int>(n), 0) {}
+  void enqueue(std::function<void()> fn) override { threads_.submit(std::move(fn)); }
+  void shutdown() override { threads_.shutdown(); }
 
  private:
-  void loop() {
-    for (;;) {
-      std::function<void()> job;
-      {
-        std::unique_lock<std::mutex> l(mu_);
-        cv_.wait(l, [this] { return done_ || !jobs_.empty(); });
-        if (jobs_.empty()) return;
-        job = std::move(jobs_.front());
-        jobs_.pop_front();
-      }
-      job();
-    }
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> jobs_;
-  std::vector<std::thread> threads_;
-  bool done_ = false;
+  JobThreads threads_;
 };
 
 // Closes a connection gracefully: our side's end first, then what the client still sends is read
@@ -241,6 +209,54 @@ const char* reason(int status) {
 }
 
 }  // namespace
+
+JobThreads::JobThreads(int threads, size_t max_queue) : max_queue_(max_queue) {
+  for (int i = 0; i < std::max(1, threads); ++i) threads_.emplace_back([this] { loop(); });
+}
+
+bool JobThreads::submit(std::function<void()> job) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (done_ || (max_queue_ > 0 && jobs_.size() >= max_queue_)) return false;
+    jobs_.push_back(std::move(job));
+  }
+  cv_.notify_one();
+  return true;
+}
+
+void JobThreads::shutdown() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (done_ && threads_.empty()) return;
+    done_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  threads_.clear();
+}
+
+size_t JobThreads::waiting() {
+  std::lock_guard<std::mutex> l(mu_);
+  return jobs_.size();
+}
+
+void JobThreads::loop() {
+  for (;;) {
+    std::function<void()> job;
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait(l, [this] { return done_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;  // done, and nothing left to run
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    ++busy_;
+    job();
+    --busy_;
+  }
+}
 
 void close_connection_after_response() { close_after = true; }
 

@@ -21,13 +21,45 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "gpusim/result.h"
 
 namespace gpusim::serve {
+
+// A fixed set of threads running jobs from a queue (bounded by `max_queue`; unbounded when 0):
+// the service's compute workers and the connection threads alike.
+class JobThreads {
+ public:
+  JobThreads(int threads, size_t max_queue);
+  ~JobThreads() { shutdown(); }
+  JobThreads(const JobThreads&) = delete;
+  JobThreads& operator=(const JobThreads&) = delete;
+  // False when the queue is full (the job is not taken).
+  bool submit(std::function<void()> job);
+  // Runs what is queued, then joins the threads; idempotent.
+  void shutdown();
+  size_t waiting();
+  int busy() const { return busy_.load(); }
+  int threads() const { return static_cast<int>(threads_.size()); }
+
+ private:
+  void loop();
+  size_t max_queue_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  std::vector<std::thread> threads_;
+  std::atomic<int> busy_{0};
+  bool done_ = false;
+};
 
 struct ConnectionLimits {
   int max_connections = 128;

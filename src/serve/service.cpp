@@ -8,11 +8,9 @@
 #include <fmt/ranges.h>
 
 #include <array>
-#include <charconv>
 #include <atomic>
+#include <charconv>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <functional>
 #include <future>
 #include <list>
@@ -34,63 +32,6 @@ namespace gpusim::serve {
 namespace {
 
 using nlohmann::json;
-
-// ---- a bounded worker pool -----------------------------------------------------------------------
-
-class WorkerPool {
- public:
-  WorkerPool(int threads, int queue) : max_queue_(static_cast<size_t>(std::max(1, queue))) {
-    for (int i = 0; i < std::max(1, threads); ++i) threads_.emplace_back([this] { loop(); });
-  }
-  ~WorkerPool() {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
-  size_t waiting() {
-    std::lock_guard<std::mutex> l(mu_);
-    return jobs_.size();
-  }
-  int busy() const { return busy_.load(); }
-  int threads() const { return static_cast<int>(threads_.size()); }
-  // False when the queue is full.
-  bool submit(std::function<void()> job) {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      if (jobs_.size() >= max_queue_) return false;
-      jobs_.push_back(std::move(job));
-    }
-    cv_.notify_one();
-    return true;
-  }
-
- private:
-  void loop() {
-    for (;;) {
-      std::function<void()> job;
-      {
-        std::unique_lock<std::mutex> l(mu_);
-        cv_.wait(l, [this] { return done_ || !jobs_.empty(); });
-        if (jobs_.empty()) return;  // done, and nothing left to run
-        job = std::move(jobs_.front());
-        jobs_.pop_front();
-      }
-      ++busy_;
-      job();
-      --busy_;
-    }
-  }
-  std::atomic<int> busy_{0};
-  size_t max_queue_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> jobs_;
-  std::vector<std::thread> threads_;
-  bool done_ = false;
-};
 
 // ---- the model cache -----------------------------------------------------------------------------
 
@@ -447,7 +388,7 @@ struct Service::Impl {
   ServiceOptions opts;
   Session session;
   ModelCache cache;
-  WorkerPool pool;
+  JobThreads pool;  // the compute workers, with the bounded queue
   RequestIds ids;
   GuardedServer server;
   Metrics metrics;
@@ -476,11 +417,14 @@ struct Service::Impl {
         session(SessionOptions{opts.profile_dirs, {}}),
         cache(opts.model_cache_bytes, opts.imported_cache_bytes, opts.imported_cache_entries),
         pool(opts.workers > 0 ? opts.workers : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
-             opts.queue),
+             static_cast<size_t>(std::max(1, opts.queue))),
         server(limits_of(opts), [](const Error& e, const std::string& id) { return error_json(e, id); },
                [this] { return ids.next(); }) {
     routes();
   }
+
+  // The workers finish (cancelled work ends at its next check) while every member they use lives.
+  ~Impl() { pool.shutdown(); }
 
   static std::string error_json(const Error& e, const std::string& id) {
     json doc = {{"schema", "gpusim.error/1"},

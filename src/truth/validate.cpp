@@ -225,18 +225,8 @@ Result<ValidationReport> validate(const std::vector<Measurement>& records, const
     }
   };
   const int nthreads = opts.threads > 0 ? opts.threads : std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::thread> pool;
-  // A cancelled caller (cancel.h) stops every thread at its next record, then throws below.
-  auto run = [&] {
-    try {
-      worker();
-    } catch (const Cancelled&) {
-    }
-  };
-  for (int i = 1; i < nthreads; ++i) pool.emplace_back(run);
-  run();
-  for (auto& t : pool) t.join();
-  check_cancelled();
+  // A cancelled caller (cancel.h) stops every thread at its next record, then throws.
+  run_cancellable(nthreads, worker);
 
   // Records whose work could not be rebuilt are skipped with their reason (first message kept).
   std::vector<ValidatedRow> kept;

@@ -190,18 +190,8 @@ Result<ModelReport> validate_models(const std::vector<Measurement>& records, con
     }
   };
   const int nthreads = opts.threads > 0 ? opts.threads : std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::thread> pool;
-  // A cancelled caller (cancel.h) stops every thread at its next record, then throws below.
-  auto run = [&] {
-    try {
-      worker();
-    } catch (const Cancelled&) {
-    }
-  };
-  for (int i = 1; i < nthreads; ++i) pool.emplace_back(run);
-  run();
-  for (auto& t : pool) t.join();
-  check_cancelled();
+  // A cancelled caller (cancel.h) stops every thread at its next record, then throws.
+  run_cancellable(nthreads, worker);
   std::vector<ModelRow> kept;
   for (size_t q = 0; q < rows.size(); ++q) {
     if (!errors[q].empty()) {
