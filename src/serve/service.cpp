@@ -312,10 +312,6 @@ std::string allowed_methods(const std::string& path) {
   return "";
 }
 
-// Thrown out of the JSON parser's callback when a body passes the depth or value limit.
-struct JsonLimit {
-  std::string what;
-};
 
 // A host name from a Host header or an Origin URL, lower case, without port or brackets.
 std::string host_name(std::string h) {
@@ -444,28 +440,46 @@ struct Service::Impl {
 
   // ---- parsing, under limits ----
 
-  // A JSON body parsed with its depth and value count bounded while it is read: a deeply nested or
-  // huge body stops at the limit, never as a whole document in memory first.
+  // A JSON body parsed under depth and value limits: one linear pass over its structure (brackets
+  // and commas outside strings) refuses a deeply nested or huge body before any of it becomes a
+  // document, so the DOM built afterwards is bounded by the limits. (nlohmann's callback parser
+  // cannot stop early cheaply: it rescans each container as every member ends, quadratic in a
+  // large array.)
   Result<json> parse_json(const std::string& text) {
-    int64_t values = 0;
-    const int max_depth = opts.max_json_depth;
-    const int64_t max_values = opts.max_json_values;
-    json::parser_callback_t cb = [&](int depth, json::parse_event_t ev, json&) {
-      if (depth > max_depth) {
-        throw JsonLimit{fmt::format("the JSON body nests deeper than {} levels (gpusim serve --max-json-depth)", max_depth)};
+    int depth = 0;
+    int64_t values = 1;
+    bool in_string = false, escaped = false;
+    for (const char c : text) {
+      if (in_string) {
+        if (escaped) {
+          escaped = false;
+        } else if (c == '\\') {
+          escaped = true;
+        } else if (c == '"') {
+          in_string = false;
+        }
+        continue;
       }
-      if (ev == json::parse_event_t::value || ev == json::parse_event_t::object_start ||
-          ev == json::parse_event_t::array_start) {
-        if (++values > max_values) {
-          throw JsonLimit{fmt::format("the JSON body has over {} values (gpusim serve --max-json-values)", max_values)};
+      if (c == '"') {
+        in_string = true;
+      } else if (c == '[' || c == '{') {
+        if (++depth > opts.max_json_depth) {
+          return make_error(ErrorCode::kLimit, fmt::format("the JSON body nests deeper than {} levels (gpusim serve "
+                                                           "--max-json-depth)",
+                                                           opts.max_json_depth));
+        }
+      } else if (c == ']' || c == '}') {
+        --depth;
+      } else if (c == ',') {
+        if (++values > opts.max_json_values) {
+          return make_error(ErrorCode::kLimit, fmt::format("the JSON body has over {} values (gpusim serve "
+                                                           "--max-json-values)",
+                                                           opts.max_json_values));
         }
       }
-      return true;
-    };
+    }
     try {
-      return json::parse(text, cb);
-    } catch (const JsonLimit& l) {
-      return make_error(ErrorCode::kLimit, l.what);
+      return json::parse(text);
     } catch (const json::exception& e) {
       return bad_request(fmt::format("the request body is not valid JSON ({})", e.what()));
     }
