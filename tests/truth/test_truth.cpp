@@ -433,6 +433,9 @@ TEST_CASE("validation errors on the training sample do not rise above the record
   INFO(r.out);
   CHECK(r.rc == 0);
   CHECK_THAT(r.out, Catch::Contains("Tesla T4"));
+  // It says what it checked, not nothing.
+  CHECK_THAT(r.out, Catch::Contains("sample-figures.json: ") && Catch::Contains("per-op group(s)") &&
+                        Catch::Contains("checked") && Catch::Contains("none worse"));
 }
 
 // On the whole training split, where ../shared/truth is present (CI has it beside the clone).
