@@ -176,6 +176,20 @@ TEST_CASE("compare ranks GPUs and bad arguments are named", "[cli][predict]") {
   CHECK_THAT(bad_dtype.out, Catch::Contains("--dtype \"fp8\" is not supported; expected fp32, fp16 or bf16"));
 }
 
+TEST_CASE("compare --gpus all compares every profile, as dojo --gpu all takes them", "[cli][predict]") {
+  const Run list = run_gpusim("profiles list --json");
+  REQUIRE(list.rc == 0);
+  size_t loadable = 0;
+  const auto profiles = nlohmann::json::parse(list.out);
+  for (const auto& p : profiles.at("profiles")) loadable += p.value("valid", false) ? 1 : 0;
+  const Run r = run_gpusim("compare " + model("resnet50.onnx") + " --gpus all --dtype fp16 --json");
+  INFO(r.out.substr(0, 2000));
+  REQUIRE(r.rc == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["gpus"].size() == loadable);
+  CHECK(loadable > 30);
+}
+
 TEST_CASE("run executes a model on the CPU reference and times every node", "[cli][run]") {
   const Run r = run_gpusim("run " + model("resnet50.onnx") + " --repeat 1 --json");
   INFO(r.out);

@@ -223,7 +223,9 @@ void add_compare(CLI::App& app, int& rc) {
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("compare", "Predict one graph on several GPUs, side by side");
   add_common(cmd, *a, "gpusim.compare/1");
-  cmd->add_option("--gpus", a->gpus, "Comma-separated GPU profile names or paths")->required()->delimiter(',');
+  cmd->add_option("--gpus", a->gpus, "Comma-separated GPU profile names or paths; all: every profile found (as dojo --gpu all)")
+      ->required()
+      ->delimiter(',');
   cmd->callback([a, &rc] {
     const Session session({a->profile_dirs, {}});
     PredictRequest req;
@@ -234,6 +236,12 @@ void add_compare(CLI::App& app, int& rc) {
     for (const std::string& g : a->gpus) {
       const size_t b = g.find_first_not_of(" \t"), e = g.find_last_not_of(" \t");
       if (b != std::string::npos) gpus.push_back(g.substr(b, e - b + 1));
+    }
+    if (gpus.size() == 1 && gpus[0] == "all") {  // every profile that loads, calibrated ones included
+      gpus.clear();
+      for (const auto& [entry, profile] : session.profiles()) {
+        if (profile) gpus.push_back(entry.path);
+      }
     }
     auto rows = session.compare(*m, gpus, req);
     if (!rows) {
