@@ -408,6 +408,11 @@ TEST_CASE("validate names what it cannot predict", "[truth][cli]") {
   const test::Run pf = test::run_gpusim("validate --truth " + csv + " --profile-for Radeon");
   CHECK(pf.rc == 2);
   CHECK_THAT(pf.out, Catch::Contains("--profile-for \"Radeon\": expected DEVICE=PROFILE"));
+  // Every record skipped: an empty table is not a validation (it exited 0 before).
+  const std::string none = write("only_unknown_gpu.csv", std::string(kCsvHeader) + "add,Radeon 9000,p2,0.03,k,1,1,1,2,3\n");
+  const test::Run n = test::run_gpusim("validate --truth " + none);
+  CHECK(n.rc == 1);
+  CHECK_THAT(n.out, Catch::Contains("nothing was validated: every one of the 1 record(s) was skipped"));
 }
 
 TEST_CASE("gpusim truth import is idempotent", "[truth][cli]") {

@@ -417,6 +417,13 @@ int run_validate(const ValidateArgs& a) {
     for (const auto& s : rep->models.skipped) fmt::print("skipped  {} model record(s): {}\n", s.count, s.reason);
     for (const auto& n : read_notes) fmt::print("note     {}\n", n);
   }
+  if (rep->overall.model.n == 0 && rep->models.rows.empty()) {
+    fmt::print(stderr, "gpusim validate: nothing was validated: every one of the {} record(s) was skipped (the reasons "
+                       "are listed above); give measurements of a GPU with a profile (--profile-for DEVICE=PROFILE "
+                       "names one for a device no profile matches)\n",
+               recs->size());
+    return 1;
+  }
   if (!regressions.empty()) {
     for (const auto& r : regressions) fmt::print(stderr, "gpusim validate: regression: {}\n", r);
     fmt::print(stderr, "gpusim validate: {} figure(s) worse than {}; fix the model or, for an intended change, "

@@ -31,8 +31,9 @@ inline const std::map<std::string, std::string>& exit_codes() {
       {"calibrate", "0 measured and the profile written; 1 no device, a --base that cannot be loaded, a failed "
                     "measurement or fit, or the profile cannot be written (nothing half-written is left); 2 bad "
                     "arguments (not a device backend, a --base of another device without --force-base)"},
-      {"validate", "0 validated (and no figure worse than --check-against); 1 the measurements cannot be read, a "
-                   "file cannot be written, or a figure is worse than --check-against; 2 bad arguments"},
+      {"validate", "0 validated (and no figure worse than --check-against); 1 the measurements cannot be read, "
+                   "nothing was validated (every record skipped), a file cannot be written, or a figure is worse than "
+                   "--check-against; 2 bad arguments"},
       {"truth", "0 imported or counted; 1 the store or a measurement file cannot be read or written; 2 bad arguments"},
       {"profiles", "0 listed or shown, every profile validated; 1 a profile cannot be loaded or is invalid (validate "
                    "lists every problem); 2 bad arguments (a --dir that is not a directory)"},
