@@ -428,6 +428,13 @@ Status Importer::resolve_inputs(onnx::GraphProto& g, Scope& scope) {
                                                      fmt::join(problems, "; ")));
   }
   for (const auto& [k, v] : opts_.dims) {
+    if (!used.count(k) && symbolic.empty()) {
+      // A model with no symbolic dims at all: the same --dim (batch=1) a script gives every model
+      // changes nothing here, and says so; with symbolic dims, a name that matches none is a typo.
+      g_.notes.push_back(fmt::format("--dim {}={} ignored: the model's inputs have no symbolic dims (every size is fixed)",
+                                     k, v));
+      continue;
+    }
     if (!used.count(k)) {
       return make_error(ErrorCode::kInvalidArgument,
                         fmt::format("{}: --dim {}={} matches no input dim; the model's symbolic dims are: {}", path_, k,

@@ -148,6 +148,17 @@ TEST_CASE("symbolic dims must be resolved and and the message says how", "[impor
   CHECK_THAT(unused.error().message, Contains("--dim seq=3 matches no input dim; the model's symbolic dims are: batch"));
 }
 
+TEST_CASE("a --dim on a model whose inputs are all fixed is ignored with a note, not an error", "[import]") {
+  // The README's library snippet passes batch=1 to every model; ResNet-50's input is [1, 3, 224, 224].
+  gpusim::ImportOptions opts;
+  opts.dims = {{"batch", 1}};
+  auto g = import_onnx(gpusim::test::source_dir() + "/models/resnet50.onnx", opts);
+  REQUIRE(g);
+  bool noted = false;
+  for (const auto& n : g->notes) noted = noted || n.find("--dim batch=1 ignored: the model's inputs have no symbolic dims") != std::string::npos;
+  CHECK(noted);
+}
+
 TEST_CASE("dim overrides are parsed with a clear error", "[import][errors]") {
   auto ok = gpusim::parse_dim_override("batch=8");
   REQUIRE(ok);
