@@ -295,7 +295,9 @@ class Session {
   // A profile id (`gpusim profiles list`), or a path to a .yaml profile (a calibrated one too).
   Result<GpuProfile> gpu(const std::string& id_or_path) const noexcept;
   // A profile from YAML text; `extends:` resolves against the session's profile directories.
-  Result<GpuProfile> gpu_from_yaml(const std::string& yaml_text, const std::string& source = "profile.yaml") const noexcept;
+  // `source` names the text in messages; a file name (NAME.yaml) also asks that the profile's
+  // name be NAME, as a file's must. The default names no file, so any real profile's text loads.
+  Result<GpuProfile> gpu_from_yaml(const std::string& yaml_text, const std::string& source = "profile") const noexcept;
   // Every profile found, each loaded or with the reason it does not load.
   std::vector<std::pair<ProfileEntry, Result<GpuProfile>>> profiles() const noexcept;
 

@@ -672,7 +672,7 @@ PYBIND11_MODULE(_gpusim, m) {
             }();
             return take(std::move(r));
           },
-          "yaml_text"_a, "source"_a = "profile.yaml",
+          "yaml_text"_a, "source"_a = "profile",
           "A GPU profile from YAML text; `extends:` resolves against the session's profile directories.")
       .def("profiles", &PySession::profiles,
            "Every profile found: a list of dicts, each with its figures or the reason it does not load.")

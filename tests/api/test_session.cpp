@@ -82,6 +82,14 @@ TEST_CASE("a Session takes GPUs by id, path or YAML text, and lists the installe
   auto wrong_name = s.gpu_from_yaml("schema: gpusim.profile/1\nname: other\nextends: nvidia-rtx-3060\n", "my-card.yaml");
   REQUIRE_FALSE(wrong_name);
   CHECK_THAT(wrong_name.error().message, Catch::Contains("does not match the file name \"my-card\""));
+  // A real profile's text, with the default source: it names no file, so its name is not checked
+  // against one (every real profile was refused as not matching "profile").
+  std::ifstream t4f(by_id->source_path.substr(0, by_id->source_path.rfind('/')) + "/nvidia-rtx-3060.yaml");
+  const std::string t4_text((std::istreambuf_iterator<char>(t4f)), std::istreambuf_iterator<char>());
+  auto from_text = s.gpu_from_yaml(t4_text);
+  INFO((from_text ? std::string() : from_text.error().message));
+  REQUIRE(from_text);
+  CHECK(from_text->name == "nvidia-rtx-3060");
   auto not_yaml = s.gpu_from_yaml("name: [unclosed", "text.yaml");
   REQUIRE_FALSE(not_yaml);
   CHECK_THAT(not_yaml.error().message, Catch::StartsWith("text.yaml:1:"));

@@ -91,6 +91,9 @@ def test_gpus_by_id_path_and_yaml(session):
     derived = session.gpu_from_yaml("schema: gpusim.profile/1\nname: my-3060\nextends: nvidia-rtx-3060\n",
                                     source="my-3060.yaml")
     assert derived.name == "my-3060"
+    # A real profile's text with the default source (it names no file): loads as itself.
+    with open(path) as f:
+        assert session.gpu_from_yaml(f.read()).name == "nvidia-t4"
     with pytest.raises(gpusim.Error) as e:
         session.gpu_from_yaml("name: [1, 2\n", source="broken.yaml")
     assert "broken.yaml" in str(e.value)
