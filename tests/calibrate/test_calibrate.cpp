@@ -291,6 +291,12 @@ TEST_CASE("gpusim calibrate: bad arguments get clear errors", "[calibrate][cli][
   r = test::run_gpusim("calibrate");
   CHECK(r.rc == 2);
   CHECK_THAT(r.out, Catch::Contains("--backend is required"));
+  // An --out in a directory that does not exist is refused before the device is even opened (it
+  // measured for minutes, then failed on the path).
+  r = test::run_gpusim("calibrate --backend vulkan --quick --out /nonexistent-gpusim-dir/x.yaml");
+  CHECK(r.rc == 2);
+  CHECK_THAT(r.out, Catch::Contains("--out /nonexistent-gpusim-dir/x.yaml: the directory /nonexistent-gpusim-dir does "
+                                    "not exist; create it or pick another --out"));
   if (test::device("vulkan")) {
     r = test::run_gpusim("calibrate --backend vulkan --base no-such-gpu --quick");
     CHECK(r.rc == 1);

@@ -53,6 +53,27 @@ int run(const Args& a, const std::string& command) {
   if (std::filesystem::path(a.base).extension() == ".yaml") {
     dirs.push_back(std::filesystem::path(a.base).parent_path().string());
   }
+  // An --out that cannot be written is refused before minutes of measuring, not after.
+  if (!a.out.empty()) {
+    const std::filesystem::path out(a.out);
+    if (out.extension() != ".yaml") {
+      fmt::print(stderr, "gpusim calibrate: --out {}: a profile file must end in .yaml (its name is the profile's name)\n",
+                 a.out);
+      return 2;
+    }
+    const std::filesystem::path dir = out.parent_path().empty() ? std::filesystem::path(".") : out.parent_path();
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) {
+      fmt::print(stderr, "gpusim calibrate: --out {}: the directory {} does not exist; create it or pick another --out\n",
+                 a.out, dir.string());
+      return 2;
+    }
+    if (::access(dir.c_str(), W_OK) != 0) {
+      fmt::print(stderr, "gpusim calibrate: --out {}: the directory {} is not writable; pick another --out\n", a.out,
+                 dir.string());
+      return 2;
+    }
+  }
   auto dev = backend::open(a.backend, a.device);
   if (!dev) {
     fmt::print(stderr, "gpusim calibrate: {}\n", dev.error().message);
