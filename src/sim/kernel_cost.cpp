@@ -451,6 +451,25 @@ double gemm_rate(const KernelWork& w, const DeviceModel& d, bool* matrix_units, 
 }
 
 std::string tile_feasibility(const KernelWork& w, const TileConfig& t, const DeviceModel& d) {
+  // Sizes a kernel cannot launch with (a plan file's "tile": {} gave a GEMM 0x0x0 blocks and a
+  // latency of NaN): every count at least 1, and a GEMM's or attention's blocks too.
+  const std::pair<const char*, int> counts[] = {{"threads", t.threads},     {"stages", t.stages},
+                                                {"split_k", t.split_k},     {"vector_width", t.vector_width},
+                                                {"items_per_thread", t.items_per_thread}};
+  for (const auto& [name, v] : counts) {
+    if (v < 1) return fmt::format("tile.{} is {}; it must be at least 1", name, v);
+  }
+  if (t.rows_per_block < 0) return fmt::format("tile.rows_per_block is {}; it must be 0 (automatic) or more", t.rows_per_block);
+  const bool attention = w.cls == OpClass::kAttention && w.m > 0 && w.kv_seq > 0;
+  if (is_gemm_like(w) || attention) {
+    const std::pair<const char*, int> blocks[] = {{"block_m", t.block_m}, {"block_n", t.block_n}, {"block_k", t.block_k}};
+    for (const auto& [name, v] : blocks) {
+      if (v < 1 && !(attention && std::string_view(name) == "block_k")) {
+        return fmt::format("tile.{} is {}; a {} kernel's blocks must be at least 1", name, v,
+                           attention ? "attention" : "GEMM or convolution");
+      }
+    }
+  }
   if (!is_gemm_like(w)) return {};
   const double smem = gemm_smem(w, t);
   if (smem > d.smem_per_block_bytes) {

@@ -162,6 +162,19 @@ TEST_CASE("invalid plans are caught with every reason", "[plan][errors]") {
     CHECK_THAT(s.error().message, Contains("kernel 0 (\"mm1\"): tile 128x128x64 with 4 stages needs 256 KiB shared memory, "
                                            "a block may use 64 KiB"));
   }
+  SECTION("a tile of zero sizes (a plan file's \"tile\": {}), which priced the GEMM at NaN") {
+    Plan p = good;
+    p.kernels[0].tile = TileConfig{};
+    auto s = validate_plan(p, g, d);
+    REQUIRE_FALSE(s);
+    CHECK_THAT(s.error().message, Contains("kernel 0 (\"mm1\"): tile.block_m is 0; a GEMM or convolution kernel's blocks "
+                                           "must be at least 1"));
+    p = good;
+    p.kernels[1].tile.threads = 0;
+    s = validate_plan(p, g, d);
+    REQUIRE_FALSE(s);
+    CHECK_THAT(s.error().message, Contains("kernel 1 (\"bias_add\"): tile.threads is 0; it must be at least 1"));
+  }
 }
 
 TEST_CASE("a fused group moves only what crosses its boundary", "[plan]") {
