@@ -428,3 +428,17 @@ TEST_CASE("an axis outside the input rank names the node with the value and the 
   CHECK_THAT(g.error().message,
              Contains("unsqueeze_axis.onnx: node \"unsq\" (Unsqueeze): axes = -9 is out of range [-3, 3) for a rank-3 input"));
 }
+
+TEST_CASE("a DepthToSpace or SpaceToDepth blocksize whose square overflows is refused, not a SIGFPE", "[import][errors]") {
+  for (const char* op : {"DepthToSpace", "SpaceToDepth"}) {
+    INFO(op);
+    OnnxBuilder b;
+    b.input("x", kF32, {int64_t{1}, int64_t{16}, int64_t{2}, int64_t{2}});
+    b.node(op, {"x"}, {"y"}, "d").i("blocksize", int64_t{1} << 62);
+    b.output("y");
+    auto g = import_onnx(b.write(std::string(op) + "_huge_block.onnx"));
+    REQUIRE_FALSE(g);
+    CHECK_THAT(g.error().message, Contains("node \"d\" (" + std::string(op) + ")") &&
+                                      Contains("blocksize = 4611686018427387904: its square overflows 64 bits"));
+  }
+}

@@ -727,14 +727,22 @@ Status infer_depth_space(InferContext& c) {
   const int64_t b = c.attr_i("blocksize", 0);
   if (in.size() != 4) return c.fail(fmt::format("input {} must be 4-D (N, C, H, W)", shape_str(in)));
   if (b <= 0) return c.fail(fmt::format("blocksize = {} must be positive", b));
+  // blocksize^2 and the grown dims in checked arithmetic: a blocksize of 2^62 squared wrapped to 0
+  // and the modulo by it ended the process (SIGFPE).
+  const auto b2 = mul_checked(b, b);
+  if (!b2) return c.fail(fmt::format("blocksize = {}: its square overflows 64 bits", b));
   if (c.node().op_type == "DepthToSpace") {
-    if (in[1] % (b * b) != 0) return c.fail(fmt::format("channels {} are not a multiple of blocksize^2 = {}", in[1], b * b));
-    return c.set(0, c.dtype(0), {in[0], in[1] / (b * b), in[2] * b, in[3] * b});
+    if (in[1] % *b2 != 0) return c.fail(fmt::format("channels {} are not a multiple of blocksize^2 = {}", in[1], *b2));
+    const auto h = mul_checked(in[2], b), w = mul_checked(in[3], b);
+    if (!h || !w) return c.fail(fmt::format("H {} and W {} times blocksize {} overflow 64 bits", in[2], in[3], b));
+    return c.set(0, c.dtype(0), {in[0], in[1] / *b2, *h, *w});
   }
   if (in[2] % b != 0 || in[3] % b != 0) {
     return c.fail(fmt::format("H {} and W {} must be multiples of blocksize {}", in[2], in[3], b));
   }
-  return c.set(0, c.dtype(0), {in[0], in[1] * b * b, in[2] / b, in[3] / b});
+  const auto ch = mul_checked(in[1], *b2);
+  if (!ch) return c.fail(fmt::format("channels {} times blocksize^2 = {} overflow 64 bits", in[1], *b2));
+  return c.set(0, c.dtype(0), {in[0], *ch, in[2] / b, in[3] / b});
 }
 
 Status infer_onehot(InferContext& c) {
