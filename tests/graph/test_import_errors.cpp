@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "gpusim/onnx_import.h"
+#include "gpusim/op_catalog.h"
 #include "support/onnx_builder.h"
 
 using Catch::Matchers::Contains;
@@ -441,4 +442,26 @@ TEST_CASE("a DepthToSpace or SpaceToDepth blocksize whose square overflows is re
     CHECK_THAT(g.error().message, Contains("node \"d\" (" + std::string(op) + ")") &&
                                       Contains("blocksize = 4611686018427387904: its square overflows 64 bits"));
   }
+}
+
+TEST_CASE("a Conv group or an LRN size near 2^62 does not overflow: refused, or counted within range", "[import][errors]") {
+  {
+    OnnxBuilder b;
+    b.input("x", kF32, {int64_t{1}, int64_t{4}, int64_t{8}, int64_t{8}});
+    b.input("w", kF32, {int64_t{4}, int64_t{4}, int64_t{3}, int64_t{3}});
+    b.node("Conv", {"x", "w"}, {"y"}, "c").i("group", int64_t{1} << 62);
+    b.output("y");
+    auto g = import_onnx(b.write("conv_huge_group.onnx"));
+    REQUIRE_FALSE(g);
+    CHECK_THAT(g.error().message, Contains("node \"c\" (Conv): input channels 4 != weight channels 4 x group 4611686018427387904"));
+  }
+  OnnxBuilder b;
+  b.input("x", kF32, {int64_t{1}, int64_t{4}, int64_t{8}, int64_t{8}});
+  b.node("LRN", {"x"}, {"y"}, "l").i("size", int64_t{1} << 62);
+  b.output("y");
+  auto g = import_onnx(b.write("lrn_huge_size.onnx"));
+  REQUIRE(g);
+  const gpusim::OpCost c = gpusim::op_cost(*g, g->nodes.back());
+  CHECK(c.flops.fma > 0);
+  CHECK(c.flops.fma <= (2 * (int64_t{1} << 20) + 2) * 256);
 }

@@ -118,7 +118,8 @@ Status infer_conv(InferContext& c) {
   }
   const int64_t group = c.attr_i("group", 1);
   if (group <= 0) return c.fail(fmt::format("group = {} must be positive", group));
-  if (x[1] != w[1] * group) {
+  const auto group_channels = mul_checked(w[1], group);  // a group near 2^62 overflowed here
+  if (!group_channels || x[1] != *group_channels) {
     return c.fail(fmt::format("input channels {} != weight channels {} x group {}", x[1], w[1], group));
   }
   const size_t n = x.size() - 2;
@@ -163,7 +164,9 @@ Status infer_conv_transpose(InferContext& c) {
   std::vector<int64_t> out_pad = c.attr_ints("output_padding");
   if (out_pad.empty()) out_pad.assign(n, 0);
   std::vector<int64_t> out_shape = c.attr_ints("output_shape");
-  Shape out = {x[0], w[1] * group};
+  const auto out_channels = mul_checked(w[1], group);
+  if (!out_channels) return c.fail(fmt::format("weight dim 1 ({}) x group {} overflows 64 bits", w[1], group));
+  Shape out = {x[0], *out_channels};
   for (size_t i = 0; i < n; ++i) {
     int64_t o;
     if (!out_shape.empty()) {

@@ -7,6 +7,8 @@
 //     one reciprocal per row. LogSoftmax alike with a log per row.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "ops/registry.h"
 
 namespace gpusim::ops {
@@ -127,7 +129,8 @@ void cost_mvn(const CostContext& c, OpCost& cost) {
 }
 
 void cost_lrn(const CostContext& c, OpCost& cost) {
-  const int64_t size = c.attr_i("size", 1);
+  // The window's size is the file's: clamped, so a size near 2^62 cannot overflow the count.
+  const int64_t size = std::clamp<int64_t>(c.attr_i("size", 1), 1, int64_t{1} << 20);
   cost.flops.fma = (2 * size + 2) * c.out_elems();  // sum of squares over the window, scale, bias
   cost.flops.transcendental = 2 * c.out_elems();    // pow and the division
 }
