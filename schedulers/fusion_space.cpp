@@ -94,9 +94,11 @@ FusionSpace::FusionSpace(const Graph& g, const GpuProfile& gpu, bool all_tiles,
     kind_[k] = static_cast<uint8_t>(kind_of(g, g.nodes[static_cast<size_t>(eager_.kernels[k].nodes[0])]));
   }
   find_candidates();
+  fold_source_.assign(eager_.kernels.size(), 0);
   for (const FusionCandidate& c : cands_) {
     cand_attention_.push_back(c.pass == "attention" ? 1 : (c.pass == "fold-data-movement" ? 2 : 0));
     cand_recompute_.push_back(c.pass == "recompute");
+    if (c.pass == "fold-data-movement") fold_source_[static_cast<size_t>(c.kernels[0])] = 1;
   }
   single_us_.resize(eager_.kernels.size());
   for (size_t k = 0; k < eager_.kernels.size(); ++k) {
@@ -718,22 +720,19 @@ Plan FusionSpace::build(const Decision& d, const std::string& scheduler) const {
   }
   // Data movement left a kernel of its own (a copy): why it was not folded into its reader.
   const PatternMatcher pm(g_);
+  const auto& folds = folded_data_movement();
   for (size_t gi = 0; gi < grps.size(); ++gi) {
     if (grps[gi].size() != 1 || grps[gi][0] >= static_cast<int>(eager_.kernels.size())) continue;
     const int node = eager_.kernels[static_cast<size_t>(grps[gi][0])].nodes[0];
     const Node& n = g_.nodes[static_cast<size_t>(node)];
-    const auto& folds = folded_data_movement();
     if (op_class(n.domain, n.op_type) != OpClass::kDataMovement) continue;
     std::string reason;
-    bool candidate = false;
-    for (const FusionCandidate& fc : cands_) {
-      candidate = candidate || (fc.pass == "fold-data-movement" && fc.kernels[0] == grps[gi][0]);
-    }
     const int reader = pm.sole_consumer(node);
     if (std::find(folds.begin(), folds.end(), n.op_type) == folds.end()) {
       reason = "codegen folds Transpose, Slice, Pad, Concat, Split and Expand only";
-    } else if (candidate) {
-      reason = "folding into its reader was priced and did not pay here";
+    } else if (fold_source_[static_cast<size_t>(grps[gi][0])]) {
+      reason = "its fold into its reader was not taken (it did not pay, or the reader joined a GEMM, row-wise or "
+               "attention kernel)";
     } else if (reader < 0) {
       reason = "its output is read by several kernels or returned by the graph";
     } else {

@@ -20,9 +20,6 @@ namespace gpusim::codegen {
 std::string sum_terms(const std::vector<std::string>& terms);
 std::string times(const std::string& e, int64_t k);
 
-// Indices are 32-bit in generated kernels: a tensor over this many elements is refused.
-inline constexpr int64_t kMaxIndex = (int64_t{1} << 31) - 1;
-
 // A Slice's window: per input axis, its first element and step (1 and 0 where not sliced).
 struct SliceWindow {
   std::vector<int64_t> start, step;

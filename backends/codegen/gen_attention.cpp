@@ -25,7 +25,6 @@
 namespace gpusim::codegen {
 namespace {
 
-constexpr int64_t kMaxIndex = std::numeric_limits<int32_t>::max();
 
 // The group node reading tensor t (by its memory), other than those already taken; -1 if none,
 // -2 if several.

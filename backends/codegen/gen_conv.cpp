@@ -17,7 +17,6 @@
 namespace gpusim::codegen {
 namespace {
 
-constexpr int64_t kMaxIndex = std::numeric_limits<int32_t>::max();
 
 struct ConvShape {
   int64_t n = 0, c = 0, m = 0, group = 1, cg = 0, mg = 0;

@@ -20,7 +20,6 @@
 namespace gpusim::codegen {
 namespace {
 
-constexpr int64_t kMaxIndex = std::numeric_limits<int32_t>::max();
 
 // Whether t is computed inside the group (then it has no buffer the kernel could read).
 bool produced_in_group(const GenContext& c, TensorId t) {

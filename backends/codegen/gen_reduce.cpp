@@ -286,8 +286,6 @@ void RowEmitter::finish(Kernel& k, std::string decls, std::string body) const {
 
 namespace {
 
-constexpr int64_t kMaxIndex = (int64_t{1} << 31) - 1;
-
 // "float(LDk(idx))": every input is read as float (integer tensors included: fp32 is exact to 2^24).
 std::string loadf(ArgList& args, TensorId t, const std::string& idx) { return "float(" + args.load(t, idx) + ")"; }
 

@@ -11,6 +11,9 @@
 
 namespace gpusim::codegen {
 
+// Indices are 32-bit in generated kernels: a tensor over this many elements is refused.
+inline constexpr int64_t kMaxIndex = (int64_t{1} << 31) - 1;
+
 struct GenContext {
   const Graph& g;
   const GraphIndex& idx;

@@ -137,6 +137,7 @@ class FusionSpace {
   void members_of(const State& s, int r, std::vector<int>& out) const;
   void remember(const Decision& d, std::shared_ptr<State> s) const;
   std::vector<double> single_us_;
+  std::vector<uint8_t> fold_source_;  // per eager kernel: the data movement of a fold-data-movement candidate
   std::vector<uint8_t> cand_attention_, cand_recompute_;  // per candidate: which pass     // each eager kernel alone (the common case when scoring)
 };
 

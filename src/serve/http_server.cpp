@@ -326,14 +326,15 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
     strm.set_deadline(after(wait_s));
     if (strm.buffered() == 0 && strm.fill() <= 0) return served > 0;
     strm.set_deadline(after(limits_.header_timeout_s));
+    auto headers_too_large = [&] {
+      ++stats_.too_large;
+      refuse(sock, 431, Error{ErrorCode::kLimit, fmt::format("the request's headers are over {} bytes",
+                                                             limits_.max_header_bytes)});
+      return false;
+    };
     std::optional<std::string_view> head;
     while (!(head = strm.head())) {
-      if (static_cast<int64_t>(strm.buffered()) > limits_.max_header_bytes) {
-        ++stats_.too_large;
-        refuse(sock, 431, Error{ErrorCode::kLimit, fmt::format("the request's headers are over {} bytes",
-                                                               limits_.max_header_bytes)});
-        return false;
-      }
+      if (static_cast<int64_t>(strm.buffered()) > limits_.max_header_bytes) return headers_too_large();
       const ssize_t n = strm.fill();
       if (n == 0) return false;  // the client went away
       if (n < 0) {
@@ -345,17 +346,12 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
         return false;
       }
     }
-    if (static_cast<int64_t>(head->size()) > limits_.max_header_bytes) {
-      ++stats_.too_large;
-      refuse(sock, 431, Error{ErrorCode::kLimit, fmt::format("the request's headers are over {} bytes",
-                                                             limits_.max_header_bytes)});
-      return false;
-    }
-    if (content_length(*head) > limits_.max_body_bytes) {
+    if (static_cast<int64_t>(head->size()) > limits_.max_header_bytes) return headers_too_large();
+    if (const int64_t length = content_length(*head); length > limits_.max_body_bytes) {
       ++stats_.too_large;
       refuse(sock, 413, Error{ErrorCode::kLimit, fmt::format("the request body ({} bytes, its Content-Length) is over this "
                                                              "server's limit of {} bytes (gpusim serve --max-body-mb)",
-                                                             content_length(*head), limits_.max_body_bytes)});
+                                                             length, limits_.max_body_bytes)});
       return false;
     }
     // The body within its deadline, and never more than the limit (a chunked body stops there).

@@ -121,12 +121,12 @@ class ModelCache {
     }
   }
   struct Stats {
-    size_t models = 0, imported = 0;
+    size_t models = 0;
     int64_t bytes = 0, imported_bytes = 0;
   };
   Stats stats() {
     std::lock_guard<std::mutex> l(mu_);
-    return {bytes_.size(), imported_.size(), total_, imported_total_};
+    return {bytes_.size(), total_, imported_total_};
   }
 
  private:
@@ -377,7 +377,6 @@ std::vector<std::string> split_commas(const std::string& s) {
 struct Request {
   json body = json::object();
   std::shared_ptr<const std::string> raw_model;  // when the body is the model itself
-  std::string path;
 };
 
 struct Service::Impl {
@@ -502,7 +501,6 @@ struct Service::Impl {
   // Content-Type was checked before the body was read (pre-routing).
   Result<Request> parse(const httplib::Request& req) {
     Request r;
-    r.path = req.path;
     const std::string type = req.get_header_value("Content-Type");
     const bool raw = type.rfind("application/octet-stream", 0) == 0 || type.rfind("application/onnx", 0) == 0;
     if (!raw && !req.params.empty()) {
@@ -639,14 +637,10 @@ struct Service::Impl {
     if (auto st = plain_name(field, name, "GET /v1/profiles lists them; or send the profile's text in \"gpu_yaml\""); !st) {
       return st.error();
     }
+    // A name no profile has is kNotFound (with the closest names); any other failure is a file of
+    // the server's directories that did not load.
     auto p = session.gpu(name);
-    if (!p && p.error().code != ErrorCode::kNotFound && p.error().code != ErrorCode::kInvalidArgument) {
-      return server_file_error("profile", name, p.error());
-    }
-    if (!p && p.error().message.find("no GPU profile named") == std::string::npos &&
-        p.error().message.find("matches") == std::string::npos) {
-      return server_file_error("profile", name, p.error());
-    }
+    if (!p && p.error().code != ErrorCode::kNotFound) return server_file_error("profile", name, p.error());
     return p;
   }
 
@@ -656,14 +650,16 @@ struct Service::Impl {
                                            "pytorch-eager"); !st) {
       return st.error();
     }
-    auto r = find_runtime(name, default_runtime_dirs());
-    if (!r) {
-      if (r.error().message.find("is unknown") != std::string::npos) {
-        return make_error(ErrorCode::kNotFound, fmt::format("\"{}\": {}", field, r.error().message));
-      }
-      return server_file_error("runtime", name, r.error());
+    const std::vector<std::string> dirs = default_runtime_dirs();
+    auto r = find_runtime(name, dirs);
+    if (r) return Ok{};
+    // A name the runtime directories do not list is unknown; a listed one that fails to load is a
+    // file of the server's that is broken.
+    const std::vector<std::string> known = list_runtimes(dirs);
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      return make_error(ErrorCode::kNotFound, fmt::format("\"{}\": {}", field, r.error().message));
     }
-    return Ok{};
+    return server_file_error("runtime", name, r.error());
   }
 
   // ---- the model, the GPU and the options of a request ----
@@ -921,7 +917,7 @@ struct Service::Impl {
     auto parsed = parse(req);
     if (!parsed) {
       ++errors;
-      send_error(res, parsed.error().code == ErrorCode::kLimit ? 413 : http_status(parsed.error()), parsed.error());
+      send_error(res, http_status(parsed.error()), parsed.error());
       return;
     }
     auto token = std::make_shared<CancelToken>();
@@ -1255,7 +1251,7 @@ Service::Answer Service::answer(const std::string& path, const std::string& body
   req.body = body;
   req.set_header("Content-Type", content_type);
   auto parsed = s.parse(req);
-  if (!parsed) return fail(parsed.error().code == ErrorCode::kLimit ? 413 : http_status(parsed.error()), parsed.error());
+  if (!parsed) return fail(http_status(parsed.error()), parsed.error());
   auto out = work(*parsed);
   if (!out) return fail(http_status(out.error()), out.error());
   return Answer{200, std::move(*out)};
