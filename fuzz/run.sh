@@ -2,7 +2,8 @@
 # Builds the libFuzzer targets (clang, AddressSanitizer + UBSan, every library instrumented) in
 # build-fuzz/, assembles their seed corpora and runs them.
 #   fuzz/run.sh [--seconds N] [--jobs J] [--timeout S] [TARGET...]   TARGET: onnx profile plan serve (default all)
-# Each target runs N seconds (default 60), J targets at a time (default: the cores). S: the seconds
+# Each target runs N seconds (default 60), J targets at a time (default: the cores not busy with other
+# work, by the load average; at least 1). S: the seconds
 # one input may take before it counts as a hang (default 10; raise it when the fuzzers share the
 # machine with other work, say `nice`d in the background, where a slice of CPU is not a hang). The corpus of
 # each grows in build-fuzz/corpus/TARGET/ across runs. A crash, leak, undefined behaviour, hang (over
@@ -12,7 +13,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=60
-jobs=$(nproc)
+# Targets at a time: the cores not already busy (a CI machine running another build), at least one.
+jobs=$(awk -v n="$(nproc)" '{ free = n - int($1 + 0.5); print (free < 1 ? 1 : free) }' /proc/loadavg)
 timeout=10
 targets=()
 while [[ $# -gt 0 ]]; do
@@ -50,6 +52,15 @@ find "$root/gpu_profiles" -name '*.yaml' -exec cp {} "$seeds/profile/" \;
 for s in eager greedy beam random split; do
   "$build/tools/gpusim" plan "$root/models/mobilenet_v2.onnx" --gpu nvidia-rtx-3060 --scheduler "$s" \
     --out "$seeds/plan/mobilenet_v2_$s.json" >/dev/null
+done
+# Depth and overflow variants of a real plan (every field deep, or an extreme number), and the
+# regression corpus of every edge (tests/data/bad/EDGE/: the crashes and hostile inputs found so
+# far), so each run starts at the shapes that broke gpusim before.
+python3 "$root/fuzz/hostile_seeds.py" plan "$seeds/plan/mobilenet_v2_eager.json" "$seeds/plan" >/dev/null
+for edge in onnx profile plan serve; do
+  for f in "$root/tests/data/bad/$edge"/*; do
+    [[ $f == *.expected ]] || cp "$f" "$seeds/$edge/bad_$(basename "$f")"
+  done
 done
 # serve: one byte choosing the route (0-4: predict, compare, plan, validate, models) and JSON or
 # raw ONNX (+5), then the body.

@@ -262,17 +262,9 @@ std::string plan_to_json(const Plan& p, const Graph& g) {
 }
 
 Result<Plan> plan_from_json(const std::string& text, const std::string& source, const Graph& g) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    return make_error(ErrorCode::kParse, fmt::format("{}: not valid JSON at byte {}: {}", source, e.byte,
-                                                     std::string(e.what()).substr(std::string(e.what()).find(':') + 2)));
-  } catch (const json::exception& e) {  // a number past double's range (out_of_range 406), ...
-    return make_error(ErrorCode::kParse, fmt::format("{}: not valid JSON: {}", source,
-                                                     std::string(e.what()).substr(std::string(e.what()).find(']') + 2)));
-  }
-  return Reader(source, g).read(j);
+  auto j = parse_json(text, source);
+  if (!j) return j.error();
+  return Reader(source, g).read(*j);
 }
 
 }  // namespace gpusim

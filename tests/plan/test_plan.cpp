@@ -87,6 +87,24 @@ TEST_CASE("plan JSON round trips", "[plan]") {
   CHECK(a->total_us == Approx(b->total_us));
 }
 
+TEST_CASE("a plan nested 100,000 deep in any field is refused, not a stack overflow", "[plan][errors]") {
+  const Graph g = mlp();
+  const std::string text = plan_to_json(eager_plan(g, make_device(gpu("nvidia-l4"))), g);
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  // The field's value replaced by the deep list, for every field the 18 crashes were found in.
+  for (const std::string field : {"\"schema\": ", "\"decisions\": ", "\"tile\": ", "\"stream\": ",
+                                  "\"recomputed\": ", "\"offloaded\": "}) {
+    INFO(field);
+    const size_t at = text.find(field);
+    std::string bad = at == std::string::npos ? "{" + field + deep + ", " + text.substr(1)
+                                              : text.substr(0, at + field.size()) + deep + "," +
+                                                    text.substr(text.find_first_of(",}", at + field.size()) + 1);
+    auto p = plan_from_json(bad, "deep.json", g);
+    REQUIRE_FALSE(p);
+    CHECK_THAT(p.error().message, Contains("deep.json: JSON nested deeper than 64 levels at byte"));
+  }
+}
+
 TEST_CASE("malformed plan files are rejected naming the field", "[plan][errors]") {
   const Graph g = mlp();
   auto err = [&](const std::string& text) {
