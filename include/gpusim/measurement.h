@@ -126,16 +126,33 @@ struct InsertStats {
 // A SQLite file of measurements (schema gpusim.truth/1, src/truth/README.md). Written with
 // transactions in WAL mode, so readers (validate, the autotuner) see either all of an import or
 // none of it, and a crash never leaves half a record.
+// How a store is opened: kCreate makes it when absent; kWrite needs it to exist; kRead opens it
+// read-only (a store in a folder the user may not write, or a file they may only read) and never
+// changes it.
+enum class StoreAccess { kCreate, kWrite, kRead };
+
 class MeasurementStore {
  public:
   // Opens (creating when absent, unless `create` is false) the store at `path`; ":memory:" is a
-  // private in-memory store. Errors name the file and what SQLite said.
+  // private in-memory store. Errors name the file and what SQLite said. A new store's schema is
+  // created in one transaction, so processes creating the same store at once all succeed.
   static Result<MeasurementStore> open(const std::string& path, bool create = true);
+  static Result<MeasurementStore> open(const std::string& path, StoreAccess access);
+  // open(path, StoreAccess::kRead): what every reader (validate, stats, the Dojo) uses.
+  static Result<MeasurementStore> open_read(const std::string& path);
+  // A store used as a cache (the autotuner's default): one that is damaged is moved aside
+  // (set_aside) and a new one started, with `note` saying so; other errors are returned.
+  static Result<MeasurementStore> open_cache(const std::string& path, std::string* note);
+  // Renames a damaged store (and its -wal/-shm files) to PATH.damaged[-N]; returns the new name.
+  static Result<std::string> set_aside(const std::string& path);
   MeasurementStore(MeasurementStore&&) noexcept;
   MeasurementStore& operator=(MeasurementStore&&) noexcept;
   ~MeasurementStore();
 
-  // Adds records in one transaction; a record already present (same key) is skipped.
+  // SQLite's quick_check: an error naming what is damaged (code kParse), or Ok.
+  Status check_integrity() const;
+  // Adds records in one transaction; a record already present (same key) is skipped. The store's
+  // integrity is checked first: a damaged store takes nothing.
   Result<InsertStats> insert(const std::vector<Measurement>& records, const std::string& import_command);
   Result<std::vector<Measurement>> query(const MeasurementQuery& q = {}) const;
   Result<int64_t> count() const;

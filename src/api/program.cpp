@@ -535,14 +535,23 @@ Result<TuneReport> Program::tune(const TuneOptions& opts) noexcept {
                                     p.dev->info().name));
     }
     std::optional<MeasurementStore> store;
+    std::string store_note;
     std::string store_path = opts.store.empty() ? default_tuning_store() : opts.store;
     if (store_path == "off") store_path.clear();
     if (!store_path.empty()) {
       const std::filesystem::path dir = std::filesystem::path(store_path).parent_path();
       std::error_code ec;
       if (!dir.empty()) std::filesystem::create_directories(dir, ec);
-      auto s = MeasurementStore::open(store_path);
+      // The default store is a cache: a damaged one is set aside and started anew. A store the
+      // user named holds their measurements: a damaged one is an error (`tune --clear` sets it aside).
+      auto s = opts.store.empty() ? MeasurementStore::open_cache(store_path, &store_note) : MeasurementStore::open(store_path);
       if (!s) return s.error();
+      if (!opts.store.empty()) {
+        if (auto ok = s->check_integrity(); !ok) {
+          return make_error(ok.error().code, ok.error().message + "; or set it aside with `gpusim tune --clear --store " +
+                                                 store_path + "`");
+        }
+      }
       store = std::move(*s);
     }
     tune::Options o;
@@ -572,6 +581,7 @@ Result<TuneReport> Program::tune(const TuneOptions& opts) noexcept {
     r->driver = p.dev->info().driver;
     r->gpu = p.gpu->name;
     r->store = store_path;
+    if (!store_note.empty()) r->notes.insert(r->notes.begin(), store_note);
     return std::move(*r);
   });
 }

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpusim/json_text.h"
 #include "gpusim/measurement.h"
 #include "gpusim/work_json.h"
 
@@ -222,11 +223,7 @@ namespace {
 Result<nlohmann::json> read_json(const std::string& path) {
   auto text = read_file(path);
   if (!text) return text.error();
-  try {
-    return nlohmann::json::parse(*text);
-  } catch (const nlohmann::json::exception& e) {
-    return make_error(ErrorCode::kParse, fmt::format("{}: not valid JSON ({})", path, e.what()));
-  }
+  return parse_json(*text, path);
 }
 
 }  // namespace
@@ -238,12 +235,8 @@ Result<std::vector<Measurement>> read_run_json(const std::string& path) {
 }
 
 Result<std::vector<Measurement>> parse_run_json(const std::string& text, const std::string& path) {
-  Result<nlohmann::json> j = nlohmann::json();
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    return make_error(ErrorCode::kParse, fmt::format("{}: not valid JSON ({})", path, e.what()));
-  }
+  Result<nlohmann::json> j = parse_json(text, path);
+  if (!j) return j.error();
   std::vector<Measurement> out;
   try {
     const auto& dev = j->at("device");
@@ -285,6 +278,8 @@ Result<std::vector<Measurement>> parse_run_json(const std::string& text, const s
         return make_error(ErrorCode::kParse, fmt::format("{}: measured_us {} is not a positive time", where, m.time_us));
       }
       m.source = "gpusim run";
+      // The profile `run` matched to the device: validate prices the record with it.
+      if (j->contains("gpu") && (*j)["gpu"].is_string()) m.config["profile"] = (*j)["gpu"].get<std::string>();
       m.source_ref = fmt::format("{} {} kernel {}", j->value("model", ""), j->value("dtype", ""), k.value("kernel", 0));
       out.push_back(std::move(m));
     }
@@ -559,7 +554,7 @@ Result<std::vector<Measurement>> read_measurements(const std::string& path, std:
     return read_neusight_csv(path);
   }
   if (ends_with(path, ".db") || ends_with(path, ".sqlite")) {
-    auto s = MeasurementStore::open(path, /*create=*/false);
+    auto s = MeasurementStore::open_read(path);
     if (!s) return s.error();
     return s->query();
   }

@@ -2,12 +2,16 @@
 #include <sqlite3.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +21,16 @@
 
 namespace gpusim {
 namespace {
+
+// A JSON column: a store another program wrote may hold anything, so its nesting is bounded before
+// nlohmann and the recursive readers see it (a too-deep column throws as a malformed one does).
+nlohmann::json column_json(const std::string& text) {
+  if (json_depth_excess(text) != std::string_view::npos) {
+    throw nlohmann::json::out_of_range::create(
+        406, "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels", nullptr);
+  }
+  return nlohmann::json::parse(text);
+}
 
 constexpr const char* kSchema = "gpusim.truth/1";
 
@@ -204,65 +218,192 @@ MeasurementStore& MeasurementStore::operator=(MeasurementStore&&) noexcept = def
 MeasurementStore::~MeasurementStore() = default;
 const std::string& MeasurementStore::path() const { return impl_->path; }
 
+namespace {
+
+// "file:" URI of a path for sqlite3_open_v2 with SQLITE_OPEN_URI: '%', '?' and '#' escaped.
+std::string file_uri(const std::string& path, const char* query) {
+  std::string u = "file:";
+  for (const char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      u += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    } else {
+      u += c;
+    }
+  }
+  return u + query;
+}
+
+bool damaged_code(int rc) { return (rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB; }
+
+}  // namespace
+
 Result<MeasurementStore> MeasurementStore::open(const std::string& path, bool create) {
+  return open(path, create ? StoreAccess::kCreate : StoreAccess::kWrite);
+}
+
+Result<MeasurementStore> MeasurementStore::open_read(const std::string& path) { return open(path, StoreAccess::kRead); }
+
+Result<MeasurementStore> MeasurementStore::open(const std::string& path, StoreAccess access) {
   auto impl = std::make_unique<Impl>();
   impl->path = path;
-  const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
+  const bool read_only = access == StoreAccess::kRead;
+  const int flags = read_only ? SQLITE_OPEN_READONLY
+                              : SQLITE_OPEN_READWRITE | (access == StoreAccess::kCreate ? SQLITE_OPEN_CREATE : 0);
+  auto open_error = [&](const char* why) {
+    return make_error(ErrorCode::kIo, fmt::format("{}: cannot open the measurement store: {}{}", path, why,
+                                                  access == StoreAccess::kCreate
+                                                      ? ""
+                                                      : " (give a store made by `gpusim truth import`)"));
+  };
   if (sqlite3_open_v2(path.c_str(), &impl->db, flags, nullptr) != SQLITE_OK) {
-    return make_error(ErrorCode::kIo,
-                      fmt::format("{}: cannot open the measurement store: {}{}", path,
-                                  impl->db ? sqlite3_errmsg(impl->db) : "out of memory",
-                                  create ? "" : " (give a store made by `gpusim truth import`)"));
+    return open_error(impl->db ? sqlite3_errmsg(impl->db) : "out of memory");
   }
   sqlite3_busy_timeout(impl->db, 10000);
   // A file that is not SQLite fails here, on its first read.
-  Stmt probe(impl->db, "SELECT value FROM meta WHERE key = 'schema'");
-  if (!probe.ok()) {
-    const std::string why = sqlite3_errmsg(impl->db);
-    if (why.find("no such table") == std::string::npos) {
-      return make_error(ErrorCode::kParse,
-                        fmt::format("{}: not a gpusim measurement store ({}); give a .db made by `gpusim truth "
-                                    "import`, or a CSV/JSON file to read",
-                                    path, why));
+  auto probe_schema = [&impl]() -> std::pair<int, std::string> {
+    Stmt probe(impl->db, "SELECT value FROM meta WHERE key = 'schema'");
+    if (!probe.ok()) return {sqlite3_extended_errcode(impl->db), sqlite3_errmsg(impl->db)};
+    const int rc = sqlite3_step(probe.get());
+    if (rc == SQLITE_ROW) return {SQLITE_ROW, probe.col_text(0)};
+    if (rc == SQLITE_DONE) return {SQLITE_DONE, ""};
+    return {sqlite3_extended_errcode(impl->db), sqlite3_errmsg(impl->db)};
+  };
+  auto [rc, schema] = probe_schema();
+  if (read_only && rc != SQLITE_ROW && rc != SQLITE_DONE && !damaged_code(rc) &&
+      schema.find("no such table") == std::string::npos) {
+    // A WAL store in a folder the user may not write: SQLite cannot make its -shm file. Nobody can
+    // write it from here, so read it as immutable.
+    sqlite3_close(impl->db);
+    impl->db = nullptr;
+    if (sqlite3_open_v2(file_uri(path, "?immutable=1").c_str(), &impl->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
+                        nullptr) != SQLITE_OK) {
+      return open_error(impl->db ? sqlite3_errmsg(impl->db) : "out of memory");
     }
-    if (path != ":memory:") {
-      if (auto r = impl->exec("PRAGMA journal_mode = WAL", "cannot switch to WAL mode"); !r) return r.error();
-    }
-    if (auto r = impl->exec(kCreate, "cannot create the schema"); !r) return r.error();
-    Stmt put(impl->db, "INSERT INTO meta (key, value) VALUES ('schema', ?1)");
-    put.text(1, kSchema);
-    if (sqlite3_step(put.get()) != SQLITE_DONE) return impl->fail("cannot write the schema version");
-  } else if (sqlite3_step(probe.get()) == SQLITE_ROW) {
-    const std::string schema = probe.col_text(0);
-    if (schema != kSchema) {
-      return make_error(ErrorCode::kParse,
-                        fmt::format("{}: measurement store schema \"{}\"; this gpusim reads \"{}\" (re-import the "
-                                    "sources into a new store)",
-                                    path, schema, kSchema));
-    }
+    std::tie(rc, schema) = probe_schema();
   }
-  if (auto r = impl->exec(kCreateTuning, "cannot create the tuning cache table"); !r) return r.error();
-  if (auto r = impl->exec(kCreateGraphs, "cannot create the graphs table"); !r) return r.error();
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+    if (damaged_code(rc) || schema.find("no such table") == std::string::npos) {
+      return make_error(ErrorCode::kParse,
+                        fmt::format("{}: not a gpusim measurement store, or a damaged one ({}); give a .db made by "
+                                    "`gpusim truth import`, or a CSV/JSON file to read",
+                                    path, schema));
+    }
+    if (read_only) {
+      return make_error(ErrorCode::kParse, fmt::format("{}: not a gpusim measurement store (it has no meta table); give "
+                                                       "a .db made by `gpusim truth import`",
+                                                       path));
+    }
+  } else if (rc == SQLITE_ROW && schema != kSchema) {
+    return make_error(ErrorCode::kParse,
+                      fmt::format("{}: measurement store schema \"{}\"; this gpusim reads \"{}\" (re-import the "
+                                  "sources into a new store)",
+                                  path, schema, kSchema));
+  }
+  if (read_only) return MeasurementStore(std::move(impl));
+  if (rc != SQLITE_ROW && path != ":memory:") {
+    // Outside the transaction (SQLite cannot change the journal mode inside one); idempotent.
+    if (auto r = impl->exec("PRAGMA journal_mode = WAL", "cannot switch to WAL mode"); !r) return r.error();
+  }
+  // The schema in one IMMEDIATE transaction: two processes creating the same new store queue on the
+  // write lock, and the second finds the first's tables (every statement is idempotent).
+  if (auto r = impl->exec("BEGIN IMMEDIATE", "cannot lock the store to create its schema"); !r) return r.error();
+  auto rollback = [&impl](Error e) {
+    sqlite3_exec(impl->db, "ROLLBACK", nullptr, nullptr, nullptr);
+    return e;
+  };
+  if (auto r = impl->exec(kCreate, "cannot create the schema"); !r) return rollback(r.error());
+  {
+    Stmt put(impl->db, "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?1)");
+    put.text(1, kSchema);
+    if (sqlite3_step(put.get()) != SQLITE_DONE) return rollback(impl->fail("cannot write the schema version"));
+  }
+  if (auto r = impl->exec(kCreateTuning, "cannot create the tuning cache table"); !r) return rollback(r.error());
+  if (auto r = impl->exec(kCreateGraphs, "cannot create the graphs table"); !r) return rollback(r.error());
   {
     bool has_graph = false;
-    Stmt cols(impl->db, "PRAGMA table_info(measurements)");
-    while (sqlite3_step(cols.get()) == SQLITE_ROW) has_graph = has_graph || cols.col_text(1) == "graph";
+    {
+      Stmt cols(impl->db, "PRAGMA table_info(measurements)");
+      while (sqlite3_step(cols.get()) == SQLITE_ROW) has_graph = has_graph || cols.col_text(1) == "graph";
+    }
     if (!has_graph) {
       if (auto r = impl->exec("ALTER TABLE measurements ADD COLUMN graph TEXT NOT NULL DEFAULT '';"
                               "ALTER TABLE measurements ADD COLUMN config TEXT NOT NULL DEFAULT '{}';",
                               "cannot add the whole-model columns");
           !r) {
-        return r.error();
+        return rollback(r.error());
       }
     }
   }
+  if (auto r = impl->exec("COMMIT", "cannot commit the schema"); !r) return rollback(r.error());
   return MeasurementStore(std::move(impl));
+}
+
+Status MeasurementStore::check_integrity() const {
+  Stmt s(impl_->db, "PRAGMA quick_check(5)");
+  std::vector<std::string> problems;
+  if (s.ok()) {
+    int rc = SQLITE_ROW;
+    while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+      const std::string line = s.col_text(0);
+      if (line != "ok") problems.push_back(line);
+    }
+    if (rc != SQLITE_DONE) problems.push_back(sqlite3_errmsg(impl_->db));
+  } else {
+    problems.push_back(sqlite3_errmsg(impl_->db));
+  }
+  if (problems.empty()) return Ok{};
+  return make_error(ErrorCode::kParse,
+                    fmt::format("{}: the measurement store is damaged ({}); nothing was written. Restore it from a "
+                                "copy, or re-import its sources into a new store (`sqlite3 {} .recover` salvages "
+                                "what is readable)",
+                                impl_->path, fmt::join(problems, "; "), impl_->path));
+}
+
+Result<std::string> MeasurementStore::set_aside(const std::string& path) {
+  std::string aside = path + ".damaged";
+  std::error_code ec;
+  for (int k = 2; std::filesystem::exists(aside, ec); ++k) aside = fmt::format("{}.damaged-{}", path, k);
+  std::filesystem::rename(path, aside, ec);
+  if (ec) {
+    return make_error(ErrorCode::kIo, fmt::format("{}: cannot move the damaged store aside to {}: {}", path, aside,
+                                                  ec.message()));
+  }
+  for (const char* side : {"-wal", "-shm", "-journal"}) {
+    if (std::filesystem::exists(path + side, ec)) std::filesystem::rename(path + side, aside + side, ec);
+  }
+  return aside;
+}
+
+Result<MeasurementStore> MeasurementStore::open_cache(const std::string& path, std::string* note) {
+  bool existed = false;
+  {
+    std::error_code ec;
+    existed = std::filesystem::exists(path, ec);
+  }
+  auto s = open(path, StoreAccess::kCreate);
+  Status ok = s ? s->check_integrity() : Status(s.error());
+  if (ok || !existed || ok.error().code != ErrorCode::kParse) {
+    if (!s) return s.error();
+    if (!ok) return ok.error();
+    return s;
+  }
+  if (s) s = make_error(ErrorCode::kIo, "closed");  // close it before the rename
+  auto aside = set_aside(path);
+  if (!aside) return aside.error();
+  if (note) {
+    *note = fmt::format("{}: {}; moved to {} and started anew (its measurements stay there)", path, ok.error().message,
+                        *aside);
+  }
+  return open(path, StoreAccess::kCreate);
 }
 
 Result<InsertStats> MeasurementStore::insert(const std::vector<Measurement>& records,
                                              const std::string& import_command) {
   sqlite3* db = impl_->db;
   InsertStats st;
+  // A damaged store would take the import and then fail every read ("database disk image is
+  // malformed"): check first, so an import never reports records it could not keep.
+  if (auto ok = check_integrity(); !ok) return ok.error();
   if (auto r = impl_->exec("BEGIN IMMEDIATE", "cannot start the import"); !r) return r.error();
   auto rollback = [&](Error e) {
     sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -351,24 +492,24 @@ Result<std::vector<Measurement>> MeasurementStore::query(const MeasurementQuery&
     m.op_class = s.col_text(c++);
     const std::string where = fmt::format("{}: record {}", impl_->path, out.size() + 1);
     try {
-      m.dims = nlohmann::json::parse(s.col_text(c++)).get<std::map<std::string, int64_t>>();
+      m.dims = column_json(s.col_text(c++)).get<std::map<std::string, int64_t>>();
       const std::string dt = s.col_text(c++);
       auto d = dtype_named(dt);
       if (!d) return make_error(ErrorCode::kParse, fmt::format("{}: dtype \"{}\" is unknown", where, dt));
       m.dtype = *d;
       if (sqlite3_column_type(s.get(), c) != SQLITE_NULL) {
-        auto w = work_from_json(nlohmann::json::parse(s.col_text(c)), where);
+        auto w = work_from_json(column_json(s.col_text(c)), where);
         if (!w) return w.error();
         m.work = *w;
       }
       ++c;
       if (sqlite3_column_type(s.get(), c) != SQLITE_NULL) {
-        auto t = tile_from_json(nlohmann::json::parse(s.col_text(c)), where);
+        auto t = tile_from_json(column_json(s.col_text(c)), where);
         if (!t) return t.error();
         m.tile = *t;
       }
       ++c;
-      m.fused_ops = nlohmann::json::parse(s.col_text(c++)).get<std::vector<std::string>>();
+      m.fused_ops = column_json(s.col_text(c++)).get<std::vector<std::string>>();
     } catch (const nlohmann::json::exception& e) {
       return make_error(ErrorCode::kParse, fmt::format("{}: a JSON column is malformed ({})", where, e.what()));
     }
@@ -392,7 +533,7 @@ Result<std::vector<Measurement>> MeasurementStore::query(const MeasurementQuery&
     m.source_ref = s.col_text(c++);
     m.graph = s.col_text(c++);
     try {
-      m.config = nlohmann::json::parse(s.col_text(c++)).get<std::map<std::string, std::string>>();
+      m.config = column_json(s.col_text(c++)).get<std::map<std::string, std::string>>();
     } catch (const nlohmann::json::exception& e) {
       return make_error(ErrorCode::kParse, fmt::format("{}: record {}: the config column is malformed ({})", impl_->path,
                                                        out.size() + 1, e.what()));
@@ -442,21 +583,24 @@ Result<std::optional<TuningEntry>> MeasurementStore::tuned(const std::string& ke
   e.signature = s.col_text(3);
   e.backend = s.col_text(4);
   e.group = s.col_text(5);
+  // An entry answers only for the key it was built for, and only when whole: one whose fields hash
+  // to another key (a row copied or edited by hand), whose tile is malformed or whose time is not a
+  // positive number is a miss, and the tuner measures again and replaces it.
+  if (tuning_key(e.device, e.driver, e.version, e.signature) != key) return std::optional<TuningEntry>{};
   const std::string where = fmt::format("{}: tuning cache entry {}", impl_->path, key);
   try {
-    auto t = tile_from_json(nlohmann::json::parse(s.col_text(6)), where);
-    if (!t) return t.error();
+    auto t = tile_from_json(column_json(s.col_text(6)), where);
+    if (!t) return std::optional<TuningEntry>{};
     e.tile = *t;
-  } catch (const nlohmann::json::exception& ex) {
-    return make_error(ErrorCode::kParse, fmt::format("{}: its tile is malformed ({}); clear the cache with `gpusim "
-                                                     "tune --clear`",
-                                                     where, ex.what()));
+  } catch (const nlohmann::json::exception&) {
+    return std::optional<TuningEntry>{};
   }
   e.time_us = sqlite3_column_double(s.get(), 7);
   e.predicted_us = sqlite3_column_double(s.get(), 8);
   e.candidates = static_cast<int>(sqlite3_column_int64(s.get(), 9));
   e.tuned_at = s.col_text(10);
   e.split = sqlite3_column_int64(s.get(), 11) != 0;
+  if (!std::isfinite(e.time_us) || e.time_us <= 0) return std::optional<TuningEntry>{};
   return std::optional<TuningEntry>{std::move(e)};
 }
 

@@ -21,7 +21,9 @@ class Targets {
  public:
   explicit Targets(const ValidateOptions& opts);
   // The target of a device name, or nullptr (why_missing says why). Not thread-safe: resolve first.
-  const Target* find(const std::string& device);
+  // `matched`: the profile the record itself names (a `gpusim run --json` record: the profile run
+  // matched to its device), used when no --profile-for entry names one.
+  const Target* find(const std::string& device, const std::string& matched = "");
   const std::string& why_missing(const std::string& device) const { return missing_.at(device); }
   // Whether --gpu keeps this device (every device when none was given).
   bool wanted(const std::string& device, const Target* t) const;

@@ -67,12 +67,14 @@ Targets::Targets(const ValidateOptions& opts) : opts_(opts), runtime_dirs_(defau
   for (const std::string& g : opts.gpus) keep_.push_back(normalized(g));
 }
 
-const Target* Targets::find(const std::string& gpu) {
+const Target* Targets::find(const std::string& gpu, const std::string& matched) {
   if (auto it = targets_.find(gpu); it != targets_.end()) return &it->second;
   if (missing_.count(gpu)) return nullptr;
   std::string name;
   if (auto it = opts_.profile_for.find(gpu); it != opts_.profile_for.end()) {
     name = it->second;
+  } else if (!matched.empty() && loaded_.count(matched)) {
+    name = matched;  // the profile the run itself matched to the device (gpusim run --json's "gpu")
   } else if (auto jt = by_display_.find(normalized(gpu)); jt != by_display_.end()) {
     name = jt->second;
   }
@@ -161,7 +163,8 @@ Result<ValidationReport> validate(const std::vector<Measurement>& records, const
       any_model = true;
       continue;
     }
-    const truth::Target* t = targets.find(m.gpu);
+    const auto matched = m.config.find("profile");
+    const truth::Target* t = targets.find(m.gpu, matched == m.config.end() ? std::string() : matched->second);
     if (!targets.wanted(m.gpu, t)) continue;
     if (!t) {
       ++skip_counts[targets.why_missing(m.gpu)];

@@ -3,18 +3,22 @@
 // statistics match brute force, and the recorded validation figures hold (the CI guard).
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "gpusim/kernel_cost.h"
+#include "gpusim/json_text.h"
 #include "gpusim/measurement.h"
 #include "gpusim/runtime.h"
 #include "gpusim/validate.h"
 #include "gpusim/work_json.h"
+#include "support/devices.h"
 #include "support/onnx_builder.h"
 #include "support/run_cli.h"
 
@@ -100,7 +104,7 @@ TEST_CASE("the store refuses files that are not stores", "[truth]") {
   const std::string p = write("not_a_store.db", "this is not sqlite, just text that is long enough to be read as a header");
   auto s = MeasurementStore::open(p);
   REQUIRE_FALSE(s);
-  CHECK_THAT(s.error().message, Catch::StartsWith(p + ": not a gpusim measurement store ("));
+  CHECK_THAT(s.error().message, Catch::StartsWith(p + ": not a gpusim measurement store, or a damaged one ("));
   auto missing = MeasurementStore::open("/nonexistent-dir/x.db");
   REQUIRE_FALSE(missing);
   CHECK_THAT(missing.error().message, Catch::StartsWith("/nonexistent-dir/x.db: cannot open the measurement store"));
@@ -415,6 +419,122 @@ TEST_CASE("validate names what it cannot predict", "[truth][cli]") {
   CHECK_THAT(n.out, Catch::Contains("nothing was validated: every one of the 1 record(s) was skipped"));
 }
 
+TEST_CASE("the store checks its integrity before an import, opens read-only to read, and creates its schema once",
+          "[truth][cli][errors]") {
+  const fs::path dir = fs::path(test::temp_dir()) / "gpusim_store_integrity";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string db = (dir / "damaged.db").string();
+  {
+    auto s = MeasurementStore::open(db);
+    REQUIRE(s);
+    std::vector<Measurement> many;
+    for (int i = 0; i < 400; ++i) {
+      Measurement m = sample_record();
+      m.time_us = 10 + i;
+      m.source_ref = "row " + std::to_string(i) + std::string(200, 'x');
+      many.push_back(m);
+    }
+    REQUIRE(s->insert(many, "test"));
+    REQUIRE(s->check_integrity());
+  }
+  // Damaged pages (a disk fault, a copy cut short): the import refuses and adds nothing.
+  {
+    std::fstream f(db, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(4096 * 3);
+    const std::string junk(4096 * 4, '\xa5');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  const std::string src = test::source_dir() + "/tests/data/truth/neusight-sample/add.csv.xz";
+  auto r = test::run_gpusim("truth import --db " + db + " " + src);
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.out, Catch::Contains(db + ": the measurement store is damaged ("));
+  CHECK_THAT(r.out, Catch::Contains("nothing was written"));
+  CHECK_THAT(r.out, !Catch::Contains("added"));
+  // tune --clear always works: the damaged store is moved aside whole, and a new cache starts.
+  r = test::run_gpusim("tune --clear --store " + db);
+  CHECK(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("damaged ("));
+  CHECK_THAT(r.out, Catch::Contains("moved to " + db + ".damaged"));
+  CHECK(fs::exists(db + ".damaged"));
+  CHECK_FALSE(fs::exists(db));
+  { std::ofstream(db) << "not a database at all, just text long enough to be read as a header......"; }
+  r = test::run_gpusim("tune --clear --store " + db);
+  CHECK(r.rc == 0);
+  CHECK(fs::exists(db + ".damaged-2"));
+
+  // Read-only: a reader never changes the store, even one of an older layout.
+  const std::string ro = (dir / "ro.db").string();
+  {
+    auto s = MeasurementStore::open(ro);
+    REQUIRE(s);
+    REQUIRE(s->insert({sample_record()}, "test"));
+  }
+  const auto stamp = fs::last_write_time(ro);
+  {
+    auto s = MeasurementStore::open_read(ro);
+    REQUIRE(s);
+    CHECK(*s->count() == 1);
+    auto w = s->insert({sample_record()}, "write through a reader");
+    REQUIRE_FALSE(w);
+  }
+  CHECK(fs::last_write_time(ro) == stamp);
+  // A WAL store whose -shm cannot be made (a folder the user may only read): read as immutable.
+  fs::remove(ro + "-shm");
+  fs::remove(ro + "-wal");
+  fs::create_directory(ro + "-shm");
+  {
+    auto s = MeasurementStore::open_read(ro);
+    REQUIRE(s);
+    CHECK(*s->count() == 1);
+  }
+  r = test::run_gpusim("truth stats --db " + ro);
+  CHECK(r.rc == 0);
+  fs::remove(ro + "-shm");
+  auto absent = MeasurementStore::open_read((dir / "absent.db").string());
+  REQUIRE_FALSE(absent);
+  CHECK_FALSE(fs::exists(dir / "absent.db"));
+
+  // Eight connections creating the same new store at once all succeed, with one schema.
+  const std::string fresh = (dir / "race.db").string();
+  std::atomic<int> ok{0}, ready{0};
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(8);
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      ++ready;
+      while (ready < 8) std::this_thread::yield();
+      auto s = MeasurementStore::open(fresh);
+      if (!s) {
+        errors[static_cast<size_t>(i)] = s.error().message;
+        return;
+      }
+      Measurement m = sample_record();
+      m.time_us = 100 + i;
+      if (auto st = s->insert({m}, "race"); st) ++ok; else errors[static_cast<size_t>(i)] = st.error().message;
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) CHECK(e.empty());
+  CHECK(ok == 8);
+  CHECK(*MeasurementStore::open_read(fresh)->count() == 8);
+}
+
+TEST_CASE("readers refuse JSON nested deeper than 64 levels instead of overflowing the stack", "[truth][errors]") {
+  const std::string deep(100000, '[');
+  const std::string p = write("deep_run.json", "{\"schema\": \"gpusim.run/1\", \"device\": " + deep);
+  auto r = read_measurements(p);
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::StartsWith(p + ": JSON nested deeper than 64 levels at byte 100"));
+  auto q = parse_run_json("{\"a\": \"[[[[ in a string ]]]]\", " + std::string(70, '{'), "run.json");
+  REQUIRE_FALSE(q);
+  CHECK_THAT(q.error().message, Catch::Contains("nested deeper than 64 levels at byte"));
+  // Strings do not count, escapes included; 64 levels are fine.
+  CHECK(json_depth_excess("[\"\\\"[[[[[[\"]", 1) == std::string_view::npos);
+  CHECK(json_depth_excess(std::string(64, '[') + std::string(64, ']')) == std::string_view::npos);
+  CHECK(json_depth_excess(std::string(65, '[')) == 64);
+}
+
 TEST_CASE("gpusim truth import is idempotent", "[truth][cli]") {
   const std::string db = (fs::path(test::temp_dir()) / "gpusim_import_test.db").string();
   fs::remove(db);
@@ -592,4 +712,26 @@ TEST_CASE("whole-model errors on the timm sample do not rise above the recorded 
   INFO(r.out);
   CHECK(r.rc == 0);
   CHECK_THAT(r.out, Catch::Contains("whole models") && Catch::Contains("speed-up torch-compile"));
+}
+
+TEST_CASE("validate on gpusim run --json output prices each record with the profile the run matched",
+          "[truth][cli][vulkan]") {
+  if (!test::device("vulkan")) return;  // says why
+  test::OnnxBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {int64_t{64}, int64_t{128}});
+  b.initializer("w", onnx::TensorProto::FLOAT, {128, 256});
+  b.node("MatMul", {"x", "w"}, {"y"});
+  b.node("Relu", {"y"}, {"z"});
+  b.output("z");
+  const std::string model = b.write("validate_run_matmul.onnx");
+  const test::Run r = test::run_gpusim("run " + model + " --backend vulkan --repeat 2 --json");
+  REQUIRE(r.rc == 0);
+  const auto doc = nlohmann::json::parse(r.out);
+  REQUIRE(doc.contains("gpu"));  // the profile run matched to the device (lavapipe on CI)
+  const std::string run_json = write("validate_run.json", r.out);
+  const test::Run v = test::run_gpusim("validate --truth " + run_json);
+  INFO(v.out << v.out);
+  CHECK(v.rc == 0);
+  CHECK_THAT(v.out, !Catch::Contains("no profile for"));
+  CHECK_THAT(v.out, Catch::Contains(doc["gpu"].get<std::string>()));
 }

@@ -92,19 +92,43 @@ int cache_command(const TuneArgs& a) {
     }
     return 0;
   }
-  auto store = MeasurementStore::open(path, false);
-  if (!store) {
-    fmt::print(stderr, "gpusim tune: {}\n", store.error().message);
-    return 1;
-  }
   if (a.clear) {
-    auto n = store->clear_tuned();
-    if (!n) {
+    // --clear always works: a store that cannot be opened or cleared because it is damaged (or is
+    // not a store at all) is moved aside, losing nothing, and the next tune starts a new one.
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+      fmt::print(stderr, "gpusim tune: {} is not a regular file; give the store's path with --store\n", path);
+      return 1;
+    }
+    auto store = MeasurementStore::open(path, false);
+    Result<int64_t> n = [&]() -> Result<int64_t> {
+      if (!store) return store.error();
+      if (auto ok = store->check_integrity(); !ok) return ok.error();
+      return store->clear_tuned();
+    }();
+    if (n) {
+      fmt::print("tuning cache {}: {} entries removed (the measurements stay in the store)\n", path, *n);
+      return 0;
+    }
+    if (n.error().code != ErrorCode::kParse) {
       fmt::print(stderr, "gpusim tune: {}\n", n.error().message);
       return 1;
     }
-    fmt::print("tuning cache {}: {} entries removed (the measurements stay in the store)\n", path, *n);
+    if (store) store = make_error(ErrorCode::kIo, "closed");
+    auto aside = MeasurementStore::set_aside(path);
+    if (!aside) {
+      fmt::print(stderr, "gpusim tune: {} ({})\n", aside.error().message, n.error().message);
+      return 1;
+    }
+    fmt::print("tuning cache {}: damaged ({}); moved to {} (its measurements stay there); the next tune starts a new "
+               "cache\n",
+               path, n.error().message, *aside);
     return 0;
+  }
+  auto store = MeasurementStore::open_read(path);
+  if (!store) {
+    fmt::print(stderr, "gpusim tune: {}\n", store.error().message);
+    return 1;
   }
   auto info = store->tuning_info();
   if (!info) {

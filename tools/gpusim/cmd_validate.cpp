@@ -509,7 +509,7 @@ void add_truth(CLI::App& app, int& rc) {
   auto* stats = cmd->add_subcommand("stats", "Count a store's records per source, GPU and op class");
   stats->add_option("--db", *sdb, "The store (SQLite file)")->required();
   stats->callback([sdb, &rc] {
-    auto store = MeasurementStore::open(*sdb, /*create=*/false);
+    auto store = MeasurementStore::open_read(*sdb);
     if (!store) {
       fmt::print(stderr, "gpusim truth stats: {}\n", store.error().message);
       rc = 1;
