@@ -14,9 +14,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -287,6 +290,53 @@ TEST_CASE("kernel disk cache stores and loads by key", "[cuda][hip]") {
   CHECK(*loaded == bytes);
   ::setenv("GPUSIM_KERNEL_CACHE_DIR", "off", 1);
   CHECK_FALSE(backend::kernel_cache_load("cuda/sm_80", key + ".cubin").has_value());
+}
+
+TEST_CASE("kernel disk cache entries record their key: swapped, linked, FIFO or damaged entries are rebuilt",
+          "[cuda][hip]") {
+  TempCache cache;
+  namespace fs = std::filesystem;
+  const std::string a = backend::kernel_cache_key(1, "spirv", "shaderc", "") + ".spv";
+  const std::string b = backend::kernel_cache_key(2, "spirv", "shaderc", "") + ".spv";
+  backend::kernel_cache_store("vulkan/spirv", a, "kernel A");
+  backend::kernel_cache_store("vulkan/spirv", b, "kernel B");
+  const fs::path dir = fs::path(cache.dir) / "vulkan" / "spirv";
+  REQUIRE(backend::kernel_cache_load("vulkan/spirv", a) == std::optional<std::string>("kernel A"));
+  // Swapped on disk: each checksum is intact, but each file names the other entry.
+  fs::rename(dir / a, dir / "swap");
+  fs::rename(dir / b, dir / a);
+  fs::rename(dir / "swap", dir / b);
+  CHECK_FALSE(backend::kernel_cache_load("vulkan/spirv", a).has_value());
+  CHECK_FALSE(backend::kernel_cache_load("vulkan/spirv", b).has_value());
+  // The same name in another folder is another entry.
+  backend::kernel_cache_store("cuda/sm_80", a, "cubin");
+  fs::copy_file(dir.parent_path().parent_path() / "cuda" / "sm_80" / a, dir / a, fs::copy_options::overwrite_existing);
+  CHECK_FALSE(backend::kernel_cache_load("vulkan/spirv", a).has_value());
+  // A rebuilt entry loads again.
+  backend::kernel_cache_store("vulkan/spirv", a, "kernel A");
+  CHECK(backend::kernel_cache_load("vulkan/spirv", a) == std::optional<std::string>("kernel A"));
+  // A link to /dev/zero, a FIFO: absent at once (no abort, no wait), and the next store replaces them.
+  fs::remove(dir / b);
+  fs::create_symlink("/dev/zero", dir / b);
+  CHECK_FALSE(backend::kernel_cache_load("vulkan/spirv", b).has_value());
+  backend::kernel_cache_store("vulkan/spirv", b, "kernel B");
+  CHECK(fs::is_regular_file(fs::symlink_status(dir / b)));
+  CHECK(backend::kernel_cache_load("vulkan/spirv", b) == std::optional<std::string>("kernel B"));
+  fs::remove(dir / b);
+  REQUIRE(::mkfifo((dir / b).c_str(), 0600) == 0);
+  CHECK_FALSE(backend::kernel_cache_load("vulkan/spirv", b).has_value());
+  backend::kernel_cache_store("vulkan/spirv", b, "kernel B");
+  CHECK(backend::kernel_cache_load("vulkan/spirv", b) == std::optional<std::string>("kernel B"));
+  // A link to a good entry is not followed either.
+  fs::remove(dir / b);
+  fs::create_symlink(dir / a, dir / b);
+  CHECK_FALSE(backend::kernel_cache_load("vulkan/spirv", b).has_value());
+  // Truncated and old-format files.
+  backend::kernel_cache_store("vulkan/spirv", a, "kernel A");
+  fs::resize_file(dir / a, fs::file_size(dir / a) - 3);
+  CHECK_FALSE(backend::kernel_cache_load("vulkan/spirv", a).has_value());
+  { std::ofstream(dir / a, std::ios::binary | std::ios::trunc) << "x"; }
+  CHECK_FALSE(backend::kernel_cache_load("vulkan/spirv", a).has_value());
 }
 
 #ifdef GPUSIM_HAVE_CUDA
