@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cctype>
 #include <ctime>
 #include <filesystem>
 #include <map>
@@ -187,11 +188,12 @@ Result<Outcome> run(backend::Backend& dev, const GpuProfile& base, const Options
   return o;
 }
 
-std::string profile_yaml(const Outcome& o, const std::string& name) {
+std::string profile_yaml(const Outcome& o, const std::string& name, const std::string& measurements_file) {
   const GpuProfile& c = o.calibrated;
   std::string y;
-  y += fmt::format("# Written by gpusim calibrate on {} ({} s{}). Raw measurements: {}.measurements.json\n", o.date,
-                   static_cast<int>(std::lround(o.elapsed_s)), o.quick ? ", --quick" : "", name);
+  y += fmt::format("# Written by gpusim calibrate on {} ({} s{}). Raw measurements: {}\n", o.date,
+                   static_cast<int>(std::lround(o.elapsed_s)), o.quick ? ", --quick" : "",
+                   measurements_file.empty() ? name + ".measurements.json" : measurements_file);
   y += "schema: gpusim.profile/1\n";
   y += fmt::format("name: {}\n", name);
   y += fmt::format("display_name: {}\n", quote(o.base.display_name));
@@ -203,6 +205,7 @@ std::string profile_yaml(const Outcome& o, const std::string& name) {
   y += fmt::format("  driver: {}\n", quote(o.device.driver));
   y += fmt::format("  date: {}\n", o.date);
   if (!o.command.empty()) y += fmt::format("  command: {}\n", quote(o.command));
+  if (!measurements_file.empty()) y += fmt::format("  measurements: {}\n", quote(measurements_file));
   auto entry = [&](const std::string& key, double value, const Figure* f, const std::string& unit) {
     if (f) {
       return fmt::format("    {}: {{value: {}, p50: {}, p95: {}, unit: {}, repeats: {}}}\n", key, num(value), num(f->stats.p50),
@@ -319,6 +322,31 @@ std::string report(const Outcome& o) {
   return r;
 }
 
+namespace {
+
+// Removes <name>.measurements.json (the name before content-named files) and every
+// <name>.<12 hex>.measurements.json but `keep`: measurements of profiles since replaced, or of
+// a calibration killed before its profile was written.
+void remove_unnamed_measurements(const fs::path& dir, const std::string& name, const std::string& keep) {
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string f = it->path().filename().string();
+    if (f == keep) continue;
+    bool ours = f == name + ".measurements.json";
+    const std::string tail = ".measurements.json";
+    if (!ours && f.size() == name.size() + 1 + 12 + tail.size() && f.compare(0, name.size() + 1, name + ".") == 0 &&
+        f.compare(f.size() - tail.size(), tail.size(), tail) == 0) {
+      ours = std::all_of(f.begin() + static_cast<std::ptrdiff_t>(name.size() + 1),
+                         f.begin() + static_cast<std::ptrdiff_t>(name.size() + 13),
+                         [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
+    }
+    std::error_code rec;
+    if (ours) fs::remove(it->path(), rec);
+  }
+}
+
+}  // namespace
+
 Status write_profile(const Outcome& o, const std::string& path, const std::vector<std::string>& dirs) {
   const fs::path target(path);
   if (target.extension() != ".yaml") {
@@ -334,8 +362,17 @@ Status write_profile(const Outcome& o, const std::string& path, const std::vecto
     return make_error(ErrorCode::kIo, fmt::format("calibrate: --out {}: cannot create directory {}: {}", path,
                                                   parent.string(), ec.message()));
   }
+  // The pair is committed in one step: the measurements go to a new file named for their content
+  // (<name>.<id>.measurements.json, never replacing a file the current profile names), then the
+  // profile that names them replaces the old one in one rename. A kill before that rename leaves
+  // the old profile with its old measurements; after it, the new pair. Measurements no profile
+  // names any more are removed last.
+  const std::string json = raw_json(o, name).dump(1, ' ', false, kInvalidUtf8) + "\n";
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const unsigned char ch : json) h = (h ^ ch) * 0x100000001b3ull;
+  const std::string measurements = fmt::format("{}.{:012x}.measurements.json", name, h & 0xffffffffffffull);
   // Checked before anything is written: the profile must load as it will be read back.
-  const std::string yaml = profile_yaml(o, name);
+  const std::string yaml = profile_yaml(o, name, measurements);
   std::vector<std::string> search = dirs;
   auto loaded = load_profile_yaml(yaml, target.string(), search);
   if (!loaded) {
@@ -343,15 +380,14 @@ Status write_profile(const Outcome& o, const std::string& path, const std::vecto
                                                   "nothing was written",
                                                   path, loaded.error().message));
   }
-  // Each file whole or not at all, even if the process is killed (write_file_atomic): the
-  // measurements first, so a profile on disk always has its measurements beside it.
-  const std::string json = raw_json(o, name).dump(1, ' ', false, kInvalidUtf8) + "\n";
-  if (auto s = write_file_atomic((parent / (name + ".measurements.json")).string(), json); !s) {
-    return make_error(ErrorCode::kIo, fmt::format("calibrate: --out {}: {}", path, s.error().message));
+  if (auto s = write_file_atomic((parent / measurements).string(), json); !s) {
+    return make_error(ErrorCode::kIo, fmt::format("calibrate: --out {}: {}; nothing was replaced", path, s.error().message));
   }
   if (auto s = write_file_atomic(target.string(), yaml); !s) {
-    return make_error(ErrorCode::kIo, fmt::format("calibrate: --out {}: {}", path, s.error().message));
+    fs::remove(parent / measurements, ec);
+    return make_error(ErrorCode::kIo, fmt::format("calibrate: --out {}: {}; nothing was replaced", path, s.error().message));
   }
+  remove_unnamed_measurements(parent, name, measurements);
   return Ok{};
 }
 

@@ -59,17 +59,19 @@ Result<Outcome> run(backend::Backend& dev, const GpuProfile& base, const Options
 
 // The calibrated profile's YAML: `extends: <base>` and a `calibrated` block (schema in
 // gpu_profiles/README.md). `name` must be the file name without .yaml.
-std::string profile_yaml(const Outcome& o, const std::string& name);
+std::string profile_yaml(const Outcome& o, const std::string& name, const std::string& measurements_file = "");
 // Everything measured, for the record and for CI checks without the device (schema
 // gpusim.calibration/1, documented in calibrate/README.md).
 nlohmann::json raw_json(const Outcome& o, const std::string& profile_name);
 // The human report: each figure against its datasheet figure, the fit, errors before and after.
 std::string report(const Outcome& o);
 
-// Writes the profile to `path` (and the raw data beside it as <stem>.measurements.json)
-// atomically: both are written to a temporary directory next to `path`, the profile is loaded
-// back and validated (resolving `extends:` in `dirs`), then both are renamed into place. An
-// interrupted or failed run leaves no partial file.
+// Writes the profile to `path` and the raw data beside it as <stem>.<id>.measurements.json (id:
+// a hash of its content), as one step: the profile is built and loaded back (resolving
+// `extends:` in `dirs`) before anything is written; the measurements go to their new file; the
+// profile, which names that file in `calibrated.measurements`, replaces the old one in one
+// rename (the commit); then measurements no profile names are removed. Killed or failed at any
+// point, the old profile and its own measurements stay as they were.
 Status write_profile(const Outcome& o, const std::string& path, const std::vector<std::string>& dirs);
 
 }  // namespace gpusim::calibrate

@@ -137,6 +137,10 @@ struct Calibration {
   std::string driver;
   std::string date;
   std::string command;  // the command line that measured it
+  // The raw measurements' file beside the profile (gpusim.calibration/1), named for its content by
+  // `gpusim calibrate` so that the profile, written last, commits the pair; empty in older profiles
+  // (then <name>.measurements.json).
+  std::string measurements;
   std::map<std::string, CalibratedFigure> figures;  // dotted key: "efficiency.dram_bandwidth", "memory.l2.size_mb"
 };
 
@@ -219,7 +223,10 @@ struct ProfileEntry {
   std::string name;
   std::string path;
 };
-// Every *.yaml under the dirs, sorted by name (a name found twice: the first dir wins).
-std::vector<ProfileEntry> list_profiles(const std::vector<std::string>& dirs);
+// Every *.yaml under the dirs, sorted by name (a name found twice: the first dir wins). A folder
+// that cannot be read is skipped, with a line in `warnings` naming it and why.
+std::vector<ProfileEntry> list_profiles(const std::vector<std::string>& dirs, std::vector<std::string>* warnings = nullptr);
+// The warnings list_profiles gives for `dirs` (the CLI prints them once per command).
+std::vector<std::string> profile_dir_warnings(const std::vector<std::string>& dirs);
 
 }  // namespace gpusim

@@ -1,5 +1,7 @@
 #include "gpusim/gpu_profile.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -109,17 +111,32 @@ std::optional<GpuProfile> profile_for_device(const std::string& device_name, con
   return best;
 }
 
-std::vector<ProfileEntry> list_profiles(const std::vector<std::string>& dirs) {
+std::vector<ProfileEntry> list_profiles(const std::vector<std::string>& dirs, std::vector<std::string>* warnings) {
   namespace fs = std::filesystem;
   std::vector<ProfileEntry> out;
   std::set<std::string> seen;
   for (const std::string& d : dirs) {
-    if (!fs::is_directory(d)) continue;
+    // A folder that cannot be read (permissions, a symlink loop, a name too long) is skipped with a
+    // warning: one bad entry on the search path must not take every profile with it.
+    std::error_code ec;
+    const bool dir = fs::is_directory(d, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
+      if (warnings) warnings->push_back(fmt::format("profile folder {}: cannot be read ({}); skipped", d, ec.message()));
+      continue;
+    }
+    if (!dir) continue;
     std::vector<ProfileEntry> here;
-    for (const auto& e : fs::recursive_directory_iterator(d)) {
-      if (e.is_regular_file() && e.path().extension() == ".yaml" && !e.path().stem().string().starts_with("_")) {
+    fs::recursive_directory_iterator it(d, fs::directory_options::skip_permission_denied, ec);
+    for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      std::error_code fe;
+      const fs::directory_entry& e = *it;
+      if (e.is_regular_file(fe) && e.path().extension() == ".yaml" && !e.path().stem().string().starts_with("_")) {
         here.push_back({e.path().stem().string(), e.path().string()});
       }
+    }
+    if (ec && warnings) {
+      warnings->push_back(fmt::format("profile folder {}: cannot be read ({}); {}", d, ec.message(),
+                                      here.empty() ? "skipped" : "the profiles found before it are used"));
     }
     std::sort(here.begin(), here.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
     for (auto& p : here) {
@@ -128,6 +145,12 @@ std::vector<ProfileEntry> list_profiles(const std::vector<std::string>& dirs) {
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   return out;
+}
+
+std::vector<std::string> profile_dir_warnings(const std::vector<std::string>& dirs) {
+  std::vector<std::string> w;
+  (void)list_profiles(dirs, &w);
+  return w;
 }
 
 namespace {

@@ -257,12 +257,12 @@ class Validator {
     for (const auto& kv : n) {
       const std::string k = kv.first.Scalar();
       const std::string p = join_path(path, k);
-      if (k == "device" || k == "date" || k == "driver" || k == "command") {
+      if (k == "device" || k == "date" || k == "driver" || k == "command" || k == "measurements") {
         if (!kv.second.IsScalar()) fail(p, fmt::format("{} is not a string", show(kv.second)));
         continue;
       }
       if (!kGroups.count(k)) {
-        fail(p, "unknown key; allowed here: device, date, driver, command, efficiency, launch, memory, compute");
+        fail(p, "unknown key; allowed here: device, date, driver, command, measurements, efficiency, launch, memory, compute");
         continue;
       }
       if (!kv.second.IsMap()) {
@@ -385,10 +385,15 @@ Result<YAML::Node> parse_yaml_text(const std::string& text, const std::string& s
 }
 
 Result<YAML::Node> read_yaml(const std::string& path) {
-  if (!fs::exists(path)) {
+  std::error_code ec;
+  const auto st = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    return make_error(ErrorCode::kIo, fmt::format("{}: cannot open: {} (check the path)", path, ec.message()));
+  }
+  if (!fs::exists(st)) {
     return make_error(ErrorCode::kIo, fmt::format("{}: cannot open: no such file (check the path)", path));
   }
-  if (!fs::is_regular_file(path)) {
+  if (!fs::is_regular_file(st)) {
     return make_error(ErrorCode::kIo, fmt::format("{}: is not a regular file (a directory?); pass a .yaml profile", path));
   }
   std::ifstream f(path, std::ios::binary);
@@ -520,6 +525,7 @@ void apply_calibration(const YAML::Node& cal, GpuProfile& p) {
   if (cal["date"]) c.date = cal["date"].as<std::string>();
   if (cal["driver"]) c.driver = cal["driver"].as<std::string>();
   if (cal["command"]) c.command = cal["command"].as<std::string>();
+  if (cal["measurements"]) c.measurements = cal["measurements"].as<std::string>();
   for (const char* group : {"efficiency", "launch", "memory", "compute"}) {
     if (!cal[group]) continue;
     for (const auto& kv : cal[group]) {
@@ -865,7 +871,8 @@ Result<VendorEfficiency> load_vendor_efficiency(const std::vector<std::string>& 
   std::string path;
   for (const std::string& d : dirs) {
     const fs::path f = fs::path(d) / kVendorEfficiencyFile;
-    if (fs::is_regular_file(f)) {
+    std::error_code ec;  // an unreadable folder is skipped (list_profiles warns about it)
+    if (fs::is_regular_file(f, ec)) {
       path = f.string();
       break;
     }

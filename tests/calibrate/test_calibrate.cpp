@@ -236,8 +236,21 @@ TEST_CASE("write_profile: atomic, validated, and its errors name the file", "[ca
     REQUIRE(p->calibrated);
     CHECK(p->calibrated->device == "llvmpipe (test)");
     CHECK(p->calibrated->figures.at("efficiency.dram_bandwidth").p50 == Approx(4.1));
-    CHECK(fs::exists(dir + "/lavapipe-test.measurements.json"));
+    // The profile names its measurements, which are its own (content-named).
+    const std::string m = p->calibrated->measurements;
+    CHECK_THAT(m, Catch::Matches(R"(lavapipe-test\.[0-9a-f]{12}\.measurements\.json)"));
+    CHECK(test::file_bytes(dir + "/" + m).find("llvmpipe (test)") != std::string::npos);
     for (const auto& e : fs::directory_iterator(dir)) CHECK(e.path().filename().string().find(".gpusim-tmp-") == std::string::npos);
+    // Written again with other measurements: the new pair replaces the old, nothing stale stays.
+    Outcome again = o;
+    again.device.name = "llvmpipe (again)";
+    REQUIRE(write_profile(again, path, dirs));
+    auto q = load_profile(path, dirs);
+    REQUIRE(q);
+    CHECK(q->calibrated->measurements != m);
+    CHECK_FALSE(fs::exists(dir + "/" + m));
+    CHECK(test::file_bytes(dir + "/" + q->calibrated->measurements).find("llvmpipe (again)") != std::string::npos);
+    CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 2);
   }
   SECTION("a file name without .yaml is refused") {
     auto s = write_profile(o, dir + "/profile.txt", dirs);
@@ -272,13 +285,18 @@ TEST_CASE("write_profile: atomic, validated, and its errors name the file", "[ca
       int st = 0;
       waitpid(child, &st, 0);
       const std::string now = test::file_bytes(path);
-      // The old profile, or a whole new one: it loads either way.
+      // The old profile, or a whole new one: it loads either way, and the measurements it names
+      // are there and are its own (the same device), never the other run's.
       CHECK((now == before || now.find("rewritten") != std::string::npos));
-      CHECK(load_profile(path, dirs));
+      auto loaded = load_profile(path, dirs);
+      REQUIRE(loaded);
+      const std::string named = test::file_bytes(dir + "/" + loaded->calibrated->measurements);
+      CHECK((named.find("rewritten") != std::string::npos) == (now.find("rewritten") != std::string::npos));
       sweep_stale_temporaries(dir);  // what the next write does first
       for (const auto& e : fs::directory_iterator(dir)) {
         const std::string name = e.path().filename().string();
-        CHECK((name == "lavapipe-test.yaml" || name == "lavapipe-test.measurements.json"));
+        // A killed run may leave whole measurements its profile never named (the next write removes them).
+        CHECK_THAT(name, Catch::Matches(R"(lavapipe-test\.yaml|lavapipe-test\.[0-9a-f]{12}\.measurements\.json)"));
       }
     }
   }

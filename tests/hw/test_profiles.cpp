@@ -578,7 +578,7 @@ TEST_CASE("a file that is not a mapping is rejected", "[profiles][errors]") {
 TEST_CASE("a calibrated block with an unknown key is rejected", "[profiles][errors][calibrated]") {
   const std::string tail = "power: {tdp_w: 170, idle_w: 15}\n";
   check_error(tail, tail + "calibrated:\n  device: x\n  voltage: 1\n",
-              "calibrated.voltage: unknown key; allowed here: device, date, driver, command, efficiency, launch, memory, compute");
+              "calibrated.voltage: unknown key; allowed here: device, date, driver, command, measurements, efficiency, launch, memory, compute");
   check_error(tail, tail + "calibrated:\n  efficiency:\n    dram_speed: {value: 0.8}\n",
               "calibrated.efficiency.dram_speed: unknown key; allowed here: dram_bandwidth, l2_bandwidth, vector_flops, "
               "gemm_vector_flops, matrix_flops, grouped_conv, host_link, launch");
@@ -1239,4 +1239,34 @@ TEST_CASE("extends with other units or clock rescales the inherited peaks", "[pr
   REQUIRE(s.ok());
   CHECK(s->vector_tflops(Precision::kFp32) == Approx(12.74));
   for (const auto& a : s->assumptions) CHECK(a.find("rescaled") == std::string::npos);
+}
+
+TEST_CASE("an unreadable folder on the profile search path is skipped with a warning", "[profiles][cli][errors]") {
+  namespace fs = std::filesystem;
+  const fs::path d = fs::path(gpusim::test::temp_dir()) / "profile_dir_loop";
+  fs::remove_all(d);
+  fs::create_directories(d);
+  fs::create_symlink(d / "loop", d / "loop");  // stat() of loop/x: ELOOP, as an unreadable folder errs
+  const std::string bad = (d / "loop" / "x").string();
+  std::vector<std::string> warnings;
+  const auto found = gpusim::list_profiles({bad, gpusim::test::source_dir() + "/gpu_profiles"}, &warnings);
+  CHECK_FALSE(found.empty());
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Catch::StartsWith("profile folder " + bad + ": cannot be read (") &&
+                              Catch::EndsWith("); skipped"));
+  const Run r = run_gpusim("predict " + gpusim::test::source_dir() + "/models/mobilenet_v2.onnx --gpu nvidia-t4 --profiles " + bad);
+  CHECK(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("warning: profile folder " + bad + ": cannot be read ("));
+  CHECK_THAT(r.out, Catch::Contains("Tesla T4"));
+  const Run list = run_gpusim("profiles list --dir " + d.string());
+  CHECK(list.rc == 0);
+}
+
+TEST_CASE("profiles show gives the fitted GEMM efficiency and marks fitted figures, with no zero statistics",
+          "[profiles][cli]") {
+  const Run r = run_gpusim("profiles show " + gpusim::test::source_dir() + "/gpu_profiles/calibrated/lavapipe-epyc-2c.yaml");
+  REQUIRE(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("gemm_vector_flops") && Catch::Contains("(calibrated)"));
+  CHECK_THAT(r.out, Catch::Contains("efficiency.gemm_vector_flops") && Catch::Contains("(fitted)"));
+  CHECK_THAT(r.out, !Catch::Contains("p50 0,") && !Catch::Contains("p95 0"));
 }

@@ -620,3 +620,17 @@ TEST_CASE("a model too big for the device's memory is refused before anything is
   CHECK_THAT(r.out, Catch::Contains("needs at least 68.7 GB of host copies of its weights and inputs (fp64)") &&
                         Catch::Contains("make the inputs smaller (--dim)"));
 }
+
+TEST_CASE("plan and tune check --out before the work starts", "[cli][errors]") {
+  const Run p = run_gpusim("plan " + model("mobilenet_v2.onnx") + " --gpu t4 --out /nonexistent-gpusim-dir/plan.json");
+  CHECK(p.rc == 2);
+  CHECK_THAT(p.out, Catch::Contains("gpusim plan: --out /nonexistent-gpusim-dir/plan.json: the directory "
+                                    "/nonexistent-gpusim-dir does not exist; create it or pick another --out"));
+  CHECK_THAT(p.out, !Catch::Contains("plan 1"));
+  const Run d = run_gpusim("plan " + model("mobilenet_v2.onnx") + " --gpu t4 --out " + gpusim::test::temp_dir());
+  CHECK(d.rc == 2);
+  CHECK_THAT(d.out, Catch::Contains("is a directory; give a file name"));
+  const Run t = run_gpusim("tune " + model("mobilenet_v2.onnx") + " --backend vulkan --out /nonexistent-gpusim-dir/t.json");
+  CHECK(t.rc == 2);
+  CHECK_THAT(t.out, Catch::Contains("gpusim tune: --out /nonexistent-gpusim-dir/t.json: the directory"));
+}

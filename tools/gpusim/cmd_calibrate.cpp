@@ -61,16 +61,8 @@ int run(const Args& a, const std::string& command) {
                  a.out);
       return 2;
     }
-    const std::filesystem::path dir = out.parent_path().empty() ? std::filesystem::path(".") : out.parent_path();
-    std::error_code ec;
-    if (!std::filesystem::is_directory(dir, ec)) {
-      fmt::print(stderr, "gpusim calibrate: --out {}: the directory {} does not exist; create it or pick another --out\n",
-                 a.out, dir.string());
-      return 2;
-    }
-    if (::access(dir.c_str(), W_OK) != 0) {
-      fmt::print(stderr, "gpusim calibrate: --out {}: the directory {} is not writable; pick another --out\n", a.out,
-                 dir.string());
+    if (const std::string why = output_file_problem(a.out, "--out"); !why.empty()) {
+      fmt::print(stderr, "gpusim calibrate: {}\n", why);
       return 2;
     }
   }
@@ -158,7 +150,9 @@ int run(const Args& a, const std::string& command) {
     fmt::print("{}\n", calibrate::raw_json(*r, stem).dump(1, ' ', false, kInvalidUtf8));
   } else {
     fmt::print("{}\n", calibrate::report(*r));
-    fmt::print("Wrote {} (extends {}) and {}.measurements.json beside it.\n", out, base.name, stem);
+    auto written = load_profile(out, dirs);
+    fmt::print("Wrote {} (extends {}) and its measurements beside it ({}).\n", out, base.name,
+               written && written->calibrated ? written->calibrated->measurements : stem + ".measurements.json");
     fmt::print("Use it as --gpu {} with predict, plan, compare or run; to see it:\n  {}\n", shell_word(out),
                shell_command({"profiles", "show", out}));
   }

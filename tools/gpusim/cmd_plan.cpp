@@ -5,11 +5,11 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <fstream>
 
 #include "commands.h"
 #include "common.h"
 #include "format.h"
+#include "gpusim/atomic_file.h"
 #include "gpusim/gpusim.h"
 
 namespace gpusim::cli {
@@ -87,7 +87,15 @@ void add_plan(CLI::App& app, int& rc) {
       }
       o.dtype = *d;
     }
+    if (!a->out.empty()) {
+      if (const std::string why = output_file_problem(a->out, "--out"); !why.empty()) {
+        fmt::print(stderr, "gpusim plan: {}\n", why);
+        rc = 2;
+        return;
+      }
+    }
     const Session session({a->profile_dirs, {}});
+    warn_profile_dirs(session.profile_dirs());
     auto m = session.open_model(a->model, {a->dims});
     if (!m) {
       fmt::print(stderr, "gpusim plan: {}\n", m.error().message);
@@ -107,10 +115,8 @@ void add_plan(CLI::App& app, int& rc) {
       return;
     }
     if (!a->out.empty()) {
-      std::ofstream f(a->out, std::ios::trunc);
-      f << plan_to_json(r->plans.front().plan, m->graph()) << "\n";
-      if (!f) {
-        fmt::print(stderr, "gpusim plan: {}: cannot write the plan file\n", a->out);
+      if (auto w = write_file_atomic(a->out, plan_to_json(r->plans.front().plan, m->graph()) + "\n"); !w) {
+        fmt::print(stderr, "gpusim plan: {}\n", w.error().message);
         rc = 1;
         return;
       }

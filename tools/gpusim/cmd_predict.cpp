@@ -169,6 +169,7 @@ void add_predict(CLI::App& app, int& rc) {
   cmd->add_option("--plan", a->plan, "Score this plan (JSON from gpusim plan --out) instead of the eager one");
   cmd->callback([a, &rc] {
     const Session session({a->profile_dirs, {}});
+    warn_profile_dirs(session.profile_dirs());
     PredictRequest req;
     auto m = load(*a, "predict", session, req, rc);
     if (!m) return;
@@ -228,6 +229,7 @@ void add_compare(CLI::App& app, int& rc) {
       ->delimiter(',');
   cmd->callback([a, &rc] {
     const Session session({a->profile_dirs, {}});
+    warn_profile_dirs(session.profile_dirs());
     PredictRequest req;
     auto m = load(*a, "compare", session, req, rc);
     if (!m) return;

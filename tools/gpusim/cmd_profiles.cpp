@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "common.h"
 #include "gpusim/gpusim.h"
 
 namespace gpusim::cli {
@@ -42,6 +43,7 @@ constexpr EffField kEffFields[] = {
     {"dram_bandwidth", &Efficiency::dram_bandwidth, "of DRAM bandwidth"},
     {"l2_bandwidth", &Efficiency::l2_bandwidth, "of L2 bandwidth"},
     {"vector_flops", &Efficiency::vector_flops, "of vector peaks"},
+    {"gemm_vector_flops", &Efficiency::gemm_vector_flops, "of vector peaks, GEMMs and convolutions off the matrix units"},
     {"matrix_flops", &Efficiency::matrix_flops, "of matrix-unit peaks"},
     {"grouped_conv", &Efficiency::grouped_conv, "of the rates, grouped and depthwise convolutions"},
     {"host_link", &Efficiency::host_link, "of host-link bandwidth"},
@@ -150,9 +152,13 @@ void print_show(const GpuProfile& p) {
     if (!p.calibrated->device.empty()) row("device", p.calibrated->device);
     if (!p.calibrated->date.empty()) row("date", p.calibrated->date);
     for (const auto& [key, f] : p.calibrated->figures) {
-      row(key, fmt::format("{} (p50 {}, p95 {}{}{})", exact(f.value), exact(f.p50), exact(f.p95),
-                           f.unit.empty() ? "" : " " + f.unit,
-                           f.repeats > 0 ? fmt::format(", {} repeats", f.repeats) : ""));
+      // A measured figure has its statistics; a fitted one (the least-squares fit over the
+      // microbenchmarks) has none to show.
+      const bool measured = f.repeats > 0 || f.p50 != 0 || f.p95 != 0;
+      row(key, measured ? fmt::format("{} (p50 {}, p95 {}{}{})", exact(f.value), exact(f.p50), exact(f.p95),
+                                      f.unit.empty() ? "" : " " + f.unit,
+                                      f.repeats > 0 ? fmt::format(", {} repeats", f.repeats) : "")
+                        : fmt::format("{}{} (fitted)", exact(f.value), f.unit.empty() || f.unit == "fraction" ? "" : " " + f.unit));
     }
   }
 
@@ -217,7 +223,9 @@ void add_profiles(CLI::App& app, int& rc) {
         return std::nullopt;
       }
     }
-    return Session({args->dirs, {}});
+    Session s({args->dirs, {}});
+    warn_profile_dirs(s.profile_dirs());
+    return s;
   };
 
   auto* list = cmd->add_subcommand("list", "Table of every profile: units, clock, FP32 and FP16 matrix TFLOPS, DRAM "

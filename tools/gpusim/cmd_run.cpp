@@ -97,6 +97,7 @@ std::optional<Program> open_program(const RunArgs& a, std::string_view command, 
                                     std::vector<HostBuffer>& buffers) {
   const std::string who(command);
   const Session session({a.profile_dirs, {}});
+  warn_profile_dirs(session.profile_dirs());
   CompileOptions co;
   co.backend = a.backend;
   co.device = a.device;

@@ -158,6 +158,12 @@ int tune(const TuneArgs& a) {
                        "hip\n");
     return 2;
   }
+  if (!a.out.empty()) {
+    if (const std::string why = output_file_problem(a.out, "--out"); !why.empty()) {
+      fmt::print(stderr, "gpusim tune: {}\n", why);
+      return 2;
+    }
+  }
   int rc = 0;
   std::vector<HostBuffer> buffers;
   std::optional<Program> prog = open_program(a, "gpusim tune", rc, buffers);

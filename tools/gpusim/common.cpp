@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 
 namespace gpusim::cli {
@@ -15,6 +16,25 @@ Result<DType> parse_dtype(const std::string& s) {
 }
 
 int exit_code(const Error& e) { return e.code == ErrorCode::kInvalidArgument ? 2 : 1; }
+
+std::string output_file_problem(const std::string& path, const char* flag) {
+  namespace fs = std::filesystem;
+  const fs::path out(path);
+  std::error_code ec;
+  if (fs::is_directory(out, ec)) return fmt::format("{} {}: is a directory; give a file name", flag, path);
+  const fs::path dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
+  if (!fs::is_directory(dir, ec)) {
+    return fmt::format("{} {}: the directory {} does not exist; create it or pick another {}", flag, path, dir.string(), flag);
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    return fmt::format("{} {}: the directory {} is not writable; pick another {}", flag, path, dir.string(), flag);
+  }
+  return "";
+}
+
+void warn_profile_dirs(const std::vector<std::string>& dirs) {
+  for (const std::string& w : profile_dir_warnings(dirs)) fmt::print(stderr, "warning: {}\n", w);
+}
 
 std::string shell_word(const std::string& word) {
   const bool safe = !word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"

@@ -17,6 +17,15 @@ Result<DType> parse_dtype(const std::string& s);
 // Exit code for an error: 2 for bad arguments, 1 otherwise.
 int exit_code(const Error& e);
 
+// Prints "warning: ..." to stderr for each folder on the profile search path that cannot be read
+// (it is skipped; the command goes on with the others).
+void warn_profile_dirs(const std::vector<std::string>& dirs);
+
+// Why a file the command will write at its end cannot be written ("" when it can): a directory,
+// a missing or unwritable folder. Checked before the work starts, so minutes of searching,
+// tuning or measuring are not lost to a typo. `flag` names the option ("--out").
+std::string output_file_problem(const std::string& path, const char* flag);
+
 // `word` as one POSIX shell word: unchanged when it has only safe characters, else single-quoted.
 std::string shell_word(const std::string& word);
 // A command line a user can paste: "gpusim" then each word shell-quoted, space-separated.
