@@ -19,6 +19,11 @@ std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, 
 std::string shape_problem(const Shape& s) {
   for (int64_t d : s) {
     if (d < 0) return fmt::format("dims {} have a negative dim {}; dims must be >= 0", shape_str(s), d);
+    // Even in a tensor with no elements (another dim 0): loops and strides over such a dim overflow.
+    if (d > kMaxTensorElements) {
+      return fmt::format("dims {} have a dim {}, over gpusim's limit of 2^40 ({}) elements per tensor", shape_str(s), d,
+                         kMaxTensorElements);
+    }
   }
   const auto n = shape_elements(s);
   if (!n || *n > kMaxTensorElements) {

@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <limits>
+
 #include "gpusim/onnx_import.h"
 #include "gpusim/op_catalog.h"
 #include "support/onnx_builder.h"
@@ -464,4 +467,93 @@ TEST_CASE("a Conv group or an LRN size near 2^62 does not overflow: refused, or 
   const gpusim::OpCost c = gpusim::op_cost(*g, g->nodes.back());
   CHECK(c.flops.fma > 0);
   CHECK(c.flops.fma <= (2 * (int64_t{1} << 20) + 2) * 256);
+}
+
+TEST_CASE("a declared dim of -2^63 is no shape: an Expand that needs it fails naming why", "[import][errors]") {
+  OnnxBuilder b;
+  b.input("x", kF32, {int64_t{1}, int64_t{4}});
+  b.input("shape", 7 /* int64 */, {int64_t{2}});
+  b.node("Expand", {"x", "shape"}, {"y"}, "e");
+  b.output("y");
+  auto* t = b.graph().mutable_output(0)->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(kF32);
+  t->mutable_shape()->add_dim()->set_dim_value(std::numeric_limits<int64_t>::min());
+  t->mutable_shape()->add_dim()->set_dim_value(4);
+  auto g = import_onnx(b.write("expand_negative_declared.onnx"));
+  REQUIRE_FALSE(g);
+  CHECK_THAT(g.error().message, Contains("node \"e\" (Expand): input 1 (shape, tensor \"shape\") must be known before run time"));
+  CHECK_THAT(g.error().message, !Contains("-9223372036854775808"));
+}
+
+TEST_CASE("Resize scales that are not positive finite numbers are refused naming the value", "[import][errors]") {
+  OnnxBuilder b;
+  b.input("x", kF32, {int64_t{1}, int64_t{3}, int64_t{8}, int64_t{8}});
+  *b.graph().add_initializer() = gpusim::test::f32_tensor({4}, {std::nanf(""), -0.0f, 9.2e18f, 1e10f});
+  b.graph().mutable_initializer(0)->set_name("scales");
+  b.node("Resize", {"x", "", "scales"}, {"y"}, "r");
+  b.output("y");
+  auto g = import_onnx(b.write("resize_nan_scales.onnx"));
+  REQUIRE_FALSE(g);
+  CHECK_THAT(g.error().message,
+             Contains("node \"r\" (Resize): scales[0] = nan is not a positive finite number; give scales > 0 (or sizes)"));
+}
+
+TEST_CASE("a Resize to a dim past 2^40 in a tensor of no elements is refused, not sized near 2^63", "[import][errors]") {
+  OnnxBuilder b;
+  b.input("x", kF32, {int64_t{0}, int64_t{3}, int64_t{8}, int64_t{8}});
+  *b.graph().add_initializer() = gpusim::test::f32_tensor({4}, {1.0f, 1.0f, 9.2e18f, 1.0f});
+  b.graph().mutable_initializer(0)->set_name("scales");
+  b.node("Resize", {"x", "", "scales"}, {"y"}, "r");
+  b.output("y");
+  auto g = import_onnx(b.write("resize_huge_dim.onnx"));
+  REQUIRE_FALSE(g);
+  CHECK_THAT(g.error().message, Contains("over gpusim's limit of 2^40"));
+}
+
+TEST_CASE("constant folding of a Cast past int64's range saturates (no undefined behaviour)", "[import]") {
+  OnnxBuilder b;
+  *b.graph().add_initializer() = gpusim::test::f32_tensor({3}, {9.2e18f * 4, -std::numeric_limits<float>::infinity(), std::nanf("")});
+  b.graph().mutable_initializer(0)->set_name("c");
+  b.node("Cast", {"c"}, {"y"}, "cast").i("to", 7);
+  b.output("y");
+  auto g = import_onnx(b.write("cast_overflow.onnx"));
+  REQUIRE(g);
+  const auto& v = g->tensor(g->outputs.front()).value;
+  REQUIRE(v);
+  CHECK(v->ints == std::vector<int64_t>{std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(), 0});
+}
+
+TEST_CASE("an op given fewer or more inputs than its schema allows is refused at import", "[import][errors]") {
+  {
+    // ScatterND does not exist at opset 9: no schema of that opset to verify it, so the newest
+    // one's count applies (this model imported, then crashed the CPU reference).
+    OnnxBuilder b(9);
+    b.input("x", kF32, {int64_t{4}, int64_t{4}});
+    b.node("ScatterND", {"x"}, {"y"}, "s");
+    b.output("y");
+    auto g = import_onnx(b.write("scatternd_one_input.onnx"));
+    REQUIRE_FALSE(g);
+    CHECK_THAT(g.error().message, Contains("node \"s\" (ScatterND): 1 input, but ScatterND takes 3 (opset ") &&
+                                      Contains("the model's opset 9 has no ScatterND); fix the exporter or the model"));
+  }
+  {
+    OnnxBuilder b(9);
+    b.input("x", kF32, {int64_t{4}, int64_t{4}});
+    b.input("u", kF32, {int64_t{4}});
+    b.node("ScatterND", {"x", "", "u"}, {"y"}, "s");
+    b.output("y");
+    auto g = import_onnx(b.write("scatternd_empty_required.onnx"));
+    REQUIRE_FALSE(g);
+    CHECK_THAT(g.error().message, Contains("node \"s\" (ScatterND): input 1 (indices) is required but given as \"\""));
+  }
+  {
+    // Where the model's opset has the op, ONNX's own schema check names the count.
+    OnnxBuilder b;
+    b.input("x", kF32, {int64_t{4}, int64_t{4}});
+    b.node("ScatterND", {"x"}, {"y"}, "s");
+    b.output("y");
+    auto g = import_onnx(b.write("scatternd_one_input_17.onnx"));
+    REQUIRE_FALSE(g);
+    CHECK_THAT(g.error().message, Contains("node \"s\" (ScatterND): Node (s) has input size 1 not in range [min=3, max=3]"));
+  }
 }

@@ -685,6 +685,12 @@ Status infer_resize(InferContext& c) {
     return c.fail(fmt::format("{} has {} values, expected {} for a rank-{} input", sizes.empty() ? "scales" : "sizes",
                               given, axes.size(), r));
   }
+  for (size_t i = 0; i < scales.size(); ++i) {
+    if (!std::isfinite(scales[i]) || scales[i] <= 0) {
+      return c.fail(fmt::format("scales[{}] = {} is not a positive finite number; give scales > 0 (or sizes)", i,
+                                scales[i]));
+    }
+  }
   Shape out = in;
   const std::string policy = c.attr_s("keep_aspect_ratio_policy", "stretch");
   if (!sizes.empty() && policy != "stretch") {

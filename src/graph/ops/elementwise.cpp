@@ -266,7 +266,10 @@ Status infer_cast(InferContext& c) {
       if (to == DType::kBool) {
         r.ints.push_back(v->as_real(i) != 0);
       } else if (r.is_int()) {
-        r.ints.push_back(v->is_int() ? v->ints[static_cast<size_t>(i)] : static_cast<int64_t>(v->reals[static_cast<size_t>(i)]));
+        // Toward zero as a cast does; NaN, infinities and values past int64 saturate (a plain
+        // conversion of 9.2e18 or -inf is undefined behaviour).
+        r.ints.push_back(v->is_int() ? v->ints[static_cast<size_t>(i)]
+                                     : saturate_int64(std::trunc(v->reals[static_cast<size_t>(i)])));
       } else {
         r.reals.push_back(v->as_real(i));
       }
