@@ -91,6 +91,10 @@ struct RuntimeModel {
   // call i+1 while the GPU runs call i: "overlap" gives max(host, kernels + launch latency);
   // "serial" gives their sum (a host that waits for each op); "device" reports device time alone.
   std::string combine = "device";
+  // Kernels replayed from a recorded graph (the built-in cuda-graph): the host launches the whole
+  // graph once (the profile's launch overhead), then the device dispatches kernel after kernel,
+  // default_us apart at most and never slower than gpusim's executor launching them one by one.
+  bool replay = false;
   // Which kernels it launches (empty: one per node, as gpusim's executor and the eager plan do).
   RuntimeLowering lowering;
 

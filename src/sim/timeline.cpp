@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -167,6 +168,11 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
     if (!rt) {
       host_t = static_cast<double>(i + 1) * launch_us;
       ready = host_t;
+    } else if (rt->replay) {
+      // One launch of the graph, then the device's own dispatch: kernel i is ready no later than
+      // the executor would have launched it ((i + 1) x launch_us).
+      host_t = launch_us + static_cast<double>(i) * std::min(rt->default_us, launch_us);
+      ready = host_t;
     } else {
       const Node& first = g.nodes[static_cast<size_t>(k.nodes.front())];
       const PlanKernel& pk = plan.kernels[i];
@@ -288,6 +294,25 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
                                   static_cast<double>(p.peak_memory_bytes) / 1e9, gpu.memory.dram.size_gb));
   }
   for (const std::string& a : gpu.assumptions) p.notes.push_back("profile lacks a figure, assumed: " + a);
+  // Nothing printed may be NaN or infinite: a figure that is not finite is an error naming the
+  // kernel and its inputs, never a "latency -nan ms".
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    const auto& k = p.kernels[i];
+    if (!std::isfinite(k.cost.total_us) || k.cost.total_us < 0) {
+      const Node& first = g.nodes[static_cast<size_t>(k.nodes.front())];
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("kernel {} (node \"{}\", {}) is priced at {} us on {}: its tile or the profile's "
+                                    "figures give no finite time; check the plan's tile and `gpusim profiles validate "
+                                    "{}`",
+                                    i, first.name, first.op_type, k.cost.total_us, gpu.name, gpu.name));
+    }
+  }
+  if (!std::isfinite(p.total_us) || !std::isfinite(p.energy_j)) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("the prediction on {} is not finite (total {} us, energy {} J); check `gpusim "
+                                  "profiles validate {}`",
+                                  gpu.name, p.total_us, p.energy_j, gpu.name));
+  }
   return p;
 }
 

@@ -123,6 +123,26 @@ TEST_CASE("tiny graphs are launch-bound", "[sim][predict]") {
   CHECK(pred->total_us >= 50 * p.launch.overhead_us);
 }
 
+TEST_CASE("a CUDA graph replay is never predicted slower than gpusim's executor launching kernel by kernel",
+          "[sim][predict][runtime]") {
+  const auto graph = find_runtime("cuda-graph", {});
+  REQUIRE(graph);
+  for (const char* m : {"mobilenet_v2.onnx", "resnet50.onnx", "bert_base_seq128.onnx"}) {
+    const Graph& g = model(m);
+    for (const char* name : {"nvidia-t4", "nvidia-a100-40gb", "amd-mi250x", "lavapipe"}) {
+      INFO(m << " on " << name);
+      const GpuProfile p = gpu(name);
+      auto own = predict(g, p);
+      auto replayed = predict(g, p, {std::nullopt, *graph});
+      REQUIRE(own);
+      REQUIRE(replayed);
+      CHECK(replayed->runtime == "cuda-graph");
+      CHECK(replayed->total_us <= own->total_us + 1e-6);
+      CHECK(replayed->kernels_us == Approx(own->kernels_us));
+    }
+  }
+}
+
 TEST_CASE("a framework runtime paces the launches with its host time per op", "[sim][predict][runtime]") {
   test::OnnxBuilder b;
   b.input("x", onnx::TensorProto::FLOAT, {int64_t{256}});
