@@ -32,6 +32,27 @@ grep -q "^eager " "$work/consumer.txt"
 grep -q "^fused " "$work/consumer.txt"
 grep -q "^ran " "$work/consumer.txt"
 
+# The README's C++ snippet, as written there, in a main() built against the installed package with
+# the README's own CMake lines (no C++ standard set).
+mkdir -p "$work/snippet"
+python3 - "$src/README.md" "$work/snippet" <<'PY'
+import re, sys, pathlib
+readme = pathlib.Path(sys.argv[1]).read_text()
+out = pathlib.Path(sys.argv[2])
+cmake = re.search(r"```cmake\n(find_package\(gpusim.*?)```", readme, re.S).group(1)
+cpp = re.search(r"```cpp\n(#include <gpusim/gpusim.h>\n.*?)```", readme, re.S).group(1)
+includes = "".join(l + "\n" for l in cpp.splitlines() if l.startswith("#include"))
+body = "".join("  " + l + "\n" for l in cpp.splitlines() if not l.startswith("#include"))
+(out / "main.cpp").write_text(includes + "\n#include <string>\n\nint main() {\n" + body +
+                              "  return model && gpu && p && plans && program && !doc.empty() ? 0 : 1;\n}\n")
+(out / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.25)\nproject(readme_snippet LANGUAGES CXX)\n"
+                                   "add_executable(my_engine main.cpp)\n" + cmake)
+PY
+cmake -S "$work/snippet" -B "$work/snippet/build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$work/snippet/build" -j2 >/dev/null
+"$work/snippet/build/my_engine"
+echo "install test: the README's C++ snippet builds and runs"
+
 "$prefix/bin/gpusim" profiles list --json > "$work/profiles.json"
 grep -q "\"$prefix/share/gpusim/gpu_profiles" "$work/profiles.json"
 "$prefix/bin/gpusim" predict model.onnx --gpu nvidia-rtx-3060 --runtime pytorch-eager --json > "$work/predict.json"
