@@ -634,3 +634,25 @@ TEST_CASE("plan and tune check --out before the work starts", "[cli][errors]") {
   CHECK(t.rc == 2);
   CHECK_THAT(t.out, Catch::Contains("gpusim tune: --out /nonexistent-gpusim-dir/t.json: the directory"));
 }
+
+TEST_CASE("run --tune says the plan is tuned and gives one predicted figure", "[cli][vulkan]") {
+  if (!gpusim::test::device("vulkan")) return;  // says why
+  gpusim::test::OnnxBuilder b(17);
+  b.input("x", onnx::TensorProto::FLOAT, {64, 128});
+  b.initializer("w", onnx::TensorProto::FLOAT, {128, 256});
+  b.node("MatMul", {"x", "w"}, {"y"});
+  b.node("Relu", {"y"}, {"z"});
+  b.output("z");
+  const std::string m = b.write("tune_print_matmul.onnx");
+  const std::string db = gpusim::test::temp_dir() + "/tune_print.db";
+  const Run r = run_gpusim("run " + m + " --backend vulkan --gpu t4 --tune --top-k 2 --store " + db + " --repeat 1");
+  INFO(r.out);
+  REQUIRE(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("kernels (eager, tuned), fp32"));
+  // The header's predicted figure is the one the note compares with, after tuning too.
+  const auto at = r.out.find("; predicted ");
+  REQUIRE(at != std::string::npos);
+  const std::string header_ms = r.out.substr(at + 12, r.out.find(' ', at + 12) - at - 12);
+  const auto note = r.out.find("against ");
+  if (note != std::string::npos) CHECK(r.out.substr(note + 8, header_ms.size()) == header_ms);
+}

@@ -55,8 +55,10 @@ void print_cpu(const Args& a, const RunReport& r) {
 void print_device(const Args& a, const RunReport& r) {
   fmt::print("model    {}\nbackend  {} device {}: {} ({}, driver {})\n", a.model, a.backend, a.device, r.device_name,
              r.device_arch, r.device_driver);
-  fmt::print("plan     {} kernels ({}), {}; {} timed runs after a warm-up\n", r.plan_kernels,
-             a.plan.empty() ? "eager" : a.plan, r.dtype, r.repeat);
+  // "eager", "given" (the --plan file), each with ", tuned" after --tune.
+  std::string source = r.plan_source;
+  if (source.rfind("given", 0) == 0) source.replace(0, 5, a.plan);
+  fmt::print("plan     {} kernels ({}), {}; {} timed runs after a warm-up\n", r.plan_kernels, source, r.dtype, r.repeat);
   fmt::print("measured {:.3f} ms (median per kernel, summed)", r.total_us / 1e3);
   if (r.predicted_us) {
     fmt::print("; predicted {:.3f} ms of kernel time on {} ({:+.1f}%)", *r.predicted_us / 1e3, *r.gpu,
