@@ -557,3 +557,25 @@ TEST_CASE("an op given fewer or more inputs than its schema allows is refused at
     CHECK_THAT(g.error().message, Contains("node \"s\" (ScatterND): Node (s) has input size 1 not in range [min=3, max=3]"));
   }
 }
+
+TEST_CASE("ConvTranspose strides, pads and output_padding near 2^62 are refused, not overflowed", "[import][errors]") {
+  auto build = [](const std::string& file, auto&& attrs) {
+    OnnxBuilder b;
+    b.input("x", kF32, {int64_t{1}, int64_t{4}, int64_t{8}, int64_t{8}});
+    b.input("w", kF32, {int64_t{4}, int64_t{4}, int64_t{3}, int64_t{3}});
+    auto n = b.node("ConvTranspose", {"x", "w"}, {"y"}, "ct");
+    attrs(n);
+    b.output("y");
+    return import_onnx(b.write(file));
+  };
+  auto g = build("convt_huge_stride.onnx", [](auto& n) { n.ints("strides", {int64_t{1} << 62, 1}); });
+  REQUIRE_FALSE(g);
+  CHECK_THAT(g.error().message, Contains("node \"ct\" (ConvTranspose): spatial dim 0: stride 4611686018427387904") &&
+                                    Contains("overflow 64 bits"));
+  g = build("convt_short_output_padding.onnx", [](auto& n) { n.ints("output_padding", {int64_t{1}}); });
+  REQUIRE_FALSE(g);
+  CHECK_THAT(g.error().message, Contains("output_padding has 1 values, expected 2"));
+  g = build("convt_short_output_shape.onnx", [](auto& n) { n.ints("output_shape", {int64_t{16}}); });
+  REQUIRE_FALSE(g);
+  CHECK_THAT(g.error().message, Contains("output_shape has 1 values, expected at least 2"));
+}

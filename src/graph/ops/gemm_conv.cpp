@@ -166,19 +166,36 @@ Status infer_conv_transpose(InferContext& c) {
   std::vector<int64_t> out_shape = c.attr_ints("output_shape");
   const auto out_channels = mul_checked(w[1], group);
   if (!out_channels) return c.fail(fmt::format("weight dim 1 ({}) x group {} overflows 64 bits", w[1], group));
+  if (out_pad.size() != n) {
+    return c.fail(fmt::format("output_padding has {} values, expected {} (one per spatial dim)", out_pad.size(), n));
+  }
+  if (!out_shape.empty() && out_shape.size() < n) {
+    return c.fail(fmt::format("output_shape has {} values, expected at least {} (one per spatial dim)", out_shape.size(), n));
+  }
   Shape out = {x[0], *out_channels};
   for (size_t i = 0; i < n; ++i) {
-    int64_t o;
+    std::optional<int64_t> o;
     if (!out_shape.empty()) {
       o = out_shape[out_shape.size() - n + i];
     } else if (win->auto_pad == "SAME_UPPER" || win->auto_pad == "SAME_LOWER") {
-      o = x[2 + i] * win->strides[i];
+      o = mul_checked(x[2 + i], win->strides[i]);
     } else {
-      o = win->strides[i] * (x[2 + i] - 1) + out_pad[i] + (kernel[i] - 1) * win->dilations[i] + 1 - win->pads[i] -
-          win->pads[i + n];
+      // stride x (in - 1) + output_padding + (kernel - 1) x dilation + 1 - pads, each step checked:
+      // strides, dilations or pads near 2^62 overflowed here.
+      auto a = mul_checked(win->strides[i], x[2 + i] - 1);
+      auto b = mul_checked(kernel[i] - 1, win->dilations[i]);
+      auto sum = a && b ? add_checked(*a, *b) : std::nullopt;
+      if (sum) sum = add_checked(*sum, out_pad[i]);
+      if (sum) sum = add_checked(*sum, 1);
+      auto pads = add_checked(win->pads[i], win->pads[i + n]);
+      if (sum && pads) o = *sum - *pads;
     }
-    if (o <= 0) return c.fail(fmt::format("spatial dim {} of the output would be {}", i, o));
-    out.push_back(o);
+    if (!o) {
+      return c.fail(fmt::format("spatial dim {}: stride {}, dilation {}, output_padding {} and pads overflow 64 bits", i,
+                                win->strides[i], win->dilations[i], out_pad[i]));
+    }
+    if (*o <= 0) return c.fail(fmt::format("spatial dim {} of the output would be {}", i, *o));
+    out.push_back(*o);
   }
   return c.set(0, c.dtype(0), out);
 }
