@@ -10,12 +10,17 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <cctype>
+#include <cstdio>
 #include <map>
 #include <random>
+
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include "gpusim/atomic_file.h"
+#include "gpusim/json_text.h"
 #include "gpusim/kernel_work.h"
 #include "gpusim/measurement.h"
 #include "gpusim/onnx_import.h"
@@ -470,7 +475,7 @@ struct Measured {
 Result<Measured> load_measured(const Tasks& t, const std::vector<std::string>& dirs) {
   Measured m;
   if (t.config.store.empty()) return m;
-  auto store = MeasurementStore::open(t.config.store, /*create=*/false);
+  auto store = MeasurementStore::open_read(t.config.store);
   if (!store) return make_error(store.error().code, fmt::format("dojo: --store: {}", store.error().message));
   auto recs = store->query({});
   if (!recs) return make_error(recs.error().code, fmt::format("dojo: --store: {}", recs.error().message));
@@ -636,9 +641,14 @@ Result<ShardResult> generate_shard(const Tasks& t, ShardSpec s, const std::strin
     return make_error(ErrorCode::kIo, fmt::format("dojo: cannot create {}: {}; give a writable --out directory", out_dir,
                                                   ec.message()));
   }
-  if (fs::exists(res.kernels_file) && fs::exists(res.plans_file)) {
+  const std::string problem = shard_problem(out_dir, s, format);
+  if (problem.empty()) {
     res.skipped = true;
     return res;
+  }
+  if (fs::exists(fs::path(out_dir) / shard_record_name(s), ec) || fs::exists(res.kernels_file, ec) ||
+      fs::exists(res.plans_file, ec)) {
+    res.redone = problem;
   }
   auto measured = load_measured(t, t.profile_dirs);
   if (!measured) return measured.error();
@@ -709,9 +719,15 @@ Result<ShardResult> generate_shard(const Tasks& t, ShardSpec s, const std::strin
   res.tasks = static_cast<int64_t>(last - first);
   res.plans = sh.plan_count;
   res.kernel_rows = sh.kernels.rows();
-  // Kernels first, plans last: a shard counts as complete when both files exist.
+  // The files, then the record that makes the shard complete.
+  fs::remove(fs::path(out_dir) / shard_record_name(s), ec);
   if (auto w = write_file_atomic(res.kernels_file, sh.kernels.text()); !w) return w.error();
   if (auto w = write_file_atomic(res.plans_file, sh.plans.text()); !w) return w.error();
+  if (auto w = write_shard_record(out_dir, res, {fs::path(res.kernels_file).filename().string(),
+                                                 fs::path(res.plans_file).filename().string()});
+      !w) {
+    return w.error();
+  }
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;
 }
@@ -740,14 +756,12 @@ std::string config_to_json(const Config& c) { return config_json(c).dump(); }
 
 Result<Config> config_from_json(const std::string& text) {
   using nlohmann::json;
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    return make_error(ErrorCode::kParse, fmt::format("dojo config: not JSON ({}); give an object such as "
-                                                     "{{\"models\": [\"m.onnx\"], \"gpus\": [\"nvidia-t4\"]}}",
-                                                     e.what()));
+  auto parsed = parse_json(text, "dojo config");
+  if (!parsed) {
+    return make_error(parsed.error().code, parsed.error().message +
+                                               "; give an object such as {\"models\": [\"m.onnx\"], \"gpus\": [\"nvidia-t4\"]}");
   }
+  const json j = std::move(*parsed);
   if (!j.is_object()) return make_error(ErrorCode::kInvalidArgument, "dojo config: give a JSON object of Config's fields");
   Config c;
   static const std::vector<std::string> known = {"models", "dim_sets", "gpus", "virtual_gpus", "subgraphs", "objectives",
@@ -783,8 +797,203 @@ Result<Config> config_from_json(const std::string& text) {
   return c;
 }
 
-Status write_manifest(const Tasks& t, int shard_count, const std::string& out_dir) {
+namespace {
+
+constexpr const char* kShardSchema = "gpusim.dojo-shard/1";
+
+// A file's size and 128-bit content hash (two FNV-1a lanes, as content_hash), read in chunks.
+struct Digest {
+  int64_t bytes = -1;
+  std::string hash;
+};
+Digest file_digest(const fs::path& p) {
+  Digest d;
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::symlink_status(p, ec))) return d;
+  std::FILE* f = std::fopen(p.c_str(), "rb");
+  if (!f) return d;
+  uint64_t a = 0xcbf29ce484222325ULL, b = 0x84222325cbf29ce4ULL;
+  std::vector<unsigned char> buf(1 << 20);
+  int64_t n = 0;
+  size_t got = 0;
+  while ((got = std::fread(buf.data(), 1, buf.size(), f)) > 0) {
+    for (size_t i = 0; i < got; ++i) {
+      a = (a ^ buf[i]) * 0x100000001b3ULL;
+      b = (b ^ buf[i]) * 0x100000001b3ULL;
+      b ^= b >> 29;
+    }
+    n += static_cast<int64_t>(got);
+  }
+  const bool bad = std::ferror(f) != 0;
+  std::fclose(f);
+  if (bad) return d;
+  d.bytes = n;
+  d.hash = fmt::format("{:016x}{:016x}", a, b);
+  return d;
+}
+
+Result<nlohmann::json> read_json_file(const fs::path& p) {
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec)) return make_error(ErrorCode::kIo, fmt::format("{}: not a regular file", p.string()));
+  const auto size = fs::file_size(p, ec);
+  if (ec || size > (64u << 20)) return make_error(ErrorCode::kIo, fmt::format("{}: unreadable or over 64 MiB", p.string()));
+  std::FILE* f = std::fopen(p.c_str(), "rb");
+  if (!f) return make_error(ErrorCode::kIo, fmt::format("{}: cannot read it", p.string()));
+  std::string text(size, '\0');
+  const size_t got = std::fread(text.data(), 1, text.size(), f);
+  std::fclose(f);
+  text.resize(got);
+  return parse_json(text, p.string());
+}
+
+// The dataset files a directory may hold: shards of any count and format, their records, the
+// manifest and the card.
+bool is_shard_file(const std::string& f) {
+  auto digits = [&](size_t at, size_t n) {
+    if (f.size() < at + n) return false;
+    for (size_t i = at; i < at + n; ++i) {
+      if (!std::isdigit(static_cast<unsigned char>(f[i]))) return false;
+    }
+    return true;
+  };
+  for (const std::string prefix : {"kernels-", "plans-", "shard-"}) {
+    if (f.rfind(prefix, 0) != 0) continue;
+    const size_t at = prefix.size();
+    if (!digits(at, 5) || f.compare(at + 5, 4, "-of-") != 0 || !digits(at + 9, 5)) return false;
+    const std::string ext = f.substr(at + 14);
+    if (prefix == "shard-") return ext == ".json";
+    return ext == ".csv" || ext == ".ndjson" || ext == ".parquet";
+  }
+  return false;
+}
+
+std::string show(const nlohmann::json& v) {
+  std::string t = v.dump(-1, ' ', false, kInvalidUtf8);
+  return t.size() > 60 ? t.substr(0, 57) + "..." : t;
+}
+
+}  // namespace
+
+std::string shard_record_name(ShardSpec s) { return fmt::format("shard-{:05d}-of-{:05d}.json", s.index, s.count); }
+
+std::string shard_problem(const std::string& out_dir, ShardSpec s, const std::string& ext) {
+  const fs::path dir(out_dir);
+  const fs::path rec = dir / shard_record_name(s);
+  std::error_code ec;
+  if (!fs::exists(rec, ec)) return fmt::format("{} is missing", rec.filename().string());
+  auto j = read_json_file(rec);
+  if (!j) return j.error().message;
+  try {
+    if (j->at("schema") != kShardSchema || j->at("index") != s.index || j->at("count") != s.count) {
+      return fmt::format("{} is not this shard's record", rec.filename().string());
+    }
+    const auto& files = j->at("files");
+    if (!files.is_array() || files.size() != 2) return fmt::format("{} does not list two files", rec.filename().string());
+    for (size_t k = 0; k < 2; ++k) {
+      const std::string name = files[k].at("name");
+      const std::string want = fmt::format("{}-{:05d}-of-{:05d}.{}", k == 0 ? "kernels" : "plans", s.index, s.count, ext);
+      if (name != want) return fmt::format("{} lists {}, not {}", rec.filename().string(), name, want);
+      const Digest d = file_digest(dir / name);
+      if (d.bytes < 0) return fmt::format("{} is missing or not a regular file", name);
+      const int64_t bytes = files[k].at("bytes");
+      if (d.bytes != bytes) return fmt::format("{} is {} bytes; its record says {}", name, d.bytes, bytes);
+      if (d.hash != files[k].at("hash")) return fmt::format("{} does not match the hash its record holds", name);
+    }
+  } catch (const nlohmann::json::exception&) {
+    return fmt::format("{} is malformed", rec.filename().string());
+  }
+  return "";
+}
+
+Status write_shard_record(const std::string& out_dir, const ShardResult& r, const std::vector<std::string>& files) {
   using nlohmann::json;
+  json list = json::array();
+  for (const std::string& f : files) {
+    const Digest d = file_digest(fs::path(out_dir) / f);
+    if (d.bytes < 0) return make_error(ErrorCode::kIo, fmt::format("dojo: {}/{}: cannot read it back", out_dir, f));
+    list.push_back({{"name", f}, {"bytes", d.bytes}, {"hash", d.hash}});
+  }
+  const json j = {{"schema", kShardSchema}, {"index", r.index},   {"count", r.count},         {"tasks", r.tasks},
+                  {"plans", r.plans},       {"kernel_rows", r.kernel_rows}, {"files", list}};
+  return write_file_atomic((fs::path(out_dir) / shard_record_name({r.index, r.count})).string(), j.dump(1) + "\n");
+}
+
+Status prepare_out_dir(const Tasks& t, int shard_count, const std::string& out_dir, bool force) {
+  using nlohmann::json;
+  const fs::path dir(out_dir);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir, ec)) {
+    return make_error(ErrorCode::kIo, fmt::format("dojo: cannot create the output directory {}: {}; give a writable --out "
+                                                  "directory",
+                                                  out_dir, ec ? ec.message() : "it is not a directory"));
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    return make_error(ErrorCode::kIo, fmt::format("dojo: the output directory {} is not writable; give a writable --out "
+                                                  "directory",
+                                                  out_dir));
+  }
+  // The store is read by every shard: one that cannot be opened is refused before anything is written.
+  if (!t.config.store.empty()) {
+    auto store = MeasurementStore::open_read(t.config.store);
+    if (!store) return make_error(store.error().code, fmt::format("dojo: --store: {}", store.error().message));
+  }
+  std::vector<std::string> differ;
+  const fs::path manifest = dir / "dojo.json";
+  std::vector<fs::path> ours;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (is_shard_file(it->path().filename().string())) ours.push_back(it->path());
+  }
+  if (fs::exists(manifest, ec)) {
+    auto m = read_json_file(manifest);
+    if (!m) {
+      differ.push_back(fmt::format("dojo.json cannot be read ({})", m.error().message));
+    } else {
+      const json now = config_json(t.config);
+      const json& then = m->contains("config") && (*m)["config"].is_object() ? (*m)["config"] : json::object();
+      if (m->value("schema", std::string()) != kSchema) differ.push_back(fmt::format("schema {}", show(m->value("schema", json()))));
+      for (const auto& [k, v] : now.items()) {
+        if (!then.contains(k)) {
+          differ.push_back(fmt::format("{} (absent -> {})", k, show(v)));
+        } else if (then[k] != v) {
+          differ.push_back(fmt::format("{} ({} -> {})", k, show(then[k]), show(v)));
+        }
+      }
+      for (const auto& [k, v] : then.items()) {
+        if (!now.contains(k)) differ.push_back(fmt::format("{} ({} -> absent)", k, show(v)));
+      }
+      const json shards = m->value("shards", json());
+      if (shards != json(shard_count)) differ.push_back(fmt::format("shards ({} -> {})", show(shards), shard_count));
+    }
+  } else {
+    // No manifest: shards of another count are another dataset's (of this count they may be this
+    // dataset's, written before its manifest; their records are checked shard by shard).
+    const std::string count = fmt::format("-of-{:05d}.", shard_count);
+    for (const fs::path& p : ours) {
+      if (p.filename().string().find(count) == std::string::npos) {
+        differ.push_back(fmt::format("it holds shards of another count ({}) and no dojo.json", p.filename().string()));
+        break;
+      }
+    }
+  }
+  if (differ.empty()) return Ok{};
+  if (!force) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("dojo: {} holds a dataset of another configuration: {}; give a new --out directory, "
+                                  "or --force to replace it",
+                                  out_dir, fmt::join(differ, ", ")));
+  }
+  for (const fs::path& p : ours) fs::remove(p, ec);
+  for (const char* f : {"dojo.json", "DATASET.md"}) fs::remove(dir / f, ec);
+  for (fs::directory_iterator it(dir / "gpus", ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() == ".yaml") fs::remove(it->path(), ec);
+  }
+  return Ok{};
+}
+
+Status write_manifest(const Tasks& t, int shard_count, const std::string& out_dir, bool force) {
+  using nlohmann::json;
+  if (auto st = prepare_out_dir(t, shard_count, out_dir, force); !st) return st;
   const json cfg = config_json(t.config);
   json graphs = json::array(), gpus = json::array(), cons = json::array();
   for (const GraphVariant& g : t.graphs) graphs.push_back({{"id", g.id}, {"family", g.family}, {"path", g.path}, {"dims", g.dims}});
@@ -815,6 +1024,119 @@ Status write_manifest(const Tasks& t, int shard_count, const std::string& out_di
     if (auto w = write_file_atomic(p.string(), v.yaml); !w) return w.error();
   }
   return write_file_atomic((fs::path(out_dir) / "dojo.json").string(), m.dump(1) + "\n");
+}
+
+}  // namespace gpusim::dojo
+
+namespace gpusim::dojo {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The dataset card: what the dataset holds, how to reproduce it, its splits, the files present and
+// every column.
+std::string card(const nlohmann::json& m) {
+  using nlohmann::json;
+  const json& c = m.at("config");
+  std::vector<std::string> graphs, gpus, cons;
+  for (const json& g : m.at("graphs")) graphs.push_back(g.at("id").get<std::string>());
+  for (const json& g : m.at("gpus")) gpus.push_back(g.at("id").get<std::string>() + (g.value("virtual", false) ? " (virtual)" : ""));
+  for (const json& k : m.at("constraints")) {
+    cons.push_back(fmt::format("({}, {}, {})", k.at("objective").get<std::string>(), k.at("memory_fraction").dump(),
+                               k.at("power_fraction").dump()));
+  }
+  const int shards = m.at("shards").get<int>();
+  const int complete = m.value("complete_shards", 0);
+  const json files = m.value("files", json::array());
+  std::string ext = "csv";
+  if (!files.empty()) ext = fs::path(files[0].at("name").get<std::string>()).extension().string().substr(1);
+  std::string s;
+  s += "# GPU Dojo dataset\n\n";
+  s += fmt::format("Schema `{}`, generated by gpusim's Dojo (`gpusim dojo generate`, or `gpusim.dojo.generate`); the "
+                   "generator's documentation is `dojo/README.md` in gpusim's source.\n\n",
+                   m.at("schema").get<std::string>());
+  s += "## What it holds\n\n";
+  s += fmt::format("- {} graph variants: {}\n", graphs.size(), fmt::join(graphs, ", "));
+  s += fmt::format("- {} GPUs: {}\n", gpus.size(), fmt::join(gpus, ", "));
+  s += fmt::format("- {} constraints (objective, memory fraction, power fraction): {}\n", cons.size(), fmt::join(cons, ", "));
+  s += fmt::format("- {} tasks in {} shards; each task has the eager plan, the greedy search's best and {} random plans; "
+                   "dtype {}, seed {}\n",
+                   m.at("tasks").get<int64_t>(), shards, c.at("plans").get<int64_t>(), c.at("dtype").get<std::string>(),
+                   c.at("seed").dump());
+  if (complete < shards) {
+    s += fmt::format("- **Incomplete**: {} of {} shards are present and whole; the same command (or "
+                     "`gpusim.dojo.generate`) generates the rest.\n",
+                     complete, shards);
+  }
+  s += "\n## How to reproduce\n\nThe same configuration and seed give the same rows:\n\n```\n";
+  s += c.dump(1) + "\n```\n\n";
+  s += "Virtual GPUs are profiles in `gpus/` (each extends its base profile): every gpusim command takes them "
+       "(`gpusim predict MODEL --profiles gpus --gpu ID`).\n\n";
+  s += "## Splits\n\nHold out whole `gpu_family` values (a base profile and its virtual GPUs) to test on unseen GPUs, "
+       "whole `graph_family` values to test on unseen graphs: `gpusim.dojo.split(table, by, holdout)`.\n\n";
+  s += fmt::format("## Files\n\n{} of {} shards, each file checked against its record (size and hash) when the "
+                   "dataset was last written:\n\n| file | table | shard | rows | bytes | hash |\n|---|---|---|---|---|---|\n",
+                   complete, shards);
+  for (const json& f : files) {
+    s += fmt::format("| `{}` | {} | {} | {} | {} | `{}` |\n", f.at("name").get<std::string>(), f.at("table").get<std::string>(),
+                     f.at("shard").get<int>(), f.at("rows").get<int64_t>(), f.at("bytes").get<int64_t>(),
+                     f.at("hash").get<std::string>());
+  }
+  s += "\n";
+  for (const auto& [table, key] : {std::pair{"kernels", "kernel_columns"}, std::pair{"plans", "plan_columns"}}) {
+    s += fmt::format("## Table `{}` ({}-*.{})\n\n| column | type | unit | meaning |\n|---|---|---|---|\n", table, table, ext);
+    for (const json& col : m.at(key)) {
+      s += fmt::format("| `{}` | {} | {} | {} |\n", col.at("name").get<std::string>(), col.at("type").get<std::string>(),
+                       col.at("unit").get<std::string>(), col.at("doc").get<std::string>());
+    }
+    s += "\n";
+  }
+  return s;
+}
+
+}  // namespace
+
+Result<int> finish(const std::string& out_dir) {
+  using nlohmann::json;
+  const fs::path dir(out_dir);
+  auto m = read_json_file(dir / "dojo.json");
+  if (!m) return m.error();
+  try {
+    const int shards = m->at("shards").get<int>();
+    json files = json::array();
+    int complete = 0;
+    for (int i = 0; i < shards; ++i) {
+      auto rec = read_json_file(dir / shard_record_name({i, shards}));
+      if (!rec) continue;
+      bool whole = rec->value("schema", std::string()) == kShardSchema && rec->value("index", -1) == i &&
+                   rec->value("count", -1) == shards && rec->contains("files") && (*rec)["files"].size() == 2;
+      json these = json::array();
+      for (size_t k = 0; whole && k < 2; ++k) {
+        const json& f = (*rec)["files"][k];
+        const std::string name = f.at("name");
+        std::error_code ec;
+        const auto size = fs::is_regular_file(dir / name, ec) ? static_cast<int64_t>(fs::file_size(dir / name, ec)) : -1;
+        whole = !ec && size == f.at("bytes").get<int64_t>();
+        these.push_back({{"table", k == 0 ? "kernels" : "plans"},
+                         {"shard", i},
+                         {"name", name},
+                         {"rows", k == 0 ? rec->value("kernel_rows", int64_t{0}) : rec->value("plans", int64_t{0})},
+                         {"bytes", f.at("bytes")},
+                         {"hash", f.at("hash")}});
+      }
+      if (!whole) continue;
+      ++complete;
+      for (json& f : these) files.push_back(std::move(f));
+    }
+    (*m)["files"] = files;
+    (*m)["complete_shards"] = complete;
+    if (auto w = write_file_atomic((dir / "dojo.json").string(), m->dump(1, ' ', false, kInvalidUtf8) + "\n"); !w) return w.error();
+    if (auto w = write_file_atomic((dir / "DATASET.md").string(), card(*m)); !w) return w.error();
+    return complete;
+  } catch (const json::exception& e) {
+    return make_error(ErrorCode::kParse, fmt::format("{}/dojo.json: not a Dojo manifest ({})", out_dir, e.what()));
+  }
 }
 
 }  // namespace gpusim::dojo

@@ -13,9 +13,11 @@
 // the measurement store has one); every plan one row of the plan table.
 //
 // Tasks are split into shards of consecutive tasks (`--shard i/N`); a shard is written to
-// temporary files renamed into place when complete, and a shard whose files exist is skipped, so
-// an interrupted run resumes where it stopped. Everything derives from the seed: the same
-// configuration gives the same bytes.
+// temporary files renamed into place, then recorded (shard-IIIII-of-NNNNN.json: each file's size
+// and hash). A shard whose record and files agree is skipped, so an interrupted run resumes where
+// it stopped; one truncated or overwritten since is generated again. A directory holding a
+// dataset of another configuration or shard count is refused (prepare_out_dir). Everything
+// derives from the seed: the same configuration gives the same bytes.
 //
 // Usage:
 //   gpusim::dojo::Config c;
@@ -128,7 +130,8 @@ Result<ShardSpec> parse_shard(const std::string& text);
 
 struct ShardResult {
   int index = 0, count = 1;
-  bool skipped = false;  // its files already existed: nothing was done
+  bool skipped = false;  // complete already (its record and files agree): nothing was done
+  std::string redone;    // why a shard on disk was generated again ("" if there was none)
   int64_t tasks = 0, plans = 0, kernel_rows = 0;
   double seconds = 0;
   std::string kernels_file, plans_file;
@@ -139,16 +142,38 @@ struct ShardResult {
 std::pair<size_t, size_t> shard_range(size_t tasks, ShardSpec s);
 
 // Generates one shard into `out_dir` (created): kernels-IIIII-of-NNNNN.{csv,ndjson} and
-// plans-IIIII-of-NNNNN.{csv,ndjson}, each written whole to a temporary file and renamed. A shard
-// whose two files exist is skipped. `progress` is
-// called after each task with (tasks done, tasks in the shard).
+// plans-IIIII-of-NNNNN.{csv,ndjson}, each written whole to a temporary file and renamed, then its
+// record. A complete shard (shard_problem() empty) is skipped. `progress` is called after each
+// task with (tasks done, tasks in the shard).
 Result<ShardResult> generate_shard(const Tasks& t, ShardSpec s, const std::string& out_dir,
                                    const std::function<void(size_t, size_t)>& progress = {});
 
 // Writes `out_dir`/dojo.json — the schema, the configuration, the graph variants, GPUs,
 // constraints and shard count, and the column tables: what a reader needs to interpret shards —
-// and each virtual GPU's profile as gpus/<id>.yaml.
-Status write_manifest(const Tasks& t, int shard_count, const std::string& out_dir);
+// and each virtual GPU's profile as gpus/<id>.yaml. Calls prepare_out_dir(t, shard_count,
+// out_dir, force) first.
+Status write_manifest(const Tasks& t, int shard_count, const std::string& out_dir, bool force = false);
+
+// Checks `out_dir` before anything is written into it: creatable and writable, and holding no
+// dataset (a dojo.json, or shard files without one) of another configuration, shard count or
+// schema. Such a dataset is an error naming the keys that differ, unless `force`, which removes
+// its files first (shards, their records, dojo.json, DATASET.md, gpus/*.yaml; nothing else).
+Status prepare_out_dir(const Tasks& t, int shard_count, const std::string& out_dir, bool force);
+
+// The record of a complete shard, shard-IIIII-of-NNNNN.json beside its files.
+std::string shard_record_name(ShardSpec s);
+// Why shard `s` in `out_dir` is not complete, or "" when it is: its record is missing or
+// unreadable, names files of another extension than `ext` ("csv", "ndjson", "parquet"), or a file
+// it lists is missing, not a regular file, or of another size or hash than recorded.
+std::string shard_problem(const std::string& out_dir, ShardSpec s, const std::string& ext);
+// Records shard `r` as complete: `files` (names in out_dir: the kernels file, then the plans
+// file) with their sizes and hashes, and the shard's counts. Written atomically, after the files.
+Status write_shard_record(const std::string& out_dir, const ShardResult& r, const std::vector<std::string>& files);
+
+// After a run: rewrites dojo.json with the files of every complete shard (table, shard, name,
+// bytes, hash, rows) and how many shards are complete, then DATASET.md (the dataset card) from it,
+// listing exactly the files present. Returns the number of complete shards.
+Result<int> finish(const std::string& out_dir);
 
 // The columns of the kernel and plan tables, in file order: name, type ("int", "float",
 // "string", "bool") and unit, and what it holds (the dataset card prints them).

@@ -561,15 +561,58 @@ PYBIND11_MODULE(_gpusim, m) {
     return take(std::move(t));
   };
   m.def(
+      "dojo_count_tasks",
+      [dojo_tasks](const std::string& config, const std::vector<std::string>& profiles) {
+        return dojo_tasks(config, profiles).tasks.size();
+      },
+      "config"_a, "profiles"_a = std::vector<std::string>{},
+      "Expands a Dojo configuration (JSON) and returns its number of tasks; writes nothing.");
+  m.def(
       "dojo_write_manifest",
-      [dojo_tasks](const std::string& config, int shards, const std::string& out, const std::vector<std::string>& profiles) {
+      [dojo_tasks](const std::string& config, int shards, const std::string& out, const std::vector<std::string>& profiles,
+                   bool force) {
         gpusim::dojo::Tasks t = dojo_tasks(config, profiles);
-        if (auto s = gpusim::dojo::write_manifest(t, shards, out); !s) raise_error(s.error());
+        if (auto s = gpusim::dojo::write_manifest(t, shards, out, force); !s) raise_error(s.error());
         return py::dict("tasks"_a = t.tasks.size(), "graphs"_a = t.graphs.size(), "gpus"_a = t.gpus.size(),
                         "constraints"_a = t.constraints.size(), "notes"_a = t.notes);
       },
-      "config"_a, "shards"_a, "out"_a, "profiles"_a = std::vector<std::string>{},
-      "Expands a Dojo configuration (JSON) and writes OUT/dojo.json; returns the counts.");
+      "config"_a, "shards"_a, "out"_a, "profiles"_a = std::vector<std::string>{}, "force"_a = false,
+      "Expands a Dojo configuration (JSON) and writes OUT/dojo.json; returns the counts. OUT holding a dataset of\n"
+      "another configuration or shard count is an error naming what differs, unless force (which removes it).");
+  m.def(
+      "dojo_shard_problem",
+      [](const std::string& out, int index, int count, const std::string& ext) {
+        return gpusim::dojo::shard_problem(out, {index, count}, ext);
+      },
+      "out"_a, "index"_a, "count"_a, "ext"_a,
+      "Why shard INDEX of COUNT in OUT is not complete (its record, or a file's size or hash), or \"\" when it is.");
+  m.def(
+      "dojo_write_shard_record",
+      [](const std::string& out, int index, int count, const std::vector<std::string>& files, int64_t tasks, int64_t plans,
+         int64_t kernel_rows) {
+        gpusim::dojo::ShardResult r;
+        r.index = index;
+        r.count = count;
+        r.tasks = tasks;
+        r.plans = plans;
+        r.kernel_rows = kernel_rows;
+        if (auto s = gpusim::dojo::write_shard_record(out, r, files); !s) raise_error(s.error());
+      },
+      "out"_a, "index"_a, "count"_a, "files"_a, "tasks"_a, "plans"_a, "kernel_rows"_a,
+      "Records shard INDEX of COUNT as complete: FILES (the kernels file, then the plans file, names in OUT) with\n"
+      "their sizes and hashes.");
+  m.def(
+      "dojo_finish",
+      [](const std::string& out) {
+        gpusim::Result<int> r = [&] {
+          py::gil_scoped_release nogil;
+          return gpusim::dojo::finish(out);
+        }();
+        return take(std::move(r));
+      },
+      "out"_a,
+      "Lists every complete shard's files (size, hash, rows) in OUT/dojo.json and writes OUT/DATASET.md from it;\n"
+      "returns the number of complete shards.");
   m.def(
       "dojo_generate_shard",
       [dojo_tasks](const std::string& config, int index, int count, const std::string& out,
@@ -580,7 +623,7 @@ PYBIND11_MODULE(_gpusim, m) {
           return gpusim::dojo::generate_shard(t, {index, count}, out);
         }();
         const gpusim::dojo::ShardResult s = take(std::move(r));
-        return py::dict("index"_a = s.index, "count"_a = s.count, "skipped"_a = s.skipped, "tasks"_a = s.tasks,
+        return py::dict("index"_a = s.index, "count"_a = s.count, "skipped"_a = s.skipped, "redone"_a = s.redone, "tasks"_a = s.tasks,
                         "plans"_a = s.plans, "kernel_rows"_a = s.kernel_rows, "seconds"_a = s.seconds,
                         "kernels_file"_a = s.kernels_file, "plans_file"_a = s.plans_file);
       },

@@ -199,6 +199,59 @@ TEST_CASE("dojo: an interrupted run resumes, skipping complete shards", "[dojo]"
   }
 }
 
+TEST_CASE("dojo generate: a dataset of another configuration is refused, a damaged shard redone, the card true",
+          "[dojo][cli]") {
+  const std::string d = fresh_dir("dojo_integrity");
+  const std::string base = "dojo generate --model " + test::source_dir() + "/models/mobilenet_v2.onnx --gpu nvidia-t4 "
+                           "--plans 1 --shards 2 --out " + d;
+  auto r = test::run_gpusim(base);
+  REQUIRE(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("2 of 2 shards complete"));
+  const std::string k0 = d + "/kernels-00000-of-00002.csv";
+  const std::string kept = slurp(k0);
+  auto manifest = nlohmann::json::parse(slurp(d + "/dojo.json"));
+  REQUIRE(manifest.at("files").size() == 4);
+  CHECK(manifest.at("complete_shards") == 2);
+  CHECK_THAT(slurp(d + "/DATASET.md"), Catch::Contains("| `plans-00001-of-00002.csv` | plans | 1 |"));
+  // Truncated after it was written: generated again, byte for byte.
+  fs::resize_file(k0, 10);
+  r = test::run_gpusim(base);
+  REQUIRE(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("shard    0/2: kernels-00000-of-00002.csv is 10 bytes; its record says"));
+  CHECK_THAT(r.out, Catch::Contains("1/2: complete already"));
+  CHECK(slurp(k0) == kept);
+  // Overwritten with another valid shard's bytes: the size or the hash gives it away.
+  fs::copy_file(d + "/plans-00001-of-00002.csv", d + "/plans-00000-of-00002.csv", fs::copy_options::overwrite_existing);
+  r = test::run_gpusim(base);
+  REQUIRE(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("shard    0/2: plans-00000-of-00002.csv"));
+  // Another configuration, another shard count: refused, naming what differs, nothing written.
+  const auto before = fs::last_write_time(d + "/dojo.json");
+  r = test::run_gpusim("dojo generate --model " + test::source_dir() + "/models/mobilenet_v2.onnx --gpu nvidia-t4 "
+                       "--plans 3 --seed 9 --shards 2 --out " + d);
+  CHECK(r.rc == 2);
+  CHECK_THAT(r.out, Catch::Contains("holds a dataset of another configuration: plans (1 -> 3), seed (1 -> 9); give a new "
+                                    "--out directory, or --force to replace it"));
+  r = test::run_gpusim(base.substr(0, base.find("--shards")) + "--shards 3 --out " + d);
+  CHECK(r.rc == 2);
+  CHECK_THAT(r.out, Catch::Contains("shards (2 -> 3)"));
+  CHECK(fs::last_write_time(d + "/dojo.json") == before);
+  // --force replaces it: the old shard set goes, the card lists the new one only.
+  r = test::run_gpusim(base.substr(0, base.find("--shards")) + "--shards 3 --force --out " + d);
+  REQUIRE(r.rc == 0);
+  CHECK_FALSE(fs::exists(d + "/kernels-00000-of-00002.csv"));
+  CHECK_FALSE(fs::exists(d + "/shard-00000-of-00002.json"));
+  const std::string card = slurp(d + "/DATASET.md");
+  CHECK_THAT(card, Catch::Contains("kernels-00002-of-00003.csv"));
+  CHECK_THAT(card, !Catch::Contains("of-00002"));
+  // An output directory that cannot be made is refused before any work.
+  { std::ofstream(d + "/file") << "x"; }
+  r = test::run_gpusim("dojo generate --model " + test::source_dir() + "/models/mobilenet_v2.onnx --gpu nvidia-t4 --out " +
+                       d + "/file/sub");
+  CHECK(r.rc != 0);
+  CHECK_THAT(r.out, Catch::Contains("cannot create the output directory " + d + "/file/sub"));
+}
+
 TEST_CASE("dojo: virtual GPUs are valid profiles whose peaks follow units and clock", "[dojo]") {
   const GpuProfile base = test::gpu("nvidia-rtx-3060");
   int differ = 0;

@@ -43,6 +43,8 @@ def test_columns_are_the_generators():
 def test_bad_configurations_name_the_field(tmp_path, root):
     with pytest.raises(gpusim.Error, match='unknown field "modles"'):
         gpusim._gpusim.dojo_write_manifest(json.dumps({"modles": []}), 1, str(tmp_path))
+    with pytest.raises(gpusim.Error, match="nested deeper than 64 levels"):
+        gpusim._gpusim.dojo_write_manifest("[" * 100000, 1, str(tmp_path))
     with pytest.raises(gpusim.Error, match='field "plans" is "many"'):
         gpusim._gpusim.dojo_write_manifest(json.dumps({"plans": "many"}), 1, str(tmp_path))
     with pytest.raises(gpusim.Error, match="nvidia-t5"):
@@ -63,12 +65,41 @@ def test_local_parquet_resumes_and_matches_the_cli(tmp_path, root, gpusim_binary
     assert p.num_rows == r["tasks"] * (2 + 2)
     assert str(k.schema.field("measured_us").type) == "double"
     assert str(k.schema.field("virtual_gpu").type) == "bool"
-    assert (out / "DATASET.md").read_text().count("| `") == len(dojo.columns()["kernels"]) + len(dojo.columns()["plans"])
+    # The card lists every column and the six files present (each row quotes its name and hash).
+    card = (out / "DATASET.md").read_text()
+    assert card.count("| `") == len(dojo.columns()["kernels"]) + len(dojo.columns()["plans"]) + 2 * 6
+    assert "| `kernels-00002-of-00003.parquet` | kernels | 2 |" in card
     assert sorted(os.listdir(out / "gpus")) == ["nvidia-a10-v1.yaml", "nvidia-t4-v1.yaml"]
     # An interruption: one shard's Parquet lost; generating again redoes only that shard.
     os.remove(out / "plans-00001-of-00003.parquet")
     again = dojo.generate(small(root), str(out), shards=3, executor="local", progress=False)
     assert again["skipped"] == 2
+    assert dojo.read(str(out), "kernels").equals(k)
+    # A shard truncated or overwritten after it was written is not complete: it is generated again.
+    victim = out / "kernels-00000-of-00003.parquet"
+    victim.write_bytes(victim.read_bytes()[:100])
+    with pytest.raises(gpusim.Error, match="kernels-00000-of-00003.parquet: 100 bytes"):
+        dojo.read(str(out), "kernels")
+    (out / "plans-00002-of-00003.parquet").write_bytes((out / "plans-00001-of-00003.parquet").read_bytes())
+    again = dojo.generate(small(root), str(out), shards=3, executor="local", progress=False)
+    assert again["skipped"] == 1 and again["complete"] == 3
+    assert "kernels-00000-of-00003.parquet is 100 bytes" in again["redone"][0]
+    assert "plans-00002-of-00003.parquet" in again["redone"][2]
+    assert dojo.read(str(out), "kernels").equals(k)
+    assert dojo.read(str(out), "plans").equals(p)
+    # Another configuration or shard count in the same directory is refused, naming what differs;
+    # nothing is written.
+    before = sorted(os.listdir(out))
+    with pytest.raises(gpusim.Error, match=r"another configuration: plans \(2 -> 3\), seed \(5 -> 6\).*--force"):
+        dojo.generate(small(root, plans=3, seed=6), str(out), shards=3, executor="local", progress=False)
+    with pytest.raises(gpusim.Error, match=r"shards \(3 -> 2\)"):
+        dojo.generate(small(root), str(out), shards=2, executor="local", progress=False)
+    assert sorted(os.listdir(out)) == before
+    assert dojo.read(str(out), "kernels").equals(k)
+    # force replaces it: only the new shard set is there and read.
+    r2 = dojo.generate(small(root), str(out), shards=2, executor="local", progress=False, force=True)
+    assert r2["skipped"] == 0 and r2["complete"] == 2
+    assert not list(out.glob("*-of-00003.*"))
     assert dojo.read(str(out), "kernels").equals(k)
     # The same rows as the C++ program's CSV (one shard).
     import subprocess
@@ -79,6 +110,8 @@ def test_local_parquet_resumes_and_matches_the_cli(tmp_path, root, gpusim_binary
                     "--model", str(root / "models" / "resnet50.onnx"), "--gpu", "nvidia-t4,nvidia-a10",
                     "--virtual-gpus", "1", "--plans", "2", "--seed", "5", "--out", str(cli), "--quiet"], check=True)
     csv = pacsv.read_csv(cli / "kernels-00000-of-00001.csv")
+    with pytest.raises(gpusim.Error, match="its shards are not Parquet"):
+        dojo.read(str(cli))
     assert csv.num_rows == k.num_rows
     assert csv.column("predicted_us").to_pylist() == k.column("predicted_us").to_pylist()
     # Splits keep whole families.

@@ -1,8 +1,9 @@
 // gpusim dojo generate --model M... --gpu G... [--virtual-gpus N] [--dims SET]... [--plans P]
 //   [--seed S] [--shards N | --shard I/N] --out DIR [--format csv|ndjson] [--store DB] ...
 // Writes a GPU Dojo dataset (include/gpusim/dojo.h, dojo/README.md): dojo.json, shards of kernel
-// and plan rows, and the virtual GPUs' profiles. Complete shards are skipped, so re-running the
-// same command resumes an interrupted run.
+// and plan rows with a record of each (sizes and hashes), the virtual GPUs' profiles and DATASET.md.
+// Complete shards are skipped, so re-running the same command resumes an interrupted run; a
+// directory holding another configuration's dataset is refused unless --force.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -59,7 +60,7 @@ void add_dojo(CLI::App& app, int& rc) {
     int virtual_gpus = 0, subgraphs = 0, plans = 8, shards = 1;
     uint64_t seed = 1;
     std::string shard, out, format = "csv", store, dtype = "fp16";
-    bool quiet = false;
+    bool quiet = false, force = false;
   };
   auto a = std::make_shared<Args>();
   auto* dojo = app.add_subcommand("dojo", "The GPU Dojo: datasets of (graph, GPU, plan) -> time for learned schedulers");
@@ -87,6 +88,8 @@ void add_dojo(CLI::App& app, int& rc) {
   cmd->add_option("--store", a->store, "Measurement store (gpusim truth, run, tune): measured labels where it has them");
   cmd->add_option("--profiles", a->profile_dirs, "Extra directory of GPU profiles, searched first (repeatable)");
   cmd->add_flag("--quiet", a->quiet, "Print nothing but errors");
+  cmd->add_flag("--force", a->force, "Replace a dataset of another configuration or shard count in --out (its shards, "
+                                     "records, dojo.json, DATASET.md and gpus/ profiles are removed first)");
   cmd->callback([a, &rc] {
     auto fail = [&rc](const Error& e) {
       fmt::print(stderr, "gpusim dojo generate: {}\n", e.message);
@@ -136,9 +139,10 @@ void add_dojo(CLI::App& app, int& rc) {
       for (int i = 0; i < a->shards; ++i) todo.push_back({i, a->shards});
     }
     const Session session({a->profile_dirs, {}});
+    warn_profile_dirs(session.profile_dirs());
     auto tasks = dojo::expand(c, session.profile_dirs());
     if (!tasks) return fail(tasks.error());
-    if (auto m = dojo::write_manifest(*tasks, count, a->out); !m) return fail(m.error());
+    if (auto m = dojo::write_manifest(*tasks, count, a->out, a->force); !m) return fail(m.error());
     if (!a->quiet) {
       fmt::print("dojo     {} graph variants x {} GPUs ({} virtual) x {} constraints = {} tasks, {} plans each, "
                  "{} shards -> {}\n",
@@ -155,9 +159,15 @@ void add_dojo(CLI::App& app, int& rc) {
       if (r->skipped) {
         fmt::print("shard    {}/{}: complete already ({}), skipped\n", s.index, s.count, r->kernels_file);
       } else {
+        if (!r->redone.empty()) fmt::print("shard    {}/{}: {}: generated again\n", s.index, s.count, r->redone);
         fmt::print("shard    {}/{}: {} tasks, {} plans, {} kernel rows in {:.2f} s ({:.0f} rows/s)\n", s.index, s.count,
                    r->tasks, r->plans, r->kernel_rows, r->seconds, r->seconds > 0 ? r->kernel_rows / r->seconds : 0.0);
       }
+    }
+    auto done = dojo::finish(a->out);
+    if (!done) return fail(done.error());
+    if (!a->quiet) {
+      fmt::print("dataset  {} of {} shards complete; {}/dojo.json and DATASET.md list their files\n", *done, count, a->out);
     }
     rc = 0;
   });

@@ -15,13 +15,15 @@ Example::
     kernels = dojo.read("dojo-data", "kernels")             # a pyarrow.Table
     train, test = dojo.split(kernels, by="gpu_family", holdout=["nvidia-a10"])
 
-A shard whose Parquet files exist is skipped, so calling ``generate`` again after an interruption
-finishes the rest; the same configuration and seed give the same rows however the run is sharded.
+Each shard is recorded when whole (shard-IIIII-of-NNNNN.json: its files' sizes and hashes); a shard
+whose record and files agree is skipped, so calling ``generate`` again after an interruption finishes
+the rest, and one truncated or overwritten since is generated again. A directory holding a dataset
+of another configuration or shard count is refused (``force=True`` replaces it). The same
+configuration and seed give the same rows however the run is sharded.
 Needs ``pyarrow`` and, for ``executor="ray"``, ``ray`` (both from PyPI).
 """
 
 import dataclasses
-import glob
 import json
 import os
 import time
@@ -76,18 +78,23 @@ def _names(index, count):
 
 def generate_shard(config_json, index, count, out, profiles=()):
     """Generates shard INDEX of COUNT into OUT as Parquet (what each Ray task runs). Skips a shard
-    whose two Parquet files exist. Returns the C++ generator's figures for the shard."""
+    whose record and Parquet files agree (sizes and hashes). Returns the C++ generator's figures for
+    the shard, with ``redone`` saying why a shard on disk was generated again."""
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
+    problem = _gpusim.dojo_shard_problem(out, index, count, "parquet")
+    if not problem:
+        return {"index": index, "count": count, "skipped": True, "redone": "", "kernel_rows": 0, "seconds": 0.0}
     names = _names(index, count)
     final = {t: os.path.join(out, n) for t, n in names.items()}
-    if all(os.path.exists(p) for p in final.values()):
-        return {"index": index, "count": count, "skipped": True, "kernel_rows": 0, "seconds": 0.0}
+    record = os.path.join(out, f"shard-{index:05d}-of-{count:05d}.json")
+    redone = problem if any(os.path.lexists(p) for p in (*final.values(), record)) else ""
+    if os.path.lexists(record):
+        os.remove(record)
     staging = os.path.join(out, ".csv")
     r = _gpusim.dojo_generate_shard(config_json, index, count, staging, list(profiles))
     t0 = time.time()
-    # Kernels first, plans last: a shard is complete when both Parquet files exist.
     for table, csv_file in (("kernels", r["kernels_file"]), ("plans", r["plans_file"])):
         schema = _schema(table)
         opts = pacsv.ConvertOptions(column_types=schema, strings_can_be_null=False)
@@ -95,21 +102,31 @@ def generate_shard(config_json, index, count, out, profiles=()):
         tmp = final[table] + f".tmp.{os.getpid()}"
         pq.write_table(tbl, tmp, compression="zstd")
         os.replace(tmp, final[table])
-    for f in (r["kernels_file"], r["plans_file"]):
-        os.remove(f)
+    # The record last: it makes the shard complete.
+    _gpusim.dojo_write_shard_record(out, index, count, [names["kernels"], names["plans"]], r["tasks"], r["plans"],
+                                    r["kernel_rows"])
+    for f in (r["kernels_file"], r["plans_file"], os.path.join(staging, f"shard-{index:05d}-of-{count:05d}.json")):
+        if os.path.lexists(f):
+            os.remove(f)
     r["parquet_seconds"] = time.time() - t0
     r["skipped"] = False
+    r["redone"] = redone
     return r
 
 
-def generate(config, out, shards=None, executor="ray", address=None, num_cpus=None, profiles=(), progress=True):
-    """Generates a dataset into OUT: dojo.json, kernels-*.parquet and plans-*.parquet, gpus/*.yaml
-    (the virtual GPUs' profiles) and DATASET.md (the card).
+def generate(config, out, shards=None, executor="ray", address=None, num_cpus=None, profiles=(), progress=True,
+             force=False):
+    """Generates a dataset into OUT: dojo.json, kernels-*.parquet and plans-*.parquet with a record
+    of each shard, gpus/*.yaml (the virtual GPUs' profiles) and DATASET.md (the card, listing the
+    files present).
 
     shards: how many shards (default: 4 per CPU Ray offers, at most the number of tasks).
     executor: "ray" (each shard a Ray task; ``address`` names a cluster, default a local Ray with
     ``num_cpus`` CPUs, all by default) or "local" (in this process, one shard after another).
-    Returns a dict: tasks, shards, kernel_rows, plans, seconds, skipped (shards already complete).
+    force: replace a dataset of another configuration or shard count in OUT (by default an error
+    naming what differs).
+    Returns a dict: tasks, shards, complete (shards whole at the end), kernel_rows, plans, seconds,
+    skipped (shards already complete), redone (shards on disk generated again, with why).
     """
     os.makedirs(out, exist_ok=True)
     cfg = config.to_json() if isinstance(config, Config) else json.dumps(config)
@@ -125,12 +142,12 @@ def generate(config, out, shards=None, executor="ray", address=None, num_cpus=No
         cpus = int(ray.available_resources().get("CPU", 1))
     elif executor != "local":
         raise Error(f'executor "{executor}" is not ray or local', "invalid_argument")
-    if shards is None:  # the task count first (the manifest is rewritten with the shard count below)
-        tasks = _gpusim.dojo_write_manifest(cfg, 1, out, list(profiles))["tasks"]
+    if shards is None:
+        tasks = _gpusim.dojo_count_tasks(cfg, list(profiles))
         shards = max(1, min(tasks, 4 * (cpus or 1)))
     if not 1 <= shards <= 100000:
         raise Error(f"shards {shards} is out of range; give 1 to 100000", "invalid_argument")
-    info = _gpusim.dojo_write_manifest(cfg, shards, out, list(profiles))
+    info = _gpusim.dojo_write_manifest(cfg, shards, out, list(profiles), force)
     results = []
     if executor == "ray":
         task = ray.remote(num_cpus=1)(generate_shard)
@@ -148,30 +165,53 @@ def generate(config, out, shards=None, executor="ray", address=None, num_cpus=No
     staging = os.path.join(out, ".csv")
     if os.path.isdir(staging) and not os.listdir(staging):
         os.rmdir(staging)
+    complete = _gpusim.dojo_finish(out)
     summary = {
         "tasks": info["tasks"],
         "shards": shards,
+        "complete": complete,
         "skipped": sum(1 for r in results if r["skipped"]),
+        "redone": {r["index"]: r["redone"] for r in results if r.get("redone")},
         "kernel_rows": sum(r["kernel_rows"] for r in results),
         "plans": sum(r.get("plans", 0) for r in results),
         "seconds": time.time() - t0,
         "notes": info["notes"],
     }
-    write_card(out)
     return summary
 
 
-def read(out, table="kernels"):
-    """Every shard of TABLE ("kernels" or "plans") in OUT as one pyarrow.Table, in shard order."""
+def read(out, table="kernels", partial=False):
+    """The shards of TABLE ("kernels" or "plans") that OUT/dojo.json lists, as one pyarrow.Table in
+    shard order: only the files of this dataset, each checked against its recorded size. A dataset
+    missing shards is an error unless partial=True."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     if table not in ("kernels", "plans"):
         raise Error(f'table "{table}" is not kernels or plans', "invalid_argument")
-    files = sorted(glob.glob(os.path.join(out, f"{table}-*-of-*.parquet")))
+    manifest = os.path.join(out, "dojo.json")
+    if not os.path.isfile(manifest):
+        raise Error(f"{out}: no dojo.json; generate the dataset first", "not_found")
+    with open(manifest) as f:
+        m = json.load(f)
+    if "files" not in m:
+        raise Error(f"{manifest} lists no files: the run that wrote it did not finish; call generate again", "not_found")
+    if m.get("complete_shards", 0) < m["shards"] and not partial:
+        raise Error(f"{out} holds {m.get('complete_shards', 0)} of {m['shards']} shards; call generate again to finish "
+                    "it, or read(..., partial=True)", "not_found")
+    files = [f for f in m["files"] if f["table"] == table]
     if not files:
-        raise Error(f"{out}: no {table} shards (*.parquet); generate the dataset first", "not_found")
-    return pa.concat_tables(pq.read_table(f) for f in files)
+        raise Error(f"{out}: no {table} shards; generate the dataset first", "not_found")
+    other = [f["name"] for f in files if not f["name"].endswith(".parquet")]
+    if other:
+        raise Error(f"{out}: its shards are not Parquet ({other[0]}, written by `gpusim dojo generate`); read them "
+                    "with pyarrow.csv or pandas, or generate the dataset with gpusim.dojo.generate", "invalid_argument")
+    for f in files:
+        p = os.path.join(out, f["name"])
+        size = os.path.getsize(p) if os.path.isfile(p) else -1
+        if size != f["bytes"]:
+            raise Error(f"{p}: {size} bytes, dojo.json says {f['bytes']}; call generate again to regenerate it", "io")
+    return pa.concat_tables(pq.read_table(os.path.join(out, f["name"])) for f in files)
 
 
 def split(table, by="gpu_family", holdout=()):
@@ -190,49 +230,7 @@ def split(table, by="gpu_family", holdout=()):
 
 
 def write_card(out):
-    """Writes OUT/DATASET.md from OUT/dojo.json: what the dataset holds, how it was generated, its
-    splits, and every column with its type and unit."""
-    with open(os.path.join(out, "dojo.json")) as f:
-        m = json.load(f)
-    c = m["config"]
-    lines = [
-        "# GPU Dojo dataset",
-        "",
-        f"Schema `{m['schema']}`, generated by gpusim's Dojo (`gpusim.dojo.generate`, or `gpusim dojo generate`); "
-        "the generator's documentation is `dojo/README.md` in gpusim's source.",
-        "",
-        "## What it holds",
-        "",
-        f"- {len(m['graphs'])} graph variants: " + ", ".join(g["id"] for g in m["graphs"]),
-        f"- {len(m['gpus'])} GPUs: " + ", ".join(g["id"] + (" (virtual)" if g["virtual"] else "") for g in m["gpus"]),
-        f"- {len(m['constraints'])} constraints (objective, memory fraction, power fraction): "
-        + ", ".join(f"({k['objective']}, {k['memory_fraction']}, {k['power_fraction']})" for k in m["constraints"]),
-        f"- {m['tasks']} tasks in {m['shards']} shards; each task has the eager plan, the greedy search's best "
-        f"and {c['plans']} random plans; dtype {c['dtype']}, seed {c['seed']}",
-        "",
-        "## How to reproduce",
-        "",
-        "The same configuration and seed give the same rows:",
-        "",
-        "```",
-        json.dumps(c, indent=1, sort_keys=True),
-        "```",
-        "",
-        "Virtual GPUs are profiles in `gpus/` (each extends its base profile): "
-        "every gpusim command takes them (`gpusim predict MODEL --profiles gpus --gpu ID`).",
-        "",
-        "## Splits",
-        "",
-        "Hold out whole `gpu_family` values (a base profile and its virtual GPUs) to test on unseen GPUs, "
-        "whole `graph_family` values to test on unseen graphs: `gpusim.dojo.split(table, by, holdout)`.",
-        "",
-    ]
-    for table, key in (("kernels", "kernel_columns"), ("plans", "plan_columns")):
-        lines += [f"## Table `{table}` ({table}-*.parquet)", "", "| column | type | unit | meaning |", "|---|---|---|---|"]
-        lines += [f"| `{col['name']}` | {col['type']} | {col['unit']} | {col['doc']} |" for col in m[key]]
-        lines.append("")
-    tmp = os.path.join(out, "DATASET.md.tmp")
-    with open(tmp, "w") as f:
-        f.write("\n".join(lines))
-    os.replace(tmp, os.path.join(out, "DATASET.md"))
-
+    """Writes OUT/DATASET.md from OUT/dojo.json (after listing in it every complete shard's files):
+    what the dataset holds, how it was generated, its splits, its files, and every column with its
+    type and unit. Returns the number of complete shards."""
+    return _gpusim.dojo_finish(out)
