@@ -54,7 +54,10 @@ Program::~Program() = default;
 const std::vector<TensorSpec>& Program::inputs() const { return impl_->inputs; }
 const std::vector<TensorSpec>& Program::outputs() const { return impl_->outputs; }
 const Plan& Program::plan() const { return impl_->plan; }
-std::string Program::plan_document() const { return plan_to_json(impl_->plan, impl_->g); }
+std::string Program::plan_document() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);  // tune() replaces the plan under the same lock
+  return plan_to_json(impl_->plan, impl_->g);
+}
 
 namespace {
 
