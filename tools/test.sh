@@ -3,7 +3,12 @@
 # runs the tiers in order. With no argument, the tiers CI runs:
 #   default   build-test/ (gcc, warnings as errors): ctest without the slow and package labels (the
 #             timing-labelled tests run after the rest, one at a time)
-#   package   `pip install .` into a fresh virtual environment (builds the library again)
+#   package   the package as users install it, one test at a time (each builds the library again, 3
+#             to 4 minutes on 2 cores: bench/RESULTS.md): `pip install .` into a clean virtual
+#             environment with PyPI's newest NumPy 2 and Dojo dependencies (pip_install), and a wheel
+#             from `python -m build` installed beside Debian's NumPy 1.24, the oldest claimed
+#             (wheel_install); each runs the pytest suite and the examples (tests/python/); and the
+#             OpenAPI check
 #   sanitize  build-sanitize/ (clang, AddressSanitizer + UBSan, every library instrumented): the
 #             suite, then 30 s of each fuzz target (fuzz/run.sh) from the same build
 # Other tiers, run when named:
@@ -36,7 +41,7 @@ for tier in "${tiers[@]}"; do
       ctest --test-dir build-test --output-on-failure -j"$jobs" -L slow ;;
     package)
       build_default
-      ctest --test-dir build-test --output-on-failure -L package ;;
+      CMAKE_BUILD_PARALLEL_LEVEL=$jobs ctest --test-dir build-test --output-on-failure -L package ;;
     sanitize)
       # The Python module, the benchmarks and the install tests are left out (an instrumented
       # library cannot be loaded by an uninstrumented python3 or linked by a plain consumer), and so
@@ -46,7 +51,9 @@ for tier in "${tiers[@]}"; do
       cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -gline-tables-only" \
         -DCMAKE_CXX_COMPILER=clang++ \
         -DGPUSIM_SANITIZE=address,undefined -DGPUSIM_FUZZ=ON -DGPUSIM_BUILD_BENCH=OFF -DGPUSIM_BUILD_PYTHON=OFF
-      cmake --build build-sanitize -j"$jobs"
+      # Only what the tier runs: the program, the test binary and the fuzz targets (not the shared
+      # library, the examples or the install tree, which the instrumented suite leaves out).
+      cmake --build build-sanitize -j"$jobs" --target gpusim gpusim_tests fuzz_onnx fuzz_plan fuzz_profile fuzz_serve
       # Leak checking is on in the fuzz targets; not in the suite, whose device probes load ROCm's HIP
       # runtime, which leaks at init when no AMD GPU is present (inside libraries it unloads).
       ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \

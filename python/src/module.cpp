@@ -9,11 +9,16 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <array>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -41,6 +46,41 @@ template <typename T>
 T take(gpusim::Result<T>&& r) {
   if (!r) raise_error(r.error());
   return std::move(*r);
+}
+
+// The bound classes and how a caller gets one, for the message below.
+template <typename T>
+struct Bound;
+template <>
+struct Bound<gpusim::Model> {
+  static constexpr const char* name = "Model";
+  static constexpr const char* how = "Session.open_model()";
+};
+template <>
+struct Bound<gpusim::GpuProfile> {
+  static constexpr const char* name = "Gpu";
+  static constexpr const char* how = "Session.gpu() or Session.gpu_from_yaml()";
+};
+template <>
+struct Bound<gpusim::Program> {
+  static constexpr const char* name = "Program";
+  static constexpr const char* how = "Session.compile()";
+};
+
+// A bound object whose __init__ never ran (gpusim.Session.__new__(gpusim.Session),
+// gpusim.Model.__new__(gpusim.Model), ...) is raw memory behind the Python object: pybind11 (2.10 as 3.x, with its default
+// holder) allocates it on first use without constructing it, and a call on it would crash the
+// interpreter. An object the module made, or __init__ built, is in pybind11's instance registry
+// (the lookup get_override uses); one never initialised is not. Every binding passes `self` and
+// each bound argument through live() before touching it, with the GIL held: TypeError instead.
+template <typename T>
+T& live(T& obj) {
+  using U = std::remove_const_t<T>;
+  if (!py::detail::get_object_handle(&obj, py::detail::get_type_info(typeid(U)))) {
+    throw py::type_error(std::string("gpusim.") + Bound<U>::name + ": this object was never initialised (" +
+                         Bound<U>::name + ".__new__ without __init__); get one from " + Bound<U>::how);
+  }
+  return obj;
 }
 
 // A JSON document as Python dicts, lists, strings and numbers.
@@ -109,10 +149,14 @@ std::vector<std::string> strings_arg(const py::object& v, const char* what) {
   return out;
 }
 
-// NumPy dtypes and gpusim's, by kind and item size (NumPy has no bfloat16).
-std::optional<DType> dtype_of(const py::dtype& d) {
-  const char k = d.kind();
-  const auto n = d.itemsize();
+// NumPy dtypes and gpusim's, by kind and item size (NumPy has no bfloat16). Both are read through
+// the dtype's Python attributes, not pybind11's py::dtype::kind()/itemsize(): those read the C
+// struct PyArray_Descr, whose layout NumPy 2 changed, so a module built with a pybind11 older than
+// 2.12 read the wrong item size under NumPy 2 and mapped no dtype at all.
+std::optional<DType> dtype_of(const py::handle& d) {
+  const std::string kind = py::str(d.attr("kind"));
+  const auto n = d.attr("itemsize").cast<py::ssize_t>();
+  const char k = kind.size() == 1 ? kind[0] : '?';
   if (k == 'f') return n == 4 ? DType::kFloat32 : n == 2 ? DType::kFloat16 : n == 8 ? std::optional(DType::kFloat64) : std::nullopt;
   if (k == 'i') {
     switch (n) {
@@ -134,6 +178,18 @@ std::optional<DType> dtype_of(const py::dtype& d) {
   }
   if (k == 'b' && n == 1) return DType::kBool;
   return std::nullopt;
+}
+
+// An array's size in bytes, through its Python attribute for the same reason (py::array::nbytes()
+// multiplies by the item size read from the C struct).
+size_t nbytes_of(const py::array& a) { return a.attr("nbytes").cast<size_t>(); }
+
+// A new C-ordered array of a NumPy dtype name, made by numpy.empty: py::array(dtype, shape) computes
+// its strides from that C struct's item size too (all zero under NumPy 2 with pybind11 2.10).
+py::array new_array(const std::string& np_dtype, const std::vector<int64_t>& shape) {
+  py::tuple dims(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) dims[i] = py::int_(shape[i]);
+  return py::module_::import("numpy").attr("empty")(dims, "dtype"_a = np_dtype).cast<py::array>();
 }
 
 std::optional<std::string> numpy_name(DType t) {
@@ -222,12 +278,13 @@ std::vector<gpusim::ConstTensorView> views_of(const std::vector<py::array>& arra
   std::vector<gpusim::ConstTensorView> views;
   for (size_t k = 0; k < arrays.size(); ++k) {
     const py::array& a = arrays[k];
-    auto t = dtype_of(a.dtype());
+    const py::object dt = a.attr("dtype");
+    auto t = dtype_of(dt);
     if (!t) {
       raise_error(ErrorCode::kInvalidArgument, "run: input " + std::to_string(k) + ": NumPy dtype " +
-                                                   std::string(py::str(a.dtype())) + " has no gpusim type");
+                                                   std::string(py::str(dt)) + " has no gpusim type");
     }
-    views.push_back({*t, std::vector<int64_t>(a.shape(), a.shape() + a.ndim()), a.data(), static_cast<size_t>(a.nbytes())});
+    views.push_back({*t, std::vector<int64_t>(a.shape(), a.shape() + a.ndim()), a.data(), nbytes_of(a)});
   }
   return views;
 }
@@ -273,7 +330,7 @@ std::vector<gpusim::Measurement> run_records(const py::object& runs) {
 }
 
 gpusim::GpuProfile gpu_arg(const gpusim::Session& s, const py::object& gpu) {
-  if (py::isinstance<gpusim::GpuProfile>(gpu)) return gpu.cast<gpusim::GpuProfile>();
+  if (py::isinstance<gpusim::GpuProfile>(gpu)) return live(gpu.cast<const gpusim::GpuProfile&>());
   if (py::isinstance<py::str>(gpu) || py::hasattr(gpu, "__fspath__")) {
     const std::string id = py::str(py::module_::import("os").attr("fspath")(gpu));
     gpusim::Result<gpusim::GpuProfile> r = [&] {
@@ -286,6 +343,14 @@ gpusim::GpuProfile gpu_arg(const gpusim::Session& s, const py::object& gpu) {
                                            "a Gpu from Session.gpu(); got " + std::string(py::repr(gpu)));
 }
 
+class PySession;
+template <>
+struct Bound<PySession> {
+  static constexpr const char* name = "Session";
+  static constexpr const char* how = "gpusim.Session()";
+};
+
+// Every method starts with live(*this) (the GIL is held then; s() and s_ are used without it).
 class PySession {
  public:
   explicit PySession(const py::object& profile_dirs, const py::object& runtime_dirs) {
@@ -297,6 +362,7 @@ class PySession {
   const gpusim::Session& s() const { return *s_; }
 
   gpusim::Model open_model(const py::object& model, const py::object& dims, const std::string& name) const {
+    live(*this);
     gpusim::ModelOptions o;
     o.dims = dims_arg(dims);
     if (py::isinstance<py::bytes>(model) || py::isinstance<py::bytearray>(model) || py::isinstance<py::memoryview>(model)) {
@@ -319,6 +385,8 @@ class PySession {
 
   py::object predict(const gpusim::Model& m, const py::object& gpu, const std::optional<std::string>& dtype,
                      const std::string& runtime, const py::object& plan) const {
+    live(*this);
+    live(m);
     const gpusim::GpuProfile g = gpu_arg(*s_, gpu);
     gpusim::PredictRequest req;
     req.dtype = float_dtype_arg(dtype, "dtype");
@@ -333,6 +401,8 @@ class PySession {
 
   py::object compare(const gpusim::Model& m, const py::object& gpus, const std::optional<std::string>& dtype,
                      const std::string& runtime) const {
+    live(*this);
+    live(m);
     const std::vector<std::string> ids = strings_arg(gpus, "gpus");
     gpusim::PredictRequest req;
     req.dtype = float_dtype_arg(dtype, "dtype");
@@ -347,6 +417,8 @@ class PySession {
   py::object plan(const gpusim::Model& m, const py::object& gpu, const std::string& scheduler, const std::string& objective,
                   int top, int beam_width, int samples, uint64_t seed, const std::optional<std::string>& dtype,
                   std::optional<double> memory_budget_gb) const {
+    live(*this);
+    live(m);
     const gpusim::GpuProfile g = gpu_arg(*s_, gpu);
     gpusim::SearchOptions o;
     o.scheduler = scheduler;
@@ -381,12 +453,15 @@ class PySession {
   }
 
   py::object profiles() const {
+    live(*this);
     return document([&]() -> gpusim::Result<std::string> { return gpusim::profile_list_document(s_->profiles()); })
         .attr("__getitem__")("profiles");
   }
 
   gpusim::Program compile(const gpusim::Model& m, const std::string& backend, int device, const py::object& plan,
                           const py::object& gpu, const std::string& dtype, uint64_t seed) const {
+    live(*this);
+    live(m);
     gpusim::CompileOptions o;
     o.backend = backend;
     o.device = device;
@@ -406,6 +481,7 @@ class PySession {
   }
 
   py::object record(const std::string& store, const py::object& runs, const std::string& command) const {
+    live(*this);
     const std::vector<gpusim::Measurement> recs = run_records(runs);
     gpusim::Result<gpusim::InsertStats> st = [&] {
       py::gil_scoped_release nogil;
@@ -417,6 +493,7 @@ class PySession {
 
   py::object validate(const py::object& truth, const py::object& runs, const py::object& gpus, const std::string& runtime,
                       const std::map<std::string, std::string>& profile_for) const {
+    live(*this);
     gpusim::ValidateOptions o;
     o.gpus = strings_arg(gpus, "gpus");
     o.runtime = runtime;
@@ -446,7 +523,17 @@ class PySession {
   std::unique_ptr<gpusim::Session> s_;
 };
 
+// Program::tune() rewrites the plan that Program::plan_document() reads, and the library
+// serializes calls on a Program with a lock of its own that plan_document() does not take; so the
+// binding makes Program.plan wait while tune() runs in another Python thread (the GIL is released
+// then). Striped by address: one lock per Program would need a member gpusim::Program lacks.
+std::shared_mutex& plan_lock(const gpusim::Program& p) {
+  static std::array<std::shared_mutex, 16> locks;
+  return locks[std::hash<const void*>{}(&p) % locks.size()];
+}
+
 py::dict program_run(gpusim::Program& p, const py::object& inputs) {
+  live(p);
   const std::vector<py::array> in = input_arrays(p.inputs(), inputs);
   const std::vector<gpusim::ConstTensorView> views = views_of(in);
   std::vector<py::array> outs;
@@ -457,8 +544,8 @@ py::dict program_run(gpusim::Program& p, const py::object& inputs) {
       raise_error(ErrorCode::kUnsupported, "run: output \"" + o.name + "\" is " + std::string(gpusim::dtype_name(o.dtype)) +
                                                ", which NumPy has no type for");
     }
-    py::array a(py::dtype(*np), o.shape);
-    out_views.push_back({o.dtype, o.shape, a.mutable_data(), static_cast<size_t>(a.nbytes())});
+    py::array a = new_array(*np, o.shape);
+    out_views.push_back({o.dtype, o.shape, a.mutable_data(), nbytes_of(a)});
     outs.push_back(std::move(a));
   }
   gpusim::Status st = [&] {
@@ -472,6 +559,7 @@ py::dict program_run(gpusim::Program& p, const py::object& inputs) {
 }
 
 py::object program_time(gpusim::Program& p, const py::object& inputs, int repeat, bool check) {
+  live(p);
   const std::vector<py::array> in = input_arrays(p.inputs(), inputs);
   const std::vector<gpusim::ConstTensorView> views = views_of(in);
   return document([&]() -> gpusim::Result<std::string> {
@@ -484,18 +572,34 @@ py::object program_time(gpusim::Program& p, const py::object& inputs, int repeat
   });
 }
 
+// store: None is the default tuning store (TuneOptions::store "", default_tuning_store():
+// $GPUSIM_TUNING_DB, else the user's cache), as `gpusim tune` without --store; "off" keeps nothing;
+// anything else is a path (str or os.PathLike).
 py::object program_tune(gpusim::Program& p, int top_k, double budget_s, const py::object& store, bool use_cache) {
+  live(p);
   gpusim::TuneOptions o;
   o.top_k = top_k;
   o.budget_s = budget_s;
-  o.store = store.is_none() ? std::string("off") : std::string(py::str(py::module_::import("os").attr("fspath")(store)));
+  if (!store.is_none()) o.store = py::str(py::module_::import("os").attr("fspath")(store));
   o.use_cache = use_cache;
   o.command = "gpusim python Program.tune";
   return document([&]() -> gpusim::Result<std::string> {
+    std::unique_lock<std::shared_mutex> lock(plan_lock(p));
     auto r = p.tune(o);
     if (!r) return r.error();
     return gpusim::tune_document(*r, nullptr);
   });
+}
+
+py::object program_plan(const gpusim::Program& p) {
+  live(p);
+  std::string doc;
+  {
+    py::gil_scoped_release nogil;
+    std::shared_lock<std::shared_mutex> lock(plan_lock(p));
+    doc = p.plan_document();
+  }
+  return loads(doc);
 }
 
 }  // namespace
@@ -520,10 +624,10 @@ PYBIND11_MODULE(_gpusim, m) {
           raise_error(ErrorCode::kUnsupported,
                       p + ": a " + std::string(gpusim::dtype_name(b.dtype)) + " tensor, which NumPy has no type for");
         }
-        py::array a(py::dtype(*np), b.shape);
-        if (static_cast<size_t>(a.nbytes()) != b.bytes.size()) {
+        py::array a = new_array(*np, b.shape);
+        if (nbytes_of(a) != b.bytes.size()) {
           raise_error(ErrorCode::kParse, p + ": " + std::to_string(b.bytes.size()) + " bytes of data for a " +
-                                             std::to_string(a.nbytes()) + "-byte tensor");
+                                             std::to_string(nbytes_of(a)) + "-byte tensor");
         }
         if (!b.bytes.empty()) std::memcpy(a.mutable_data(), b.bytes.data(), b.bytes.size());
         return a;
@@ -631,46 +735,69 @@ PYBIND11_MODULE(_gpusim, m) {
       "Generates shard INDEX of COUNT of a Dojo configuration (JSON) into OUT (CSV or NDJSON, as the config says); "
       "a complete shard is skipped.");
 
+  // Every method and property below passes its object through live() first (see there).
   py::class_<gpusim::Model>(m, "Model",
                             "An imported ONNX graph (shapes inferred, weights not kept). Immutable; open one with "
                             "Session.open_model().")
-      .def_property_readonly("source", &gpusim::Model::source, "The path, or the name given with the bytes.")
-      .def_property_readonly("content_hash", &gpusim::Model::content_hash,
-                             "Hex digest of the model's bytes (the same file or bytes give the same id).")
-      .def_property_readonly("size_bytes", &gpusim::Model::size_bytes, "The size of the ONNX file in bytes.")
       .def_property_readonly(
-          "inputs", [](const gpusim::Model& mo) { return tensor_list(mo.graph(), mo.graph().inputs); },
+          "source", [](const gpusim::Model& mo) { return live(mo).source(); }, "The path, or the name given with the bytes.")
+      .def_property_readonly(
+          "content_hash", [](const gpusim::Model& mo) { return live(mo).content_hash(); },
+          "Hex digest of the model's bytes (the same file or bytes give the same id).")
+      .def_property_readonly(
+          "size_bytes", [](const gpusim::Model& mo) { return live(mo).size_bytes(); }, "The size of the ONNX file in bytes.")
+      .def_property_readonly(
+          "inputs", [](const gpusim::Model& mo) {
+            live(mo);
+            return tensor_list(mo.graph(), mo.graph().inputs);
+          },
           "The graph's inputs: a list of {\"name\", \"dtype\", \"shape\"} with every dim resolved.")
       .def_property_readonly(
-          "outputs", [](const gpusim::Model& mo) { return tensor_list(mo.graph(), mo.graph().outputs); },
+          "outputs", [](const gpusim::Model& mo) {
+            live(mo);
+            return tensor_list(mo.graph(), mo.graph().outputs);
+          },
           "The graph's outputs: a list of {\"name\", \"dtype\", \"shape\"}.")
       .def_property_readonly(
-          "num_nodes", [](const gpusim::Model& mo) { return mo.graph().nodes.size(); }, "The number of ops in the graph.")
+          "num_nodes", [](const gpusim::Model& mo) { return live(mo).graph().nodes.size(); }, "The number of ops in the graph.")
       .def("__repr__", [](const gpusim::Model& mo) {
+        live(mo);  // a statement of its own: the operands of + are unsequenced
         return "<gpusim.Model " + mo.source() + ": " + std::to_string(mo.graph().nodes.size()) + " nodes>";
       });
 
   py::class_<gpusim::GpuProfile>(m, "Gpu",
                                  "A GPU profile (datasheet figures, plus a calibrated block when measured). Get one "
                                  "with Session.gpu() or Session.gpu_from_yaml().")
-      .def_readonly("name", &gpusim::GpuProfile::name, "The profile id, e.g. \"nvidia-rtx-3060\".")
-      .def_readonly("display_name", &gpusim::GpuProfile::display_name, "The product name, e.g. \"NVIDIA GeForce RTX 3060\".")
-      .def_readonly("vendor", &gpusim::GpuProfile::vendor, "\"nvidia\", \"amd\", ...")
+      .def_property_readonly(
+          "name", [](const gpusim::GpuProfile& g) { return live(g).name; }, "The profile id, e.g. \"nvidia-rtx-3060\".")
+      .def_property_readonly(
+          "display_name", [](const gpusim::GpuProfile& g) { return live(g).display_name; },
+          "The product name, e.g. \"NVIDIA GeForce RTX 3060\".")
+      .def_property_readonly(
+          "vendor", [](const gpusim::GpuProfile& g) { return live(g).vendor; }, "\"nvidia\", \"amd\", ...")
       .def(
-          "document", [](const gpusim::GpuProfile& g) { return loads(gpusim::profile_document(g)); },
+          "document", [](const gpusim::GpuProfile& g) { return loads(gpusim::profile_document(live(g))); },
           "Every figure of the profile, with where each efficiency factor comes from: the gpusim.profile/1 "
           "document (`gpusim profiles show NAME --json`).")
-      .def("__repr__", [](const gpusim::GpuProfile& g) { return "<gpusim.Gpu " + g.name + ">"; });
+      .def("__repr__", [](const gpusim::GpuProfile& g) {
+        live(g);
+        return "<gpusim.Gpu " + g.name + ">";
+      });
 
   py::class_<gpusim::Program>(m, "Program",
                               "A plan compiled for one backend and device (Session.compile()). Calls on one Program "
                               "are serialized; use one per thread for parallel runs.")
       .def_property_readonly(
-          "inputs", [](const gpusim::Program& p) { return spec_list(p.inputs()); },
+          "inputs", [](const gpusim::Program& p) { return spec_list(live(p).inputs()); },
           "The inputs run() takes, in order: a list of {\"name\", \"dtype\", \"shape\", \"size_bytes\"}.")
       .def_property_readonly(
-          "outputs", [](const gpusim::Program& p) { return spec_list(p.outputs()); },
+          "outputs", [](const gpusim::Program& p) { return spec_list(live(p).outputs()); },
           "The outputs run() returns, in order: a list of {\"name\", \"dtype\", \"shape\", \"size_bytes\"}.")
+      .def_property_readonly(
+          "plan", &program_plan,
+          "The plan this Program runs, as the gpusim.plan/1 document (`gpusim plan --out`, `gpusim tune --out`)\n"
+          "in a dict: after tune() the tuned plan. It goes back in as Session.predict(plan=...) and\n"
+          "Session.compile(plan=...) take it, or saved as JSON for `gpusim run --plan`.")
       .def("run", &program_run, "inputs"_a = py::none(),
            "Runs the plan once and returns {output name: numpy.ndarray}.\n\n"
            "inputs: a list of arrays in graph-input order, or a dict by input name; inputs not given (the\n"
@@ -683,10 +810,14 @@ PYBIND11_MODULE(_gpusim, m) {
            "CPU reference. Returns the gpusim.run/1 document (`gpusim run --json`) as a dict, which\n"
            "Session.record() stores and Session.validate(runs=...) scores.")
       .def("tune", &program_tune, "top_k"_a = 8, "budget_s"_a = 0.0, "store"_a = py::none(), "use_cache"_a = true,
-           "Autotunes the plan on the device (as `gpusim tune`): per kernel the simulator's top_k tiles are\n"
-           "timed alone and the measured best kept; later run() and time() calls use the tuned plan.\n"
-           "store: the measurement store holding the tuning cache (a path; None keeps nothing). Returns the\n"
-           "gpusim.tune/1 document (`gpusim tune --json`) as a dict, with the simulator's report card.");
+           "Autotunes the plan on the device (as `gpusim tune`, with the same defaults): per kernel the\n"
+           "simulator's top_k tiles are timed alone and the measured best kept; later run() and time() calls,\n"
+           "and Program.plan, use the tuned plan. budget_s: stop measuring after this many seconds (0: no\n"
+           "limit). store: the measurement store holding the tuning cache: None (the default) is `gpusim\n"
+           "tune`'s default store, $GPUSIM_TUNING_DB, else $XDG_CACHE_HOME/gpusim/tuning.db, else\n"
+           "~/.cache/gpusim/tuning.db; a path (str or os.PathLike) another store; \"off\" keeps nothing.\n"
+           "use_cache=False measures even kernels the cache holds (as --no-cache). Returns the gpusim.tune/1\n"
+           "document (`gpusim tune --json`) as a dict, with the simulator's report card.");
 
   py::class_<PySession>(m, "Session",
                         "gpusim's whole pipeline: open models, choose GPUs, predict, compare, search plans, compile "
@@ -697,18 +828,19 @@ PYBIND11_MODULE(_gpusim, m) {
                         "runtime_dirs: directories searched first for runtime models (runtimes/*.yaml).")
       .def(py::init<const py::object&, const py::object&>(), "profile_dirs"_a = py::none(), "runtime_dirs"_a = py::none())
       .def_property_readonly(
-          "profile_dirs", [](const PySession& s) { return s.s().profile_dirs(); },
+          "profile_dirs", [](const PySession& s) { return live(s).s().profile_dirs(); },
           "The directories GPU profiles are searched in, in order.")
       .def("open_model", &PySession::open_model, "model"_a, "dims"_a = py::none(), "name"_a = "",
            "Imports an ONNX model without its weights and infers every shape.\n\n"
            "model: a path, or the file's bytes (then `name` stands for the file in messages).\n"
            "dims: symbolic input dims, {\"batch\": 8} or [\"batch=8\", \"input_ids:1=128\"] (like --dim).")
       .def(
-          "gpu", [](const PySession& s, const py::object& id) { return gpu_arg(s.s(), id); }, "id_or_path"_a,
+          "gpu", [](const PySession& s, const py::object& id) { return gpu_arg(live(s).s(), id); }, "id_or_path"_a,
           "A GPU profile by id (see profiles()), or a path to a profile YAML (a calibrated one too).")
       .def(
           "gpu_from_yaml",
           [](const PySession& s, const std::string& text, const std::string& source) {
+            live(s);
             gpusim::Result<gpusim::GpuProfile> r = [&] {
               py::gil_scoped_release nogil;
               return s.s().gpu_from_yaml(text, source);

@@ -1,49 +1,38 @@
 #!/usr/bin/env bash
-# `pip install .` as a user does it: a fresh virtual environment on Debian's python3 (its numpy and
-# pytest through --system-site-packages), scikit-build-core from PyPI under pip's build isolation,
-# CMake building the module with the Debian C++ packages. Then, from outside the source tree, with
-# no GPUSIM_PROFILE_PATH and a fresh HOME: the package finds its own data, the README's Python example
-# runs, the whole pytest suite passes against the installed package (with gpusim.dojo's PyPI
-# dependencies, python/requirements-dojo.txt, installed), the Dojo example trains and reports, and
-# the `gpusim` program the wheel installs answers.
-#   tests/python/pip_install.sh SOURCE_DIR
+# `pip install .` as a user does it: a fresh, clean virtual environment on Debian's python3 (no
+# system site packages), so pip brings the newest NumPy (2.x) from PyPI with the package, and
+# scikit-build-core and pybind11 (pyproject.toml's [build-system]) under its build isolation; CMake
+# builds the module with the Debian C++ packages (the wheel's default: no `gpusim` program). Then
+# pytest and gpusim.dojo's PyPI dependencies at their newest (python/requirements-dojo-newest.txt) and
+# the checks of check_install.sh: data found, the README's Python example, the pytest suite (its
+# documents compared with GPUSIM_BINARY's, the CMake build's program), the Dojo example. Prints how
+# long the install took.
+#   tests/python/pip_install.sh SOURCE_DIR GPUSIM_BINARY
 set -euo pipefail
+[[ $# -eq 2 ]] || { echo "usage: $0 SOURCE_DIR GPUSIM_BINARY" >&2; exit 2; }
 src=$(cd "$1" && pwd)
+binary=$(realpath "$2")
+here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 py=/usr/bin/python3
+pip=("$work/venv/bin/python" -m pip --disable-pip-version-check)
 
-$py -m venv --system-site-packages "$work/venv"
+$py -m venv "$work/venv"
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
-"$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$src"
+start=$(date +%s)
+"${pip[@]}" install --quiet "$src"
+echo "pip_install: \`pip install .\` took $(($(date +%s) - start)) s (CMAKE_BUILD_PARALLEL_LEVEL=$CMAKE_BUILD_PARALLEL_LEVEL)"
+if [[ -e $work/venv/bin/gpusim ]]; then
+  echo "pip_install: the default wheel should not carry the gpusim program (GPUSIM_WHEEL_PROGRAM is OFF)" >&2
+  exit 1
+fi
+# The clean environment holds PyPI's newest NumPy, a 2.x: what the module must work with.
+"$work/venv/bin/python" - <<'EOF'
+import numpy, sys
+if int(numpy.__version__.split(".")[0]) < 2 or "/usr/lib/python3" in numpy.__file__:
+    sys.exit(f"pip_install: expected PyPI's NumPy 2 in the clean environment, found {numpy.__version__} at {numpy.__file__}")
+EOF
+"${pip[@]}" install --quiet pytest -r "$src/python/requirements-dojo-newest.txt"
 
-unset GPUSIM_PROFILE_PATH PYTHONPATH XDG_CONFIG_HOME
-export HOME=$work/home PYTHONDONTWRITEBYTECODE=1
-mkdir -p "$HOME"
-cd "$work"
-site=$("$work/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')
-data=$("$work/venv/bin/python" -c 'import gpusim; print(gpusim.data_dir())')
-echo "pip_install: gpusim $("$work/venv/bin/python" -c 'import gpusim; print(gpusim.__version__)') in $site, data $data"
-case $data in
-  "$site"/gpusim/share/gpusim) ;;
-  *) echo "pip_install: the package's data should be $site/gpusim/share/gpusim, is $data" >&2; exit 1 ;;
-esac
-
-(cd "$src" && "$work/venv/bin/python" examples/python/predict.py) > example.out
-cat example.out
-grep -q "over eager" example.out
-
-# The Dojo's Ray path and Parquet (gpusim.dojo): its PyPI dependencies, so its tests run, not skip.
-"$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$src/python/requirements-dojo.txt"
-GPUSIM_DOJO_DEPS=required GPUSIM_BINARY="$work/venv/bin/gpusim" \
-  "$work/venv/bin/python" -m pytest -q -p no:cacheprovider "$src/tests/python"
-
-# The Dojo example: a dataset on a local Ray, a learned model tested on a GPU family it never saw.
-(cd "$src" && "$work/venv/bin/python" examples/python/dojo_ranker.py --out "$work/dojo" --plans 6 --virtual-gpus 2) \
-  > dojo.out
-cat dojo.out
-grep -q "plans     learned" dojo.out
-
-"$work/venv/bin/gpusim" predict "$src/models/resnet50.onnx" --gpu nvidia-t4 --dtype fp16 > predict.out
-grep -q "Tesla T4" predict.out
-echo "pip_install: ok"
+bash "$here/check_install.sh" "$src" "$work/venv" "$work" pip_install "$binary"

@@ -1,7 +1,10 @@
 """The Python package over the Session API: plain-Python results equal to the CLI's documents,
-NumPy buffers in and out, gpusim.Error with the library's messages, thread safety."""
+NumPy buffers in and out (NumPy 1 and 2), gpusim.Error with the library's messages, thread safety,
+and no crash from an object Python made without its __init__."""
 import json
 import subprocess
+import sys
+import textwrap
 import threading
 
 import numpy as np
@@ -180,6 +183,111 @@ def test_run_names_a_wrong_buffer(session, onnx_testdata):
     prog.run([t])
 
 
+def test_every_numpy_dtype_maps_to_its_gpusim_type(session, root):
+    """Each NumPy dtype gpusim has a type for is told apart by kind and item size, under NumPy 1 and 2
+    alike (a module built with pybind11 < 2.12 read NumPy 2's dtype struct wrong and mapped none);
+    the arrays the module makes are C-ordered with NumPy's own strides."""
+    m = session.open_model(root / "models" / "mobilenet_v2.onnx")
+    prog = session.compile(m)
+    spec = prog.inputs[0]
+    x = np.random.default_rng(0).standard_normal(spec["shape"]).astype(np.float32)
+    # Integers and bool are refused, named by the library in its own words.
+    for np_type, name in [(np.int8, "int8"), (np.int16, "int16"), (np.int32, "int32"), (np.int64, "int64"),
+                          (np.uint8, "uint8"), (np.uint16, "uint16"), (np.uint32, "uint32"), (np.uint64, "uint64"),
+                          (np.bool_, "bool")]:
+        with pytest.raises(gpusim.Error, match=f"input 0 \"input\": dtype {name} given, the model takes fp32"):
+            prog.run([x.astype(np_type)])
+    out = prog.run([x])["logits"]
+    assert out.dtype == np.float32 and out.shape == (1, 1000)
+    assert out.flags.c_contiguous and out.strides == (4000, 4)
+    assert np.ptp(out) > 0, "every logit the same: the output array's strides are wrong"
+    # Another float type converts: fp64 holding these fp32 values exactly gives the same logits, and
+    # fp16 the logits of its own values (read as fp16, not as fp32 bytes).
+    assert np.array_equal(prog.run([x.astype(np.float64)])["logits"], out)
+    half = x.astype(np.float16)
+    assert np.array_equal(prog.run([half])["logits"], prog.run([half.astype(np.float32)])["logits"])
+
+
+def test_program_plan_on_the_reference_names_no_kernels(session, root):
+    """The cpu backend is the reference: it runs node by node, so its plan has no kernels."""
+    prog = session.compile(session.open_model(root / "models" / "mobilenet_v2.onnx"))
+    plan = prog.plan
+    assert plan["schema"] == "gpusim.plan/1"
+    assert plan["kernels"] == []
+    assert "gpusim.plan/1" in gpusim.Program.plan.__doc__
+
+
+UNINITIALISED = textwrap.dedent('''
+    import gpusim
+    S, M, G, P = gpusim.Session, gpusim.Model, gpusim.Gpu, gpusim.Program
+    s = S()
+    m = s.open_model(MODEL)
+    g = s.gpu("nvidia-t4")
+    calls = {
+        "Session.profiles": lambda: S.__new__(S).profiles(),
+        "Session.profile_dirs": lambda: S.__new__(S).profile_dirs,
+        "Session.open_model": lambda: S.__new__(S).open_model(MODEL),
+        "Session.gpu": lambda: S.__new__(S).gpu("nvidia-t4"),
+        "Session.gpu_from_yaml": lambda: S.__new__(S).gpu_from_yaml("name: x"),
+        "Session.predict": lambda: S.__new__(S).predict(m, "nvidia-t4"),
+        "Session.compare": lambda: S.__new__(S).compare(m, ["nvidia-t4"]),
+        "Session.plan": lambda: S.__new__(S).plan(m, "nvidia-t4"),
+        "Session.compile": lambda: S.__new__(S).compile(m),
+        "Session.record": lambda: S.__new__(S).record("x.db", []),
+        "Session.validate": lambda: S.__new__(S).validate(runs=[]),
+        "Model.source": lambda: M.__new__(M).source,
+        "Model.content_hash": lambda: M.__new__(M).content_hash,
+        "Model.size_bytes": lambda: M.__new__(M).size_bytes,
+        "Model.inputs": lambda: M.__new__(M).inputs,
+        "Model.outputs": lambda: M.__new__(M).outputs,
+        "Model.num_nodes": lambda: M.__new__(M).num_nodes,
+        "Model.__repr__": lambda: repr(M.__new__(M)),
+        "Gpu.name": lambda: G.__new__(G).name,
+        "Gpu.display_name": lambda: G.__new__(G).display_name,
+        "Gpu.vendor": lambda: G.__new__(G).vendor,
+        "Gpu.document": lambda: G.__new__(G).document(),
+        "Gpu.__repr__": lambda: repr(G.__new__(G)),
+        "Program.inputs": lambda: P.__new__(P).inputs,
+        "Program.outputs": lambda: P.__new__(P).outputs,
+        "Program.plan": lambda: P.__new__(P).plan,
+        "Program.run": lambda: P.__new__(P).run(),
+        "Program.time": lambda: P.__new__(P).time(),
+        "Program.tune": lambda: P.__new__(P).tune(store="off"),
+        "predict(model=Model.__new__)": lambda: s.predict(M.__new__(M), g),
+        "predict(gpu=Gpu.__new__)": lambda: s.predict(m, G.__new__(G)),
+        "compare(Model.__new__)": lambda: s.compare(M.__new__(M), ["nvidia-t4"]),
+        "plan(gpu=Gpu.__new__)": lambda: s.plan(m, G.__new__(G)),
+        "compile(Model.__new__)": lambda: s.compile(M.__new__(M)),
+        "compile(gpu=Gpu.__new__)": lambda: s.compile(m, gpu=G.__new__(G)),
+    }
+    for name, call in calls.items():
+        try:
+            call()
+        except TypeError as e:
+            assert "was never initialised" in str(e), (name, str(e))
+            print(name, "TypeError:", e)
+        else:
+            raise SystemExit(f"{name}: no exception")
+    late = S.__new__(S)
+    late.__init__()
+    assert late.profiles(), "__init__ after __new__ makes a working Session"
+    print("ok")
+''')
+
+
+def test_uninitialised_objects_raise_and_do_not_crash(root):
+    """Session, Model, Gpu and Program made with __new__ (no __init__): every method, property and
+    argument use raises TypeError naming how to get a real one. In a child interpreter, so a crash
+    fails this test instead of ending the suite."""
+    script = f"MODEL = {str(root / 'models' / 'mobilenet_v2.onnx')!r}\n" + UNINITIALISED
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"exit {r.returncode}\n{r.stdout}\n{r.stderr}"
+    assert r.stdout.strip().endswith("ok")
+    assert "Session.profiles TypeError: gpusim.Session: this object was never initialised (Session.__new__ without " \
+           "__init__); get one from gpusim.Session()" in r.stdout
+    assert "get one from Session.compile()" in r.stdout and "get one from Session.open_model()" in r.stdout
+
+
 def mobilenet_on_vulkan(session, root):
     """MobileNetV2 compiled for Vulkan with the lavapipe profile; skips where no Vulkan device loads."""
     m = session.open_model(root / "models" / "mobilenet_v2.onnx")
@@ -213,19 +321,47 @@ def test_time_record_and_validate_on_vulkan(session, root, tmp_path):
     assert "repeat 0 is not a count of timed runs" in str(e.value)
 
 
-def test_tune_then_time_on_vulkan(session, root, tmp_path):
+def test_tune_then_time_on_vulkan(session, root, tmp_path, monkeypatch):
+    """Program.tune() takes `gpusim tune`'s defaults: store=None is the default tuning store
+    ($GPUSIM_TUNING_DB, else $XDG_CACHE_HOME/gpusim/tuning.db), "off" keeps nothing, a path another
+    store; Program.plan is the tuned plan, which compiles again as it is."""
     prog = mobilenet_on_vulkan(session, root)
-    store = tmp_path / "tuning.db"
-    cold = prog.tune(top_k=2, store=store)
+    eager = prog.plan
+    assert eager["schema"] == "gpusim.plan/1" and len(eager["kernels"]) > 50
+    default = tmp_path / "default" / "tuning.db"
+    monkeypatch.setenv("GPUSIM_TUNING_DB", str(default))
+    cold = prog.tune(top_k=2)
     assert cold["schema"] == "gpusim.tune/1"
+    assert cold["store"] == str(default) and default.is_file()
     assert cold["kernels_measured"] > 0
     assert 0 <= cold["report_card"]["top1_within_3pct"] <= 1
-    warm = prog.tune(top_k=2, store=store)
+    tuned = prog.plan
+    assert [k["nodes"] for k in tuned["kernels"]] == [k["nodes"] for k in eager["kernels"]]
+    for k in cold["kernels"]:
+        assert tuned["kernels"][k["kernel"]]["tile"] == k["tile"], k["name"]
+    # The same default store again: every kernel from the cache.
+    warm = prog.tune(top_k=2)
     assert warm["kernels_measured"] == 0 and warm["candidates_run"] == 0
+    assert warm["kernels_cached"] == cold["kernels_measured"] + cold["kernels_cached"]
+    # The tuned plan goes back in as it came out.
+    model = session.open_model(root / "models" / "mobilenet_v2.onnx")
+    assert session.compile(model, backend="vulkan", gpu="lavapipe", plan=tuned).plan == tuned
+    assert session.predict(model, "lavapipe", plan=tuned)["schema"] == "gpusim.predict/1"
     run = prog.time(repeat=1, check=True)
     assert all(c["pass"] for c in run["check"])
+    # "off": nothing kept; a path (os.PathLike too): that store. A budget keeps these short.
+    off = prog.tune(top_k=2, store="off", budget_s=0.001)
+    assert off["store"] == "" and off["kernels_cached"] == 0 and off["budget_hit"]
+    other = tmp_path / "other.db"
+    assert prog.tune(top_k=2, store=other, budget_s=0.001)["store"] == str(other) and other.is_file()
+    # With no $GPUSIM_TUNING_DB, the user's cache directory.
+    monkeypatch.delenv("GPUSIM_TUNING_DB")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert prog.tune(top_k=2, budget_s=0.001)["store"] == str(tmp_path / "xdg" / "gpusim" / "tuning.db")
     with pytest.raises(gpusim.Error, match="--top-k 0 is out of range"):
         prog.tune(top_k=0)
+    doc = gpusim.Program.tune.__doc__
+    assert "None (the default) is `gpusim" in doc and "$GPUSIM_TUNING_DB" in doc and "\"off\" keeps nothing" in doc
 
 
 def test_many_threads_predicting_on_one_session(session, root):
@@ -252,13 +388,16 @@ def test_profiles_are_listed_with_their_figures(session):
     assert all("path" in p for p in all_)
 
 
-def test_readme_python_block(root, monkeypatch, capsys):
-    """The README's Python example runs as printed there, from the repository root."""
+def test_readme_python_block(root):
+    """The README's Python example runs as printed there: in a fresh interpreter, from the repository
+    root, against the package under test (the one this process imported: build/python under ctest,
+    the installed one in the package tier)."""
     text = (root / "README.md").read_text()
     section = text.split("\n## Python\n", 1)[1]
     block = section.split("```python\n", 1)[1].split("\n```", 1)[0]
     assert "s.predict(" in block and "program.run(" in block
-    monkeypatch.chdir(root)
-    exec(compile(block, "README.md (## Python)", "exec"), {})
-    out = capsys.readouterr().out
-    assert "ms in" in out and "not_found no GPU profile named" in out
+    probe = "\nimport gpusim as _g\nprint('gpusim from', _g.__file__)\n"
+    r = subprocess.run([sys.executable, "-c", block + probe], cwd=root, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, f"{r.stdout}\n{r.stderr}"
+    assert "ms in" in r.stdout and "not_found no GPU profile named" in r.stdout
+    assert f"gpusim from {gpusim.__file__}" in r.stdout
