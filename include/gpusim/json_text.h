@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -26,10 +27,17 @@ inline constexpr auto kInvalidUtf8 = nlohmann::json::error_handler_t::replace;
 
 inline constexpr int kMaxJsonDepth = 64;
 
-// The byte offset at which `text` nests arrays and objects deeper than `limit` (strings and their
-// escapes skipped), or std::string_view::npos. One pass; it stops at the first excess.
-inline size_t json_depth_excess(std::string_view text, int limit = kMaxJsonDepth) {
+// One pass over the structure of `text` (brackets and commas outside strings, escapes skipped):
+// the byte at which it first nests arrays and objects deeper than `max_depth` (npos if never), and
+// whether it holds more than `max_values` values (commas + 1). It stops at the first excess.
+struct JsonScan {
+  size_t too_deep_at = std::string_view::npos;
+  bool too_many_values = false;
+};
+inline JsonScan scan_json(std::string_view text, int max_depth, int64_t max_values = INT64_MAX) {
+  JsonScan r;
   int depth = 0;
+  int64_t values = 1;
   bool in_string = false, escaped = false;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
@@ -46,12 +54,23 @@ inline size_t json_depth_excess(std::string_view text, int limit = kMaxJsonDepth
     if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
-      if (++depth > limit) return i;
+      if (++depth > max_depth) {
+        r.too_deep_at = i;
+        return r;
+      }
     } else if (c == ']' || c == '}') {
       --depth;
+    } else if (c == ',' && ++values > max_values) {
+      r.too_many_values = true;
+      return r;
     }
   }
-  return std::string_view::npos;
+  return r;
+}
+
+// The byte offset at which `text` nests deeper than `limit`, or std::string_view::npos.
+inline size_t json_depth_excess(std::string_view text, int limit = kMaxJsonDepth) {
+  return scan_json(text, limit).too_deep_at;
 }
 
 // Parses `text` (a file, a column, a request) named `where` in messages: a depth over kMaxJsonDepth

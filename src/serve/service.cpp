@@ -445,37 +445,16 @@ struct Service::Impl {
   // cannot stop early cheaply: it rescans each container as every member ends, quadratic in a
   // large array.)
   Result<json> parse_json(const std::string& text) {
-    int depth = 0;
-    int64_t values = 1;
-    bool in_string = false, escaped = false;
-    for (const char c : text) {
-      if (in_string) {
-        if (escaped) {
-          escaped = false;
-        } else if (c == '\\') {
-          escaped = true;
-        } else if (c == '"') {
-          in_string = false;
-        }
-        continue;
-      }
-      if (c == '"') {
-        in_string = true;
-      } else if (c == '[' || c == '{') {
-        if (++depth > opts.max_json_depth) {
-          return make_error(ErrorCode::kLimit, fmt::format("the JSON body nests deeper than {} levels (gpusim serve "
-                                                           "--max-json-depth)",
-                                                           opts.max_json_depth));
-        }
-      } else if (c == ']' || c == '}') {
-        --depth;
-      } else if (c == ',') {
-        if (++values > opts.max_json_values) {
-          return make_error(ErrorCode::kLimit, fmt::format("the JSON body has over {} values (gpusim serve "
-                                                           "--max-json-values)",
-                                                           opts.max_json_values));
-        }
-      }
+    const JsonScan scan = scan_json(text, opts.max_json_depth, opts.max_json_values);
+    if (scan.too_deep_at != std::string_view::npos) {
+      return make_error(ErrorCode::kLimit, fmt::format("the JSON body nests deeper than {} levels (gpusim serve "
+                                                       "--max-json-depth)",
+                                                       opts.max_json_depth));
+    }
+    if (scan.too_many_values) {
+      return make_error(ErrorCode::kLimit, fmt::format("the JSON body has over {} values (gpusim serve "
+                                                       "--max-json-values)",
+                                                       opts.max_json_values));
     }
     try {
       return json::parse(text);
