@@ -149,10 +149,11 @@ class MeasurementStore {
   MeasurementStore& operator=(MeasurementStore&&) noexcept;
   ~MeasurementStore();
 
-  // SQLite's quick_check: an error naming what is damaged (code kParse), or Ok.
+  // SQLite's quick_check (the whole file): an error naming what is damaged (code kParse), or Ok,
+  // which this connection remembers.
   Status check_integrity() const;
   // Adds records in one transaction; a record already present (same key) is skipped. The store's
-  // integrity is checked first: a damaged store takes nothing.
+  // integrity is checked first (once per connection): a damaged store takes nothing.
   Result<InsertStats> insert(const std::vector<Measurement>& records, const std::string& import_command);
   Result<std::vector<Measurement>> query(const MeasurementQuery& q = {}) const;
   Result<int64_t> count() const;

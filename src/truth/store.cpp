@@ -11,6 +11,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <thread>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
@@ -197,6 +198,7 @@ std::string tuning_key(const std::string& device, const std::string& driver, con
 struct MeasurementStore::Impl {
   sqlite3* db = nullptr;
   std::string path;
+  bool intact = false;  // check_integrity() passed on this connection: a full scan, done once
   ~Impl() { sqlite3_close(db); }
   Error fail(const std::string& what) const {
     return make_error(ErrorCode::kIo, fmt::format("{}: {}: {}", path, what, db ? sqlite3_errmsg(db) : "no database"));
@@ -300,10 +302,7 @@ Result<MeasurementStore> MeasurementStore::open(const std::string& path, StoreAc
                                   path, schema, kSchema));
   }
   if (read_only) return MeasurementStore(std::move(impl));
-  if (rc != SQLITE_ROW && path != ":memory:") {
-    // Outside the transaction (SQLite cannot change the journal mode inside one); idempotent.
-    if (auto r = impl->exec("PRAGMA journal_mode = WAL", "cannot switch to WAL mode"); !r) return r.error();
-  }
+  const bool fresh = rc != SQLITE_ROW;
   // The schema in one IMMEDIATE transaction: two processes creating the same new store queue on the
   // write lock, and the second finds the first's tables (every statement is idempotent).
   if (auto r = impl->exec("BEGIN IMMEDIATE", "cannot lock the store to create its schema"); !r) return r.error();
@@ -335,6 +334,20 @@ Result<MeasurementStore> MeasurementStore::open(const std::string& path, StoreAc
     }
   }
   if (auto r = impl->exec("COMMIT", "cannot commit the schema"); !r) return rollback(r.error());
+  if (fresh && path != ":memory:") {
+    // WAL, outside the transaction (SQLite cannot change the journal mode inside one). The switch
+    // needs the file to itself and SQLite answers "locked" at once rather than wait (no busy
+    // handler): processes creating the store together retry until the switch is theirs or done.
+    for (int tries = 0;; ++tries) {
+      Stmt mode(impl->db, "PRAGMA journal_mode = WAL");
+      const int step = mode.ok() ? sqlite3_step(mode.get()) : SQLITE_ERROR;
+      if (step == SQLITE_ROW) break;  // the mode it has now (a file system without WAL keeps its own)
+      if ((sqlite3_errcode(impl->db) & 0xff) != SQLITE_BUSY || tries >= 1000) {
+        return impl->fail("cannot switch to WAL mode");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
   return MeasurementStore(std::move(impl));
 }
 
@@ -351,7 +364,10 @@ Status MeasurementStore::check_integrity() const {
   } else {
     problems.push_back(sqlite3_errmsg(impl_->db));
   }
-  if (problems.empty()) return Ok{};
+  if (problems.empty()) {
+    impl_->intact = true;
+    return Ok{};
+  }
   return make_error(ErrorCode::kParse,
                     fmt::format("{}: the measurement store is damaged ({}); nothing was written. Restore it from a "
                                 "copy, or re-import its sources into a new store (`sqlite3 {} .recover` salvages "
@@ -402,8 +418,11 @@ Result<InsertStats> MeasurementStore::insert(const std::vector<Measurement>& rec
   sqlite3* db = impl_->db;
   InsertStats st;
   // A damaged store would take the import and then fail every read ("database disk image is
-  // malformed"): check first, so an import never reports records it could not keep.
-  if (auto ok = check_integrity(); !ok) return ok.error();
+  // malformed"): check first, so an import never reports records it could not keep. Once per
+  // connection: the tuner inserts after every kernel, and quick_check reads the whole file.
+  if (!impl_->intact) {
+    if (auto ok = check_integrity(); !ok) return ok.error();
+  }
   if (auto r = impl_->exec("BEGIN IMMEDIATE", "cannot start the import"); !r) return r.error();
   auto rollback = [&](Error e) {
     sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);

@@ -515,7 +515,10 @@ TEST_CASE("the store checks its integrity before an import, opens read-only to r
     });
   }
   for (auto& t : threads) t.join();
-  for (const auto& e : errors) CHECK(e.empty());
+  for (const auto& e : errors) {
+    INFO(e);
+    CHECK(e.empty());
+  }
   CHECK(ok == 8);
   CHECK(*MeasurementStore::open_read(fresh)->count() == 8);
 }
