@@ -9,14 +9,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <array>
 #include <cstring>
-#include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <typeinfo>
 #include <utility>
@@ -523,15 +519,6 @@ class PySession {
   std::unique_ptr<gpusim::Session> s_;
 };
 
-// Program::tune() rewrites the plan that Program::plan_document() reads, and the library
-// serializes calls on a Program with a lock of its own that plan_document() does not take; so the
-// binding makes Program.plan wait while tune() runs in another Python thread (the GIL is released
-// then). Striped by address: one lock per Program would need a member gpusim::Program lacks.
-std::shared_mutex& plan_lock(const gpusim::Program& p) {
-  static std::array<std::shared_mutex, 16> locks;
-  return locks[std::hash<const void*>{}(&p) % locks.size()];
-}
-
 py::dict program_run(gpusim::Program& p, const py::object& inputs) {
   live(p);
   const std::vector<py::array> in = input_arrays(p.inputs(), inputs);
@@ -584,7 +571,6 @@ py::object program_tune(gpusim::Program& p, int top_k, double budget_s, const py
   o.use_cache = use_cache;
   o.command = "gpusim python Program.tune";
   return document([&]() -> gpusim::Result<std::string> {
-    std::unique_lock<std::shared_mutex> lock(plan_lock(p));
     auto r = p.tune(o);
     if (!r) return r.error();
     return gpusim::tune_document(*r, nullptr);
@@ -595,8 +581,7 @@ py::object program_plan(const gpusim::Program& p) {
   live(p);
   std::string doc;
   {
-    py::gil_scoped_release nogil;
-    std::shared_lock<std::shared_mutex> lock(plan_lock(p));
+    py::gil_scoped_release nogil;  // plan_document() waits for a tune() running in another thread
     doc = p.plan_document();
   }
   return loads(doc);
