@@ -33,7 +33,7 @@ struct Built {
   Plan plan;
 };
 
-// The benchmarked kernels are calibration's one-kernel graphs (calibrate/graphs.h).
+// The benchmarked kernels are calibration's one-kernel graphs (backends/calibrate/graphs.h).
 Built built(calibrate::OneKernelGraph k) {
   Built b{std::move(k.g), {}};
   PlanKernel pk;

@@ -50,7 +50,7 @@ if [[ -d $shared ]]; then
 fi
 find "$root/gpu_profiles" -name '*.yaml' -exec cp {} "$seeds/profile/" \;
 for s in eager greedy beam random split; do
-  "$build/tools/gpusim" plan "$root/models/mobilenet_v2.onnx" --gpu nvidia-rtx-3060 --scheduler "$s" \
+  "$build/bin/gpusim" plan "$root/models/mobilenet_v2.onnx" --gpu nvidia-rtx-3060 --scheduler "$s" \
     --out "$seeds/plan/mobilenet_v2_$s.json" >/dev/null
 done
 # Depth and overflow variants of a real plan (every field deep, or an extreme number), and the

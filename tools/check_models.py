@@ -8,7 +8,7 @@ searched one, and `tune` (two candidates a kernel, a 60 s budget) with the tuned
 naming each command that failed, with its output.
 
 Usage:
-    tools/check_models.py --gpusim build/tools/gpusim [--run vulkan|cuda|hip|cpu [--run-gpu PROFILE]] [--gpu nvidia-t4]
+    tools/check_models.py --gpusim build/bin/gpusim [--run vulkan|cuda|hip|cpu [--run-gpu PROFILE]] [--gpu nvidia-t4]
                           [--only NAME]
 
 The planned run uses a plan made for --run-gpu, the profile of the device that runs it (default lavapipe for

@@ -106,7 +106,7 @@ FALLBACK_OPSETS = (16, 15, 14, 13)
 SIZE_THRESHOLD = 1024  # bytes; larger tensors become (absent) external data
 # A Constant node's value (position ids, a causal mask) stays embedded up to this size: running the
 # model needs it, and gpusim's reader keeps node-attribute tensors up to the same size
-# (kKeepConstantBytes in src/graph/onnx_wire.h).
+# (kKeepConstantBytes in core/graph/onnx_wire.h).
 CONSTANT_THRESHOLD = 16 << 20
 TMP_ROOT = "/tmp"
 

@@ -5,12 +5,12 @@ An example is a fenced block right after a marker comment:
 
     <!-- example: NAME [lines=N[,N...]] [grep=REGEX] [mask=REGEX] [needs=vulkan|truth] -->
     ```
-    $ build/tools/gpusim predict models/resnet50.onnx --gpu nvidia-t4
+    $ build/bin/gpusim predict models/resnet50.onnx --gpu nvidia-t4
     model    models/resnet50.onnx
     ...
     ```
 
-Every line starting with "$ " is a command, run by bash in a scratch directory that holds `build/tools/gpusim`
+Every line starting with "$ " is a command, run by bash in a scratch directory that holds `build/bin/gpusim`
 (the program under test), `models/` and `gpu_profiles/` of this checkout, and `../shared` beside it. The lines after
 a command, up to the next command, are the output it shows: its first N lines (`lines=`, one N per command; 0
 shows none), of those matching `grep=` if given, then "..." when the output goes on. stdout and stderr are shown
@@ -19,7 +19,7 @@ merged. `mask=` is a regular expression for what differs from run to run (measur
 command must succeed.
 
 Usage:
-    tools/readme_examples.py --gpusim build/tools/gpusim [--check | --update] [--only NAME] [README.md]
+    tools/readme_examples.py --gpusim build/bin/gpusim [--check | --update] [--only NAME] [README.md]
 
 --check (default) exits 1 naming each example whose shown output differs from what the build prints now;
 --update rewrites those blocks in place (the way to regenerate the README after a change to an output).
@@ -100,11 +100,11 @@ def shown(output, n, grep):
 
 
 def scratch_dir(repo, gpusim):
-    """A directory laid out like the checkout, with build/tools/gpusim the program under test."""
+    """A directory laid out like the checkout, with build/bin/gpusim the program under test."""
     root = tempfile.mkdtemp(prefix="gpusim-readme-")
     work = os.path.join(root, "repo")
-    os.makedirs(os.path.join(work, "build", "tools"))
-    os.symlink(os.path.abspath(gpusim), os.path.join(work, "build", "tools", "gpusim"))
+    os.makedirs(os.path.join(work, "build", "bin"))
+    os.symlink(os.path.abspath(gpusim), os.path.join(work, "build", "bin", "gpusim"))
     for d in ("models", "gpu_profiles", "runtimes", "tests"):
         os.symlink(os.path.join(repo, d), os.path.join(work, d))
     shared = os.path.join(os.path.dirname(repo), "shared")
@@ -190,7 +190,7 @@ def main():
         for p in problems:
             print("  " + p.replace("\n", "\n  "))
     print(f"{checked} example(s) run, {len(failed)} differ, {len(skipped)} skipped"
-          + ("; regenerate with tools/readme_examples.py --update --gpusim BUILD/tools/gpusim" if failed else ""))
+          + ("; regenerate with tools/readme_examples.py --update --gpusim BUILD/bin/gpusim" if failed else ""))
     return 1 if failed else 0
 
 

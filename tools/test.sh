@@ -7,7 +7,7 @@
 #             to 4 minutes on 2 cores: bench/RESULTS.md): `pip install .` into a clean virtual
 #             environment with PyPI's newest NumPy 2 and Dojo dependencies (pip_install), and a wheel
 #             from `python -m build` installed beside Debian's NumPy 1.24, the oldest claimed
-#             (wheel_install); each runs the pytest suite and the examples (tests/python/); and the
+#             (wheel_install); each runs the pytest suite and the examples (tests/apps/python/); and the
 #             OpenAPI check
 #   sanitize  build-sanitize/ (clang, AddressSanitizer + UBSan, every library instrumented): the
 #             suite, then 30 s of each fuzz target (fuzz/run.sh) from the same build

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Regenerates tests/data/golden/*.json: one pinned prediction per case, from the built gpusim.
 # Run after a deliberate change to the cost model, and say in the commit why the numbers moved.
-# Usage: tools/update_golden.sh [path/to/gpusim]     (default build/tools/gpusim)
+# Usage: tools/update_golden.sh [path/to/gpusim]     (default build/bin/gpusim)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=${1:-build/tools/gpusim}
+bin=${1:-build/bin/gpusim}
 out=tests/data/golden
 mkdir -p "$out"
 # name | model | gpu | dtype | dims

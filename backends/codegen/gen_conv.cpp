@@ -1,7 +1,7 @@
 // The convolution generator: ONNX Conv (1-D, 2-D and 3-D; groups, depthwise; strides, pads,
 // dilations, auto_pad SAME_UPPER/SAME_LOWER/VALID; optional bias) with the group's fused epilogue.
 //
-// Two kernels, chosen by shape (the cost model's rule, src/plan/kernel_work.cpp): where the GEMM
+// Two kernels, chosen by shape (the cost model's rule, core/plan/kernel_work.cpp): where the GEMM
 // view is wide enough (output channels per group and C/group x window both >= 16), an implicit
 // GEMM per convolution group — M = N x output pixels, N = output channels per group,
 // K = C/group x kernel window, A gathered from the input on the fly (im2col never materialized,

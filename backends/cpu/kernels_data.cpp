@@ -1,6 +1,6 @@
-// CPU reference kernels for data movement (src/graph/ops/data_movement.cpp: shape sources, views,
+// CPU reference kernels for data movement (core/graph/ops/data_movement.cpp: shape sources, views,
 // copies, gathers/scatters, Pad, Resize, random ops, the training op Gradient) and ONNX sequences
-// (src/graph/ops/sequence.cpp). Every copy works for any dtype: elements move through copy_el,
+// (core/graph/ops/sequence.cpp). Every copy works for any dtype: elements move through copy_el,
 // which writes whichever of r/i/s the destination dtype uses. Output shapes come from the
 // importer, except where the shape is data-dependent (NonZero, sequence elements). Random ops draw
 // from a std::mt19937_64 seeded by the node's `seed` (values cannot match other runtimes).

@@ -1,4 +1,4 @@
-// CPU reference kernels for the elementwise family (what src/graph/ops/elementwise.cpp registers):
+// CPU reference kernels for the elementwise family (what core/graph/ops/elementwise.cpp registers):
 // unary math and activations, IsNaN/IsInf, Not/BitwiseNot, Identity, Dropout (inference),
 // StringNormalizer; binary and variadic ops with numpy broadcasting (arithmetic, bitwise,
 // comparisons, logic, Max/Min/Sum/Mean, PRelu); Where, Cast, CastLike, Clip.

@@ -1,5 +1,5 @@
-// CPU reference kernels for reductions (what src/graph/ops/reduction.cpp registers: Reduce*,
-// ArgMax/ArgMin, TopK, CumSum) and normalizations (src/graph/ops/normalization.cpp:
+// CPU reference kernels for reductions (what core/graph/ops/reduction.cpp registers: Reduce*,
+// ArgMax/ArgMin, TopK, CumSum) and normalizations (core/graph/ops/normalization.cpp:
 // BatchNormalization, Layer/Group/InstanceNormalization, Softmax, LogSoftmax, Hardmax,
 // LpNormalization, MeanVarianceNormalization, LRN).
 //

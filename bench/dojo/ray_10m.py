@@ -6,7 +6,7 @@ cores, written as Parquet; reports wall time, rows per second and Parquet bytes 
 
 The dataset: ResNet-50, MobileNetV2, ViT-B/16 and BERT-base at batch 1 and 8 on the T4, RTX 3060, A10
 and L40S profiles with 4 virtual GPUs each (20 GPUs): 100 tasks, each with eager, best and PLANS random
-plans. Needs pyarrow and ray (python/requirements-dojo.txt). The output directory is removed at the end
+plans. Needs pyarrow and ray (apps/python/requirements-dojo.txt). The output directory is removed at the end
 unless --keep.
 """
 import argparse

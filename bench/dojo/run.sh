@@ -3,7 +3,7 @@
 # generate` (one process, one shard), the wall time of the same dataset on both cores (two
 # processes, --shard 0/2 and 1/2), and bytes on disk per million kernel rows (CSV and NDJSON).
 #
-#   bench/dojo/run.sh build/tools/gpusim PLANS [REPEATS]
+#   bench/dojo/run.sh build/bin/gpusim PLANS [REPEATS]
 #
 # The dataset: ResNet-50, MobileNetV2, ViT-B/16 and BERT-base at batch 1 and 8, on the T4, RTX 3060,
 # A10 and L40S profiles with 4 virtual GPUs each (20 GPUs), latency objective, fp16; PLANS random

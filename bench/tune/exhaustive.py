@@ -8,7 +8,7 @@ an exhaustive sweep. Reports, per model, the share of those kernels whose exhaus
 simulator's top 1, 3 and 8, the share whose top 8's fastest is within 3 % of it, and the median
 space size.
 
-    bench/tune/exhaustive.py build/tools/gpusim [--backend vulkan] [--dim batch=1] MODEL [MODEL ...]
+    bench/tune/exhaustive.py build/bin/gpusim [--backend vulkan] [--dim batch=1] MODEL [MODEL ...]
 
 Figures go to bench/RESULTS.md with the machine noted.
 """

@@ -5,7 +5,7 @@
 # With PLAN=PROFILE the tuned plan is `gpusim plan --gpu PROFILE`'s (fused groups, so each is also
 # timed unfused); without, the eager plan (untuned = eager).
 #
-#   [PLAN=lavapipe-epyc-2c] bench/tune/run.sh build/tools/gpusim [BACKEND] [TOP_K] [REPEATS] MODEL [MODEL ...]
+#   [PLAN=lavapipe-epyc-2c] bench/tune/run.sh build/bin/gpusim [BACKEND] [TOP_K] [REPEATS] MODEL [MODEL ...]
 #
 # Figures go to bench/RESULTS.md with the machine noted. Needs python3 (for the JSON).
 set -euo pipefail

@@ -11,7 +11,7 @@
 //      holds this code (the gpusim program, libgpusim.so or the Python module), then the prefix the
 //      build was configured to install to.
 // A build tree mirrors the installed layout (build/share/gpusim is copied from the sources at build
-// time), so build/tools/gpusim and an installed bin/gpusim behave the same.
+// time), so build/bin/gpusim and an installed bin/gpusim behave the same.
 //
 // Usage:
 //   auto dirs = gpusim::default_profile_dirs();

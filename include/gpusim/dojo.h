@@ -1,5 +1,5 @@
 // The GPU Dojo: reproducible datasets of (graph, GPU, plan) -> time, for training learned cost
-// models and schedulers (dojo/README.md is the dataset card: every column with its unit, how a
+// models and schedulers (core/dojo/README.md is the dataset card: every column with its unit, how a
 // dataset is generated, and its splits).
 //
 // A dataset is the cross product of graph variants (models, each under every set of dim

@@ -1,4 +1,4 @@
-// Einsum equations, parsed once for everything that reads them: shape inference (src/graph/ops),
+// Einsum equations, parsed once for everything that reads them: shape inference (core/graph/ops),
 // the CPU reference and the GEMM generator.
 //
 // Usage:

@@ -9,7 +9,7 @@
 // sectors, achieved bandwidth from the bytes in flight (Little's law), a latency floor, and
 // reports which bound limits the kernel.
 // All figures come from the GpuProfile (via DeviceModel); nothing is typed in here except the
-// structural constants documented in src/sim/README.md.
+// structural constants documented in core/sim/README.md.
 //
 // Usage:
 //   gpusim::DeviceModel dev = gpusim::make_device(profile);
@@ -104,7 +104,7 @@ DeviceModel make_device(const GpuProfile& p);
 // The clock a card holds under sustained load: the profile's compute.sustained_clock_mhz
 // (datasheet or calibrated), else base + (boost - base) x min(1, TDP / 125 W) where the base clock
 // is known — cards of 125 W and more hold their boost, a 70 W card sits about halfway between
-// base and boost — else the boost clock (src/sim/README.md).
+// base and boost — else the boost clock (core/sim/README.md).
 double sustained_clock_mhz(const GpuProfile& p);
 
 // The compute rate (FLOP/s, sustained) a GEMM-like kernel of this dtype gets, and whether that is
@@ -119,7 +119,7 @@ std::string tile_feasibility(const KernelWork& w, const TileConfig& t, const Dev
 KernelCost kernel_cost(const KernelWork& w, const TileConfig& t, const DeviceModel& d);
 
 // The eager heuristic: the fastest feasible tile of a fixed menu per class (what a library's
-// heuristic table does), documented in src/sim/README.md.
+// heuristic table does), documented in core/sim/README.md.
 std::vector<TileConfig> tile_menu(const KernelWork& w, const DeviceModel& d);
 TileConfig choose_tile(const KernelWork& w, const DeviceModel& d);
 

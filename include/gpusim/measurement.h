@@ -123,7 +123,7 @@ struct InsertStats {
   int64_t duplicates = 0;  // already in the store: skipped
 };
 
-// A SQLite file of measurements (schema gpusim.truth/1, src/truth/README.md). Written with
+// A SQLite file of measurements (schema gpusim.truth/1, core/truth/README.md). Written with
 // transactions in WAL mode, so readers (validate, the autotuner) see either all of an import or
 // none of it, and a crash never leaves half a record.
 // How a store is opened: kCreate makes it when absent; kWrite needs it to exist; kRead opens it

@@ -1,7 +1,7 @@
 // The op catalog: for every ONNX op gpusim supports, its class and its work.
 //
 // Work is counted the way a kernel does it, per output element, and documented per op in
-// src/graph/ops/*.cpp. Conventions:
+// core/graph/ops/*.cpp. Conventions:
 //   - MACs: multiply-accumulates of conv- and matmul-like ops (Conv, ConvTranspose, MatMul, Gemm,
 //     Einsum), the figure torchvision and fvcore publish as "GFLOPS"; bias adds are not MACs.
 //   - FLOPs by kind: `fma` counts additions and multiplications (one MAC = 2 fma FLOPs),

@@ -1,8 +1,8 @@
 // Plan IR: how a graph runs — an ordered list of kernels, each a group of fused ops with a tile
 // configuration and a stream, plus where each weight lives (device, or host-offloaded and
-// streamed over the host link). Schedulers (schedulers/) propose plans, the simulator (predict.h)
+// streamed over the host link). Schedulers (core/schedulers/) propose plans, the simulator (predict.h)
 // scores them, `gpusim run` will execute them. Plans are saved as JSON (schema gpusim.plan/1,
-// documented in src/plan/README.md); nodes are referred to by name so a plan survives re-import.
+// documented in core/plan/README.md); nodes are referred to by name so a plan survives re-import.
 //
 // A plan on a device — the eager plan, the tile space priced there, validity there — is
 // device_plan.h (the simulator's layer); this header needs only the graph.

@@ -1,0 +1,270 @@
+// gpusim serve (apps/serve/service.h): real HTTP requests against a server on a free loopback port.
+#include <catch2/catch.hpp>
+
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "gpusim/gpusim.h"
+#include "apps/serve/running.h"
+#include "service.h"
+#include "support/onnx_builder.h"
+
+namespace gpusim {
+namespace {
+
+using nlohmann::json;
+
+using test::file_bytes;
+using test_serve::error_message;
+using test_serve::Running;
+using test_serve::small_service;
+
+}  // namespace
+
+TEST_CASE("serve: /healthz, /openapi.json (the file in the repo) and unknown paths", "[serve]") {
+  Running s(small_service());
+  auto c = s.client();
+  auto h = c.Get("/healthz");
+  REQUIRE(h);
+  CHECK(h->status == 200);
+  CHECK(json::parse(h->body).at("status") == "ok");
+  auto doc = c.Get("/openapi.json");
+  REQUIRE(doc);
+  CHECK(doc->status == 200);
+  const json api = json::parse(doc->body);
+  CHECK(api == json::parse(file_bytes(test::source_dir() + "/apps/serve/openapi.json")));
+  CHECK(api.at("openapi").get<std::string>().rfind("3.", 0) == 0);
+  for (const char* path : {"/healthz", "/openapi.json", "/v1/profiles", "/v1/profiles/{name}", "/v1/models", "/v1/predict",
+                           "/v1/compare", "/v1/plan", "/v1/validate"}) {
+    CHECK(api.at("paths").contains(path));
+  }
+  auto none = c.Get("/v1/nope");
+  REQUIRE(none);
+  CHECK(none->status == 404);
+  CHECK_THAT(error_message(none), Catch::Contains("GET /v1/nope: no such endpoint"));
+}
+
+TEST_CASE("serve: a model uploaded once is predicted by id, and the answers are the library documents", "[serve]") {
+  Running s(small_service());
+  auto c = s.client();
+  const std::string path = test::source_dir() + "/models/resnet50.onnx";
+  const std::string bytes = file_bytes(path);
+  auto up = c.Post("/v1/models", bytes, "application/octet-stream");
+  REQUIRE(up);
+  REQUIRE(up->status == 200);
+  const json model = json::parse(up->body);
+  CHECK(model.at("model_id") == content_hash(bytes));
+  CHECK(model.at("imported") == true);
+
+  const Session session;
+  auto m = session.open_model_bytes(bytes, "model.onnx");
+  REQUIRE(m);
+  auto gpu = session.gpu("nvidia-t4");
+  REQUIRE(gpu);
+  PredictRequest req;
+  req.dtype = DType::kFloat16;
+  auto want = session.predict(*m, *gpu, req);
+  REQUIRE(want);
+
+  const json body = {{"model_id", model.at("model_id")}, {"gpu", "nvidia-t4"}, {"dtype", "fp16"}};
+  auto p = c.Post("/v1/predict", body.dump(), "application/json");
+  REQUIRE(p);
+  REQUIRE(p->status == 200);
+  CHECK(json::parse(p->body) == json::parse(prediction_document(*want, *gpu)));
+  // The same model in the body, raw or base64-free JSON, answers the same.
+  auto raw = c.Post("/v1/predict?gpu=nvidia-t4&dtype=fp16", bytes, "application/octet-stream");
+  REQUIRE(raw);
+  REQUIRE(raw->status == 200);
+  CHECK(json::parse(raw->body) == json::parse(p->body));
+
+  auto cmp = c.Post("/v1/compare", json{{"model_id", model.at("model_id")}, {"gpus", {"nvidia-t4", "amd-mi300x"}}}.dump(),
+                    "application/json");
+  REQUIRE(cmp);
+  REQUIRE(cmp->status == 200);
+  CHECK(json::parse(cmp->body).at("gpus").size() == 2);
+  auto plan = c.Post("/v1/plan", json{{"model_id", model.at("model_id")}, {"gpu", "nvidia-t4"}, {"top", 2}}.dump(),
+                     "application/json");
+  REQUIRE(plan);
+  REQUIRE(plan->status == 200);
+  const json plans = json::parse(plan->body);
+  CHECK(plans.at("schema") == "gpusim.plan-search/1");
+  CHECK(plans.at("plans").size() <= 2);
+  // The plan it returned scores through /v1/predict.
+  auto scored = c.Post("/v1/predict",
+                       json{{"model_id", model.at("model_id")}, {"gpu", "nvidia-t4"}, {"plan", plans["plans"][0]["plan"]}}.dump(),
+                       "application/json");
+  REQUIRE(scored);
+  REQUIRE(scored->status == 200);
+  CHECK(json::parse(scored->body).at("total_us").get<double>() ==
+        Approx(plans["plans"][0]["total_us"].get<double>()).epsilon(1e-9));
+}
+
+TEST_CASE("serve: symbolic dims, profiles, YAML profiles and validate", "[serve]") {
+  serve::ServiceOptions o = small_service();
+  o.truth = test::source_dir() + "/tests/data/truth/neusight-sample";
+  Running s(o);
+  auto c = s.client();
+  const std::string bert = file_bytes(test::source_dir() + "/models/bert_base_seq128.onnx");
+  auto up = c.Post("/v1/models", bert, "application/octet-stream");
+  REQUIRE(up);
+  REQUIRE(up->status == 200);
+  const json model = json::parse(up->body);
+  CHECK(model.at("imported") == false);  // it needs its batch dim
+  CHECK_THAT(model.at("note").get<std::string>(), Catch::Contains("batch"));
+  auto p = c.Post("/v1/predict", json{{"model_id", model.at("model_id")}, {"gpu", "nvidia-l4"}, {"dims", {{"batch", 2}}}}.dump(),
+                  "application/json");
+  REQUIRE(p);
+  CHECK(p->status == 200);
+  auto q = c.Post("/v1/predict?gpu=nvidia-l4&dim.batch=2", bert, "application/octet-stream");
+  REQUIRE(q);
+  CHECK(q->status == 200);
+  CHECK(json::parse(q->body).at("total_us") == json::parse(p->body).at("total_us"));
+
+  auto list = c.Get("/v1/profiles");
+  REQUIRE(list);
+  CHECK(json::parse(list->body).at("profiles").size() >= 30);
+  auto one = c.Get("/v1/profiles/nvidia-h200");
+  REQUIRE(one);
+  CHECK(json::parse(one->body).at("schema") == "gpusim.profile/1");
+  auto missing = c.Get("/v1/profiles/no-such-gpu");
+  REQUIRE(missing);
+  CHECK(missing->status == 404);
+  CHECK_THAT(error_message(missing), Catch::Contains("no-such-gpu"));
+
+  const std::string yaml = "schema: gpusim.profile/1\nname: my-l4\nextends: nvidia-l4\ndisplay_name: My L4\n";
+  auto mine = c.Post("/v1/predict", json{{"model_id", model.at("model_id")}, {"gpu_yaml", yaml}, {"dims", {"batch=2"}}}.dump(),
+                     "application/json");
+  REQUIRE(mine);
+  REQUIRE(mine->status == 200);
+  CHECK(json::parse(mine->body).at("gpu") == "my-l4");
+
+  auto v = c.Post("/v1/validate", json::object().dump(), "application/json");
+  REQUIRE(v);
+  REQUIRE(v->status == 200);
+  const json rep = json::parse(v->body);
+  CHECK(rep.at("schema") == "gpusim.validate/1");
+  CHECK(rep.at("records").get<int>() > 0);
+}
+
+TEST_CASE("serve: bad requests get JSON errors with the field, the value and the fix", "[serve]") {
+  serve::ServiceOptions o = small_service();
+  o.max_body_bytes = 1 << 20;
+  o.max_model_bytes = 40000;  // resnet50.onnx (31.7 kB) fits, mobilenet_v2.onnx (49.4 kB) does not
+  Running s(o);
+  auto c = s.client();
+  auto not_json = c.Post("/v1/predict", "{not json", "application/json");
+  REQUIRE(not_json);
+  CHECK(not_json->status == 400);
+  CHECK_THAT(error_message(not_json), Catch::Contains("the request body is not valid JSON"));
+  auto no_model = c.Post("/v1/predict", json{{"gpu", "nvidia-t4"}}.dump(), "application/json");
+  REQUIRE(no_model);
+  CHECK(no_model->status == 400);
+  CHECK_THAT(error_message(no_model), Catch::Contains("no model: give \"model_id\""));
+  auto unknown_id = c.Post("/v1/predict", json{{"model_id", "0123"}, {"gpu", "nvidia-t4"}}.dump(), "application/json");
+  REQUIRE(unknown_id);
+  CHECK(unknown_id->status == 404);
+  CHECK_THAT(error_message(unknown_id), Catch::Contains("model_id \"0123\" is not on this server"));
+  const std::string resnet = file_bytes(test::source_dir() + "/models/resnet50.onnx");
+  auto bad_gpu = c.Post("/v1/predict?gpu=no-such-gpu", resnet, "application/octet-stream");
+  REQUIRE(bad_gpu);
+  CHECK(bad_gpu->status == 404);
+  auto path_gpu = c.Post("/v1/predict?gpu=/etc/passwd", resnet, "application/octet-stream");
+  REQUIRE(path_gpu);
+  CHECK(path_gpu->status == 400);
+  CHECK_THAT(error_message(path_gpu), Catch::Contains("is not a name; the server takes names only, never paths"));
+  auto wrong_type = c.Post("/v1/plan", json{{"gpu", 3}}.dump(), "application/json");
+  REQUIRE(wrong_type);
+  CHECK(wrong_type->status == 400);
+  auto bad_top = c.Post("/v1/plan?gpu=nvidia-t4&top=0", resnet, "application/octet-stream");
+  REQUIRE(bad_top);
+  CHECK(bad_top->status == 400);
+  CHECK_THAT(error_message(bad_top), Catch::Contains("\"top\": 0 is out of range; give an integer from 1 to 100"));
+  auto bad_dtype = c.Post("/v1/predict?gpu=nvidia-t4&dtype=fp8", resnet, "application/octet-stream");
+  REQUIRE(bad_dtype);
+  CHECK(bad_dtype->status == 400);
+  auto garbage = c.Post("/v1/models", std::string(1000, 'x'), "application/octet-stream");
+  REQUIRE(garbage);
+  CHECK(garbage->status == 400);
+  CHECK_THAT(error_message(garbage), Catch::StartsWith("model.onnx: "));
+  // Limits: a model over --max-model-mb, a body over --max-body-mb.
+  auto big_model = c.Post("/v1/models", file_bytes(test::source_dir() + "/models/mobilenet_v2.onnx"),
+                          "application/octet-stream");
+  REQUIRE(big_model);
+  CHECK(big_model->status == 413);
+  CHECK_THAT(error_message(big_model), Catch::Contains("takes models up to 40000 bytes"));
+  auto big_body = c.Post("/v1/predict", std::string(2 << 20, ' '), "application/json");
+  REQUIRE(big_body);
+  CHECK(big_body->status == 413);
+  CHECK_THAT(error_message(big_body), Catch::Contains("over this server's limit of 1048576 bytes"));
+  auto v = c.Post("/v1/validate", "{}", "application/json");
+  REQUIRE(v);
+  CHECK(v->status == 400);
+  CHECK_THAT(error_message(v), Catch::Contains("no measurements"));
+}
+
+TEST_CASE("serve: a request past the time limit is 504, a full queue 503", "[serve]") {
+  serve::ServiceOptions o;
+  o.workers = 1;
+  o.queue = 1;
+  o.request_timeout_s = 0.02;
+  Running s(o);
+  const std::string unet = file_bytes(test::source_dir() + "/models/sd15_unet_64x64.onnx");
+  auto c = s.client();
+  // Each of these takes far longer than 20 ms: the first runs, the second waits, the third is
+  // turned away.
+  auto first = c.Post("/v1/plan?gpu=nvidia-rtx-3060&dim.batch=1&scheduler=beam", unet, "application/octet-stream");
+  REQUIRE(first);
+  CHECK(first->status == 504);
+  CHECK_THAT(error_message(first), Catch::Contains("ran past the server's limit of 0.02 s"));
+  auto second = c.Post("/v1/plan?gpu=nvidia-rtx-3060&dim.batch=1&scheduler=beam", unet, "application/octet-stream");
+  REQUIRE(second);
+  CHECK(second->status == 504);
+  auto third = c.Post("/v1/plan?gpu=nvidia-rtx-3060&dim.batch=1&scheduler=beam", unet, "application/octet-stream");
+  REQUIRE(third);
+  CHECK(third->status == 503);
+  CHECK(third->get_header_value("Retry-After") == "1");
+  CHECK_THAT(error_message(third), Catch::Contains("the server is busy"));
+}
+
+TEST_CASE("gpusim serve prints its port and stops gracefully on SIGTERM", "[serve][cli]") {
+  int out[2];
+  REQUIRE(::pipe(out) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    ::close(out[0]);
+    ::execl(GPUSIM_BINARY, GPUSIM_BINARY, "serve", "--port", "0", "--workers", "1", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  std::string line;
+  char ch;
+  while (::read(out[0], &ch, 1) == 1 && ch != '\n') line += ch;
+  INFO(line);
+  const auto colon = line.rfind(':');
+  REQUIRE(line.find("listening on http://127.0.0.1:") != std::string::npos);
+  const int port = std::stoi(line.substr(colon + 1));
+  httplib::Client c("127.0.0.1", port);
+  auto h = c.Get("/healthz");
+  REQUIRE(h);
+  CHECK(h->status == 200);
+  REQUIRE(::kill(pid, SIGTERM) == 0);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  std::string rest;
+  while (::read(out[0], &ch, 1) == 1) rest += ch;
+  ::close(out[0]);
+  CHECK_THAT(rest, Catch::Contains("gpusim serve: stopped"));
+}
+
+}  // namespace gpusim
