@@ -103,6 +103,7 @@ std::string prediction_document(const Prediction& p, const GpuProfile& gpu) {
               {"kernels_us", p.kernels_us},
               {"launch_bound_us", p.launch_bound_us},
               {"runtime", p.runtime},
+              {"tiles", p.tiles},
               {"host_us", p.host_us},
               {"kernel_count", p.kernels.size()},
               {"peak_memory_bytes", p.peak_memory_bytes},
@@ -154,6 +155,7 @@ std::string plan_search_document(const std::string& model, const Graph& g, const
               {"objective", std::string(objective_name(o.objective))},
               {"plans_scored", r.plans_scored},
               {"eager", {{"total_us", eager_us}, {"kernels", r.eager.kernels.size()}}},
+              {"tiles", r.eager.tiles},
               {"plans", plans},
               {"notes", r.notes}}
       .dump(2, ' ', false, kInvalidUtf8);

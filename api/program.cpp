@@ -434,7 +434,7 @@ Result<Program> Session::compile(const Model& m, const CompileOptions& opts) con
       p.dev = std::move(*dev);
       const backend::DeviceInfo& info = p.dev->info();
       // What this device's generators build of a tile (the capability query the plan is fitted by).
-      const codegen::TargetCapability cap(codegen::target_options(info, dtype == DType::kFloat16));
+      auto cap = std::make_shared<codegen::TargetCapability>(codegen::target_options(info, dtype == DType::kFloat16));
       if (opts.gpu) {
         p.gpu = *opts.gpu;
       } else {
@@ -458,8 +458,8 @@ Result<Program> Session::compile(const Model& m, const CompileOptions& opts) con
       } else if (p.gpu) {
         // Each kernel gets the cost model's best tile among those codegen builds on this device as
         // asked (the capability query), so the prediction prices the kernel that runs.
-        p.plan = eager_plan(dtype == DType::kFloat32 ? g0 : retype(g0, dtype), make_device(*p.gpu),
-                            [&cap](const KernelWork& w, const DeviceModel& d) { return best_generated_tile(w, d, cap); });
+        p.plan = eager_plan(dtype == DType::kFloat32 ? g0 : retype(g0, dtype),
+                            make_target(*p.gpu, cap, TileSpace::kGenerated));
         p.plan.dtype = dtype;
         p.plan_source = "eager";
       } else {
@@ -482,7 +482,7 @@ Result<Program> Session::compile(const Model& m, const CompileOptions& opts) con
       for (PlanKernel& k : p.plan.kernels) {
         if (k.nodes.empty() || k.anchor < 0 || k.anchor >= static_cast<int>(k.nodes.size())) continue;  // validate_plan says why
         const bool attention = std::find(k.fusions.begin(), k.fusions.end(), "attention") != k.fusions.end();
-        const TileConfig t = cap.generated(group_work(p.g, idx, k.nodes, k.anchor, attention, k.recomputed), k.tile);
+        const TileConfig t = cap->generated(group_work(p.g, idx, k.nodes, k.anchor, attention, k.recomputed), k.tile);
         regenerated += !(t == k.tile);
         k.tile = t;
       }
@@ -518,9 +518,12 @@ Result<Program> Session::compile(const Model& m, const CompileOptions& opts) con
           if (auto o = predict_plan(g0, as_given, *p.gpu)) other = std::move(*o);
           what = "`gpusim predict --plan` prices the plan's own tiles";
         } else if (p.plan_source == "eager") {
-          if (auto o = gpusim::predict(g0, *p.gpu, PredictOptions(dtype, std::nullopt))) other = std::move(*o);
-          what = "`gpusim predict` prices its own eager plan, each tile chosen from the cost model's whole menu; "
-                 "this run's takes the best tile codegen generates";
+          if (auto o = gpusim::predict(g0, Session::target_maker()(*p.gpu, TileSpace::kGenerated),
+                                       PredictOptions(dtype, std::nullopt))) {
+            other = std::move(*o);
+          }
+          what = "`gpusim predict` prices the eager plan with the tiles codegen builds within the profile's limits; "
+                 "this run's within the device's";
         }
         if (other) {
           p.predict_kernels_us = other->kernels_us;

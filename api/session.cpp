@@ -131,8 +131,9 @@ std::vector<std::pair<ProfileEntry, Result<GpuProfile>>> Session::profiles() con
 
 namespace {
 
-Result<Prediction> predict_impl(const Graph& g, const GpuProfile& gpu, const PredictRequest& req,
+Result<Prediction> predict_impl(const Graph& g, const Target& target, const PredictRequest& req,
                                 const std::vector<std::string>& runtime_dirs) {
+  const GpuProfile& gpu = target.gpu();
   std::optional<RuntimeModel> runtime;
   if (!req.runtime.empty()) {
     auto r = find_runtime(req.runtime, runtime_dirs);
@@ -143,7 +144,7 @@ Result<Prediction> predict_impl(const Graph& g, const GpuProfile& gpu, const Pre
     PredictOptions po(req.dtype, runtime);
     po.lowering = req.lowering;
     po.host_copies = req.host_copies;
-    return predict(g, gpu, po);
+    return predict(g, target, po);
   }
   Plan plan = *req.plan;
   // What differs from what the plan was made for is priced as asked, and said.
@@ -177,14 +178,36 @@ Result<Prediction> predict_impl(const Graph& g, const GpuProfile& gpu, const Pre
 
 }  // namespace
 
-Result<Prediction> Session::predict(const Model& m, const GpuProfile& gpu, const PredictRequest& req) const noexcept {
-  return guarded("predict", [&]() -> Result<Prediction> {
-    if (!m.valid()) return invalid_model_handle("predict");
-    return predict_impl(m.graph(), gpu, req, runtime_dirs_);
+Target Session::target(const GpuProfile& gpu, TileSpace tiles) const noexcept { return target_maker()(gpu, tiles); }
+
+TargetMaker Session::target_maker() {
+  return [](const GpuProfile& gpu, TileSpace tiles) -> Target {
+    if (tiles == TileSpace::kLibrary) return library_target(gpu);
+    // Codegen's answer for the profile's threads, shared memory and matrix path (the float
+    // storage follows each kernel's type).
+    const DeviceModel d = make_device(gpu);
+    return make_target(gpu, std::make_shared<codegen::TargetCapability>(codegen::target_options(d, false)),
+                       TileSpace::kGenerated);
+  };
+}
+
+Result<TileSpace> Session::runtime_tiles(const std::string& runtime) const noexcept {
+  return guarded("runtime_tiles", [&]() -> Result<TileSpace> {
+    if (runtime.empty()) return TileSpace::kGenerated;
+    auto r = find_runtime(runtime, runtime_dirs_);
+    if (!r) return make_error(r.error().code, "runtime: " + r.error().message);
+    return runtime_tile_space(*r);
   });
 }
 
-Result<std::vector<ComparedGpu>> Session::compare(const Model& m, const std::vector<std::string>& gpus,
+Result<Prediction> Session::predict(const Model& m, const Target& target, const PredictRequest& req) const noexcept {
+  return guarded("predict", [&]() -> Result<Prediction> {
+    if (!m.valid()) return invalid_model_handle("predict");
+    return predict_impl(m.graph(), target, req, runtime_dirs_);
+  });
+}
+
+Result<std::vector<ComparedGpu>> Session::compare(const Model& m, const std::vector<std::string>& gpus, TileSpace tiles,
                                                   const PredictRequest& req) const noexcept {
   return guarded("compare", [&]() -> Result<std::vector<ComparedGpu>> {
     if (!m.valid()) return invalid_model_handle("compare");
@@ -197,7 +220,7 @@ Result<std::vector<ComparedGpu>> Session::compare(const Model& m, const std::vec
       rows.push_back({std::move(*p), {}});
     }
     for (ComparedGpu& r : rows) {
-      auto p = predict_impl(m.graph(), r.gpu, req, runtime_dirs_);
+      auto p = predict_impl(m.graph(), target(r.gpu, tiles), req, runtime_dirs_);
       if (!p) return p.error();
       r.prediction = std::move(*p);
     }
@@ -205,17 +228,10 @@ Result<std::vector<ComparedGpu>> Session::compare(const Model& m, const std::vec
   });
 }
 
-Result<SearchResult> Session::plan(const Model& m, const GpuProfile& gpu, const SearchOptions& opts) const noexcept {
+Result<SearchResult> Session::plan(const Model& m, const Target& target, const SearchOptions& opts) const noexcept {
   return guarded("plan", [&]() -> Result<SearchResult> {
     if (!m.valid()) return invalid_model_handle("plan");
-    // Plans hold tiles as the GPU's code generator builds them (the capability query): codegen's
-    // answer for the profile's limits and matrix path unless the caller brings its own.
-    SearchOptions o = opts;
-    if (!o.capability) {
-      o.capability = std::make_shared<codegen::TargetCapability>(
-          codegen::target_options(make_device(gpu), opts.dtype == DType::kFloat16));
-    }
-    auto r = search(m.graph(), gpu, o);
+    auto r = search(m.graph(), target, opts);
     if (!r) return r.error();
     if (r->plans.empty()) return make_error(ErrorCode::kInvalidArgument, "plan: the search produced no plan");
     return r;

@@ -70,7 +70,7 @@ void BM_PredictUnet(benchmark::State& state) {
   }
   size_t kernels = 0;
   for (auto _ : state) {
-    auto p = gpusim::predict(*g, rtx3060(), {gpusim::DType::kFloat16});
+    auto p = gpusim::predict(*g, gpusim::library_target(rtx3060()), {gpusim::DType::kFloat16});
     kernels = p->kernels.size();
     benchmark::DoNotOptimize(p->total_us);
   }
@@ -97,7 +97,7 @@ void BM_BeamUnet(benchmark::State& state) {
   int64_t scored = 0;
   double speedup = 0, scoring_s = 0;
   for (auto _ : state) {
-    auto r = gpusim::search(g, rtx3060(), o);
+    auto r = gpusim::search(g, gpusim::library_target(rtx3060()), o);
     scored = r->plans_scored;
     scoring_s = r->scoring_seconds;
     speedup = r->eager.total_us / r->plans.front().prediction.total_us;
@@ -114,7 +114,7 @@ BENCHMARK(BM_BeamUnet)->Unit(benchmark::kMillisecond);
 void BM_ScorePlans(benchmark::State& state) {
   const char* file = state.range(0) == 0 ? "sd15_unet_64x64.onnx" : "bert_base_seq128.onnx";
   const gpusim::Graph g = load(file);
-  const gpusim::FusionSpace space(g, rtx3060());
+  const gpusim::FusionSpace space(g, gpusim::library_target(rtx3060()));
   std::mt19937_64 rng(1);
   std::vector<gpusim::Decision> decisions(4096, gpusim::Decision(space.candidates().size()));
   for (auto& d : decisions) {

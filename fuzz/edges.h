@@ -58,7 +58,8 @@ inline std::string onnx(std::string_view bytes) {
   auto g = import_onnx_bytes(bytes, "fuzz.onnx", o);
   if (!g) return g.error().message;
   (void)summarize(*g);
-  auto p = predict(*g, profile());
+  static const Target target = library_target(profile());
+  auto p = predict(*g, target);
   return p ? "" : p.error().message;
 }
 
@@ -68,7 +69,7 @@ inline std::string profile_yaml(std::string_view text) {
   static const std::vector<std::string> dirs = default_profile_dirs();
   auto p = load_profile_yaml(std::string(text), "fuzz", dirs);
   if (!p) return p.error().message;
-  auto r = predict(model(), *p);
+  auto r = predict(model(), library_target(*p));
   return r ? "" : r.error().message;
 }
 

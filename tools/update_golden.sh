@@ -20,7 +20,7 @@ cases=(
 )
 for c in "${cases[@]}"; do
   IFS='|' read -r name model gpu dtype dims <<<"$c"
-  args=(predict "$model" --gpu "$gpu" --dtype "$dtype" --json)
+  args=(predict "$model" --gpu "$gpu" --dtype "$dtype" --tiles library --json)  # the cost model's menu, as test_predict prices it
   [[ -n "$dims" ]] && args+=(--dim "$dims")
   "$bin" "${args[@]}" | python3 -c '
 import json, sys

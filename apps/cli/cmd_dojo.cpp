@@ -59,7 +59,7 @@ void add_dojo(CLI::App& app, int& rc) {
     std::vector<std::string> models, gpus, dims, objectives, memory, power, profile_dirs;
     int virtual_gpus = 0, subgraphs = 0, plans = 8, shards = 1;
     uint64_t seed = 1;
-    std::string shard, out, format = "csv", store, dtype = "fp16";
+    std::string shard, out, format = "csv", store, dtype = "fp16", tiles = "generated";
     bool quiet = false, force = false;
   };
   auto a = std::make_shared<Args>();
@@ -79,6 +79,10 @@ void add_dojo(CLI::App& app, int& rc) {
   cmd->add_option("--memory-fraction", a->memory, "Memory budgets as fractions of the GPU's memory (default 1)");
   cmd->add_option("--power-fraction", a->power, "Power caps as fractions of the GPU's TDP, 0.2..1 (default 1)");
   cmd->add_option("--dtype", a->dtype, "Float type the graphs run in: fp32, fp16 or bf16 (default fp16)");
+  cmd->add_option("--tiles", a->tiles,
+                  "The tile space plans are priced in: generated (default: the kernels gpusim's code generator "
+                  "builds, as gpusim plan ranks) or library (the cost model's whole menu, as vendor libraries run "
+                  "kernels)");
   cmd->add_option("--plans", a->plans, "Random plans a task, besides eager and the search's best (0..10000)");
   cmd->add_option("--seed", a->seed, "Seed: the same configuration and seed give the same bytes");
   cmd->add_option("--shards", a->shards, "Split the tasks into N shards and write them all (1..100000)");
@@ -121,6 +125,7 @@ void add_dojo(CLI::App& app, int& rc) {
       c.power_fractions = *f;
     }
     c.dtype = a->dtype;
+    c.tiles = a->tiles;
     c.plans = a->plans;
     c.seed = a->seed;
     c.format = a->format;
@@ -153,7 +158,7 @@ void add_dojo(CLI::App& app, int& rc) {
       for (const std::string& n : tasks->notes) fmt::print("note     {}\n", n);
     }
     for (const dojo::ShardSpec& s : todo) {
-      auto r = dojo::generate_shard(*tasks, s, a->out);
+      auto r = dojo::generate_shard(*tasks, s, a->out, Session::target_maker());
       if (!r) return fail(r.error());
       if (a->quiet) continue;
       if (r->skipped) {

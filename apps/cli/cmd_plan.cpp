@@ -16,12 +16,12 @@ namespace gpusim::cli {
 
 void add_plan(CLI::App& app, int& rc) {
   struct Args {
-    std::string model, gpu, objective = "latency", scheduler = "greedy", out, dtype;
+    std::string model, gpu, objective = "latency", scheduler = "greedy", out, dtype, tiles = "generated";
     std::vector<std::string> dims, profile_dirs;
     int top = 3, beam_width = 8, samples = 64;
     uint64_t seed = 1;
     double memory_budget_gb = 0;
-    bool json = false, all = false, all_tiles = false;
+    bool json = false, all = false;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("plan", "Search fusion and tiling plans with the simulator and report the best");
@@ -41,9 +41,10 @@ void add_plan(CLI::App& app, int& rc) {
   cmd->add_option("--profiles", a->profile_dirs, "Extra directory of GPU profiles, searched first (repeatable)");
   cmd->add_flag("--json", a->json, "Print JSON (schema gpusim.plan-search/1)");
   cmd->add_flag("--all", a->all, "List every decision of plan 1, not the 20 that save most");
-  cmd->add_flag("--all-tiles", a->all_tiles, "Rank the cost model's whole tile menu (split-K, any vector width), as a "
-                                             "vendor library might run it; by default only the tiles gpusim's codegen "
-                                             "generates, so the plan runs (gpusim run --plan) exactly as priced");
+  cmd->add_option("--tiles", a->tiles,
+                  "The tile space ranked: generated (default: the tiles gpusim's code generator builds, so the plan "
+                  "runs with gpusim run --plan exactly as priced) or library (the cost model's whole menu, split-K and "
+                  "any vector width, as vendor libraries run kernels)");
   cmd->callback([a, &rc] {
     SearchOptions o;
     auto obj = objective_from_name(a->objective);
@@ -59,7 +60,12 @@ void add_plan(CLI::App& app, int& rc) {
     o.beam_width = a->beam_width;
     o.samples = a->samples;
     o.seed = a->seed;
-    o.all_tiles = a->all_tiles;
+    auto tiles = parse_tile_space(a->tiles, "--tiles");
+    if (!tiles) {
+      fmt::print(stderr, "gpusim plan: {}\n", tiles.error().message);
+      rc = 2;
+      return;
+    }
     // The library's ranges, named as flags (--beam-width) rather than as fields (beam_width).
     for (const SearchOptionRange& f : kSearchOptionRanges) {
       const int v = o.*f.field;
@@ -108,7 +114,7 @@ void add_plan(CLI::App& app, int& rc) {
       rc = 1;
       return;
     }
-    auto r = session.plan(*m, *gpu, o);
+    auto r = session.plan(*m, session.target(*gpu, *tiles), o);
     if (!r) {
       fmt::print(stderr, "gpusim plan: {}\n", r.error().message);
       rc = exit_code(r.error());
@@ -150,6 +156,7 @@ void add_plan(CLI::App& app, int& rc) {
                fmt::join(shapes, ", "), gpu->display_name, gpu->name,
                dtype_name(r->plans.front().prediction.dtype), o.scheduler, a->objective,
                r->notes.front());
+    fmt::print("tiles    {}\n", r->eager.tiles);
     fmt::print("eager    {:.3f} ms in {} kernels\n\n", eager_us / 1e3, r->eager.kernels.size());
     fmt::print("{:>4} {:>12} {:>9} {:>8} {:>12} {:>10}\n", "rank", "latency_ms", "speedup", "kernels", "peak_mem",
                "energy_J");

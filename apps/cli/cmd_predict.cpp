@@ -34,6 +34,7 @@ struct Args {
   std::string autocast;
   std::vector<std::string> skip;
   bool on_device = false;
+  std::string tiles;
 };
 
 // A kernel as the table names it: the runtime pattern or fusion that made it, else its op(s).
@@ -47,6 +48,7 @@ void print_text(const Prediction& p, const GpuProfile& gpu, bool all) {
   for (const auto& t : p.transfers) (t.to_device ? h2d : d2h) += t.duration_us;
   fmt::print("model    {}\n", p.model);
   fmt::print("gpu      {} ({}), {}\n", gpu.display_name, gpu.name, dtype_name(p.dtype));
+  fmt::print("tiles    {}\n", p.tiles);
   fmt::print("latency  {:.3f} ms  (kernels {:.3f} ms in {} launches; copies in {:.3f} ms, out {:.3f} ms; GPU waiting "
              "on launches {:.3f} ms)\n",
              p.total_us / 1e3, p.kernels_us / 1e3, p.kernels.size(), h2d / 1e3, d2h / 1e3, p.launch_bound_us / 1e3);
@@ -109,6 +111,10 @@ void add_common(CLI::App* cmd, Args& a, std::string_view schema) {
                   "path (repeatable; `gpusim inspect --runtime R` lists the patterns)");
   cmd->add_flag("--on-device", a.on_device,
                 "Inputs are made on the device and outputs stay there: no host copies (as a benchmark's loop)");
+  cmd->add_option("--tiles", a.tiles,
+                  "The tile space kernels are priced in: generated (the kernels gpusim's code generator builds, as "
+                  "gpusim plan and run use; the default for gpusim's runtimes) or library (the cost model's whole "
+                  "menu, as vendor libraries run kernels; the default for framework runtimes)");
 }
 
 // A bad --runtime is a bad argument (2); anything else about the prediction is 1.
@@ -116,8 +122,19 @@ int predict_exit_code(const Error& e) {
   return e.code == ErrorCode::kInvalidArgument || e.message.starts_with("--runtime") ? 2 : 1;
 }
 
-// The session, the model and the request (--dtype, --runtime); prints the error and sets rc on failure.
-std::optional<Model> load(const Args& a, const char* cmd, const Session& s, PredictRequest& req, int& rc) {
+// The session, the model, the request (--dtype, --runtime) and the tile space (--tiles, else the
+// runtime's); prints the error and sets rc on failure.
+std::optional<Model> load(const Args& a, const char* cmd, const Session& s, PredictRequest& req, TileSpace& tiles,
+                          int& rc) {
+  {
+    auto t = a.tiles.empty() ? s.runtime_tiles(a.runtime) : parse_tile_space(a.tiles, "--tiles");
+    if (!t) {
+      fmt::print(stderr, "gpusim {}: {}{}\n", cmd, a.tiles.empty() ? "--" : "", t.error().message);
+      rc = 2;
+      return std::nullopt;
+    }
+    tiles = *t;
+  }
   if (!a.dtype.empty()) {
     auto d = parse_dtype(a.dtype);
     if (!d) {
@@ -171,7 +188,8 @@ void add_predict(CLI::App& app, int& rc) {
     const Session session({a->profile_dirs, {}});
     warn_profile_dirs(session.profile_dirs());
     PredictRequest req;
-    auto m = load(*a, "predict", session, req, rc);
+    TileSpace tiles = TileSpace::kGenerated;
+    auto m = load(*a, "predict", session, req, tiles, rc);
     if (!m) return;
     auto gpu = session.gpu(a->gpu);
     if (!gpu) {
@@ -195,7 +213,7 @@ void add_predict(CLI::App& app, int& rc) {
       }
       req.plan = std::move(*plan);
     }
-    auto p = session.predict(*m, *gpu, req);
+    auto p = session.predict(*m, session.target(*gpu, tiles), req);
     if (!p) {
       fmt::print(stderr, "gpusim predict: {}\n", p.error().message);
       rc = predict_exit_code(p.error());
@@ -231,7 +249,8 @@ void add_compare(CLI::App& app, int& rc) {
     const Session session({a->profile_dirs, {}});
     warn_profile_dirs(session.profile_dirs());
     PredictRequest req;
-    auto m = load(*a, "compare", session, req, rc);
+    TileSpace tiles = TileSpace::kGenerated;
+    auto m = load(*a, "compare", session, req, tiles, rc);
     if (!m) return;
     // "a, b" and "a,,b" as typed: names without the spaces around them, empty ones dropped.
     std::vector<std::string> gpus;
@@ -245,7 +264,7 @@ void add_compare(CLI::App& app, int& rc) {
         if (profile) gpus.push_back(entry.path);
       }
     }
-    auto rows = session.compare(*m, gpus, req);
+    auto rows = session.compare(*m, gpus, tiles, req);
     if (!rows) {
       fmt::print(stderr, "gpusim compare: {}\n", rows.error().message);
       rc = predict_exit_code(rows.error());

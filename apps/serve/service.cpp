@@ -342,13 +342,14 @@ bool same_token(const std::string& a, const std::string& b) {
 // The fields each POST route reads; anything else is refused with the closest of these.
 const std::vector<std::string>& fields_of(const std::string& path) {
   static const std::vector<std::string> models = {"model_name", "dims", "dim"};
-  static const std::vector<std::string> predict = {"model_id", "model_base64", "model_name", "dims", "dim",
-                                                   "gpu",      "gpu_yaml",     "dtype",      "runtime", "plan"};
-  static const std::vector<std::string> compare = {"model_id", "model_base64", "model_name", "dims",   "dim",
-                                                   "gpus",     "dtype",        "runtime",    "plan"};
-  static const std::vector<std::string> plan = {"model_id",  "model_base64", "model_name", "dims",  "dim",
-                                                "gpu",       "gpu_yaml",     "dtype",      "scheduler", "objective",
-                                                "top",       "beam_width",   "samples",    "seed",  "memory_budget_gb"};
+  static const std::vector<std::string> predict = {"model_id", "model_base64", "model_name", "dims",    "dim",  "gpu",
+                                                   "gpu_yaml", "dtype",        "tiles",      "runtime", "plan"};
+  static const std::vector<std::string> compare = {"model_id", "model_base64", "model_name", "dims",    "dim",
+                                                   "gpus",     "dtype",        "tiles",      "runtime", "plan"};
+  static const std::vector<std::string> plan = {"model_id",  "model_base64", "model_name", "dims",      "dim",
+                                                "gpu",       "gpu_yaml",     "dtype",      "tiles",     "scheduler",
+                                                "objective", "top",          "beam_width", "samples",   "seed",
+                                                "memory_budget_gb"};
   static const std::vector<std::string> validate = {"gpus", "runtime", "runs"};
   static const std::vector<std::string> none;
   if (path == "/v1/models") return models;
@@ -712,6 +713,18 @@ struct Service::Impl {
     return bad_request(fmt::format("\"dtype\": \"{}\" is not supported; expected fp32, fp16 or bf16", name->substr(0, 64)));
   }
 
+  // "tiles": generated | library; unset: the runtime's (generated for gpusim's own, library for a
+  // framework's).
+  Result<TileSpace> tiles(const json& b, const std::string& runtime) {
+    auto name = str(b, "tiles", false);
+    if (!name) return name.error();
+    if (name->empty()) return session.runtime_tiles(runtime);
+    auto t = parse_tile_space(*name, "\"tiles\"");
+    if (!t) return bad_request(fmt::format("\"tiles\": \"{}\" is not a tile space; expected generated or library",
+                                           name->substr(0, 64)));
+    return t;
+  }
+
   Result<PredictRequest> predict_request(const json& b, const Model& m) {
     PredictRequest p;
     auto d = dtype(b);
@@ -773,7 +786,9 @@ struct Service::Impl {
     if (!g) return g.error();
     auto req = predict_request(r.body, *m);
     if (!req) return req.error();
-    auto p = session.predict(*m, *g, *req);
+    auto t = tiles(r.body, req->runtime);
+    if (!t) return t.error();
+    auto p = session.predict(*m, session.target(*g, *t), *req);
     if (!p) return p.error();
     return prediction_document(*p, *g);
   }
@@ -790,7 +805,9 @@ struct Service::Impl {
     }
     auto req = predict_request(r.body, *m);
     if (!req) return req.error();
-    auto rows = session.compare(*m, *gpus, *req);
+    auto t = tiles(r.body, req->runtime);
+    if (!t) return t.error();
+    auto rows = session.compare(*m, *gpus, *t, *req);
     if (!rows) return rows.error();
     return compare_document(m->source(), *rows);
   }
@@ -839,7 +856,9 @@ struct Service::Impl {
       }
       o.memory_budget_gb = b["memory_budget_gb"].get<double>();
     }
-    auto res = session.plan(*m, *g, o);
+    auto t = tiles(b, "");
+    if (!t) return t.error();
+    auto res = session.plan(*m, session.target(*g, *t), o);
     if (!res) return res.error();
     return plan_search_document(m->source(), m->graph(), *g, o, *res);
   }

@@ -55,7 +55,10 @@ TileConfig TargetCapability::generated(const KernelWork& w, const TileConfig& as
     L.m = w.m;
     L.n = w.n;
     L.k = w.k;
-    if (o_.matrix != MatrixPath::kNone && o_.float_storage == Storage::kF16) {
+    // fp16 kernels are stored in fp16 whatever the options say (a target made for a profile
+    // serves plans of every float type).
+    const bool f16 = o_.float_storage == Storage::kF16 || w.dtype == DType::kFloat16;
+    if (o_.matrix != MatrixPath::kNone && f16) {
       const MmaTile m = fit_mma_tile(asked, L, o_);
       t.block_m = m.bm;
       t.block_n = m.bn;
@@ -81,9 +84,9 @@ TileConfig TargetCapability::generated(const KernelWork& w, const TileConfig& as
 }
 
 std::string TargetCapability::describe() const {
-  return fmt::format("codegen: {} threads a group, {} KiB shared memory, {} storage, matrix path {}", o_.max_threads,
-                     o_.max_shared_bytes / 1024, o_.float_storage == Storage::kF16 ? "fp16" : "fp32",
-                     matrix_path_name(o_.matrix));
+  return fmt::format("codegen: {} threads a group, {} KiB shared memory, matrix path {}{}", o_.max_threads,
+                     o_.max_shared_bytes / 1024, matrix_path_name(o_.matrix),
+                     o_.float_storage == Storage::kF16 ? ", fp16 storage" : "");
 }
 
 }  // namespace gpusim::codegen

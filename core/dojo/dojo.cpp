@@ -319,6 +319,7 @@ Result<Tasks> expand(const Config& c, const std::vector<std::string>& dirs) {
   if (!dtype || *dtype == DType::kFloat64) {
     return make_error(ErrorCode::kInvalidArgument, fmt::format("dojo: --dtype \"{}\": give fp32, fp16 or bf16", c.dtype));
   }
+  if (auto ts = parse_tile_space(c.tiles, "dojo: tiles"); !ts) return ts.error();
   for (const std::string& o : c.objectives) {
     if (!objective_from_name(o)) {
       return make_error(ErrorCode::kInvalidArgument,
@@ -626,7 +627,7 @@ std::string shard_name(const char* table, ShardSpec s, const std::string& format
 
 }  // namespace
 
-Result<ShardResult> generate_shard(const Tasks& t, ShardSpec s, const std::string& out_dir,
+Result<ShardResult> generate_shard(const Tasks& t, ShardSpec s, const std::string& out_dir, const TargetMaker& make_target,
                                    const std::function<void(size_t, size_t)>& progress) {
   const auto t0 = std::chrono::steady_clock::now();
   ShardResult res;
@@ -662,6 +663,10 @@ Result<ShardResult> generate_shard(const Tasks& t, ShardSpec s, const std::strin
   std::unique_ptr<FusionSpace> space;
   int space_graph = -1, space_gpu = -1, space_constraint_power = -1;
   GpuProfile gpu;
+  Target target;
+  auto space_kind = parse_tile_space(t.config.tiles, "dojo: tiles");
+  if (!space_kind) return space_kind.error();
+  if (!make_target) return make_error(ErrorCode::kInvalidArgument, "dojo: generate_shard needs a TargetMaker");
   for (size_t ti = first; ti < last; ++ti) {
     const Task& k = t.tasks[ti];
     const GraphVariant& gv = t.graphs[static_cast<size_t>(k.graph)];
@@ -671,7 +676,8 @@ Result<ShardResult> generate_shard(const Tasks& t, ShardSpec s, const std::strin
     const int power_key = static_cast<int>(std::lround(con.power_fraction * 1e6));
     if (!space || space_graph != k.graph || space_gpu != k.gpu || space_constraint_power != power_key) {
       gpu = capped(*t.gpus[static_cast<size_t>(k.gpu)].profile, con.power_fraction);
-      space = std::make_unique<FusionSpace>(g, gpu);
+      target = make_target(gpu, *space_kind);
+      space = std::make_unique<FusionSpace>(g, target);
       space_graph = k.graph;
       space_gpu = k.gpu;
       space_constraint_power = power_key;
@@ -698,7 +704,7 @@ Result<ShardResult> generate_shard(const Tasks& t, ShardSpec s, const std::strin
     so.objective = obj;
     so.top_k = 1;
     so.memory_budget_gb = budget / 1e9;
-    auto best = search(g, gpu, so);
+    auto best = search(g, target, so);
     if (!best) return make_error(best.error().code, fmt::format("dojo: {}: {}", gv.id, best.error().message));
     if (auto st = emit(1, "best", best->plans.front().plan); !st) return st.error();
     if (t.config.plans > 0) {
@@ -744,6 +750,7 @@ nlohmann::json config_json(const Config& c) {
           {"memory_fractions", c.memory_fractions},
           {"power_fractions", c.power_fractions},
           {"dtype", c.dtype},
+          {"tiles", c.tiles},
           {"plans", c.plans},
           {"seed", c.seed},
           {"format", c.format},
@@ -765,7 +772,7 @@ Result<Config> config_from_json(const std::string& text) {
   if (!j.is_object()) return make_error(ErrorCode::kInvalidArgument, "dojo config: give a JSON object of Config's fields");
   Config c;
   static const std::vector<std::string> known = {"models", "dim_sets", "gpus", "virtual_gpus", "subgraphs", "objectives",
-                                                 "memory_fractions", "power_fractions", "dtype", "plans", "seed",
+                                                 "memory_fractions", "power_fractions", "dtype", "tiles", "plans", "seed",
                                                  "format", "store"};
   for (const auto& [key, value] : j.items()) {
     if (std::find(known.begin(), known.end(), key) == known.end()) {
@@ -782,6 +789,7 @@ Result<Config> config_from_json(const std::string& text) {
       if (key == "memory_fractions") c.memory_fractions = value.get<std::vector<double>>();
       if (key == "power_fractions") c.power_fractions = value.get<std::vector<double>>();
       if (key == "dtype") c.dtype = value.get<std::string>();
+      if (key == "tiles") c.tiles = value.get<std::string>();
       if (key == "plans") c.plans = value.get<int>();
       if (key == "seed") c.seed = value.get<uint64_t>();
       if (key == "format") c.format = value.get<std::string>();
@@ -1061,9 +1069,9 @@ std::string card(const nlohmann::json& m) {
   s += fmt::format("- {} GPUs: {}\n", gpus.size(), fmt::join(gpus, ", "));
   s += fmt::format("- {} constraints (objective, memory fraction, power fraction): {}\n", cons.size(), fmt::join(cons, ", "));
   s += fmt::format("- {} tasks in {} shards; each task has the eager plan, the greedy search's best and {} random plans; "
-                   "dtype {}, seed {}\n",
+                   "dtype {}, {} tiles, seed {}\n",
                    m.at("tasks").get<int64_t>(), shards, c.at("plans").get<int64_t>(), c.at("dtype").get<std::string>(),
-                   c.at("seed").dump());
+                   c.value("tiles", std::string("generated")), c.at("seed").dump());
   if (complete < shards) {
     s += fmt::format("- **Incomplete**: {} of {} shards are present and whole; the same command (or "
                      "`gpusim.dojo.generate`) generates the rest.\n",

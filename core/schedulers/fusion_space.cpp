@@ -68,15 +68,10 @@ Merge merge_of(const FusionCandidate& fc, uint8_t flags, const std::vector<int>&
 
 }  // namespace
 
-FusionSpace::FusionSpace(const Graph& g, const GpuProfile& gpu, bool all_tiles,
-                         std::shared_ptr<const TileCapability> capability)
-    : g_(g), dev_(make_device(gpu)), all_tiles_(all_tiles), cap_(std::move(capability)) {
+FusionSpace::FusionSpace(const Graph& g, const Target& target) : g_(g), target_(target), dev_(target_.device) {
+  if (!target_.tiles) target_.tiles = library_target(*target_.device.profile).tiles;
   idx_ = index_graph(g);
-  const TileCapability& cap = cap_ ? *cap_ : portable_capability();
-  eager_ = all_tiles ? eager_plan(g, dev_)
-                     : eager_plan(g, dev_, [&cap](const KernelWork& w, const DeviceModel& d) {
-                         return best_generated_tile(w, d, cap);
-                       });
+  eager_ = eager_plan(g, target_);
   kernel_of_node_.assign(g.nodes.size(), -1);
   for (size_t k = 0; k < eager_.kernels.size(); ++k) kernel_of_node_[static_cast<size_t>(eager_.kernels[k].nodes[0])] = static_cast<int>(k);
   alias_.resize(g.tensors.size());
@@ -88,6 +83,7 @@ FusionSpace::FusionSpace(const Graph& g, const GpuProfile& gpu, bool all_tiles,
       if (o != kNoTensor) alias_[static_cast<size_t>(o)] = alias_[static_cast<size_t>(n.inputs[0])];
     }
   }
+  const GpuProfile& gpu = target_.gpu();
   launch_us_ = gpu.launch.overhead_us * gpu.efficiency.launch;
   kind_.resize(eager_.kernels.size());
   for (size_t k = 0; k < eager_.kernels.size(); ++k) {
@@ -321,8 +317,7 @@ const FusionSpace::Cached& FusionSpace::cached(const std::vector<int>& group) co
   }
   c.anchor = anchor;
   c.work = group_work(g_, idx_, nodes, anchor, c.attention, recomputed_of(group));
-  c.tile = all_tiles_ ? choose_tile(c.work, dev_)
-                      : best_generated_tile(c.work, dev_, cap_ ? *cap_ : portable_capability());
+  c.tile = best_generated_tile(c.work, dev_, *target_.tiles);
   const KernelCost cost = kernel_cost(c.work, c.tile, dev_);
   // A group no tile can run (too much shared memory, say) is not a legal fusion: infinite cost.
   c.us = cost.feasible ? cost.total_us : std::numeric_limits<double>::infinity();
@@ -753,8 +748,7 @@ void FusionSpace::sample_tiles(Plan& p, uint64_t seed) const {
     const bool attention = std::find(k.fusions.begin(), k.fusions.end(), "attention") != k.fusions.end();
     const KernelWork w = group_work(g_, idx_, k.nodes, k.anchor, attention, k.recomputed);
     std::vector<TileConfig> legal;
-    for (const TileConfig& t :
-         all_tiles_ ? tile_menu(w, dev_) : generated_tiles(w, dev_, cap_ ? *cap_ : portable_capability())) {
+    for (const TileConfig& t : generated_tiles(w, dev_, *target_.tiles)) {
       if (kernel_cost(w, t, dev_).feasible) legal.push_back(t);
     }
     if (!legal.empty()) k.tile = legal[static_cast<size_t>(rng() % legal.size())];

@@ -126,12 +126,13 @@ Result<Prediction> fit_memory(const Graph& g, Plan& plan, const GpuProfile& gpu,
   return pred;
 }
 
-Result<SearchResult> search(const Graph& input, const GpuProfile& gpu, const SearchOptions& o) {
+Result<SearchResult> search(const Graph& input, const Target& target, const SearchOptions& o) {
+  const GpuProfile& gpu = target.gpu();
   // A copy only when re-typed (a million-node graph is a gigabyte).
   std::optional<Graph> retyped;
   if (o.dtype) retyped = retype(input, *o.dtype);
   const Graph& g = retyped ? *retyped : input;
-  FusionSpace space(g, gpu, o.all_tiles, o.capability);
+  FusionSpace space(g, target);
   auto sched = make_scheduler(o.scheduler, space, o);
   if (!sched) {
     return make_error(ErrorCode::kInvalidArgument, fmt::format("--scheduler \"{}\" is not one of {}", o.scheduler,
@@ -230,8 +231,12 @@ Result<SearchResult> search(const Graph& input, const GpuProfile& gpu, const Sea
   auto e = fit_memory(input, eager, gpu, budget);
   if (!e) return e.error();
   r.eager = std::move(*e);
+  // Every plan, the eager baseline too, holds tiles of the target's space.
+  r.eager.tiles = target.describe();
+  for (RankedPlan& p : r.plans) p.prediction.tiles = r.eager.tiles;
   r.notes.push_back(fmt::format("{} fusion candidates found by the passes; {} plans scored by the {} scheduler",
                                 space.candidates().size(), r.plans_scored, sched->name()));
+  r.notes.push_back(fmt::format("tiles: {}", r.eager.tiles));
   return r;
 }
 

@@ -32,7 +32,9 @@ TileConfig best_generated_tile(const KernelWork& w, const DeviceModel& d, const 
   return best_us < 0 ? cap.generated(w, choose_tile(w, d)) : best;
 }
 
-Plan eager_plan(const Graph& g, const DeviceModel& d, const TileChooser& choose) {
+Plan eager_plan(const Graph& g, const Target& target) {
+  const DeviceModel& d = target.device;
+  const TileCapability& cap = target.tiles ? *target.tiles : library_capability();
   Plan p;
   p.model = g.source_path;
   p.gpu = d.profile ? d.profile->name : "";
@@ -42,7 +44,7 @@ Plan eager_plan(const Graph& g, const DeviceModel& d, const TileChooser& choose)
     if (!w) continue;
     PlanKernel k;
     k.nodes = {static_cast<int>(i)};
-    k.tile = choose ? choose(*w, d) : choose_tile(*w, d);
+    k.tile = best_generated_tile(*w, d, cap);
     p.kernels.push_back(std::move(k));
   }
   return p;

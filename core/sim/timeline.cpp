@@ -273,13 +273,12 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
   }
 
   if (plan.scheduler.rfind("lowering:", 0) == 0) {
-    p.notes.push_back(fmt::format("the {} kernels runtime {} launches (its lowering rules), tiles as a library's "
-                                  "heuristic picks them from the cost model's menu; weights resident in device memory",
+    p.notes.push_back(fmt::format("the {} kernels runtime {} launches (its lowering rules); weights resident in device "
+                                  "memory",
                                   plan.kernels.size(), plan.scheduler.substr(9)));
   } else {
     p.notes.push_back(plan.scheduler == "eager"
-                          ? "eager plan: one kernel per op, tiles from the cost model's menu; weights resident in "
-                            "device memory before the run"
+                          ? "eager plan: one kernel per op; weights resident in device memory before the run"
                           : fmt::format("plan from the {} scheduler ({} kernels); weights resident unless offloaded",
                                         plan.scheduler, plan.kernels.size()));
   }
@@ -347,14 +346,28 @@ Status check_precisions(const Graph& g, const GpuProfile& gpu) {
                                 fmt::join(matrix, ", ")));
 }
 
-Result<Prediction> predict(const Graph& input, const GpuProfile& gpu, const PredictOptions& opts) {
+namespace {
+// Which tiles the kernels have, as the first note after the plan's.
+void note_tiles(Prediction& p, const Target& target) {
+  p.tiles = target.describe();
+  p.notes.insert(p.notes.begin() + (p.notes.empty() ? 0 : 1),
+                 fmt::format("tiles: each kernel's fastest in the {} tile space ({}){}", tile_space_name(target.space),
+                             target.tiles ? target.tiles->describe() : "the cost model's whole menu",
+                             target.space == TileSpace::kGenerated
+                                 ? "; the library tile space is the menu vendor libraries choose from"
+                                 : ""));
+}
+}  // namespace
+
+Result<Prediction> predict(const Graph& input, const Target& target, const PredictOptions& opts) {
+  const GpuProfile& gpu = target.gpu();
   const Graph g = opts.dtype ? retype(input, *opts.dtype) : input;
   if (auto s = check_precisions(g, gpu); !s) return s.error();
   if (opts.runtime && !opts.runtime->lowering.empty()) {
     // The runtime's own kernels (lowering.h).
     auto low = lower(g, *opts.runtime, opts.lowering);
     if (!low) return low.error();
-    return predict_lowering(*low, gpu, opts);
+    return predict_lowering(*low, target, opts);
   }
   if (!opts.lowering.skip.empty() || opts.lowering.autocast || opts.lowering.layout != "nchw") {
     return make_error(ErrorCode::kInvalidArgument,
@@ -362,34 +375,39 @@ Result<Prediction> predict(const Graph& input, const GpuProfile& gpu, const Pred
                                   "not apply; use a runtime that has them (pytorch-eager, torch-compile)",
                                   opts.runtime ? opts.runtime->name : std::string("gpusim")));
   }
-  Plan plan = eager_plan(g, make_device(gpu));
+  Plan plan = eager_plan(g, target);
   plan.dtype = opts.dtype;
-  return run_timeline(g, plan, gpu, opts);
+  auto p = run_timeline(g, plan, gpu, opts);
+  if (p) note_tiles(*p, target);
+  return p;
 }
 
 Result<Prediction> predict_plan(const Graph& input, const Plan& plan, const GpuProfile& gpu,
                                 const PredictOptions& opts) {
-  if (!plan.dtype) {
-    if (auto s = check_precisions(input, gpu); !s) return s.error();
-    return run_timeline(input, plan, gpu, opts);
-  }
-  const Graph g = retype(input, *plan.dtype);
+  std::optional<Graph> retyped;
+  if (plan.dtype) retyped = retype(input, *plan.dtype);
+  const Graph& g = retyped ? *retyped : input;
   if (auto s = check_precisions(g, gpu); !s) return s.error();
-  return run_timeline(g, plan, gpu, opts);
+  auto p = run_timeline(g, plan, gpu, opts);
+  if (p) p->tiles = "plan";  // as the plan gives them
+  return p;
 }
 
-Result<Prediction> predict_lowering(const Lowering& low, const GpuProfile& gpu, const PredictOptions& opts) {
-  // Each kernel with the tile a library's heuristic picks.
-  const DeviceModel dev = make_device(gpu);
+Result<Prediction> predict_lowering(const Lowering& low, const Target& target, const PredictOptions& opts) {
+  // Each kernel with the fastest tile of the target's space.
+  const GpuProfile& gpu = target.gpu();
+  const DeviceModel& dev = target.device;
+  const TileCapability& cap = target.tiles ? *target.tiles : library_capability();
   const GraphIndex idx = index_graph(low.graph);
   Plan plan = low.plan;
   for (PlanKernel& k : plan.kernels) {
     const bool attention = std::find(k.fusions.begin(), k.fusions.end(), "attention") != k.fusions.end();
-    k.tile = choose_tile(group_work(low.graph, idx, k.nodes, k.anchor, attention, k.recomputed), dev);
+    k.tile = best_generated_tile(group_work(low.graph, idx, k.nodes, k.anchor, attention, k.recomputed), dev, cap);
   }
   plan.dtype = opts.dtype;
   auto p = run_timeline(low.graph, plan, gpu, opts);
   if (!p) return p;
+  note_tiles(*p, target);
   p->notes.insert(p->notes.begin(), low.notes.begin(), low.notes.end());
   if (opts.lowering.autocast) {
     p->notes.push_back(fmt::format("torch.autocast({}): the runtime's autocast rules set each op's type",

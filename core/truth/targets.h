@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gpusim/target.h"
 #include "gpusim/validate.h"
 
 namespace gpusim::truth {
@@ -15,6 +16,9 @@ struct Target {
   std::string profile;
   GpuProfile gpu;   // with the fitted vendor efficiencies, when given and the profile is not calibrated
   DeviceModel dev;
+  // The library tile space on `gpu`: measurements come from frameworks and benchmarks that call
+  // vendor libraries, so they are priced with the tiles those choose from (target.h).
+  gpusim::Target library;
 };
 
 class Targets {

@@ -106,7 +106,7 @@ const Target* Targets::find(const std::string& gpu, const std::string& matched) 
       }
     }
   }
-  Target t{name, prof, make_device(prof)};
+  Target t{name, prof, make_device(prof), library_target(prof)};
   return &targets_.emplace(gpu, std::move(t)).first->second;
 }
 

@@ -164,9 +164,9 @@ Result<ModelReport> validate_models(const std::vector<Measurement>& records, con
           std::lock_guard<std::mutex> lock(opts.model_cache->mu);
           opts.model_cache->lowered.emplace(key, low);
         }
-        p = predict_lowering(*low, job.target->gpu, po);
+        p = predict_lowering(*low, job.target->library, po);
       } else {
-        p = predict(*job.graph, job.target->gpu, po);
+        p = predict(*job.graph, job.target->library, po);
       }
       if (!p) {
         errors[q] = fmt::format("{} ({}): {}", m.source_ref, m.op, p.error().message);

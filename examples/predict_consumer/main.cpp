@@ -27,7 +27,9 @@ int main(int argc, char** argv) {
   }
   gpusim::PredictRequest req;
   req.dtype = gpusim::DType::kFloat16;
-  auto p = session.predict(*model, *gpu, req);
+  // The tiles gpusim's code generator builds on this GPU: what `gpusim predict` and `gpusim plan` price.
+  const gpusim::Target target = session.target(*gpu, gpusim::TileSpace::kGenerated);
+  auto p = session.predict(*model, target, req);
   if (!p) {
     std::fprintf(stderr, "%s\n", p.error().message.c_str());
     return 1;
@@ -36,7 +38,7 @@ int main(int argc, char** argv) {
 
   gpusim::SearchOptions so;
   so.dtype = gpusim::DType::kFloat16;
-  auto plans = session.plan(*model, *gpu, so);
+  auto plans = session.plan(*model, target, so);
   if (!plans) {
     std::fprintf(stderr, "%s\n", plans.error().message.c_str());
     return 1;

@@ -3,10 +3,10 @@
 // simulator's layer; the plan IR itself depends only on the graph.
 //
 // Usage:
-//   gpusim::DeviceModel d = gpusim::make_device(profile);
-//   gpusim::Plan p = gpusim::eager_plan(graph, d);
-//   if (auto ok = gpusim::validate_plan(p, graph, d); !ok) fmt::print("{}\n", ok.error().message);
-//   auto tiles = gpusim::generated_tiles(work, d, capability);   // what the tuner measures
+//   gpusim::Target t = gpusim::library_target(profile);         // or Session::target(profile, kGenerated)
+//   gpusim::Plan p = gpusim::eager_plan(graph, t);
+//   if (auto ok = gpusim::validate_plan(p, graph, t.device); !ok) fmt::print("{}\n", ok.error().message);
+//   auto tiles = gpusim::generated_tiles(work, t.device, *t.tiles);   // what the tuner measures
 #pragma once
 
 #include <functional>
@@ -15,14 +15,14 @@
 #include "gpusim/kernel_cost.h"
 #include "gpusim/plan.h"
 #include "gpusim/result.h"
+#include "gpusim/target.h"
 #include "gpusim/tile.h"
 
 namespace gpusim {
 
-// One kernel per run-time op, each with the tile `choose` picks (default: the cost model's best
-// of its whole menu, choose_tile — the baseline plan, as a vendor library's heuristic runs it).
-using TileChooser = std::function<TileConfig(const KernelWork&, const DeviceModel&)>;
-Plan eager_plan(const Graph& g, const DeviceModel& d, const TileChooser& choose = {});
+// One kernel per run-time op, each with the cost model's fastest tile of the target's tile space
+// (best_generated_tile over target.tiles): the baseline every plan is compared with.
+Plan eager_plan(const Graph& g, const Target& target);
 
 // The tile space of a code generator on a target (tile.h: TileCapability), so that the planner,
 // the autotuner and codegen share one and a plan ranked with it holds only tiles that run exactly
@@ -30,10 +30,8 @@ Plan eager_plan(const Graph& g, const DeviceModel& d, const TileChooser& choose 
 //   generated_tiles:     the cost model's menu for `w`, each tile as `cap` generates it,
 //                        duplicates removed, in menu order;
 //   best_generated_tile: the cost model's fastest feasible one of those.
-std::vector<TileConfig> generated_tiles(const KernelWork& w, const DeviceModel& d,
-                                        const TileCapability& cap = portable_capability());
-TileConfig best_generated_tile(const KernelWork& w, const DeviceModel& d,
-                               const TileCapability& cap = portable_capability());
+std::vector<TileConfig> generated_tiles(const KernelWork& w, const DeviceModel& d, const TileCapability& cap);
+TileConfig best_generated_tile(const KernelWork& w, const DeviceModel& d, const TileCapability& cap);
 
 // Every run-time node in exactly one kernel (or listed as recomputed), producers before consumers,
 // at most one anchor class per kernel, every tile feasible on the device. The message lists every

@@ -24,7 +24,9 @@
 //   c.models = {"models/resnet50.onnx"};  c.gpus = {"nvidia-t4", "nvidia-rtx-3060"};
 //   c.virtual_gpus = 2;  c.plans = 8;  c.seed = 1;
 //   auto tasks = gpusim::dojo::expand(c, profile_dirs);        // graphs x GPUs x constraints
-//   auto r = gpusim::dojo::generate_shard(*tasks, {0, 4}, "out/");  // shard 0 of 4
+//   auto r = gpusim::dojo::generate_shard(*tasks, {0, 4}, "out/", maker);  // shard 0 of 4
+// `maker` (target.h) makes each GPU's target in the configuration's tile space: Session::target_maker()
+// from the API; [](auto& p, auto) { return gpusim::library_target(p); } with the core alone.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +39,7 @@
 #include "gpusim/gpu_profile.h"
 #include "gpusim/graph.h"
 #include "gpusim/result.h"
+#include "gpusim/target.h"
 
 namespace gpusim::dojo {
 
@@ -58,6 +61,9 @@ struct Config {
   std::vector<double> memory_fractions = {1.0};
   std::vector<double> power_fractions = {1.0};
   std::string dtype = "fp16";  // the float type graphs are re-typed to: fp32 | fp16 | bf16
+  // The tile space plans are priced in (target.h): generated (gpusim's code generator, as `gpusim
+  // plan` ranks) | library (the cost model's whole menu, as vendor libraries run kernels).
+  std::string tiles = "generated";
   int plans = 8;                // random plans per task, besides eager and the search's best
   uint64_t seed = 1;
   std::string format = "csv";  // csv | ndjson
@@ -144,8 +150,9 @@ std::pair<size_t, size_t> shard_range(size_t tasks, ShardSpec s);
 // Generates one shard into `out_dir` (created): kernels-IIIII-of-NNNNN.{csv,ndjson} and
 // plans-IIIII-of-NNNNN.{csv,ndjson}, each written whole to a temporary file and renamed, then its
 // record. A complete shard (shard_problem() empty) is skipped. `progress` is called after each
-// task with (tasks done, tasks in the shard).
-Result<ShardResult> generate_shard(const Tasks& t, ShardSpec s, const std::string& out_dir,
+// task with (tasks done, tasks in the shard). `make_target` makes each GPU's target (a virtual or
+// power-capped GPU's too) in the tile space t.config.tiles names.
+Result<ShardResult> generate_shard(const Tasks& t, ShardSpec s, const std::string& out_dir, const TargetMaker& make_target,
                                    const std::function<void(size_t, size_t)>& progress = {});
 
 // Writes `out_dir`/dojo.json — the schema, the configuration, the graph variants, GPUs,

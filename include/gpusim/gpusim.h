@@ -38,6 +38,7 @@
 #include "gpusim/graph.h"
 #include "gpusim/measurement.h"
 #include "gpusim/plan.h"
+#include "gpusim/target.h"
 #include "gpusim/predict.h"
 #include "gpusim/result.h"
 #include "gpusim/scheduler.h"
@@ -301,11 +302,23 @@ class Session {
   // Every profile found, each loaded or with the reason it does not load.
   std::vector<std::pair<ProfileEntry, Result<GpuProfile>>> profiles() const noexcept;
 
-  // ---- prediction and search
-  Result<Prediction> predict(const Model& m, const GpuProfile& gpu, const PredictRequest& req = {}) const noexcept;
-  Result<std::vector<ComparedGpu>> compare(const Model& m, const std::vector<std::string>& gpus,
+  // ---- targets (target.h): a GPU and the tile space its kernels come from
+  // kGenerated: the tiles gpusim's code generator builds within the profile's threads, shared
+  // memory and matrix units (what `gpusim run` executes); kLibrary: the cost model's whole menu,
+  // as vendor libraries run kernels.
+  Target target(const GpuProfile& gpu, TileSpace tiles) const noexcept;
+  // The same, for the Dojo's virtual and power-capped GPUs.
+  static TargetMaker target_maker();
+  // The tile space of the kernels a runtime launches (runtime_tile_space): generated for "" or
+  // "gpusim" and "cuda-graph", library for a framework's. What the front ends use when the user
+  // names none.
+  Result<TileSpace> runtime_tiles(const std::string& runtime) const noexcept;
+
+  // ---- prediction and search (the same target: predict's eager plan is plan()'s eager baseline)
+  Result<Prediction> predict(const Model& m, const Target& target, const PredictRequest& req = {}) const noexcept;
+  Result<std::vector<ComparedGpu>> compare(const Model& m, const std::vector<std::string>& gpus, TileSpace tiles,
                                            const PredictRequest& req = {}) const noexcept;
-  Result<SearchResult> plan(const Model& m, const GpuProfile& gpu, const SearchOptions& opts = {}) const noexcept;
+  Result<SearchResult> plan(const Model& m, const Target& target, const SearchOptions& opts = {}) const noexcept;
   // A plan document (schema gpusim.plan/1, from plan_to_json or `gpusim plan --out`) for `m`.
   Result<Plan> load_plan(const Model& m, const std::string& json_text, const std::string& source = "plan.json") const noexcept;
 

@@ -1,10 +1,10 @@
-// Prediction: the eager plan of a graph on a GPU — one kernel per op, tiles chosen by the cost
-// model's heuristic (kernel_cost.h) — laid on a timeline: kernels in order on one stream, host
+// Prediction: the eager plan of a graph on a target — one kernel per op, each with the cost model's
+// fastest tile of the target's tile space (target.h) — laid on a timeline: kernels in order on one stream, host
 // launches paced by the launch overhead, input and output copies on the copy engine, peak device
 // memory from tensor lifetimes, and energy from the power figures.
 //
 // Usage:
-//   auto p = gpusim::predict(graph, profile, {gpusim::DType::kFloat16});
+//   auto p = gpusim::predict(graph, gpusim::library_target(profile), {gpusim::DType::kFloat16});
 //   if (!p) { ... }
 //   fmt::print("{:.2f} ms\n", p->total_us / 1e3);
 #pragma once
@@ -21,6 +21,7 @@
 #include "gpusim/plan.h"
 #include "gpusim/result.h"
 #include "gpusim/runtime.h"
+#include "gpusim/target.h"
 
 namespace gpusim {
 
@@ -74,6 +75,8 @@ struct Prediction {
   double kernels_us = 0;          // sum of kernel times
   double launch_bound_us = 0;     // time the GPU waited for the host to launch
   std::string runtime = "gpusim";  // the runtime whose host time paced the launches
+  // The tile space the kernels' tiles came from (Target::describe()); for a given plan, "plan".
+  std::string tiles;
   double host_us = 0;              // the host's time to issue every call
   std::vector<PlannedKernel> kernels;
   std::vector<Transfer> transfers;
@@ -96,8 +99,9 @@ DType graph_float_type(const Graph& g);
 // V100, GTX 1080 Ti): it would be priced at another precision's rate. predict and predict_plan run it.
 Status check_precisions(const Graph& g, const GpuProfile& gpu);
 
-// The eager plan of `g` (re-typed per opts) on `gpu`, predicted.
-Result<Prediction> predict(const Graph& g, const GpuProfile& gpu, const PredictOptions& opts = {});
+// The eager plan of `g` (re-typed per opts) on `target`, predicted (under a runtime with lowering
+// rules, its kernels, each with the fastest tile of the target's space).
+Result<Prediction> predict(const Graph& g, const Target& target, const PredictOptions& opts = {});
 
 // A given plan predicted: its kernels in order, offloaded weights streamed over the host link
 // before their first use. The plan must be valid for `g` (validate_plan); `g` is re-typed to
@@ -105,11 +109,11 @@ Result<Prediction> predict(const Graph& g, const GpuProfile& gpu, const PredictO
 Result<Prediction> predict_plan(const Graph& g, const Plan& plan, const GpuProfile& gpu,
                                 const PredictOptions& opts = {});  // opts.runtime only: the plan has its dtype
 
-// A runtime's lowering of a graph (lowering.h) predicted: each kernel with the tile a library's
-// heuristic picks (the cost model's best of its whole menu), paced by the runtime's host time.
-// What predict() does for a runtime with lowering rules, for callers that lower once and price
-// on many GPUs or figures (validation, fitting).
-Result<Prediction> predict_lowering(const Lowering& low, const GpuProfile& gpu, const PredictOptions& opts);
+// A runtime's lowering of a graph (lowering.h) predicted: each kernel with the fastest tile of the
+// target's space (library_target: a vendor library's heuristic, as frameworks run), paced by the
+// runtime's host time. What predict() does for a runtime with lowering rules, for callers that
+// lower once and price on many GPUs or figures (validation, fitting).
+Result<Prediction> predict_lowering(const Lowering& low, const Target& target, const PredictOptions& opts);
 
 // The name a framework runtime's per-op host times use for an ONNX op ("Add" -> "add", "Gemm" and
 // MatMul by a weight -> "linear", other MatMul -> "bmm", "LayerNormalization" -> "ln"); the op

@@ -6,13 +6,13 @@
 // A plan is a choice of candidates (a Decision) plus a tile per kernel; the space scores
 // decisions quickly from cached kernel costs and builds the full Plan for the best ones.
 //
-// Schedulers (schedulers/<name>/) search that space behind one ask/tell interface:
+// Schedulers (core/schedulers/<name>/) search that space behind one ask/tell interface:
 // propose() a batch of decisions (whole, or as flips of one base), the driver scores them,
 // report() the scores; repeat until propose() returns nothing. search() runs one and returns the top plans.
 //
 // Usage:
 //   gpusim::SearchOptions o;  o.scheduler = "greedy";
-//   auto r = gpusim::search(graph, profile, o);     // r->plans[0] is the best
+//   auto r = gpusim::search(graph, target, o);      // r->plans[0] is the best (target.h)
 #pragma once
 
 #include <cstdint>
@@ -30,6 +30,7 @@
 #include "gpusim/plan.h"
 #include "gpusim/predict.h"
 #include "gpusim/result.h"
+#include "gpusim/target.h"
 
 namespace gpusim {
 
@@ -48,14 +49,12 @@ using Decision = std::vector<uint8_t>;
 
 class FusionSpace {
  public:
-  // `all_tiles`: rank the cost model's whole tile menu instead of the tiles codegen generates;
-  // `capability`: what the target's code generator builds of each tile (tile.h; null: the
-  // portable rules, portable_capability()).
-  FusionSpace(const Graph& g, const GpuProfile& gpu, bool all_tiles = false,
-              std::shared_ptr<const TileCapability> capability = nullptr);
+  // Every kernel's tile is the cost model's fastest of the target's tile space (target.h).
+  FusionSpace(const Graph& g, const Target& target);
 
   const Graph& graph() const { return g_; }
-  const DeviceModel& device() const { return dev_; }
+  const DeviceModel& device() const { return target_.device; }
+  const Target& target() const { return target_; }
   const Plan& eager() const { return eager_; }
   const std::vector<FusionCandidate>& candidates() const { return cands_; }
 
@@ -75,9 +74,8 @@ class FusionSpace {
   std::vector<double> score_flips(const Decision& base, const std::vector<size_t>& flips) const;
   // The full plan for a decision, tiles chosen by the cost model, with a line per fusion taken.
   Plan build(const Decision& d, const std::string& scheduler) const;
-  // Replaces each kernel's tile with one drawn uniformly from the feasible tiles of its tiling
-  // space (generated_tiles, or tile_menu with all_tiles), so random plans cover tilings as well as
-  // fusions.
+  // Replaces each kernel's tile with one drawn uniformly from the feasible tiles of the target's
+  // tile space (generated_tiles), so random plans cover tilings as well as fusions.
   void sample_tiles(Plan& p, uint64_t seed) const;
 
  private:
@@ -98,9 +96,8 @@ class FusionSpace {
   int root(int k) const;
 
   const Graph& g_;
-  DeviceModel dev_;
-  bool all_tiles_ = false;
-  std::shared_ptr<const TileCapability> cap_;
+  Target target_;
+  const DeviceModel& dev_;  // target_.device
   GraphIndex idx_;
   Plan eager_;
   std::vector<FusionCandidate> cands_;
@@ -171,14 +168,6 @@ struct SearchOptions {
   uint64_t seed = 1;       // random: reproducible by seed
   std::optional<DType> dtype;
   std::optional<double> memory_budget_gb;  // default: the GPU's memory
-  // Tiles ranked: false (default) only those gpusim's codegen generates, each as it runs
-  // (device_plan.h: generated_tiles), so every plan scored runs exactly as priced; true the cost
-  // model's whole menu (split-K, any vector width), as a vendor library might run it.
-  bool all_tiles = false;
-  // What the target's code generator builds of a tile (tile.h: the capability query). Null: the
-  // portable rules; the Session API passes codegen's answer for the GPU (a backend's, when the
-  // plan is for an open device), so plans hold tiles as that target builds them.
-  std::shared_ptr<const TileCapability> capability;
 };
 
 // The accepted range of each integer search option, the one table search() checks and the CLI,
@@ -218,7 +207,9 @@ struct SearchResult {
   std::vector<std::string> notes;
 };
 
-Result<SearchResult> search(const Graph& g, const GpuProfile& gpu, const SearchOptions& o);
+// Ranks plans over the target's tile space; the eager baseline (SearchResult::eager) is
+// predict(g, target) of the same graph: the same kernels, tiles and number.
+Result<SearchResult> search(const Graph& g, const Target& target, const SearchOptions& o);
 
 // A plan's figure of merit under an objective, lower is better: latency and energy as predicted,
 // memory as peak bytes, throughput as negated samples per second at `batch`.

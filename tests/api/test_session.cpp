@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -60,7 +61,7 @@ TEST_CASE("a Session opens models from paths and bytes, with dims, and names wha
   REQUIRE_FALSE(missing);
   CHECK(missing.error().code == ErrorCode::kIo);
   // A default Model is refused with the fix, not dereferenced.
-  auto p = s.predict(Model{}, *s.gpu("nvidia-t4"));
+  auto p = s.predict(Model{}, s.target(*s.gpu("nvidia-t4"), TileSpace::kGenerated));
   REQUIRE_FALSE(p);
   CHECK_THAT(p.error().message, Catch::Contains("the Model is empty; open one with Session::open_model first"));
 }
@@ -109,24 +110,24 @@ TEST_CASE("Session documents are the CLI's documents", "[api][cli]") {
   REQUIRE(gpu);
   PredictRequest req;
   req.dtype = DType::kFloat16;
-  auto p = s.predict(*m, *gpu, req);
+  auto p = s.predict(*m, s.target(*gpu, TileSpace::kGenerated), req);
   REQUIRE(p);
   const auto cli = test::run_gpusim("predict " + path + " --gpu nvidia-t4 --dtype fp16 --json");
   REQUIRE(cli.rc == 0);
   CHECK(nlohmann::json::parse(prediction_document(*p, *gpu)) == nlohmann::json::parse(cli.out));
 
-  auto rows = s.compare(*m, {"nvidia-t4", "amd-mi300x"});
+  auto rows = s.compare(*m, {"nvidia-t4", "amd-mi300x"}, TileSpace::kGenerated);
   REQUIRE(rows);
   const auto cli_cmp = test::run_gpusim("compare " + path + " --gpus nvidia-t4,amd-mi300x --json");
   REQUIRE(cli_cmp.rc == 0);
   CHECK(nlohmann::json::parse(compare_document(path, *rows)) == nlohmann::json::parse(cli_cmp.out));
   // Every GPU is checked before any is predicted.
-  auto bad = s.compare(*m, {"nvidia-t4", "no-such-gpu"});
+  auto bad = s.compare(*m, {"nvidia-t4", "no-such-gpu"}, TileSpace::kGenerated);
   REQUIRE_FALSE(bad);
   CHECK_THAT(bad.error().message, Catch::Contains("no-such-gpu"));
 
   SearchOptions o;
-  auto plans = s.plan(*m, *gpu, o);
+  auto plans = s.plan(*m, s.target(*gpu, TileSpace::kGenerated), o);
   REQUIRE(plans);
   const auto cli_plan = test::run_gpusim("plan " + path + " --gpu nvidia-t4 --json");
   REQUIRE(cli_plan.rc == 0);
@@ -137,9 +138,96 @@ TEST_CASE("Session documents are the CLI's documents", "[api][cli]") {
   REQUIRE(plan);
   PredictRequest with_plan;
   with_plan.plan = *plan;
-  auto scored = s.predict(*m, *gpu, with_plan);
+  auto scored = s.predict(*m, s.target(*gpu, TileSpace::kGenerated), with_plan);
   REQUIRE(scored);
   CHECK(scored->total_us == Approx(plans->plans.front().prediction.total_us).epsilon(1e-9));
+}
+
+namespace {
+// predict's eager plan and plan()'s eager baseline for one model on each GPU, in both tile spaces:
+// one target, one number.
+void check_one_target(const Session& s, const std::string& file, const std::vector<std::string>& gpus) {
+  ModelOptions mo;
+  mo.dims = {"batch=1"};
+  auto m = s.open_model(test::source_dir() + "/models/" + file, mo);
+  REQUIRE(m);
+  for (const std::string& name : gpus) {
+    auto gpu = s.gpu(name);
+    REQUIRE(gpu);
+    for (TileSpace space : {TileSpace::kGenerated, TileSpace::kLibrary}) {
+      INFO(file << " on " << name << ", " << tile_space_name(space) << " tiles");
+      const Target t = s.target(*gpu, space);
+      auto p = s.predict(*m, t);
+      SearchOptions o;
+      o.scheduler = "eager";
+      o.top_k = 1;
+      auto r = s.plan(*m, t, o);
+      if (!p) {
+        // A graph the GPU cannot run (bf16 on a card without it) fails both ways alike.
+        CHECK_FALSE(r);
+        continue;
+      }
+      REQUIRE(r);
+      CHECK(r->eager.kernels.size() == p->kernels.size());
+      if (!p->fits_in_memory) {
+        // An eager plan over the GPU's memory: predict says so and prices it resident; plan's
+        // eager row streams the largest weights over the host link to fit, and pays for it.
+        CHECK(r->eager.fits_in_memory);
+        CHECK(r->eager.total_us >= p->total_us);  // equal when the copies hide under the compute
+        CHECK(r->eager.peak_memory_bytes < p->peak_memory_bytes);
+        continue;
+      }
+      CHECK(r->eager.total_us == Approx(p->total_us).epsilon(1e-12));
+      CHECK(r->eager.tiles == p->tiles);
+      CHECK(p->tiles.rfind(std::string(tile_space_name(space)), 0) == 0);
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("predict and plan's eager baseline are one number for one target", "[api][target]") {
+  const Session s;
+  for (const char* file : {"resnet50.onnx", "bert_base_seq128.onnx", "mobilenet_v2.onnx"}) {
+    check_one_target(s, file, {"nvidia-h100-sxm", "nvidia-rtx-3060", "amd-mi300x", "apple-m3-max"});
+  }
+  // The two tile spaces differ where codegen builds less than the menu holds (ResNet-50 fp32 on an
+  // H100: no split-K, no TF32), and each prediction says which it priced.
+  auto m = s.open_model(test::source_dir() + "/models/resnet50.onnx", {{"batch=1"}});
+  REQUIRE(m);
+  const GpuProfile h100 = *s.gpu("nvidia-h100-sxm");
+  auto gen = s.predict(*m, s.target(h100, TileSpace::kGenerated));
+  auto lib = s.predict(*m, s.target(h100, TileSpace::kLibrary));
+  REQUIRE(gen);
+  REQUIRE(lib);
+  CHECK(lib->total_us < gen->total_us);
+  CHECK(gen->tiles.find("codegen") != std::string::npos);
+  CHECK(lib->tiles == "library (the cost model's whole menu)");
+}
+
+TEST_CASE("predict and plan's eager baseline agree on every bundled model and GPU", "[api][target]") {
+  const Session s;
+  std::vector<std::string> gpus;
+  for (const auto& [entry, profile] : s.profiles()) {
+    if (profile) gpus.push_back(entry.path);
+  }
+  REQUIRE(gpus.size() > 20);
+  for (const auto& e : std::filesystem::directory_iterator(test::source_dir() + "/models")) {
+    if (e.path().extension() == ".onnx") check_one_target(s, e.path().filename().string(), gpus);
+  }
+}
+
+TEST_CASE("a tile space is named generated or library, and nothing else", "[api][target][errors]") {
+  CHECK(*parse_tile_space("generated") == TileSpace::kGenerated);
+  CHECK(*parse_tile_space("library") == TileSpace::kLibrary);
+  auto bad = parse_tile_space("menu", "tiles");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().code == ErrorCode::kInvalidArgument);
+  CHECK(bad.error().message.find("tiles: \"menu\" is not a tile space; use generated") == 0);
+  const Session s;
+  CHECK(*s.runtime_tiles("") == TileSpace::kGenerated);
+  CHECK(*s.runtime_tiles("cuda-graph") == TileSpace::kGenerated);
+  CHECK(*s.runtime_tiles("pytorch-eager") == TileSpace::kLibrary);
+  CHECK_FALSE(s.runtime_tiles("no-such-runtime"));
 }
 
 TEST_CASE("many threads predicting on one Session get the single-threaded answer", "[api][threads]") {
@@ -151,7 +239,7 @@ TEST_CASE("many threads predicting on one Session get the single-threaded answer
   PredictRequest req;
   req.dtype = DType::kFloat16;
   req.runtime = "pytorch-eager";
-  auto expected = s.predict(*m, *gpu, req);
+  auto expected = s.predict(*m, s.target(*gpu, TileSpace::kGenerated), req);
   REQUIRE(expected);
   const std::string want = prediction_document(*expected, *gpu);
   constexpr int kThreads = 8, kEach = 6;
@@ -162,7 +250,7 @@ TEST_CASE("many threads predicting on one Session get the single-threaded answer
       for (int i = 0; i < kEach; ++i) {
         // Half the threads also load the GPU and the model themselves: those paths are shared too.
         auto g = t % 2 ? s.gpu("nvidia-rtx-3060") : Result<GpuProfile>(*gpu);
-        auto p = g ? s.predict(*m, *g, req) : Result<Prediction>(g.error());
+        auto p = g ? s.predict(*m, s.target(*g, TileSpace::kGenerated), req) : Result<Prediction>(g.error());
         if (p && prediction_document(*p, *g) == want) ++same[static_cast<size_t>(t)];
       }
     });

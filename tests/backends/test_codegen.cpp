@@ -166,7 +166,7 @@ using Sources = std::map<uint64_t, backend::KernelSource>;
 // Every distinct kernel source codegen produces for a model, eager and with every fusion taken;
 // and the fp16 GEMM and convolution kernels on the wmma (CUDA) and MFMA (HIP) matrix paths.
 void collect(const Graph& g, Sources& out, Sources& wmma, Sources& mfma, int& unsupported) {
-  const FusionSpace s(g, test::gpu("nvidia-a100-80gb"));
+  const FusionSpace s(g, test::portable(test::gpu("nvidia-a100-80gb")));
   const GraphIndex idx = index_graph(g);
   for (const Plan& p : {s.eager(), s.build(Decision(s.candidates().size(), 1), "all")}) {
     for (const PlanKernel& k : p.kernels) {

@@ -239,7 +239,7 @@ std::vector<Case> cases() {
 }
 
 Plan fused(const Graph& g) {
-  const FusionSpace s(g, test::gpu("nvidia-a100-80gb"));
+  const FusionSpace s(g, test::portable(test::gpu("nvidia-a100-80gb")));
   return s.build(Decision(s.candidates().size(), 1), "conformance");
 }
 

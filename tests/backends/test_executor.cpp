@@ -335,7 +335,7 @@ TEST_CASE("a Swin-style window attention block runs with its data movement folde
 
   SearchOptions so;
   so.scheduler = "greedy";
-  auto r = search(g, test::gpu("nvidia-rtx-3060"), so);
+  auto r = search(g, test::portable(test::gpu("nvidia-rtx-3060")), so);
   REQUIRE(r);
   const Plan& plan = r->plans.front().plan;
   // The rolls, the pad and the window partition run inside other kernels; what stays a copy says why.

@@ -35,8 +35,10 @@ Graph tune_graph() {
 }
 
 Plan fused_plan(const Graph& g, const DeviceModel& d) {
-  const codegen::TargetCapability cap(codegen::target_options(d, false));
-  Plan p = eager_plan(g, d, [&cap](const KernelWork& w, const DeviceModel& m) { return best_generated_tile(w, m, cap); });
+  Target t = make_target(*d.profile, std::make_shared<codegen::TargetCapability>(codegen::target_options(d, false)),
+                         TileSpace::kGenerated);
+  t.device = d;
+  Plan p = eager_plan(g, t);
   REQUIRE(p.kernels.size() == 3);
   p.kernels[0].nodes = {0, 1};  // MatMul + Relu: a GEMM with its epilogue
   p.kernels[0].fusions = {"gemm-epilogue"};

@@ -10,6 +10,7 @@
 
 #include "gpusim/gpu_profile.h"
 #include "gpusim/onnx_import.h"
+#include "gpusim/target.h"
 #include "support/onnx_builder.h"
 
 namespace gpusim::test {
@@ -21,6 +22,14 @@ inline GpuProfile gpu(const std::string& name) {
 }
 
 // models/<file>, imported once; a copy is returned so callers may keep or change it.
+// Targets for tests (target.h): the library tile space, and the portable rules (tile_as_generated,
+// no target limits) the planner tests were written against.
+inline Target library(const GpuProfile& p) { return library_target(p); }
+inline Target portable(const GpuProfile& p) {
+  return make_target(p, std::shared_ptr<const TileCapability>(std::shared_ptr<void>(), &portable_capability()),
+                     TileSpace::kGenerated);
+}
+
 inline const Graph& bundled_model(const std::string& file) {
   static std::map<std::string, Graph> cache;
   if (auto it = cache.find(file); it != cache.end()) return it->second;

@@ -379,8 +379,15 @@ class PySession {
     return take(std::move(r));
   }
 
+  // `tiles`: "generated" or "library"; None: the runtime's (tiles_for).
+  gpusim::TileSpace tiles_arg(const std::optional<std::string>& tiles, const std::string& runtime) const {
+    auto t = tiles ? gpusim::parse_tile_space(*tiles, "tiles") : s_->runtime_tiles(runtime);
+    if (!t) raise_error(t.error());
+    return *t;
+  }
+
   py::object predict(const gpusim::Model& m, const py::object& gpu, const std::optional<std::string>& dtype,
-                     const std::string& runtime, const py::object& plan) const {
+                     const std::string& runtime, const py::object& plan, const std::optional<std::string>& tiles) const {
     live(*this);
     live(m);
     const gpusim::GpuProfile g = gpu_arg(*s_, gpu);
@@ -388,23 +395,25 @@ class PySession {
     req.dtype = float_dtype_arg(dtype, "dtype");
     req.runtime = runtime;
     req.plan = plan_arg(*s_, m, plan);
+    const gpusim::Target target = s_->target(g, tiles_arg(tiles, runtime));
     return document([&]() -> gpusim::Result<std::string> {
-      auto r = s_->predict(m, g, req);
+      auto r = s_->predict(m, target, req);
       if (!r) return r.error();
       return gpusim::prediction_document(*r, g);
     });
   }
 
   py::object compare(const gpusim::Model& m, const py::object& gpus, const std::optional<std::string>& dtype,
-                     const std::string& runtime) const {
+                     const std::string& runtime, const std::optional<std::string>& tiles) const {
     live(*this);
     live(m);
     const std::vector<std::string> ids = strings_arg(gpus, "gpus");
     gpusim::PredictRequest req;
     req.dtype = float_dtype_arg(dtype, "dtype");
     req.runtime = runtime;
+    const gpusim::TileSpace space = tiles_arg(tiles, runtime);
     return document([&]() -> gpusim::Result<std::string> {
-      auto r = s_->compare(m, ids, req);
+      auto r = s_->compare(m, ids, space, req);
       if (!r) return r.error();
       return gpusim::compare_document(m.source(), *r);
     });
@@ -412,7 +421,7 @@ class PySession {
 
   py::object plan(const gpusim::Model& m, const py::object& gpu, const std::string& scheduler, const std::string& objective,
                   int top, int beam_width, int samples, uint64_t seed, const std::optional<std::string>& dtype,
-                  std::optional<double> memory_budget_gb) const {
+                  std::optional<double> memory_budget_gb, const std::string& tiles) const {
     live(*this);
     live(m);
     const gpusim::GpuProfile g = gpu_arg(*s_, gpu);
@@ -441,8 +450,9 @@ class PySession {
                   "memory_budget_gb: " + std::string(py::repr(py::float_(*memory_budget_gb))) + " must be a positive number");
     }
     o.memory_budget_gb = memory_budget_gb;
+    const gpusim::Target target = s_->target(g, tiles_arg(tiles, ""));
     return document([&]() -> gpusim::Result<std::string> {
-      auto r = s_->plan(m, g, o);
+      auto r = s_->plan(m, target, o);
       if (!r) return r.error();
       return gpusim::plan_search_document(m.source(), m.graph(), g, o, *r);
     });
@@ -709,7 +719,7 @@ PYBIND11_MODULE(_gpusim, m) {
         gpusim::dojo::Tasks t = dojo_tasks(config, profiles);
         gpusim::Result<gpusim::dojo::ShardResult> r = [&] {
           py::gil_scoped_release nogil;
-          return gpusim::dojo::generate_shard(t, {index, count}, out);
+          return gpusim::dojo::generate_shard(t, {index, count}, out, gpusim::Session::target_maker());
         }();
         const gpusim::dojo::ShardResult s = take(std::move(r));
         return py::dict("index"_a = s.index, "count"_a = s.count, "skipped"_a = s.skipped, "redone"_a = s.redone, "tasks"_a = s.tasks,
@@ -837,23 +847,28 @@ PYBIND11_MODULE(_gpusim, m) {
       .def("profiles", &PySession::profiles,
            "Every profile found: a list of dicts, each with its figures or the reason it does not load.")
       .def("predict", &PySession::predict, "model"_a, "gpu"_a, "dtype"_a = py::none(), "runtime"_a = "",
-           "plan"_a = py::none(),
+           "plan"_a = py::none(), "tiles"_a = py::none(),
            "Predicts the model on a GPU and returns the gpusim.predict/1 document (`gpusim predict --json`).\n\n"
            "gpu: a Gpu, a profile id or a profile path. dtype: \"fp32\", \"fp16\" or \"bf16\" re-types the\n"
            "graph's floats. runtime: \"\" (gpusim's executor), \"cuda-graph\", \"pytorch-eager\" or a runtime\n"
            "YAML. plan: score this plan instead of the eager one: a gpusim.plan/1 dict (from plan()'s\n"
-           "[\"plans\"][i][\"plan\"]), its JSON text, or a path to a plan file.")
+           "[\"plans\"][i][\"plan\"]), its JSON text, or a path to a plan file. tiles: the tile space,\n"
+           "\"generated\" (the kernels gpusim's code generator builds) or \"library\" (the cost model's whole\n"
+           "menu, as vendor libraries run kernels); None: generated for gpusim's runtimes, library for a\n"
+           "framework's.")
       .def("compare", &PySession::compare, "model"_a, "gpus"_a, "dtype"_a = py::none(), "runtime"_a = "",
+           "tiles"_a = py::none(),
            "Predicts the model on several GPUs (profile ids) and returns the gpusim.compare/1 document.\n"
-           "Every id is checked before any is predicted.")
+           "Every id is checked before any is predicted. tiles: as predict() takes it.")
       .def("plan", &PySession::plan, "model"_a, "gpu"_a, "scheduler"_a = "greedy", "objective"_a = "latency",
            "top"_a = 3, "beam_width"_a = 8, "samples"_a = 64, "seed"_a = 1, "dtype"_a = py::none(),
-           "memory_budget_gb"_a = py::none(),
+           "memory_budget_gb"_a = py::none(), "tiles"_a = "generated",
            "Searches fusion and tiling plans and returns the gpusim.plan-search/1 document: the ranked\n"
            "plans, each with its gpusim.plan/1 document under [\"plan\"].\n\n"
            "scheduler: eager, greedy, beam, random or split. objective: latency, throughput, energy or\n"
            "memory. top: plans kept (1-100). beam_width (1-256), samples (random, 1-100000), seed.\n"
-           "memory_budget_gb: default the GPU's memory.")
+           "memory_budget_gb: default the GPU's memory. tiles: the tile space ranked, \"generated\" (the\n"
+           "kernels gpusim's code generator builds, so the plan runs as priced) or \"library\".")
       .def("compile", &PySession::compile, "model"_a, "backend"_a = "cpu", "device"_a = 0, "plan"_a = py::none(),
            "gpu"_a = py::none(), "dtype"_a = "fp32", "seed"_a = 1,
            "Compiles a plan for a backend and returns a Program.\n\n"

@@ -159,6 +159,20 @@ TEST_CASE("predict --runtime paces launches by a framework's host time, and an u
   CHECK(bad.rc == 2);
   CHECK_THAT(bad.out, Catch::Contains("gpusim predict: --runtime: runtime \"tensorflow\" is unknown; known runtimes: "
                                       "cuda-graph, gpusim"));
+  // The tile space follows the runtime unless --tiles names one: gpusim's executor runs generated
+  // kernels, PyTorch calls vendor libraries.
+  CHECK(a["tiles"].get<std::string>().rfind("generated (codegen", 0) == 0);
+  CHECK(b["tiles"] == "library (the cost model's whole menu)");
+  const Run lib = run_gpusim("predict " + m + " --tiles library");
+  REQUIRE(lib.rc == 0);
+  CHECK(nlohmann::json::parse(lib.out)["tiles"] == b["tiles"]);
+  const Run badt = run_gpusim("predict " + m + " --tiles menu");
+  CHECK(badt.rc == 2);
+  CHECK_THAT(badt.out, Catch::Contains("gpusim predict: --tiles: \"menu\" is not a tile space; use generated (the "
+                                       "kernels gpusim's code generator builds"));
+  const Run badp = run_gpusim("plan " + model("bert_base_seq128.onnx") + " --gpu nvidia-t4 --dim batch=1 --tiles menu");
+  CHECK(badp.rc == 2);
+  CHECK_THAT(badp.out, Catch::Contains("gpusim plan: --tiles: \"menu\" is not a tile space"));
 }
 
 TEST_CASE("compare ranks GPUs and bad arguments are named", "[cli][predict]") {
@@ -422,16 +436,20 @@ TEST_CASE("compare's shares add up and run reconciles its prediction with predic
   REQUIRE(r32.rc == 0);
   CHECK(nlohmann::json::parse(r32.out)["dtype"] == "fp32");
 
-  // The eager run takes codegen's tiles; the note gives predict's figure beside the run's.
+  // The eager run takes codegen's tiles, as `gpusim predict` prices them (one target): its
+  // predicted figure is predict's, with nothing to reconcile.
   const Run mb = run_gpusim("run " + model("mobilenet_v2.onnx") + " --backend vulkan --gpu t4 --repeat 1");
   INFO(mb.out);
   REQUIRE(mb.rc == 0);
-  CHECK_THAT(mb.out, Catch::Contains("ms of kernel time on nvidia-t4") &&
-                         Catch::Contains("`gpusim predict` prices its own eager plan"));
-  // A plan ranked over the whole tile menu (--all-tiles), whose tiles codegen does not all
+  const Run mp = run_gpusim("predict " + model("mobilenet_v2.onnx") + " --gpu t4 --json");
+  REQUIRE(mp.rc == 0);
+  CHECK_THAT(mb.out, Catch::Contains(fmt::format("predicted {:.3f} ms of kernel time on nvidia-t4",
+                                                 nlohmann::json::parse(mp.out)["kernels_us"].get<double>() / 1e3)) &&
+                         !Catch::Contains("prices the eager plan"));
+  // A plan ranked over the whole tile menu (--tiles library), whose tiles codegen does not all
   // generate: the note gives predict --plan's figure, to the digit.
   const std::string plan = gpusim::test::temp_dir() + "/mb_plan.json";
-  REQUIRE(run_gpusim("plan " + model("mobilenet_v2.onnx") + " --gpu t4 --all-tiles --out " + plan).rc == 0);
+  REQUIRE(run_gpusim("plan " + model("mobilenet_v2.onnx") + " --gpu t4 --tiles library --out " + plan).rc == 0);
   const Run pp = run_gpusim("predict " + model("mobilenet_v2.onnx") + " --gpu t4 --plan " + plan + " --json");
   REQUIRE(pp.rc == 0);
   const double predicted_ms = nlohmann::json::parse(pp.out)["kernels_us"].get<double>() / 1e3;

@@ -74,6 +74,10 @@ def test_errors_carry_the_library_message_and_code(session, root, tmp_path):
     m = session.open_model(root / "models" / "mobilenet_v2.onnx")
     with pytest.raises(gpusim.Error, match="dtype: \"fp8\" is not supported"):
         session.predict(m, "nvidia-rtx-3060", dtype="fp8")
+    with pytest.raises(gpusim.Error, match="tiles: \"menu\" is not a tile space; use generated"):
+        session.predict(m, "nvidia-rtx-3060", tiles="menu")
+    with pytest.raises(gpusim.Error, match="tiles: \"menu\" is not a tile space"):
+        session.plan(m, "nvidia-rtx-3060", tiles="menu")
     with pytest.raises(gpusim.Error, match="objective: \"speed\" is not one of"):
         session.plan(m, "nvidia-rtx-3060", objective="speed")
     with pytest.raises(gpusim.Error, match="top: 0 is out of range; give an integer from 1 to 100"):
@@ -81,6 +85,18 @@ def test_errors_carry_the_library_message_and_code(session, root, tmp_path):
     with pytest.raises(gpusim.Error, match="gpu: give a profile id"):
         session.predict(m, 3060)
     assert issubclass(gpusim.Error, Exception)
+
+
+def test_predict_and_plan_price_one_target(session, root):
+    m = session.open_model(root / "models" / "mobilenet_v2.onnx")
+    p = session.predict(m, "nvidia-h100-sxm")
+    r = session.plan(m, "nvidia-h100-sxm", scheduler="eager", top=1)
+    assert p["tiles"].startswith("generated (codegen")
+    assert r["tiles"] == p["tiles"]
+    assert r["eager"]["total_us"] == pytest.approx(p["total_us"], rel=1e-12)
+    lib = session.predict(m, "nvidia-h100-sxm", tiles="library")
+    assert lib["tiles"] == "library (the cost model's whole menu)"
+    assert session.predict(m, "nvidia-h100-sxm", runtime="pytorch-eager")["tiles"] == lib["tiles"]
 
 
 def test_gpus_by_id_path_and_yaml(session):

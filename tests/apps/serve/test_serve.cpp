@@ -70,7 +70,7 @@ TEST_CASE("serve: a model uploaded once is predicted by id, and the answers are 
   REQUIRE(gpu);
   PredictRequest req;
   req.dtype = DType::kFloat16;
-  auto want = session.predict(*m, *gpu, req);
+  auto want = session.predict(*m, session.target(*gpu, TileSpace::kGenerated), req);
   REQUIRE(want);
 
   const json body = {{"model_id", model.at("model_id")}, {"gpu", "nvidia-t4"}, {"dtype", "fp16"}};
@@ -189,6 +189,14 @@ TEST_CASE("serve: bad requests get JSON errors with the field, the value and the
   auto bad_dtype = c.Post("/v1/predict?gpu=nvidia-t4&dtype=fp8", resnet, "application/octet-stream");
   REQUIRE(bad_dtype);
   CHECK(bad_dtype->status == 400);
+  auto bad_tiles = c.Post("/v1/predict?gpu=nvidia-t4&tiles=menu", resnet, "application/octet-stream");
+  REQUIRE(bad_tiles);
+  CHECK(bad_tiles->status == 400);
+  CHECK_THAT(error_message(bad_tiles), Catch::Contains("\"tiles\": \"menu\" is not a tile space; expected generated or library"));
+  auto lib = c.Post("/v1/predict?gpu=nvidia-t4&tiles=library", resnet, "application/octet-stream");
+  REQUIRE(lib);
+  CHECK(lib->status == 200);
+  CHECK(nlohmann::json::parse(lib->body)["tiles"] == "library (the cost model's whole menu)");
   auto garbage = c.Post("/v1/models", std::string(1000, 'x'), "application/octet-stream");
   REQUIRE(garbage);
   CHECK(garbage->status == 400);

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "gpusim/dojo.h"
+#include "gpusim/gpusim.h"
 #include "gpusim/kernel_cost.h"
 #include "gpusim/measurement.h"
 #include "gpusim/plan.h"
@@ -80,18 +81,18 @@ TEST_CASE("dojo: the same configuration gives the same bytes, however it is shar
   CHECK(t->gpus[1].family == "nvidia-t4");
   CHECK(t->tasks.size() == 12);
   const std::string a = fresh_dir("dojo_a"), b = fresh_dir("dojo_b"), s = fresh_dir("dojo_s");
-  auto ra = dojo::generate_shard(*t, {0, 1}, a);
+  auto ra = dojo::generate_shard(*t, {0, 1}, a, Session::target_maker());
   REQUIRE(ra);
   CHECK(ra->plans == 12 * 5);  // eager, best, 3 random
   CHECK(ra->kernel_rows > 1000);
-  REQUIRE(dojo::generate_shard(*t, {0, 1}, b));
+  REQUIRE(dojo::generate_shard(*t, {0, 1}, b, Session::target_maker()));
   CHECK(slurp(ra->kernels_file) == slurp(b + "/kernels-00000-of-00001.csv"));
   CHECK(slurp(ra->plans_file) == slurp(b + "/plans-00000-of-00001.csv"));
   // Three shards hold the same rows, in the same order, as one.
   std::string joined;
   int64_t rows = 0;
   for (int i = 0; i < 3; ++i) {
-    auto r = dojo::generate_shard(*t, {i, 3}, s);
+    auto r = dojo::generate_shard(*t, {i, 3}, s, Session::target_maker());
     REQUIRE(r);
     rows += r->kernel_rows;
     const auto ls = lines(slurp(r->kernels_file));
@@ -106,7 +107,7 @@ TEST_CASE("dojo: the same configuration gives the same bytes, however it is shar
   auto t2 = dojo::expand(other, default_profile_dirs());
   REQUIRE(t2);
   const std::string o = fresh_dir("dojo_o");
-  REQUIRE(dojo::generate_shard(*t2, {0, 1}, o));
+  REQUIRE(dojo::generate_shard(*t2, {0, 1}, o, Session::target_maker()));
   CHECK(slurp(o + "/kernels-00000-of-00001.csv") != whole);
 }
 
@@ -124,7 +125,7 @@ TEST_CASE("dojo: every row has one value per column, in CSV and NDJSON", "[dojo]
     REQUIRE(t);
     CHECK(t->constraints.size() == 8);
     const std::string d = fresh_dir("dojo_cols_" + format);
-    auto r = dojo::generate_shard(*t, {0, 1}, d);
+    auto r = dojo::generate_shard(*t, {0, 1}, d, Session::target_maker());
     REQUIRE(r);
     const auto kl = lines(slurp(r->kernels_file));
     const auto pl = lines(slurp(r->plans_file));
@@ -172,7 +173,7 @@ TEST_CASE("dojo: an interrupted run resumes, skipping complete shards", "[dojo]"
   auto t = dojo::expand(c, default_profile_dirs());
   REQUIRE(t);
   const std::string d = fresh_dir("dojo_resume");
-  auto first = dojo::generate_shard(*t, {1, 3}, d);
+  auto first = dojo::generate_shard(*t, {1, 3}, d, Session::target_maker());
   REQUIRE(first);
   CHECK_FALSE(first->skipped);
   // An interruption leaves a temporary file and no final one for shard 0, and shard 2 half done
@@ -182,7 +183,7 @@ TEST_CASE("dojo: an interrupted run resumes, skipping complete shards", "[dojo]"
   const auto before = fs::last_write_time(first->kernels_file);
   const std::string kept = slurp(first->kernels_file);
   for (int i = 0; i < 3; ++i) {
-    auto r = dojo::generate_shard(*t, {i, 3}, d);
+    auto r = dojo::generate_shard(*t, {i, 3}, d, Session::target_maker());
     REQUIRE(r);
     CHECK(r->skipped == (i == 1));
   }
@@ -287,7 +288,7 @@ TEST_CASE("dojo: kernels the store measured get their measured time", "[dojo]") 
   // A measurement of the eager plan's first kernel on a T4, as `gpusim run` records one.
   const GpuProfile t4 = test::gpu("nvidia-t4");
   const Graph& g = test::bundled_model("resnet50.onnx");
-  auto pred = predict_plan(g, FusionSpace(g, t4).eager(), t4);
+  auto pred = predict_plan(g, FusionSpace(g, test::portable(t4)).eager(), t4);
   REQUIRE(pred);
   const std::string db = test::temp_dir() + "/dojo_store.db";
   fs::remove(db);
@@ -310,7 +311,7 @@ TEST_CASE("dojo: kernels the store measured get their measured time", "[dojo]") 
   auto t = dojo::expand(c, default_profile_dirs());
   REQUIRE(t);
   const std::string d = fresh_dir("dojo_measured");
-  auto r = dojo::generate_shard(*t, {0, 1}, d);
+  auto r = dojo::generate_shard(*t, {0, 1}, d, Session::target_maker());
   REQUIRE(r);
   const auto kl = lines(slurp(r->kernels_file));
   REQUIRE_FALSE(kl.empty());
@@ -414,10 +415,10 @@ TEST_CASE("dojo: sub-graphs cut from a model are graphs of their own, priced lik
   }
   for (TensorId t : s.outputs) CHECK(produced[static_cast<size_t>(t)]);
   CHECK(s.tensors.size() < g.tensors.size());  // only what the window touches
-  auto p = predict(s, test::gpu("nvidia-t4"));
+  auto p = predict(s, test::library(test::gpu("nvidia-t4")));
   REQUIRE(p);
   CHECK(p->kernels.size() <= s.nodes.size());
-  CHECK(p->weight_bytes < predict(g, test::gpu("nvidia-t4"))->weight_bytes);
+  CHECK(p->weight_bytes < predict(g, test::library(test::gpu("nvidia-t4")))->weight_bytes);
   // In a configuration: each model's cuts, reproducibly, in its family; "all" takes every profile.
   dojo::Config c;
   c.models = {test::source_dir() + "/models/resnet50.onnx"};

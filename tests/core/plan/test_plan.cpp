@@ -47,9 +47,9 @@ TEST_CASE("the eager plan is valid and predict_plan reproduces predict", "[plan]
   for (const char* m : {"resnet50.onnx", "bert_base_seq128.onnx", "sd15_vae_decoder_512.onnx"}) {
     INFO(m);
     const Graph g = model(m);
-    const Plan plan = eager_plan(g, d);
+    const Plan plan = eager_plan(g, test::library(p));
     REQUIRE(validate_plan(plan, g, d));
-    auto a = predict(g, p);
+    auto a = predict(g, test::library(p));
     auto b = predict_plan(g, plan, p);
     REQUIRE(a);
     REQUIRE(b);
@@ -62,7 +62,7 @@ TEST_CASE("plan JSON round trips", "[plan]") {
   const Graph g = model("mobilenet_v2.onnx");
   const GpuProfile p = gpu("nvidia-l4");
   const DeviceModel d = make_device(p);
-  Plan plan = eager_plan(g, d);
+  Plan plan = eager_plan(g, test::library(p));
   plan.dtype = DType::kFloat16;
   plan.decisions.push_back("a decision");
   for (size_t t = 0; t < g.tensors.size() && plan.offloaded.empty(); ++t) {
@@ -89,7 +89,7 @@ TEST_CASE("plan JSON round trips", "[plan]") {
 
 TEST_CASE("a plan nested 100,000 deep in any field is refused, not a stack overflow", "[plan][errors]") {
   const Graph g = mlp();
-  const std::string text = plan_to_json(eager_plan(g, make_device(gpu("nvidia-l4"))), g);
+  const std::string text = plan_to_json(eager_plan(g, test::library(gpu("nvidia-l4"))), g);
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   // The field's value replaced by the deep list, for every field the 18 crashes were found in.
   for (const std::string field : {"\"schema\": ", "\"decisions\": ", "\"tile\": ", "\"stream\": ",
@@ -146,7 +146,7 @@ TEST_CASE("malformed plan files are rejected naming the field", "[plan][errors]"
 TEST_CASE("invalid plans are caught with every reason", "[plan][errors]") {
   const Graph g = mlp();
   const DeviceModel d = make_device(gpu("nvidia-t4"));
-  const Plan good = eager_plan(g, d);
+  const Plan good = eager_plan(g, test::library(gpu("nvidia-t4")));
   REQUIRE(good.kernels.size() == 5);
   REQUIRE(validate_plan(good, g, d));
   SECTION("a node in no kernel and one in two") {

@@ -40,7 +40,7 @@ TEST_CASE("pass: elementwise chains fuse and save the intermediate", "[scheduler
   b.node("Tanh", {"silu"}, {"y"}, "tanh");
   b.output("y");
   const Graph g = build(b, "chain.onnx");
-  const FusionSpace s(g, gpu("nvidia-rtx-3060"));
+  const FusionSpace s(g, test::portable(gpu("nvidia-rtx-3060")));
   CHECK(passes(s) == std::vector<std::string>{"elementwise-chain", "elementwise-chain"});
   const Decision all(s.candidates().size(), 1);
   REQUIRE(s.groups(all).size() == 1);
@@ -65,7 +65,7 @@ TEST_CASE("pass: GEMM and conv epilogues, BatchNorm folded into its conv", "[sch
   b.node("Add", {"r", "x"}, {"y"}, "residual");
   b.output("y");
   const Graph g = build(b, "conv_bn.onnx");
-  const FusionSpace s(g, gpu("nvidia-a100-40gb"));
+  const FusionSpace s(g, test::portable(gpu("nvidia-a100-40gb")));
   CHECK(passes(s) == std::vector<std::string>{"batchnorm-fold", "elementwise-chain", "elementwise-chain"});
   const Plan p = s.build(Decision(s.candidates().size(), 1), "test");
   REQUIRE(p.kernels.size() == 1);
@@ -84,7 +84,7 @@ TEST_CASE("pass: normalization prologue and epilogue", "[schedulers][passes]") {
   b.node("Mul", {"ln", "x"}, {"y"}, "scale");
   b.output("y");
   const Graph g = build(b, "norm.onnx");
-  const FusionSpace s(g, gpu("nvidia-l4"));
+  const FusionSpace s(g, test::portable(gpu("nvidia-l4")));
   CHECK(passes(s) == std::vector<std::string>{"norm-prologue", "norm-epilogue"});
   const Decision all(s.candidates().size(), 1);
   REQUIRE(s.groups(all).size() == 1);
@@ -104,7 +104,7 @@ TEST_CASE("pass: attention becomes one kernel and a GEMM never takes a second ma
   b.node("MatMul", {"p", "v"}, {"o"}, "pv");
   b.output("o");
   const Graph g = build(b, "attention.onnx");
-  const FusionSpace s(g, gpu("nvidia-h100-sxm"));
+  const FusionSpace s(g, test::portable(gpu("nvidia-h100-sxm")));
   const auto names = passes(s);
   CHECK(std::find(names.begin(), names.end(), "attention") != names.end());
   CHECK(std::find(names.begin(), names.end(), "transpose-into-gemm") != names.end());
@@ -143,7 +143,7 @@ TEST_CASE("every scheduler gives valid plans never slower than eager on every bu
         o.dtype = DType::kFloat16;
         o.beam_width = 2;
         o.samples = 8;
-        auto r = search(g, p, o);
+        auto r = search(g, test::portable(p), o);
         REQUIRE(r);
         REQUIRE(!r->plans.empty());
         const RankedPlan& best = r->plans.front();
@@ -162,9 +162,9 @@ TEST_CASE("random sampling is reproducible by seed", "[schedulers]") {
   o.samples = 16;
   o.top_k = 3;
   o.seed = 42;
-  auto a = search(g, p, o), b = search(g, p, o);
+  auto a = search(g, test::portable(p), o), b = search(g, test::portable(p), o);
   o.seed = 43;
-  auto c = search(g, p, o);
+  auto c = search(g, test::portable(p), o);
   REQUIRE(a);
   REQUIRE(b);
   REQUIRE(c);
@@ -180,9 +180,9 @@ TEST_CASE("a plan over the memory budget offloads weights and pays for the trans
   const GpuProfile p = gpu("nvidia-rtx-4060");
   SearchOptions o;
   o.scheduler = "greedy";
-  auto fits = search(g, p, o);
+  auto fits = search(g, test::portable(p), o);
   o.memory_budget_gb = 0.08;  // the fp32 weights alone are 102 MB
-  auto tight = search(g, p, o);
+  auto tight = search(g, test::portable(p), o);
   REQUIRE(fits);
   REQUIRE(tight);
   const RankedPlan& t = tight->plans.front();
@@ -199,7 +199,7 @@ TEST_CASE("a plan's decisions are sorted by time saved and their savings add up"
   const GpuProfile p = gpu("nvidia-t4");
   SearchOptions o;
   o.scheduler = "greedy";
-  auto r = search(g, p, o);
+  auto r = search(g, test::portable(p), o);
   REQUIRE(r);
   const Plan& best = r->plans.front().plan;
   REQUIRE(best.decision_saved_us.size() == best.decisions.size());
@@ -219,7 +219,7 @@ TEST_CASE("fusion savings add up: a chain of three ops fused by two decisions sa
   const GpuProfile p = gpu("nvidia-a100-40gb");
   SearchOptions o;
   o.scheduler = "greedy";
-  auto r = search(g, p, o);
+  auto r = search(g, test::portable(p), o);
   REQUIRE(r);
   const RankedPlan& best = r->plans.front();
   REQUIRE(best.plan.kernels.size() == 1);
@@ -242,7 +242,7 @@ TEST_CASE("objectives rank by their own figure", "[schedulers]") {
     o.samples = 12;
     o.objective = obj;
     o.top_k = 4;
-    auto r = search(g, p, o);
+    auto r = search(g, test::portable(p), o);
     REQUIRE(r);
     for (size_t i = 1; i < r->plans.size(); ++i) CHECK(r->plans[i - 1].objective_value <= r->plans[i].objective_value);
   }
@@ -282,7 +282,7 @@ TEST_CASE("pass: recompute a cheap op in each reader instead of storing it", "[s
   b.output("y1");
   b.output("y2");
   const Graph g = build(b, "recompute.onnx");
-  const FusionSpace s(g, gpu("nvidia-rtx-4090"));
+  const FusionSpace s(g, test::portable(gpu("nvidia-rtx-4090")));
   REQUIRE(passes(s) == std::vector<std::string>{"recompute"});
   const Decision take(1, 1), keep(1, 0);
   CHECK(s.score_us(take) < s.score_us(keep));  // 6 tensors of traffic instead of 8
@@ -297,13 +297,13 @@ TEST_CASE("pass: recompute a cheap op in each reader instead of storing it", "[s
                                            "being stored; saves 33.55 MB of traffic"));
   auto pred = predict_plan(g, p, gpu("nvidia-rtx-4090"));
   REQUIRE(pred);
-  auto eager = predict(g, gpu("nvidia-rtx-4090"));
+  auto eager = predict(g, test::library(gpu("nvidia-rtx-4090")));
   REQUIRE(eager);
   CHECK(pred->kernels_us < eager->kernels_us);  // end to end, the 16 MB host copies dominate
   CHECK(pred->peak_memory_bytes < eager->peak_memory_bytes);  // s is never stored
   SearchOptions o;
   o.scheduler = "greedy";
-  auto r = search(g, gpu("nvidia-rtx-4090"), o);
+  auto r = search(g, test::portable(gpu("nvidia-rtx-4090")), o);
   REQUIRE(r);
   CHECK(r->plans.front().plan.kernels.size() == 2);
 }
@@ -316,9 +316,9 @@ TEST_CASE("random plans sample tilings from the feasible space and stay valid", 
   o.samples = 8;
   o.top_k = 4;
   o.seed = 7;
-  auto r = search(g, p, o);
+  auto r = search(g, test::portable(p), o);
   REQUIRE(r);
-  const Plan best_tiles = FusionSpace(g, p).build(Decision(FusionSpace(g, p).candidates().size(), 0), "eager");
+  const Plan best_tiles = FusionSpace(g, test::portable(p)).build(Decision(FusionSpace(g, test::portable(p)).candidates().size(), 0), "eager");
   int differ = 0;
   for (const RankedPlan& rp : r->plans) {
     CHECK(validate_plan(rp.plan, g, make_device(p)));
@@ -339,7 +339,7 @@ TEST_CASE("pass: a transpose feeding a GEMM is read in place", "[schedulers][pas
   b.node("MatMul", {"xt", "w"}, {"y"}, "mm");
   b.output("y");
   const Graph g = build(b, "transpose_gemm.onnx");
-  const FusionSpace s(g, gpu("nvidia-a10"));
+  const FusionSpace s(g, test::portable(gpu("nvidia-a10")));
   REQUIRE(passes(s) == std::vector<std::string>{"transpose-into-gemm"});
   const Decision take(1, 1);
   CHECK(s.score_us(take) < s.score_us(Decision(1, 0)));
@@ -354,7 +354,7 @@ TEST_CASE("incremental scores equal full scores as a beam grows plans", "[schedu
     INFO(file);
     const Graph& g = model(file);
     const GpuProfile p = gpu("nvidia-rtx-3060");
-    const FusionSpace grown(g, p);
+    const FusionSpace grown(g, test::portable(p));
     const size_t n = grown.candidates().size();
     std::mt19937_64 rng(5);
     Decision d(n, 0);
@@ -364,7 +364,7 @@ TEST_CASE("incremental scores equal full scores as a beam grows plans", "[schedu
       Decision child = d;
       child[c] = 1;  // the beam adds candidates in order: c is after every candidate taken
       const double incremental = grown.score_us(child);
-      const FusionSpace fresh(g, p);  // no remembered states: a full evaluation
+      const FusionSpace fresh(g, test::portable(p));  // no remembered states: a full evaluation
       CHECK(incremental == Approx(fresh.score_us(child)).epsilon(1e-12));
       if (rng() % 2) d = child;  // keep growing from it, or branch again from the parent
       ++checked;
@@ -378,7 +378,7 @@ TEST_CASE("flip scores equal full scores where the flip comes after the base's f
     INFO(file);
     const Graph& g = model(file);
     const GpuProfile p = gpu("nvidia-a10");
-    const FusionSpace s(g, p);
+    const FusionSpace s(g, test::portable(p));
     const size_t n = s.candidates().size();
     REQUIRE(n > 20);
     // A base with every fourth candidate of the first half taken; flips: the whole second half
@@ -391,7 +391,7 @@ TEST_CASE("flip scores equal full scores where the flip comes after the base's f
     }
     const std::vector<double> scores = s.score_flips(base, flips);
     REQUIRE(scores.size() == flips.size());
-    const FusionSpace fresh(g, p);
+    const FusionSpace fresh(g, test::portable(p));
     const double base_us = fresh.score_us(base);
     int exact = 0, moved = 0;
     for (size_t i = 0; i < flips.size(); ++i) {
@@ -427,7 +427,7 @@ TEST_CASE("greedy on a long chain takes every helpful fusion in linear work", "[
   b.output(x);
   const Graph g = build(b, "long_chain.onnx");
   SearchOptions o;
-  auto r = search(g, gpu("nvidia-a10"), o);
+  auto r = search(g, test::portable(gpu("nvidia-a10")), o);
   REQUIRE(r);
   REQUIRE(!r->plans.empty());
   CHECK(r->plans[0].plan.kernels.size() == 2000);  // MatMul + Add + Relu, one kernel per block
@@ -450,7 +450,7 @@ TEST_CASE("a fused kernel holds at most 64 eager kernels, so a long element-wise
   b.output(x);
   const Graph g = build(b, "relu_chain.onnx");
   SearchOptions o;
-  auto r = search(g, gpu("nvidia-a10"), o);
+  auto r = search(g, test::portable(gpu("nvidia-a10")), o);
   REQUIRE(r);
   REQUIRE(!r->plans.empty());
   const Plan& p = r->plans[0].plan;
@@ -465,12 +465,12 @@ TEST_CASE("search checks its option ranges and refuses beam and split past their
   const Graph& g = model("mobilenet_v2.onnx");
   SearchOptions o;
   o.top_k = 0;
-  auto r = search(g, gpu("nvidia-a10"), o);
+  auto r = search(g, test::portable(gpu("nvidia-a10")), o);
   REQUIRE(!r);
   CHECK_THAT(r.error().message, Contains("top: 0 is out of range; give an integer from 1 to 100"));
   o = SearchOptions{};
   o.beam_width = 100000;
-  r = search(g, gpu("nvidia-a10"), o);
+  r = search(g, test::portable(gpu("nvidia-a10")), o);
   REQUIRE(!r);
   CHECK_THAT(r.error().message, Contains("beam_width: 100000 is out of range"));
 
@@ -487,13 +487,13 @@ TEST_CASE("search checks its option ranges and refuses beam and split past their
   const Graph chain = build(b, "split_limit.onnx");
   o = SearchOptions{};
   o.scheduler = "split";
-  r = search(chain, gpu("nvidia-a10"), o);
+  r = search(chain, test::portable(gpu("nvidia-a10")), o);
   REQUIRE(!r);
   CHECK_THAT(r.error().message, Contains("--scheduler split on 20001 fusion candidates"));
   CHECK_THAT(r.error().message, Contains("use --scheduler greedy, which is linear"));
   o.scheduler = "beam";
   o.beam_width = 256;  // 256 x 20001^2 > 4e10
-  r = search(chain, gpu("nvidia-a10"), o);
+  r = search(chain, test::portable(gpu("nvidia-a10")), o);
   REQUIRE(!r);
   CHECK_THAT(r.error().message, Contains("--scheduler beam on 20001 fusion candidates with width 256"));
 }
@@ -537,12 +537,11 @@ TEST_CASE("plan search ranks only the tiles codegen generates unless asked for t
     SearchOptions o;
     o.scheduler = scheduler;
     o.samples = 16;
-    auto r = search(g, h200, o);
+    auto r = search(g, test::portable(h200), o);
     REQUIRE(r);
     REQUIRE_FALSE(r->plans.empty());
     for (const auto& p : r->plans) CHECK(as_built_everywhere(p.plan, portable_capability()));
-    o.capability = narrow;
-    auto n = search(g, h200, o);
+    auto n = search(g, make_target(h200, narrow, TileSpace::kGenerated), o);
     REQUIRE(n);
     bool wide = false;
     for (const auto& p : n->plans) {
@@ -553,20 +552,19 @@ TEST_CASE("plan search ranks only the tiles codegen generates unless asked for t
   }
   SearchOptions all;
   all.scheduler = "eager";
-  all.all_tiles = true;
-  auto r = search(g, h200, all);
+  auto r = search(g, test::library(h200), all);
   REQUIRE(r);
   bool split = false;
   for (const PlanKernel& k : r->plans.front().plan.kernels) split = split || k.tile.split_k > 1;
   CHECK(split);  // the whole menu: the cost model's split-K GEMM
   // The tile space the planner, the tuner and codegen share: each tile as generated, no duplicates.
   const KernelWork w = *node_work(g, g.nodes[0]);
-  const std::vector<TileConfig> tiles = generated_tiles(w, d);
+  const std::vector<TileConfig> tiles = generated_tiles(w, d, portable_capability());
   REQUIRE_FALSE(tiles.empty());
   for (size_t i = 0; i < tiles.size(); ++i) {
     CHECK(tiles[i].split_k == 1);
     for (size_t j = 0; j < i; ++j) CHECK_FALSE(tiles[i] == tiles[j]);
   }
-  CHECK(best_generated_tile(w, d).split_k == 1);
+  CHECK(best_generated_tile(w, d, portable_capability()).split_k == 1);
   for (const TileConfig& t : generated_tiles(w, d, *narrow)) CHECK(t.threads <= 128);
 }

@@ -115,11 +115,11 @@ TEST_CASE("eager lowering: GELU's five nodes, Linear's MatMul and bias run as on
   }
   CHECK(linears == 2);
   // gpusim's own executor runs one kernel per node: 11 run-time nodes.
-  auto own = predict(g, test::gpu("nvidia-rtx-3090"), {std::nullopt, runtime("gpusim")});
+  auto own = predict(g, test::library(test::gpu("nvidia-rtx-3090")), {std::nullopt, runtime("gpusim")});
   REQUIRE(own);
   CHECK(own->kernels.size() == 11);
   // Priced as the runtime runs it: fewer kernels, less time, each naming the nodes it covers.
-  auto eager = predict(g, test::gpu("nvidia-rtx-3090"), {std::nullopt, runtime("pytorch-eager")});
+  auto eager = predict(g, test::library(test::gpu("nvidia-rtx-3090")), {std::nullopt, runtime("pytorch-eager")});
   REQUIRE(eager);
   CHECK(eager->kernels.size() == 5);
   CHECK(eager->kernels_us < own->kernels_us);
@@ -234,8 +234,8 @@ TEST_CASE("compile lowering: the bias, BatchNorm and Relu fuse into one kernel a
   REQUIRE(mlp);
   CHECK(mlp->plan.kernels.size() == 4);
   const Graph g = mlp_block();
-  auto eager = predict(g, test::gpu("nvidia-rtx-4090"), {std::nullopt, runtime("pytorch-eager")});
-  auto compiled = predict(g, test::gpu("nvidia-rtx-4090"), {std::nullopt, runtime("torch-compile")});
+  auto eager = predict(g, test::library(test::gpu("nvidia-rtx-4090")), {std::nullopt, runtime("pytorch-eager")});
+  auto compiled = predict(g, test::library(test::gpu("nvidia-rtx-4090")), {std::nullopt, runtime("torch-compile")});
   REQUIRE(eager);
   REQUIRE(compiled);
   CHECK(compiled->kernels_us < eager->kernels_us);

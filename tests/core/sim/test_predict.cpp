@@ -39,7 +39,7 @@ TEST_CASE("every bundled model on every profile: no kernel beats its floor", "[s
       double best_peak = 0;
       for (const auto& [prec, tf] : p.compute.vector_tflops) best_peak = std::max(best_peak, tf);
       for (const auto& mp : p.compute.matrix_tflops) best_peak = std::max(best_peak, mp.tflops);
-      auto pred = predict(g, p, {DType::kFloat16});
+      auto pred = predict(g, test::library(p), {DType::kFloat16});
       REQUIRE(pred);
       REQUIRE(!pred->kernels.empty());
       double sum = 0;
@@ -70,8 +70,8 @@ TEST_CASE("fp16 makes the SD UNet faster on tensor-core GPUs and halves its weig
   for (const char* name : {"nvidia-rtx-3060", "nvidia-a100-40gb", "nvidia-h100-sxm", "amd-mi300x"}) {
     INFO(name);
     const GpuProfile p = gpu(name);
-    auto f32 = predict(g, p, {DType::kFloat32});
-    auto f16 = predict(g, p, {DType::kFloat16});
+    auto f32 = predict(g, test::library(p), {DType::kFloat32});
+    auto f16 = predict(g, test::library(p), {DType::kFloat16});
     REQUIRE(f32);
     REQUIRE(f16);
     CHECK(f16->total_us < f32->total_us);
@@ -81,7 +81,7 @@ TEST_CASE("fp16 makes the SD UNet faster on tensor-core GPUs and halves its weig
 
 TEST_CASE("copies use the host link and unified memory has none", "[sim][predict]") {
   const Graph& g = model("resnet50.onnx");
-  auto pcie = predict(g, gpu("nvidia-rtx-4090"));
+  auto pcie = predict(g, test::library(gpu("nvidia-rtx-4090")));
   REQUIRE(pcie);
   REQUIRE(pcie->transfers.size() == 2);
   CHECK(pcie->transfers[0].to_device);
@@ -89,16 +89,16 @@ TEST_CASE("copies use the host link and unified memory has none", "[sim][predict
   CHECK_FALSE(pcie->transfers[1].to_device);
   CHECK(pcie->transfers[1].start_us >= pcie->kernels.back().start_us + pcie->kernels.back().cost.total_us);
   CHECK(pcie->kernels.front().start_us >= pcie->transfers[0].start_us + pcie->transfers[0].duration_us);
-  auto unified = predict(g, gpu("apple-m3-max"));
+  auto unified = predict(g, test::library(gpu("apple-m3-max")));
   REQUIRE(unified);
   CHECK(unified->transfers.empty());
 }
 
 TEST_CASE("a model too large for the card is flagged", "[sim][predict]") {
-  auto p = predict(model("sd15_vae_decoder_512.onnx"), gpu("nvidia-rtx-4060"), {DType::kFloat32});
+  auto p = predict(model("sd15_vae_decoder_512.onnx"), test::library(gpu("nvidia-rtx-4060")), {DType::kFloat32});
   REQUIRE(p);
   CHECK(p->peak_memory_bytes > 0);
-  auto small = predict(model("resnet50.onnx"), gpu("nvidia-rtx-4060"));
+  auto small = predict(model("resnet50.onnx"), test::library(gpu("nvidia-rtx-4060")));
   REQUIRE(small);
   CHECK(small->fits_in_memory);
 }
@@ -116,7 +116,7 @@ TEST_CASE("tiny graphs are launch-bound", "[sim][predict]") {
   auto g = import_onnx(b.write("chain.onnx"));
   REQUIRE(g);
   const GpuProfile p = gpu("nvidia-h100-sxm");
-  auto pred = predict(*g, p);
+  auto pred = predict(*g, test::library(p));
   REQUIRE(pred);
   CHECK(pred->kernels.size() == 50);
   CHECK(pred->launch_bound_us > 0);
@@ -132,8 +132,8 @@ TEST_CASE("a CUDA graph replay is never predicted slower than gpusim's executor 
     for (const char* name : {"nvidia-t4", "nvidia-a100-40gb", "amd-mi250x", "lavapipe"}) {
       INFO(m << " on " << name);
       const GpuProfile p = gpu(name);
-      auto own = predict(g, p);
-      auto replayed = predict(g, p, {std::nullopt, *graph});
+      auto own = predict(g, test::library(p));
+      auto replayed = predict(g, test::library(p), {std::nullopt, *graph});
       REQUIRE(own);
       REQUIRE(replayed);
       CHECK(replayed->runtime == "cuda-graph");
@@ -154,7 +154,7 @@ TEST_CASE("a framework runtime paces the launches with its host time per op", "[
   auto g = import_onnx(b.write("runtime_chain.onnx"));
   REQUIRE(g);
   const GpuProfile p = gpu("nvidia-t4");
-  auto own = predict(*g, p);
+  auto own = predict(*g, test::library(p));
   REQUIRE(own);
   CHECK(own->runtime == "gpusim");
 
@@ -163,7 +163,7 @@ TEST_CASE("a framework runtime paces the launches with its host time per op", "[
   eager.combine = "overlap";
   eager.default_us = 30;
   eager.op_us = {{"add", 40}, {"relu", 20}};
-  auto e = predict(*g, p, {std::nullopt, eager});
+  auto e = predict(*g, test::library(p), {std::nullopt, eager});
   REQUIRE(e);
   CHECK(e->runtime == "test-eager");
   // Host-bound: each kernel waits for its call; the last starts after 40 + 20 + 30 (tanh: default).
@@ -176,12 +176,12 @@ TEST_CASE("a framework runtime paces the launches with its host time per op", "[
   // Serial: every call waits for the kernel before it, so host time and kernels add up.
   RuntimeModel serial = eager;
   serial.combine = "serial";
-  auto s = predict(*g, p, {std::nullopt, serial});
+  auto s = predict(*g, test::library(p), {std::nullopt, serial});
   REQUIRE(s);
   CHECK(s->host_us >= 90 + own->kernels.front().cost.total_us + own->kernels[1].cost.total_us - 1e-6);
 
   // A device runtime (gpusim's own timing) leaves the executor's pacing as it is.
-  auto d = predict(*g, p, {std::nullopt, *find_runtime("gpusim", {})});
+  auto d = predict(*g, test::library(p), {std::nullopt, *find_runtime("gpusim", {})});
   REQUIRE(d);
   CHECK(d->total_us == Approx(own->total_us));
   // The names framework runtimes use for ONNX ops.
@@ -201,18 +201,18 @@ TEST_CASE("an operand the previous kernel just wrote is read from L2 when it fit
     return *g;
   };
   const GpuProfile p = gpu("nvidia-a100-40gb");  // 40 MB L2
-  auto small = predict(chain(1 << 20), p);        // 4 MB: stays in L2
+  auto small = predict(chain(1 << 20), test::library(p));        // 4 MB: stays in L2
   REQUIRE(small);
   CHECK(small->kernels[0].work.l2_resident_bytes == 0);  // the graph input came over the host link
   CHECK(small->kernels[1].work.l2_resident_bytes == int64_t{4} << 20);
   CHECK(small->kernels[1].cost.dram_bytes < small->kernels[0].cost.dram_bytes);
-  auto big = predict(chain(int64_t{1} << 26), p);  // 256 MB: evicted long before it is read
+  auto big = predict(chain(int64_t{1} << 26), test::library(p));  // 256 MB: evicted long before it is read
   REQUIRE(big);
   CHECK(big->kernels[1].work.l2_resident_bytes == 0);
 }
 
 TEST_CASE("the Chrome trace is valid trace-event JSON with every kernel and copy", "[sim][predict]") {
-  auto p = predict(model("mobilenet_v2.onnx"), gpu("nvidia-l4"), {DType::kFloat16});
+  auto p = predict(model("mobilenet_v2.onnx"), test::library(gpu("nvidia-l4")), {DType::kFloat16});
   REQUIRE(p);
   const auto j = nlohmann::json::parse(chrome_trace(*p));
   REQUIRE(j.contains("traceEvents"));
@@ -245,7 +245,7 @@ TEST_CASE("golden predictions", "[sim][golden]") {
     std::optional<DType> dtype;
     if (c["dtype"] == "fp16") dtype = DType::kFloat16;
     if (c["dtype"] == "bf16") dtype = DType::kBFloat16;
-    auto p = predict(*g, gpu(c["gpu"].get<std::string>()), {dtype});
+    auto p = predict(*g, test::library(gpu(c["gpu"].get<std::string>())), {dtype});
     REQUIRE(p);
     const double want = c["expected_total_us"].get<double>();
     CHECK(p->total_us == Approx(want).epsilon(c["tolerance"].get<double>()));
@@ -270,8 +270,8 @@ TEST_CASE("a batched activation times a weight matrix is priced as one GEMM over
   const GpuProfile t4 = gpu("nvidia-t4");
   const Graph g3 = test::build_graph(b, "matmul_seq_first.onnx");
   const Graph g2 = test::build_graph(flat, "matmul_flat.onnx");
-  const auto p3 = predict(g3, t4, {});
-  const auto p2 = predict(g2, t4, {});
+  const auto p3 = predict(g3, test::library(t4), {});
+  const auto p2 = predict(g2, test::library(t4), {});
   REQUIRE(p3);
   REQUIRE(p2);
   CHECK(p3->kernels.at(0).work.m == 197);

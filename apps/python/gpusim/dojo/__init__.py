@@ -46,6 +46,7 @@ class Config:
     memory_fractions: list = dataclasses.field(default_factory=lambda: [1.0])
     power_fractions: list = dataclasses.field(default_factory=lambda: [1.0])
     dtype: str = "fp16"
+    tiles: str = "generated"  # the tile space plans are priced in: generated | library
     plans: int = 8
     seed: int = 1
     store: str = ""
