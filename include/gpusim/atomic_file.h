@@ -10,6 +10,8 @@
 //   if (auto s = gpusim::write_file_atomic("cache/tuning.json", text); !s) ... s.error().message
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <string>
 #include <string_view>
 
@@ -18,10 +20,10 @@
 namespace gpusim {
 
 // Replaces `path` with `bytes` (creating it if absent; the directory must exist).
-Status write_file_atomic(const std::string& path, std::string_view bytes);
+GPUSIM_API Status write_file_atomic(const std::string& path, std::string_view bytes);
 
 // Removes the temporaries write_file_atomic left in `dir` whose writing process has exited;
 // returns how many. write_file_atomic calls it on the target's directory before writing.
-int sweep_stale_temporaries(const std::string& dir);
+GPUSIM_API int sweep_stale_temporaries(const std::string& dir);
 
 }  // namespace gpusim

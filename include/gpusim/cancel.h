@@ -12,6 +12,8 @@
 // the caller's token unless that thread installs it too.
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <atomic>
 #include <exception>
 #include <thread>
@@ -19,7 +21,7 @@
 
 namespace gpusim {
 
-class CancelToken {
+class GPUSIM_API CancelToken {
  public:
   void cancel() noexcept { flag_.store(true, std::memory_order_relaxed); }
   bool cancelled() const noexcept { return flag_.load(std::memory_order_relaxed); }
@@ -29,7 +31,7 @@ class CancelToken {
 };
 
 // Thrown by check_cancelled(); what() says why.
-class Cancelled : public std::exception {
+class GPUSIM_API Cancelled : public std::exception {
  public:
   const char* what() const noexcept override { return "cancelled: the caller stopped this work (a time limit passed)"; }
 };
@@ -39,7 +41,7 @@ inline thread_local const CancelToken* current_cancel_token = nullptr;
 }
 
 // Installs `token` (may be null) for this thread until the scope ends; scopes nest.
-class CancelScope {
+class GPUSIM_API CancelScope {
  public:
   explicit CancelScope(const CancelToken* token) noexcept : prev_(detail::current_cancel_token) {
     detail::current_cancel_token = token;

@@ -18,6 +18,8 @@
 //   auto p = gpusim::find_profile("nvidia-rtx-3060", dirs);
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,19 +27,19 @@
 namespace gpusim {
 
 // <prefix>/share/gpusim of this installation (or build tree); nullopt when none is found.
-std::optional<std::string> installed_data_dir();
+GPUSIM_API std::optional<std::string> installed_data_dir();
 // $XDG_CONFIG_HOME/gpusim, else $HOME/.config/gpusim; empty when neither variable is set.
-std::string user_config_dir();
+GPUSIM_API std::string user_config_dir();
 // The directories named by a colon-separated environment variable (empty entries skipped), then
 // `<user config>/<user_subdir>`, then `<installed data>/<data_subdir>`.
-std::vector<std::string> search_dirs(const char* env_var, const std::string& user_subdir, const std::string& data_subdir);
+GPUSIM_API std::vector<std::string> search_dirs(const char* env_var, const std::string& user_subdir, const std::string& data_subdir);
 // Profiles: $GPUSIM_PROFILE_PATH, <user config>/profiles, <installed data>/gpu_profiles.
-std::vector<std::string> default_profile_dirs();
+GPUSIM_API std::vector<std::string> default_profile_dirs();
 // The measurement store that holds the autotuner's cache by default: $GPUSIM_TUNING_DB, else
 // $XDG_CACHE_HOME/gpusim/tuning.db, else ~/.cache/gpusim/tuning.db ("" when none can be named).
-std::string default_tuning_store();
+GPUSIM_API std::string default_tuning_store();
 // Where calibrated profiles are written by default: <user config>/profiles ("" when there is no
 // user config directory).
-std::string user_profile_dir();
+GPUSIM_API std::string user_profile_dir();
 
 }  // namespace gpusim

@@ -9,6 +9,8 @@
 //   auto tiles = gpusim::generated_tiles(work, t.device, *t.tiles);   // what the tuner measures
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <functional>
 #include <vector>
 
@@ -22,7 +24,7 @@ namespace gpusim {
 
 // One kernel per run-time op, each with the cost model's fastest tile of the target's tile space
 // (best_generated_tile over target.tiles): the baseline every plan is compared with.
-Plan eager_plan(const Graph& g, const Target& target);
+GPUSIM_API Plan eager_plan(const Graph& g, const Target& target);
 
 // The tile space of a code generator on a target (tile.h: TileCapability), so that the planner,
 // the autotuner and codegen share one and a plan ranked with it holds only tiles that run exactly
@@ -30,12 +32,12 @@ Plan eager_plan(const Graph& g, const Target& target);
 //   generated_tiles:     the cost model's menu for `w`, each tile as `cap` generates it,
 //                        duplicates removed, in menu order;
 //   best_generated_tile: the cost model's fastest feasible one of those.
-std::vector<TileConfig> generated_tiles(const KernelWork& w, const DeviceModel& d, const TileCapability& cap);
-TileConfig best_generated_tile(const KernelWork& w, const DeviceModel& d, const TileCapability& cap);
+GPUSIM_API std::vector<TileConfig> generated_tiles(const KernelWork& w, const DeviceModel& d, const TileCapability& cap);
+GPUSIM_API TileConfig best_generated_tile(const KernelWork& w, const DeviceModel& d, const TileCapability& cap);
 
 // Every run-time node in exactly one kernel (or listed as recomputed), producers before consumers,
 // at most one anchor class per kernel, every tile feasible on the device. The message lists every
 // problem found, each with the kernel index and the reason.
-Status validate_plan(const Plan& p, const Graph& g, const DeviceModel& d);
+GPUSIM_API Status validate_plan(const Plan& p, const Graph& g, const DeviceModel& d);
 
 }  // namespace gpusim

@@ -7,6 +7,8 @@
 //   std::string doc = gpusim::prediction_document(*p, gpu);   // {"schema": "gpusim.predict/1", ...}
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,41 +29,41 @@ struct ComparedGpu;
 struct RunReport;
 
 // gpusim.predict/1: totals, every kernel (time, bound, tile, achieved rates), transfers, notes.
-std::string prediction_document(const Prediction& p, const GpuProfile& gpu);
+GPUSIM_API std::string prediction_document(const Prediction& p, const GpuProfile& gpu);
 // gpusim.compare/1: one row per GPU (latency, speed-up over the first, time share by bound).
-std::string compare_document(const std::string& model, const std::vector<ComparedGpu>& rows);
+GPUSIM_API std::string compare_document(const std::string& model, const std::vector<ComparedGpu>& rows);
 // gpusim.plan-search/1: the ranked plans, each with its plan document (gpusim.plan/1) inside.
-std::string plan_search_document(const std::string& model, const Graph& g, const GpuProfile& gpu,
+GPUSIM_API std::string plan_search_document(const std::string& model, const Graph& g, const GpuProfile& gpu,
                                  const SearchOptions& o, const SearchResult& r);
 // gpusim.profile/1: every figure of one profile, efficiency origins, sources, assumptions.
-std::string profile_document(const GpuProfile& p);
+GPUSIM_API std::string profile_document(const GpuProfile& p);
 // {"profiles": [...]}: one entry per profile found, loaded or with its error.
-std::string profile_list_document(const std::vector<std::pair<ProfileEntry, Result<GpuProfile>>>& all);
+GPUSIM_API std::string profile_list_document(const std::vector<std::pair<ProfileEntry, Result<GpuProfile>>>& all);
 // gpusim.profiles-validate/1: {"profiles": [{name, path, valid, problems: [...], derived: [...]}],
 // "valid", "invalid"}. `problems` holds every problem found (a loader error has one per line);
 // `derived`, for a valid profile, the figures computed rather than read (rescaled peaks, ...).
-std::string profile_validation_document(const std::vector<std::pair<std::string, Result<GpuProfile>>>& results);
+GPUSIM_API std::string profile_validation_document(const std::vector<std::pair<std::string, Result<GpuProfile>>>& results);
 // The problems a failed profile load reports, one per line of its message.
-std::vector<std::string> profile_problems(const Error& e);
+GPUSIM_API std::vector<std::string> profile_problems(const Error& e);
 // gpusim.validate/1: the report card per GPU and class; `mode` is datasheet, fit or
 // leave-one-gpu-out; `records` are the measurements the report indexes.
-std::string validation_document(const ValidationReport& rep, const std::vector<Measurement>& records,
+GPUSIM_API std::string validation_document(const ValidationReport& rep, const std::vector<Measurement>& records,
                                 const std::string& mode, const std::string& truth, const std::string& runtime);
 // gpusim.run/1: a timed run, measured beside predicted per kernel.
-std::string run_document(const RunReport& r);
+GPUSIM_API std::string run_document(const RunReport& r);
 // gpusim.tune/1: an autotuning run: per kernel the candidates (predicted, measured), the tile
 // chosen and the simulator's report card; `end_to_end` (may be null) is the tuned plan timed whole.
-std::string tune_document(const TuneReport& t, const RunReport* end_to_end);
+GPUSIM_API std::string tune_document(const TuneReport& t, const RunReport* end_to_end);
 // gpusim.tuning-cache/1: what the tuning cache at `path` holds, per device and driver.
-std::string tuning_cache_document(const std::string& path, const TuningCacheInfo& info);
+GPUSIM_API std::string tuning_cache_document(const std::string& path, const TuningCacheInfo& info);
 // gpusim.error/1: {"schema", "error": {"code", "message"}} — how the service reports a failure.
-std::string error_document(const Error& e);
-std::string_view error_code_name(ErrorCode c);
+GPUSIM_API std::string error_document(const Error& e);
+GPUSIM_API std::string_view error_code_name(ErrorCode c);
 
 // Where an efficiency factor of a profile comes from: "calibrated" (measured by gpusim calibrate),
 // "profile" (set in its YAML or the vendor's fitted defaults) or "default".
-std::string efficiency_origin(const GpuProfile& p, const std::string& key, double value);
+GPUSIM_API std::string efficiency_origin(const GpuProfile& p, const std::string& key, double value);
 // The best fp16-input matrix-unit peak (any accumulate); nullopt when the GPU has none.
-std::optional<double> best_fp16_matrix_tflops(const GpuProfile& p);
+GPUSIM_API std::optional<double> best_fp16_matrix_tflops(const GpuProfile& p);
 
 }  // namespace gpusim

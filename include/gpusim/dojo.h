@@ -29,6 +29,8 @@
 // from the API; [](auto& p, auto) { return gpusim::library_target(p); } with the core alone.
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -45,7 +47,7 @@ namespace gpusim::dojo {
 
 inline constexpr const char* kSchema = "gpusim.dojo/1";
 
-struct Config {
+struct GPUSIM_API Config {
   std::vector<std::string> models;  // ONNX files
   // Dim override sets; each model is imported once per set whose names it has (a set naming
   // no input dim of a model is skipped for it). Empty: each model once, as it is.
@@ -73,10 +75,10 @@ struct Config {
 // A configuration as JSON (the manifest's "config", and what the Python package passes): every
 // field of Config by its name; absent fields keep their defaults. Errors name the field, the value
 // and what is allowed.
-Result<Config> config_from_json(const std::string& text);
-std::string config_to_json(const Config& c);
+GPUSIM_API Result<Config> config_from_json(const std::string& text);
+GPUSIM_API std::string config_to_json(const Config& c);
 
-struct GraphVariant {
+struct GPUSIM_API GraphVariant {
   std::string id;      // "resnet50" or "bert_base_seq128[batch=8]"
   std::string family;  // the model's file stem: splits by graph family keep its variants together
   std::string path;
@@ -84,7 +86,7 @@ struct GraphVariant {
   std::shared_ptr<const Graph> graph;
 };
 
-struct GpuVariant {
+struct GPUSIM_API GpuVariant {
   std::string id;      // the profile's name; a virtual GPU's is "<base>-v<k>"
   std::string family;  // the base profile's name: splits by GPU family keep virtual GPUs with it
   bool virtual_gpu = false;
@@ -92,17 +94,17 @@ struct GpuVariant {
   std::shared_ptr<const GpuProfile> profile;
 };
 
-struct Constraint {
+struct GPUSIM_API Constraint {
   std::string objective = "latency";
   double memory_fraction = 1.0;
   double power_fraction = 1.0;
 };
 
-struct Task {
+struct GPUSIM_API Task {
   int graph = 0, gpu = 0, constraint = 0;  // indices into Tasks' lists
 };
 
-struct Tasks {
+struct GPUSIM_API Tasks {
   Config config;
   std::vector<GraphVariant> graphs;
   std::vector<GpuVariant> gpus;
@@ -114,27 +116,27 @@ struct Tasks {
 
 // Imports every graph variant, loads and samples every GPU, and lists the tasks. Errors name the
 // model, dim set or profile that failed, and the fix.
-Result<Tasks> expand(const Config& c, const std::vector<std::string>& profile_dirs);
+GPUSIM_API Result<Tasks> expand(const Config& c, const std::vector<std::string>& profile_dirs);
 
 // Nodes [first, last) of `g` (topological order) as a graph of their own: tensors they read that
 // earlier nodes produced become its inputs, tensors they produce that later nodes or the graph's
 // outputs read become its outputs (the last node's when none are), and only the tensors they touch
 // are kept. `first` < `last` <= g.nodes.size().
-Graph cut_graph(const Graph& g, size_t first, size_t last);
+GPUSIM_API Graph cut_graph(const Graph& g, size_t first, size_t last);
 
 // A virtual GPU: `base` with its unit count, clocks, DRAM and L2 sizes and bandwidths and TDP
 // drawn within physically consistent ranges (peak rates follow units x clock), reproducible from
 // `seed`; returned as YAML that extends the base profile (`name` is its id).
-std::string virtual_gpu_yaml(const GpuProfile& base, const std::string& name, uint64_t seed);
+GPUSIM_API std::string virtual_gpu_yaml(const GpuProfile& base, const std::string& name, uint64_t seed);
 
-struct ShardSpec {
+struct GPUSIM_API ShardSpec {
   int index = 0;
   int count = 1;
 };
 // "i/N" (0 <= i < N); errors say the form.
-Result<ShardSpec> parse_shard(const std::string& text);
+GPUSIM_API Result<ShardSpec> parse_shard(const std::string& text);
 
-struct ShardResult {
+struct GPUSIM_API ShardResult {
   int index = 0, count = 1;
   bool skipped = false;  // complete already (its record and files agree): nothing was done
   std::string redone;    // why a shard on disk was generated again ("" if there was none)
@@ -145,52 +147,52 @@ struct ShardResult {
 
 // The task indices shard `s` holds: a contiguous range, so a shard builds each graph's search
 // space once for all its GPUs and constraints.
-std::pair<size_t, size_t> shard_range(size_t tasks, ShardSpec s);
+GPUSIM_API std::pair<size_t, size_t> shard_range(size_t tasks, ShardSpec s);
 
 // Generates one shard into `out_dir` (created): kernels-IIIII-of-NNNNN.{csv,ndjson} and
 // plans-IIIII-of-NNNNN.{csv,ndjson}, each written whole to a temporary file and renamed, then its
 // record. A complete shard (shard_problem() empty) is skipped. `progress` is called after each
 // task with (tasks done, tasks in the shard). `make_target` makes each GPU's target (a virtual or
 // power-capped GPU's too) in the tile space t.config.tiles names.
-Result<ShardResult> generate_shard(const Tasks& t, ShardSpec s, const std::string& out_dir, const TargetMaker& make_target,
+GPUSIM_API Result<ShardResult> generate_shard(const Tasks& t, ShardSpec s, const std::string& out_dir, const TargetMaker& make_target,
                                    const std::function<void(size_t, size_t)>& progress = {});
 
 // Writes `out_dir`/dojo.json — the schema, the configuration, the graph variants, GPUs,
 // constraints and shard count, and the column tables: what a reader needs to interpret shards —
 // and each virtual GPU's profile as gpus/<id>.yaml. Calls prepare_out_dir(t, shard_count,
 // out_dir, force) first.
-Status write_manifest(const Tasks& t, int shard_count, const std::string& out_dir, bool force = false);
+GPUSIM_API Status write_manifest(const Tasks& t, int shard_count, const std::string& out_dir, bool force = false);
 
 // Checks `out_dir` before anything is written into it: creatable and writable, and holding no
 // dataset (a dojo.json, or shard files without one) of another configuration, shard count or
 // schema. Such a dataset is an error naming the keys that differ, unless `force`, which removes
 // its files first (shards, their records, dojo.json, DATASET.md, gpus/*.yaml; nothing else).
-Status prepare_out_dir(const Tasks& t, int shard_count, const std::string& out_dir, bool force);
+GPUSIM_API Status prepare_out_dir(const Tasks& t, int shard_count, const std::string& out_dir, bool force);
 
 // The record of a complete shard, shard-IIIII-of-NNNNN.json beside its files.
-std::string shard_record_name(ShardSpec s);
+GPUSIM_API std::string shard_record_name(ShardSpec s);
 // Why shard `s` in `out_dir` is not complete, or "" when it is: its record is missing or
 // unreadable, names files of another extension than `ext` ("csv", "ndjson", "parquet"), or a file
 // it lists is missing, not a regular file, or of another size or hash than recorded.
-std::string shard_problem(const std::string& out_dir, ShardSpec s, const std::string& ext);
+GPUSIM_API std::string shard_problem(const std::string& out_dir, ShardSpec s, const std::string& ext);
 // Records shard `r` as complete: `files` (names in out_dir: the kernels file, then the plans
 // file) with their sizes and hashes, and the shard's counts. Written atomically, after the files.
-Status write_shard_record(const std::string& out_dir, const ShardResult& r, const std::vector<std::string>& files);
+GPUSIM_API Status write_shard_record(const std::string& out_dir, const ShardResult& r, const std::vector<std::string>& files);
 
 // After a run: rewrites dojo.json with the files of every complete shard (table, shard, name,
 // bytes, hash, rows) and how many shards are complete, then DATASET.md (the dataset card) from it,
 // listing exactly the files present. Returns the number of complete shards.
-Result<int> finish(const std::string& out_dir);
+GPUSIM_API Result<int> finish(const std::string& out_dir);
 
 // The columns of the kernel and plan tables, in file order: name, type ("int", "float",
 // "string", "bool") and unit, and what it holds (the dataset card prints them).
-struct Column {
+struct GPUSIM_API Column {
   const char* name;
   const char* type;
   const char* unit;
   const char* doc;
 };
-const std::vector<Column>& kernel_columns();
-const std::vector<Column>& plan_columns();
+GPUSIM_API const std::vector<Column>& kernel_columns();
+GPUSIM_API const std::vector<Column>& plan_columns();
 
 }  // namespace gpusim::dojo

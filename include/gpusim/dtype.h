@@ -1,6 +1,8 @@
 // Element types, numbered as ONNX's TensorProto.DataType so a value read from a file maps 1:1.
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -35,12 +37,12 @@ enum class DType : int {
 
 // Bits per element. Strings have no fixed size: they count as one 8-byte handle per element
 // (what a runtime stores), which keeps byte totals finite and documented.
-int dtype_bits(DType t);
-std::string_view dtype_name(DType t);  // "fp32", "int64", "bf16", ...
-std::optional<DType> dtype_from_onnx(int onnx_type);  // nullopt for codes gpusim does not know
+GPUSIM_API int dtype_bits(DType t);
+GPUSIM_API std::string_view dtype_name(DType t);  // "fp32", "int64", "bf16", ...
+GPUSIM_API std::optional<DType> dtype_from_onnx(int onnx_type);  // nullopt for codes gpusim does not know
 // "fp32" | "fp16" | "bf16": the float types a graph may be re-typed to (--dtype); nullopt otherwise.
-std::optional<DType> float_dtype_from_name(std::string_view name);
-bool dtype_is_float(DType t);    // fp64/32/16, bf16, fp8 variants
-bool dtype_is_integer(DType t);  // signed and unsigned ints, bool excluded
+GPUSIM_API std::optional<DType> float_dtype_from_name(std::string_view name);
+GPUSIM_API bool dtype_is_float(DType t);    // fp64/32/16, bf16, fp8 variants
+GPUSIM_API bool dtype_is_integer(DType t);  // signed and unsigned ints, bool excluded
 
 }  // namespace gpusim

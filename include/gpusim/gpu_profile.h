@@ -9,6 +9,8 @@
 //   double bw = p->memory.dram.bandwidth_gbps * p->efficiency.dram_bandwidth;
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -24,18 +26,18 @@ namespace gpusim {
 
 // Arithmetic precisions of compute units (tf32 and fp4 are matrix-unit formats, not tensor dtypes).
 enum class Precision { kFp64, kFp32, kTf32, kFp16, kBf16, kFp8, kFp4, kInt32, kInt8, kInt4 };
-std::string_view precision_name(Precision p);
-std::optional<Precision> precision_from_name(std::string_view s);
+GPUSIM_API std::string_view precision_name(Precision p);
+GPUSIM_API std::optional<Precision> precision_from_name(std::string_view s);
 // The precision a tensor dtype computes in (fp32 -> kFp32, fp16 -> kFp16, int64 -> kInt32 ...).
-Precision precision_of(DType t);
+GPUSIM_API Precision precision_of(DType t);
 
-struct MatrixPeak {
+struct GPUSIM_API MatrixPeak {
   Precision input = Precision::kFp16;
   Precision accumulate = Precision::kFp32;
   double tflops = 0;
 };
 
-struct ComputeSpec {
+struct GPUSIM_API ComputeSpec {
   int units = 0;  // SMs / CUs / Xe-cores / GPU cores
   double boost_clock_mhz = 0;
   // Datasheet base clock (0: not given). A card held at its power limit under sustained load runs
@@ -60,7 +62,7 @@ struct ComputeSpec {
   int matrix_alignment_elements = 8;
 };
 
-struct DramSpec {
+struct GPUSIM_API DramSpec {
   double size_gb = 0;
   double bandwidth_gbps = 0;
   int bus_width_bits = 0;
@@ -68,33 +70,33 @@ struct DramSpec {
   double latency_ns = 0;
 };
 
-struct CacheSpec {
+struct GPUSIM_API CacheSpec {
   bool present = false;
   double size_mb = 0;
   double bandwidth_gbps = 0;  // 0: not given (the simulator assumes; see README)
   double latency_ns = 0;
 };
 
-struct L1Spec {
+struct GPUSIM_API L1Spec {
   double size_per_unit_kb = 0;
   double latency_ns = 0;
 };
 
-struct MemorySpec {
+struct GPUSIM_API MemorySpec {
   DramSpec dram;
   CacheSpec l2;
   CacheSpec infinity_cache;  // AMD Infinity Cache / Apple SLC: a last-level cache behind L2
   L1Spec l1;
 };
 
-struct HostLinkSpec {
+struct GPUSIM_API HostLinkSpec {
   bool unified = false;  // unified memory: no host copies
   int generation = 0;
   int lanes = 0;
   double bandwidth_gbps = 0;  // one direction; derived from generation and lanes when not given
 };
 
-struct LaunchSpec {
+struct GPUSIM_API LaunchSpec {
   double overhead_us = -1;       // < 0 until loaded: absent figures are assumed (gpu_profiles/README.md)
   double latency_floor_us = -1;
   // Device time to start one thread block on a unit; the busiest unit pays it for every block it
@@ -102,13 +104,13 @@ struct LaunchSpec {
   double block_us = 0;
 };
 
-struct PowerSpec {
+struct GPUSIM_API PowerSpec {
   double tdp_w = 0;
   double idle_w = 0;
 };
 
 // Achievable fraction of each peak. Defaults for uncalibrated profiles (gpu_profiles/README.md).
-struct Efficiency {
+struct GPUSIM_API Efficiency {
   double dram_bandwidth = 0.85;
   double l2_bandwidth = 0.80;
   double vector_flops = 0.80;
@@ -124,7 +126,7 @@ struct Efficiency {
 };
 
 // A measured figure from `gpusim calibrate`.
-struct CalibratedFigure {
+struct GPUSIM_API CalibratedFigure {
   double value = 0;
   double p50 = 0;
   double p95 = 0;
@@ -132,7 +134,7 @@ struct CalibratedFigure {
   std::string unit;
 };
 
-struct Calibration {
+struct GPUSIM_API Calibration {
   std::string device;
   std::string driver;
   std::string date;
@@ -144,7 +146,7 @@ struct Calibration {
   std::map<std::string, CalibratedFigure> figures;  // dotted key: "efficiency.dram_bandwidth", "memory.l2.size_mb"
 };
 
-struct GpuProfile {
+struct GPUSIM_API GpuProfile {
   std::string name;
   std::string display_name;
   std::string vendor;
@@ -172,33 +174,33 @@ struct GpuProfile {
 // The profile whose display name occurs in a device's name ("NVIDIA H200" -> nvidia-h200); the
 // longest display name wins, and on a tie a calibrated profile beats a datasheet one, unless
 // `datasheet_only` (calibration wants the datasheet profile to extend).
-std::optional<GpuProfile> profile_for_device(const std::string& device_name, const std::vector<std::string>& dirs,
+GPUSIM_API std::optional<GpuProfile> profile_for_device(const std::string& device_name, const std::vector<std::string>& dirs,
                                              bool datasheet_only = false);
 // Every efficiency figure by its YAML key ("dram_bandwidth", ...): a profile's `efficiency` block,
 // its calibrated figures and the vendor defaults file all name them so.
-const std::vector<std::pair<const char*, double Efficiency::*>>& efficiency_fields();
+GPUSIM_API const std::vector<std::pair<const char*, double Efficiency::*>>& efficiency_fields();
 
 // Loads one file (resolving `extends:` by name in `dirs`). Errors name the file, the YAML path, the
 // value and the allowed range.
-Result<GpuProfile> load_profile(const std::string& path, const std::vector<std::string>& dirs);
+GPUSIM_API Result<GpuProfile> load_profile(const std::string& path, const std::vector<std::string>& dirs);
 // A profile from YAML text in memory (an upload, a string in a program); `source` names it in
 // messages, and when it ends in .yaml its stem must match the profile's name, as a file's does.
 // `extends:` resolves by name in `dirs`.
-Result<GpuProfile> load_profile_yaml(const std::string& text, const std::string& source,
+GPUSIM_API Result<GpuProfile> load_profile_yaml(const std::string& text, const std::string& source,
                                      const std::vector<std::string>& dirs);
 // NAME (searched in dirs) or a path to a .yaml file. A NAME that is no profile's id as written
 // resolves when, in any case and with spaces, '-' or '_' between words, it is one profile's id or
 // display name ("NVIDIA_T4", "NVIDIA GeForce RTX 3060 12GB"), or a run of words only one profile's
 // id or display name has ("3060", "RTX 3060", "h100-sxm"). Otherwise kNotFound names the profiles
 // it matches (when several) or the three closest ids.
-Result<GpuProfile> find_profile(const std::string& name_or_path, const std::vector<std::string>& dirs);
+GPUSIM_API Result<GpuProfile> find_profile(const std::string& name_or_path, const std::vector<std::string>& dirs);
 
 // Efficiency figures fitted per vendor on measured GPUs (gpusim validate --write-efficiency), the
 // defaults of every profile of that vendor that does not set its own: gpu_profiles/_efficiency.yaml
 // (schema gpusim.efficiency/1), the first found in the profile dirs. Without one, the built-in
 // defaults of Efficiency hold.
 inline constexpr const char* kVendorEfficiencyFile = "_efficiency.yaml";
-struct VendorEfficiency {
+struct GPUSIM_API VendorEfficiency {
   std::string path;     // "" when no file was found
   std::string command;  // the command that fitted it
   std::map<std::string, std::map<std::string, double>> vendors;  // vendor -> figure -> value
@@ -215,18 +217,18 @@ struct VendorEfficiency {
 
 // The architecture's family name: the first word of the profile's `architecture` ("Ampere GA102
 // (CC 8.6)" -> "Ampere", "CDNA2 (gfx90a)" -> "CDNA2"); "" when none is given.
-std::string architecture_family(const GpuProfile& p);
-Result<VendorEfficiency> load_vendor_efficiency(const std::vector<std::string>& dirs);
+GPUSIM_API std::string architecture_family(const GpuProfile& p);
+GPUSIM_API Result<VendorEfficiency> load_vendor_efficiency(const std::vector<std::string>& dirs);
 
 // Files in profile dirs whose name starts with '_' are not profiles.
-struct ProfileEntry {
+struct GPUSIM_API ProfileEntry {
   std::string name;
   std::string path;
 };
 // Every *.yaml under the dirs, sorted by name (a name found twice: the first dir wins). A folder
 // that cannot be read is skipped, with a line in `warnings` naming it and why.
-std::vector<ProfileEntry> list_profiles(const std::vector<std::string>& dirs, std::vector<std::string>* warnings = nullptr);
+GPUSIM_API std::vector<ProfileEntry> list_profiles(const std::vector<std::string>& dirs, std::vector<std::string>* warnings = nullptr);
 // The warnings list_profiles gives for `dirs` (the CLI prints them once per command).
-std::vector<std::string> profile_dir_warnings(const std::vector<std::string>& dirs);
+GPUSIM_API std::vector<std::string> profile_dir_warnings(const std::vector<std::string>& dirs);
 
 }  // namespace gpusim

@@ -25,6 +25,8 @@
 //   std::string doc = gpusim::prediction_document(*p, *gpu);  // schema gpusim.predict/1
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -48,12 +50,12 @@
 namespace gpusim {
 
 // The library's version ("0.1.0").
-const char* version();
+GPUSIM_API const char* version();
 
 // The id of a model's bytes (hex, 32 digits): Model::content_hash, the service's model_id.
-std::string content_hash(std::string_view bytes);
+GPUSIM_API std::string content_hash(std::string_view bytes);
 
-struct SessionOptions {
+struct GPUSIM_API SessionOptions {
   // Directories of GPU profiles searched first (the CLI's --profiles), before $GPUSIM_PROFILE_PATH,
   // the user's config directory and the installed profiles (gpusim/data_dirs.h).
   std::vector<std::string> profile_dirs;
@@ -61,14 +63,14 @@ struct SessionOptions {
   std::vector<std::string> runtime_dirs;
 };
 
-struct ModelOptions {
+struct GPUSIM_API ModelOptions {
   // Symbolic input dims, as --dim takes them: "NAME=VALUE" or "INPUT:AXIS=VALUE".
   std::vector<std::string> dims;
 };
 
 // An imported graph (shapes inferred, weights not kept). Immutable and cheap to copy: copies share
 // one graph. `source` is the path, or the name given with the bytes.
-class Model {
+class GPUSIM_API Model {
  public:
   Model() = default;
   bool valid() const { return state_ != nullptr; }
@@ -85,7 +87,7 @@ class Model {
   std::shared_ptr<const State> state_;
 };
 
-struct PredictRequest {
+struct GPUSIM_API PredictRequest {
   // Re-type the graph's float tensors first (fp32, fp16, bf16); unset: the model's own types.
   std::optional<DType> dtype;
   // The runtime that launches the kernels: "" or "gpusim" (gpusim's executor), "cuda-graph",
@@ -103,13 +105,13 @@ struct PredictRequest {
 };
 
 // One GPU's prediction in a comparison.
-struct ComparedGpu {
+struct GPUSIM_API ComparedGpu {
   GpuProfile gpu;
   Prediction prediction;
 };
 
 // Backends that run plans for real.
-struct CompileOptions {
+struct GPUSIM_API CompileOptions {
   std::string backend = "cpu";  // cpu (the reference), vulkan, cuda or hip
   int device = 0;               // index within the backend
   // The plan to run; unset: the eager plan, with each kernel's tile chosen for `gpu` (or for the
@@ -124,16 +126,16 @@ struct CompileOptions {
 // Whether compile() accepts the options' backend and dtype: the check compile() itself makes first,
 // so a caller can tell a bad choice (ErrorCode::kInvalidArgument, naming the option, the value and
 // what is allowed) from a failure to compile or run. Thread-safe.
-Status check_compile_options(const CompileOptions& opts) noexcept;
+GPUSIM_API Status check_compile_options(const CompileOptions& opts) noexcept;
 
 // A caller's buffer: `data` holds `shape`'s elements of `dtype`, densely packed, row-major.
-struct TensorView {
+struct GPUSIM_API TensorView {
   DType dtype = DType::kFloat32;
   std::vector<int64_t> shape;
   void* data = nullptr;
   size_t size_bytes = 0;
 };
-struct ConstTensorView {
+struct GPUSIM_API ConstTensorView {
   DType dtype = DType::kFloat32;
   std::vector<int64_t> shape;
   const void* data = nullptr;
@@ -141,17 +143,17 @@ struct ConstTensorView {
 };
 
 // A buffer that owns its bytes (a tensor read from a file, an output to keep).
-struct HostBuffer {
+struct GPUSIM_API HostBuffer {
   DType dtype = DType::kFloat32;
   std::vector<int64_t> shape;
   std::vector<unsigned char> bytes;
   ConstTensorView view() const { return {dtype, shape, bytes.data(), bytes.size()}; }
 };
 // A serialized ONNX TensorProto (.pb, as the ONNX test data keeps inputs) as a buffer.
-Result<HostBuffer> read_tensor_buffer(const std::string& path) noexcept;
+GPUSIM_API Result<HostBuffer> read_tensor_buffer(const std::string& path) noexcept;
 
 // A graph input or output as a Program sees it.
-struct TensorSpec {
+struct GPUSIM_API TensorSpec {
   std::string name;
   DType dtype = DType::kFloat32;
   std::vector<int64_t> shape;
@@ -163,13 +165,13 @@ struct TensorSpec {
 // CPU reference computing nodes for --check), or "tune" (plan kernels tuned, with `run` the
 // candidates measured so far); `done` of `total` steps of that phase, counted in `unit`
 // ("kernels", "launches" or "nodes"). The string views live for the call only.
-struct Progress {
+struct GPUSIM_API Progress {
   std::string_view phase, unit;
   int run = 0, runs = 0;
   int done = 0, total = 0;
 };
 
-struct TimingOptions {
+struct GPUSIM_API TimingOptions {
   static constexpr int kMaxRepeat = 10000;  // each run's per-kernel times are kept for the medians
   int repeat = 3;     // timed runs after one warm-up (1 to kMaxRepeat); per-kernel times are medians
   bool check = false; // compare every output with the CPU reference (relative L2 error)
@@ -179,7 +181,7 @@ struct TimingOptions {
   std::function<void(const Progress&)> progress;
 };
 
-struct KernelReport {
+struct GPUSIM_API KernelReport {
   int plan_kernel = 0;
   std::string name, op_type, cls;
   std::vector<std::string> fused_ops;  // anchor first
@@ -192,14 +194,14 @@ struct KernelReport {
   std::optional<KernelWork> work;  // what it computes, when predicted (the store re-predicts it)
 };
 
-struct OutputCheck {
+struct GPUSIM_API OutputCheck {
   std::string output;
   double relative_l2 = 0;  // NaN: shapes differ, or a NaN the reference does not have
   double tolerance = 0;
   bool pass = false;
 };
 
-struct OutputSummary {
+struct GPUSIM_API OutputSummary {
   std::string name;
   std::vector<int64_t> shape;
   DType dtype = DType::kFloat32;
@@ -207,7 +209,7 @@ struct OutputSummary {
 };
 
 // One timed run of a Program: the gpusim.run/1 document's content.
-struct RunReport {
+struct GPUSIM_API RunReport {
   std::string model, backend, dtype;
   std::string device_name, device_vendor, device_driver, device_arch;
   bool device_is_cpu = false;
@@ -227,7 +229,7 @@ struct RunReport {
 };
 
 // Just-in-time autotuning of a compiled plan (Program::tune).
-struct TuneOptions {
+struct GPUSIM_API TuneOptions {
   static constexpr int kMaxTopK = kMaxTuneTopK;
   int top_k = 8;        // candidates measured per kernel, the simulator's best first: 1..kMaxTopK
   double budget_s = 0;  // stop measuring after this many seconds (0: no limit); the rest keep the simulator's pick
@@ -241,7 +243,7 @@ struct TuneOptions {
 };
 
 // A plan compiled for one device. Not copyable; see the thread-safety note above.
-class Program {
+class GPUSIM_API Program {
  public:
   struct Impl;  // opaque
   Program(Program&&) noexcept;
@@ -274,12 +276,12 @@ class Program {
 };
 
 // A report card and the measurements it indexes (validation_document needs both).
-struct Validation {
+struct GPUSIM_API Validation {
   std::vector<Measurement> records;
   ValidationReport report;
 };
 
-class Session {
+class GPUSIM_API Session {
  public:
   explicit Session(SessionOptions opts = {});
 

@@ -13,6 +13,8 @@
 //   }
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -28,7 +30,7 @@ namespace gpusim {
 using Shape = std::vector<int64_t>;
 
 // Element count of a shape, or nullopt when the product overflows int64.
-std::optional<int64_t> shape_elements(const Shape& s);
+GPUSIM_API std::optional<int64_t> shape_elements(const Shape& s);
 
 // The most elements one tensor may have: 2^40 (8 TiB of fp64, far past any device's memory). Within
 // it every byte count, FLOP count and memory sum gpusim computes from shapes fits in 64 bits, so a
@@ -36,8 +38,8 @@ std::optional<int64_t> shape_elements(const Shape& s);
 inline constexpr int64_t kMaxTensorElements = int64_t{1} << 40;
 // Why `s` is not a shape gpusim takes — a negative dim, or more than kMaxTensorElements elements —
 // or "" when it is one.
-std::string shape_problem(const Shape& s);
-std::string shape_str(const Shape& s);  // "[1, 3, 224, 224]"
+GPUSIM_API std::string shape_problem(const Shape& s);
+GPUSIM_API std::string shape_str(const Shape& s);  // "[1, 3, 224, 224]"
 
 // Constants with at most this many elements keep their values in the IR.
 inline constexpr int64_t kMaxConstElements = 64;
@@ -57,7 +59,7 @@ inline int64_t saturate_int64(double v) {
 }
 
 // The value of a small constant tensor. Integer and bool types use `ints`, floating types `reals`.
-struct Value {
+struct GPUSIM_API Value {
   DType dtype = DType::kUndefined;
   Shape shape;
   std::vector<int64_t> ints;
@@ -78,9 +80,9 @@ enum class TensorRole {
   kActivation,  // intermediate produced by a node at run time
   kOutput,      // graph output
 };
-std::string_view role_name(TensorRole r);
+GPUSIM_API std::string_view role_name(TensorRole r);
 
-struct Tensor {
+struct GPUSIM_API Tensor {
   std::string name;
   DType dtype = DType::kUndefined;
   Shape shape;
@@ -101,7 +103,7 @@ struct Graph;
 
 // An attribute value. Subgraph attributes (If/Loop/Scan bodies) are resolved by the importer and
 // never reach the IR.
-struct Attribute {
+struct GPUSIM_API Attribute {
   enum class Kind { kInt, kFloat, kString, kInts, kFloats, kStrings, kTensor };
   Kind kind = Kind::kInt;
   int64_t i = 0;
@@ -119,7 +121,7 @@ struct Attribute {
 using TensorId = int32_t;
 inline constexpr TensorId kNoTensor = -1;  // an omitted optional input
 
-struct Node {
+struct GPUSIM_API Node {
   std::string name;
   std::string op_type;
   std::string domain;  // "" for the default ONNX domain
@@ -133,7 +135,7 @@ struct Node {
   const Attribute* attr(const std::string& key) const;
 };
 
-struct Graph {
+struct GPUSIM_API Graph {
   std::string name;
   std::string source_path;  // the file it came from, for messages
   int64_t opset = 0;        // default-domain opset
@@ -154,6 +156,6 @@ struct Graph {
 
 // A copy of `g` whose floating-point tensors (fp64/32/16, bf16; small values too) have type `t`,
 // and whose Casts to a float type cast to `t`.
-Graph retype(const Graph& g, DType t);
+GPUSIM_API Graph retype(const Graph& g, DType t);
 
 }  // namespace gpusim

@@ -6,6 +6,8 @@
 //   fmt::print("{} GMACs\n", s.macs / 1e9);
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <array>
 #include <cstdint>
 #include <map>
@@ -17,7 +19,7 @@
 
 namespace gpusim {
 
-struct ClassTotals {
+struct GPUSIM_API ClassTotals {
   int64_t ops = 0;
   int64_t macs = 0;
   FlopCounts flops;
@@ -25,7 +27,7 @@ struct ClassTotals {
   int64_t bytes_written = 0;
 };
 
-struct TensorInfo {
+struct GPUSIM_API TensorInfo {
   std::string name;
   DType dtype = DType::kUndefined;
   Shape shape;
@@ -33,7 +35,7 @@ struct TensorInfo {
   int64_t bytes = 0;
 };
 
-struct GraphSummary {
+struct GPUSIM_API GraphSummary {
   std::string source_path;
   int64_t opset = 0;
   int64_t nodes = 0;
@@ -60,6 +62,6 @@ struct GraphSummary {
   std::vector<std::string> notes;
 };
 
-GraphSummary summarize(const Graph& g, size_t largest_count = 10);
+GPUSIM_API GraphSummary summarize(const Graph& g, size_t largest_count = 10);
 
 }  // namespace gpusim

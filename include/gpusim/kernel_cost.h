@@ -18,6 +18,8 @@
 //   gpusim::KernelCost c = gpusim::kernel_cost(w, t, dev);   // c.total_us, c.bound, ...
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -32,9 +34,9 @@
 namespace gpusim {
 
 enum class Bound { kCompute, kDram, kL2, kLatency };
-std::string_view bound_name(Bound b);
+GPUSIM_API std::string_view bound_name(Bound b);
 
-struct KernelCost {
+struct GPUSIM_API KernelCost {
   TileConfig tile;
   bool feasible = true;
   const char* infeasible_reason = nullptr;  // static text; see tile_feasibility() for the figures
@@ -65,7 +67,7 @@ struct KernelCost {
 };
 
 // The profile's figures turned into rates the model uses, precomputed once per profile.
-struct DeviceModel {
+struct GPUSIM_API DeviceModel {
   // A copy of the profile, shared: a DeviceModel never dangles, whatever the caller's profile does.
   std::shared_ptr<const GpuProfile> profile;
   int units = 0;
@@ -99,31 +101,31 @@ struct DeviceModel {
   int matrix_alignment = 8;
 };
 
-DeviceModel make_device(const GpuProfile& p);
+GPUSIM_API DeviceModel make_device(const GpuProfile& p);
 
 // The clock a card holds under sustained load: the profile's compute.sustained_clock_mhz
 // (datasheet or calibrated), else base + (boost - base) x min(1, TDP / 125 W) where the base clock
 // is known — cards of 125 W and more hold their boost, a 70 W card sits about halfway between
 // base and boost — else the boost clock (core/sim/README.md).
-double sustained_clock_mhz(const GpuProfile& p);
+GPUSIM_API double sustained_clock_mhz(const GpuProfile& p);
 
 // The compute rate (FLOP/s, sustained) a GEMM-like kernel of this dtype gets, and whether that is
 // the matrix units; alignment of m, n, k to the profile's matrix alignment is required.
-double gemm_rate(const KernelWork& w, const DeviceModel& d, bool* matrix_units, double* peak_tflops);
+GPUSIM_API double gemm_rate(const KernelWork& w, const DeviceModel& d, bool* matrix_units, double* peak_tflops);
 
 // Why a tile cannot run on the device ("tile needs 96 KiB shared memory, the SM has 64 KiB"), or
 // empty when it can.
-std::string tile_feasibility(const KernelWork& w, const TileConfig& t, const DeviceModel& d);
+GPUSIM_API std::string tile_feasibility(const KernelWork& w, const TileConfig& t, const DeviceModel& d);
 
 // One evaluation. Allocation-free (the search calls it millions of times).
-KernelCost kernel_cost(const KernelWork& w, const TileConfig& t, const DeviceModel& d);
+GPUSIM_API KernelCost kernel_cost(const KernelWork& w, const TileConfig& t, const DeviceModel& d);
 
 // The eager heuristic: the fastest feasible tile of a fixed menu per class (what a library's
 // heuristic table does), documented in core/sim/README.md.
-std::vector<TileConfig> tile_menu(const KernelWork& w, const DeviceModel& d);
-TileConfig choose_tile(const KernelWork& w, const DeviceModel& d);
+GPUSIM_API std::vector<TileConfig> tile_menu(const KernelWork& w, const DeviceModel& d);
+GPUSIM_API TileConfig choose_tile(const KernelWork& w, const DeviceModel& d);
 
 // Convenience constructor for tests and benchmarks: a plain [batch] x [m,k] x [k,n] GEMM.
-KernelWork gemm_work(DType t, int64_t batch, int64_t m, int64_t n, int64_t k);
+GPUSIM_API KernelWork gemm_work(DType t, int64_t batch, int64_t m, int64_t n, int64_t k);
 
 }  // namespace gpusim

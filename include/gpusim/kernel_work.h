@@ -3,6 +3,8 @@
 // chip — and whose FLOPs are all its ops'.
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <optional>
 #include <vector>
 
@@ -12,21 +14,21 @@
 namespace gpusim {
 
 // The work of one node as a kernel (nullopt for nodes that launch nothing: views, folded nodes).
-std::optional<KernelWork> node_work(const Graph& g, const Node& n);
+GPUSIM_API std::optional<KernelWork> node_work(const Graph& g, const Node& n);
 
 // Who reads and who writes each tensor, computed once per graph for group_work.
-struct GraphIndex {
+struct GPUSIM_API GraphIndex {
   std::vector<int> producer;      // node index per tensor, -1 for inputs, weights and constants
   std::vector<TensorId> root;     // the tensor whose memory each tensor is (views alias their input)
   std::vector<int> readers;       // per root: run-time nodes reading it or any of its views
   std::vector<bool> graph_output; // per root: the graph returns it or one of its views
 };
-GraphIndex index_graph(const Graph& g);
+GPUSIM_API GraphIndex index_graph(const Graph& g);
 
 // The work of a fused group; `anchor` (a position in `nodes`) sets the class and the GEMM/row
 // view. Attention groups (QK^T, scale, mask, softmax, PV) become one attention kernel.
 // `recomputed` lists nodes of the group that other kernels also run: their outputs are never written.
-KernelWork group_work(const Graph& g, const GraphIndex& idx, const std::vector<int>& nodes, int anchor,
+GPUSIM_API KernelWork group_work(const Graph& g, const GraphIndex& idx, const std::vector<int>& nodes, int anchor,
                       bool attention = false, const std::vector<int>& recomputed = {});
 
 }  // namespace gpusim

@@ -25,6 +25,8 @@
 //   for (const auto& k : low->plan.kernels) ...   // k.nodes index low->graph.nodes
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,7 +38,7 @@
 
 namespace gpusim {
 
-struct LoweringOptions {
+struct GPUSIM_API LoweringOptions {
   // Memory format of 4-D activations: "nchw" (PyTorch's default) or "nhwc" (channels_last).
   std::string layout = "nchw";
   // Run under torch.autocast with this type (fp16 or bf16): the runtime's autocast rules decide
@@ -48,9 +50,9 @@ struct LoweringOptions {
 };
 
 // "nchw" or "nhwc", or an error naming the value.
-Status check_layout(const std::string& layout);
+GPUSIM_API Status check_layout(const std::string& layout);
 
-struct Lowering {
+struct GPUSIM_API Lowering {
   Graph graph;               // the input graph with the runtime's inserted nodes
   Plan plan;                 // the kernels, in launch order; tiles are left for the pricer
   std::vector<int> origin;   // per node of `graph`: its node in the input graph, or -1 when inserted
@@ -58,6 +60,6 @@ struct Lowering {
 };
 
 // Errors name the runtime file, the pattern and the node.
-Result<Lowering> lower(const Graph& g, const RuntimeModel& rt, const LoweringOptions& o = {});
+GPUSIM_API Result<Lowering> lower(const Graph& g, const RuntimeModel& rt, const LoweringOptions& o = {});
 
 }  // namespace gpusim

@@ -18,6 +18,8 @@
 //   auto back = store->query({.gpu = "Tesla T4"});
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -31,7 +33,7 @@
 
 namespace gpusim {
 
-struct Measurement {
+struct GPUSIM_API Measurement {
   // --- what ran
   // The op: a framework op as its source names it ("linear", "bmm", "conv", "add", "addu", "ln",
   // "softmax", ...), or the ONNX op type of a gpusim kernel's anchor node ("Conv", "MatMul").
@@ -80,9 +82,9 @@ struct Measurement {
 };
 
 // The record's identity: a 128-bit hash (hex) of every field above.
-std::string measurement_key(const Measurement& m);
+GPUSIM_API std::string measurement_key(const Measurement& m);
 
-struct MeasurementQuery {
+struct GPUSIM_API MeasurementQuery {
   std::string gpu;       // exact device name; empty: all
   std::string op_class;  // empty: all
   std::string source;    // empty: all
@@ -93,7 +95,7 @@ struct MeasurementQuery {
 // key covers the device, its driver, gpusim's version and the kernel's signature (its fused ops,
 // attributes, shapes, dtypes and storage: tuning_key), so a new driver or device misses only its
 // own entries and leaves every other device's in place.
-struct TuningEntry {
+struct GPUSIM_API TuningEntry {
   std::string key;        // tuning_key(...)
   std::string device, driver, version, signature;
   std::string backend;
@@ -105,10 +107,10 @@ struct TuningEntry {
   int candidates = 0;     // how many were measured
   std::string tuned_at;   // UTC, set by put_tuned
 };
-std::string tuning_key(const std::string& device, const std::string& driver, const std::string& version,
+GPUSIM_API std::string tuning_key(const std::string& device, const std::string& driver, const std::string& version,
                        const std::string& signature);
 
-struct TuningCacheInfo {
+struct GPUSIM_API TuningCacheInfo {
   struct Device {
     std::string device, driver, backend;
     int64_t entries = 0;
@@ -118,7 +120,7 @@ struct TuningCacheInfo {
   int64_t entries = 0;
 };
 
-struct InsertStats {
+struct GPUSIM_API InsertStats {
   int64_t added = 0;
   int64_t duplicates = 0;  // already in the store: skipped
 };
@@ -131,7 +133,7 @@ struct InsertStats {
 // changes it.
 enum class StoreAccess { kCreate, kWrite, kRead };
 
-class MeasurementStore {
+class GPUSIM_API MeasurementStore {
  public:
   // Opens (creating when absent, unless `create` is false) the store at `path`; ":memory:" is a
   // private in-memory store. Errors name the file and what SQLite said. A new store's schema is
@@ -184,14 +186,14 @@ class MeasurementStore {
 //                     it (models/manifest.json names each model's graph and image size)
 // In a directory, files of another format (a manifest, llama.cpp's bench rows) are skipped, each
 // with a line in `notes` saying why.
-Result<std::vector<Measurement>> read_measurements(const std::string& path, std::vector<std::string>* notes = nullptr);
+GPUSIM_API Result<std::vector<Measurement>> read_measurements(const std::string& path, std::vector<std::string>* notes = nullptr);
 
 // The individual readers, for callers that know the format.
-Result<std::vector<Measurement>> read_neusight_csv(const std::string& path);
-Result<std::vector<Measurement>> read_run_json(const std::string& path);
+GPUSIM_API Result<std::vector<Measurement>> read_neusight_csv(const std::string& path);
+GPUSIM_API Result<std::vector<Measurement>> read_run_json(const std::string& path);
 // A gpusim.run/1 document in memory; `source` names it in messages.
-Result<std::vector<Measurement>> parse_run_json(const std::string& text, const std::string& source);
-Result<std::vector<Measurement>> read_calibration_json(const std::string& path);
-Result<std::vector<Measurement>> read_timm_csv(const std::string& path);
+GPUSIM_API Result<std::vector<Measurement>> parse_run_json(const std::string& text, const std::string& source);
+GPUSIM_API Result<std::vector<Measurement>> read_calibration_json(const std::string& path);
+GPUSIM_API Result<std::vector<Measurement>> read_timm_csv(const std::string& path);
 
 }  // namespace gpusim

@@ -17,6 +17,8 @@
 //   if (!g) { fmt::print(stderr, "{}\n", g.error().message); return 1; }
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -28,7 +30,7 @@
 
 namespace gpusim {
 
-struct ImportOptions {
+struct GPUSIM_API ImportOptions {
   // Symbolic dim name -> value, or "input:axis" -> value.
   std::map<std::string, int64_t> dims;
   // The value of every symbolic or unsized input dim `dims` does not name (unset: such a dim is an
@@ -39,11 +41,11 @@ struct ImportOptions {
 };
 
 // Parses "name=value" as given to --dim; the error names the text and the expected form.
-Result<std::pair<std::string, int64_t>> parse_dim_override(const std::string& text);
+GPUSIM_API Result<std::pair<std::string, int64_t>> parse_dim_override(const std::string& text);
 
-Result<Graph> import_onnx(const std::string& path, const ImportOptions& opts = {});
+GPUSIM_API Result<Graph> import_onnx(const std::string& path, const ImportOptions& opts = {});
 // The same from a serialized ModelProto in memory (an upload); `name` stands for the file in
 // messages. External data files cannot be read from bytes: such tensors count as shape-only.
-Result<Graph> import_onnx_bytes(std::string_view bytes, const std::string& name, const ImportOptions& opts = {});
+GPUSIM_API Result<Graph> import_onnx_bytes(std::string_view bytes, const std::string& name, const ImportOptions& opts = {});
 
 }  // namespace gpusim

@@ -18,6 +18,8 @@
 //   }
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -30,9 +32,9 @@ namespace gpusim {
 
 enum class OpClass { kGemm, kConv, kElementwise, kReduction, kNormalization, kDataMovement, kAttention };
 inline constexpr int kNumOpClasses = 7;
-std::string_view op_class_name(OpClass c);  // "gemm", "conv", "elementwise", ...
+GPUSIM_API std::string_view op_class_name(OpClass c);  // "gemm", "conv", "elementwise", ...
 
-struct FlopCounts {
+struct GPUSIM_API FlopCounts {
   int64_t fma = 0;
   int64_t transcendental = 0;
   int64_t compare = 0;
@@ -45,7 +47,7 @@ struct FlopCounts {
   }
 };
 
-struct OpCost {
+struct GPUSIM_API OpCost {
   OpClass cls = OpClass::kElementwise;
   int64_t macs = 0;
   FlopCounts flops;
@@ -54,12 +56,12 @@ struct OpCost {
 };
 
 // Whether gpusim knows the op (domain "" or "ai.onnx" is the default ONNX domain).
-bool op_supported(std::string_view domain, std::string_view op_type);
-std::optional<OpClass> op_class(std::string_view domain, std::string_view op_type);
+GPUSIM_API bool op_supported(std::string_view domain, std::string_view op_type);
+GPUSIM_API std::optional<OpClass> op_class(std::string_view domain, std::string_view op_type);
 // Every supported op as "op_type" or "domain:op_type", sorted.
-std::vector<std::string> supported_ops();
+GPUSIM_API std::vector<std::string> supported_ops();
 
 // The work of one node of a fully imported graph. A folded node costs nothing.
-OpCost op_cost(const Graph& g, const Node& n);
+GPUSIM_API OpCost op_cost(const Graph& g, const Node& n);
 
 }  // namespace gpusim

@@ -20,6 +20,8 @@
 //   for (const gpusim::PatternMatch& hit : m.match_all(silu)) ...   // hit.nodes: node indices
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -36,11 +38,11 @@ namespace gpusim {
 // pointwise (elementwise ops, data movement, per-element normalizations such as inference
 // BatchNorm, pools, depthwise and tiny convolutions, which run as streaming kernels).
 enum class NodeKind { kNone, kPointwise, kMainLoop, kRowwise };
-std::string_view node_kind_name(NodeKind k);  // "pointwise", "main-loop", "rowwise", "none"
-NodeKind node_kind(const Graph& g, const Node& n);
+GPUSIM_API std::string_view node_kind_name(NodeKind k);  // "pointwise", "main-loop", "rowwise", "none"
+GPUSIM_API NodeKind node_kind(const Graph& g, const Node& n);
 
 // One node of a pattern.
-struct NodeSelector {
+struct GPUSIM_API NodeSelector {
   // The node matches when its op type is in `ops` or its op class (op_class_name: "elementwise",
   // "data-movement", ...) is in `classes` — either list empty: no test on it, both empty: any
   // node — and, when `kinds` is not empty, its kind (node_kind_name) is in `kinds`.
@@ -66,7 +68,7 @@ struct NodeSelector {
   int min = 1, max = 1;  // times the step repeats (min 0: optional)
 };
 
-struct Pattern {
+struct GPUSIM_API Pattern {
   std::string name;
   enum class Shape { kChain, kRegion };
   Shape shape = Shape::kChain;
@@ -86,15 +88,15 @@ struct Pattern {
 };
 
 // A region pattern of these op types.
-Pattern region_pattern(std::string name, std::map<std::string, int> ops);
+GPUSIM_API Pattern region_pattern(std::string name, std::map<std::string, int> ops);
 
-struct PatternMatch {
+struct GPUSIM_API PatternMatch {
   std::vector<int> nodes;  // node indices, in graph order
   int anchor = 0;          // position in `nodes` of the node that sets the kernel's class
 };
 
 // Matches patterns in one graph. Built once per graph (indexes readers through views); cheap to query.
-class PatternMatcher {
+class GPUSIM_API PatternMatcher {
  public:
   explicit PatternMatcher(const Graph& g);
 
@@ -136,7 +138,7 @@ class PatternMatcher {
 
 // Whether nodes of these kinds may run as one kernel: one main loop, or a pass over rows, at most
 // (an attention kernel has its two main loops and the softmax's rows).
-bool kinds_fuse(int main_loops, int row_passes, bool attention);
+GPUSIM_API bool kinds_fuse(int main_loops, int row_passes, bool attention);
 
 // The planner's fusion passes, as patterns, in the order it tries them on a producer and its sole
 // consumer (the first that matches names the candidate): batchnorm-fold, elementwise-chain,
@@ -144,10 +146,10 @@ bool kinds_fuse(int main_loops, int row_passes, bool attention);
 // folded_data_movement() read by an element-wise kernel through index math); then attention (a
 // chain from the QK^T MatMul to the PV MatMul). scheduler.h's "recompute" is not a chain: it has
 // several readers.
-const std::vector<Pattern>& planner_pair_passes();
+GPUSIM_API const std::vector<Pattern>& planner_pair_passes();
 // The data movement codegen folds into an element-wise reader's loads: Transpose, Slice, Pad,
 // Concat, Split, Expand.
-const std::vector<std::string>& folded_data_movement();
-const Pattern& planner_attention_pass();
+GPUSIM_API const std::vector<std::string>& folded_data_movement();
+GPUSIM_API const Pattern& planner_attention_pass();
 
 }  // namespace gpusim

@@ -13,6 +13,8 @@
 //   gpusim::Result<gpusim::Plan> back = gpusim::plan_from_json(json, "p.json", graph);
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <optional>
 #include <map>
 #include <string>
@@ -24,7 +26,7 @@
 
 namespace gpusim {
 
-struct PlanKernel {
+struct GPUSIM_API PlanKernel {
   std::vector<int> nodes;  // indices into Graph::nodes, in execution order within the kernel
   int anchor = 0;          // position in `nodes` of the op that sets the kernel's class (GEMM, norm, ...)
   TileConfig tile;
@@ -41,7 +43,7 @@ struct PlanKernel {
   bool call_first = true;
 };
 
-struct Plan {
+struct GPUSIM_API Plan {
   std::string model;
   std::string gpu;
   std::optional<DType> dtype;  // floats re-typed to this before planning
@@ -57,11 +59,11 @@ struct Plan {
   std::map<std::string, Shape> inputs;
 };
 
-std::string plan_to_json(const Plan& p, const Graph& g);
+GPUSIM_API std::string plan_to_json(const Plan& p, const Graph& g);
 // Parses a plan for graph `g`; errors name the file, the JSON field and the value.
-Result<Plan> plan_from_json(const std::string& text, const std::string& source, const Graph& g);
+GPUSIM_API Result<Plan> plan_from_json(const std::string& text, const std::string& source, const Graph& g);
 
 // Whether a node launches a kernel at all (views and import-time folds do not).
-bool runs_on_device(const Graph& g, const Node& n);
+GPUSIM_API bool runs_on_device(const Graph& g, const Node& n);
 
 }  // namespace gpusim

@@ -9,6 +9,8 @@
 //   fmt::print("{:.2f} ms\n", p->total_us / 1e3);
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,7 +27,7 @@
 
 namespace gpusim {
 
-struct PredictOptions {
+struct GPUSIM_API PredictOptions {
   PredictOptions() = default;
   PredictOptions(std::optional<DType> dt, std::optional<RuntimeModel> rt = std::nullopt)  // NOLINT: {dtype} reads well
       : dtype(dt), runtime(std::move(rt)) {}
@@ -45,7 +47,7 @@ struct PredictOptions {
 };
 
 // One kernel of the plan: the ops it runs, what it computes, and its cost.
-struct PlannedKernel {
+struct GPUSIM_API PlannedKernel {
   std::string name;     // the (first) node's name
   std::string op_type;  // the op type(s), "+"-joined when fused
   std::vector<int> nodes;  // indices into Graph::nodes (of the lowered graph under a lowering runtime)
@@ -59,7 +61,7 @@ struct PlannedKernel {
   double start_us = 0;  // on the compute stream
 };
 
-struct Transfer {
+struct GPUSIM_API Transfer {
   std::string tensor;
   bool to_device = true;
   int64_t bytes = 0;
@@ -67,7 +69,7 @@ struct Transfer {
   double duration_us = 0;
 };
 
-struct Prediction {
+struct GPUSIM_API Prediction {
   std::string gpu;
   std::string model;
   DType dtype = DType::kFloat32;  // the float type the graph ran in
@@ -93,34 +95,34 @@ struct Prediction {
 
 // The float type a graph computes in: its first floating-point weight's (fp32 when it has none).
 // predict reports it; `gpusim run` stores kernels in it by default (fp16 stays fp16).
-DType graph_float_type(const Graph& g);
+GPUSIM_API DType graph_float_type(const Graph& g);
 
 // Refuses a graph with bf16 tensors on a GPU whose profile has no bf16 figure, vector or matrix (T4,
 // V100, GTX 1080 Ti): it would be priced at another precision's rate. predict and predict_plan run it.
-Status check_precisions(const Graph& g, const GpuProfile& gpu);
+GPUSIM_API Status check_precisions(const Graph& g, const GpuProfile& gpu);
 
 // The eager plan of `g` (re-typed per opts) on `target`, predicted (under a runtime with lowering
 // rules, its kernels, each with the fastest tile of the target's space).
-Result<Prediction> predict(const Graph& g, const Target& target, const PredictOptions& opts = {});
+GPUSIM_API Result<Prediction> predict(const Graph& g, const Target& target, const PredictOptions& opts = {});
 
 // A given plan predicted: its kernels in order, offloaded weights streamed over the host link
 // before their first use. The plan must be valid for `g` (validate_plan); `g` is re-typed to
 // plan.dtype first when the plan has one.
-Result<Prediction> predict_plan(const Graph& g, const Plan& plan, const GpuProfile& gpu,
+GPUSIM_API Result<Prediction> predict_plan(const Graph& g, const Plan& plan, const GpuProfile& gpu,
                                 const PredictOptions& opts = {});  // opts.runtime only: the plan has its dtype
 
 // A runtime's lowering of a graph (lowering.h) predicted: each kernel with the fastest tile of the
 // target's space (library_target: a vendor library's heuristic, as frameworks run), paced by the
 // runtime's host time. What predict() does for a runtime with lowering rules, for callers that
 // lower once and price on many GPUs or figures (validation, fitting).
-Result<Prediction> predict_lowering(const Lowering& low, const Target& target, const PredictOptions& opts);
+GPUSIM_API Result<Prediction> predict_lowering(const Lowering& low, const Target& target, const PredictOptions& opts);
 
 // The name a framework runtime's per-op host times use for an ONNX op ("Add" -> "add", "Gemm" and
 // MatMul by a weight -> "linear", other MatMul -> "bmm", "LayerNormalization" -> "ln"); the op
 // type itself when it has none.
-std::string framework_op_name(const Graph& g, const Node& n);
+GPUSIM_API std::string framework_op_name(const Graph& g, const Node& n);
 
 // Chrome trace-event JSON (opens in Perfetto and chrome://tracing).
-std::string chrome_trace(const Prediction& p);
+GPUSIM_API std::string chrome_trace(const Prediction& p);
 
 }  // namespace gpusim

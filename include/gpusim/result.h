@@ -12,6 +12,8 @@
 //   use(*g);
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <string>
 #include <utility>
 #include <variant>
@@ -33,7 +35,7 @@ enum class ErrorCode {
   kLimit,        // a request over a service limit (body, model size, time)
 };
 
-struct Error {
+struct GPUSIM_API Error {
   ErrorCode code = ErrorCode::kInvalidArgument;
   std::string message;
 };

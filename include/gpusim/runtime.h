@@ -14,6 +14,8 @@
 //   double us = rt->op_time_us("add", "elementwise", kernel_us, 1);
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <map>
 #include <string>
 #include <vector>
@@ -26,7 +28,7 @@ namespace gpusim {
 
 // How a runtime turns a graph into the kernels it launches (lowering.h applies it). Every rule is
 // data in the runtime's YAML (`lowering:`), each with the reason it holds.
-struct RuntimeLowering {
+struct GPUSIM_API RuntimeLowering {
   // Node groups the runtime always runs as one kernel: an activation the exporter decomposed
   // (erf-GELU as five nodes), a GEMM with its bias as an epilogue, fused attention. No node may be
   // matched by two of them.
@@ -72,7 +74,7 @@ struct RuntimeLowering {
   bool empty() const { return kernels.empty() && fuse.empty() && views.ops.empty() && inserts.empty() && !autocast.present; }
 };
 
-struct RuntimeModel {
+struct GPUSIM_API RuntimeModel {
   std::string name;         // "pytorch-eager", "cuda-graph", "gpusim"
   std::string description;
   std::string source_path;  // the YAML it came from ("" when built in)
@@ -105,15 +107,15 @@ struct RuntimeModel {
 // The framework ops measurements and runtimes/*.yaml name (PyTorch's: "add", "linear", "ln"), each
 // with the ONNX op that computes it ("Add", "Gemm", "LayerNormalization"). Scalar variants
 // ("addu") are not listed: they share their op's kernel.
-const std::map<std::string, std::string>& framework_ops();
+GPUSIM_API const std::map<std::string, std::string>& framework_ops();
 
 // $GPUSIM_RUNTIME_PATH (colon-separated), <user config>/runtimes, then the installed runtimes/
 // (include/gpusim/data_dirs.h).
-std::vector<std::string> default_runtime_dirs();
+GPUSIM_API std::vector<std::string> default_runtime_dirs();
 // A built-in name, a NAME.yaml in `dirs`, or a path to a YAML file. Errors name the file, the key,
 // the value and the fix.
-Result<RuntimeModel> find_runtime(const std::string& name_or_path, const std::vector<std::string>& dirs);
-Result<RuntimeModel> load_runtime(const std::string& path);
-std::vector<std::string> list_runtimes(const std::vector<std::string>& dirs);
+GPUSIM_API Result<RuntimeModel> find_runtime(const std::string& name_or_path, const std::vector<std::string>& dirs);
+GPUSIM_API Result<RuntimeModel> load_runtime(const std::string& path);
+GPUSIM_API std::vector<std::string> list_runtimes(const std::vector<std::string>& dirs);
 
 }  // namespace gpusim

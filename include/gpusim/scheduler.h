@@ -15,6 +15,8 @@
 //   auto r = gpusim::search(graph, target, o);      // r->plans[0] is the best (target.h)
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -35,10 +37,10 @@
 namespace gpusim {
 
 enum class Objective { kLatency, kThroughput, kEnergy, kMemory };
-std::optional<Objective> objective_from_name(const std::string& s);
-std::string_view objective_name(Objective o);
+GPUSIM_API std::optional<Objective> objective_from_name(const std::string& s);
+GPUSIM_API std::string_view objective_name(Objective o);
 
-struct FusionCandidate {
+struct GPUSIM_API FusionCandidate {
   std::string pass;          // which fusion pass proposed it
   std::vector<int> kernels;  // eager kernel indices merged by it (recompute: the producer, then its readers)
 };
@@ -47,7 +49,7 @@ struct FusionCandidate {
 // main loops in one kernel) are skipped when the plan is built.
 using Decision = std::vector<uint8_t>;
 
-class FusionSpace {
+class GPUSIM_API FusionSpace {
  public:
   // Every kernel's tile is the cost model's fastest of the target's tile space (target.h).
   FusionSpace(const Graph& g, const Target& target);
@@ -142,7 +144,7 @@ class FusionSpace {
 // single candidates turned on, each scored by FusionSpace::score_flips. A flip is a neighbour of
 // the base described in O(1): proposing every neighbour of a plan costs O(candidates), where whole
 // decisions would cost O(candidates^2) bytes. Scores come back in that order: decisions, flips.
-struct Proposals {
+struct GPUSIM_API Proposals {
   std::vector<Decision> decisions;
   std::shared_ptr<const Decision> base;
   std::vector<size_t> flips;
@@ -151,7 +153,7 @@ struct Proposals {
 };
 
 // The ask/tell interface every scheduler implements.
-class Scheduler {
+class GPUSIM_API Scheduler {
  public:
   virtual ~Scheduler() = default;
   virtual std::string_view name() const = 0;
@@ -159,7 +161,7 @@ class Scheduler {
   virtual void report(const std::vector<double>& scores) = 0;
 };
 
-struct SearchOptions {
+struct GPUSIM_API SearchOptions {
   std::string scheduler = "greedy";  // eager | greedy | beam | random | split
   Objective objective = Objective::kLatency;
   int top_k = 3;
@@ -172,7 +174,7 @@ struct SearchOptions {
 
 // The accepted range of each integer search option, the one table search() checks and the CLI,
 // the service and the Python module check in their own spelling of the name.
-struct SearchOptionRange {
+struct GPUSIM_API SearchOptionRange {
   const char* name;  // as the service and Python spell it; the CLI's --flag has '-' for '_' (top: --top)
   int SearchOptions::*field;
   int lo, hi;
@@ -190,16 +192,16 @@ inline constexpr SearchOptionRange kSearchOptionRanges[] = {
 inline constexpr double kBeamWorkLimit = 4e10;     // beam_width x candidates^2
 inline constexpr size_t kSplitCandidateLimit = 20000;
 
-std::unique_ptr<Scheduler> make_scheduler(const std::string& name, const FusionSpace& space, const SearchOptions& o);
-std::vector<std::string> scheduler_names();
+GPUSIM_API std::unique_ptr<Scheduler> make_scheduler(const std::string& name, const FusionSpace& space, const SearchOptions& o);
+GPUSIM_API std::vector<std::string> scheduler_names();
 
-struct RankedPlan {
+struct GPUSIM_API RankedPlan {
   Plan plan;
   Prediction prediction;
   double objective_value = 0;  // lower is better (throughput is negated samples/s)
 };
 
-struct SearchResult {
+struct GPUSIM_API SearchResult {
   std::vector<RankedPlan> plans;  // best first
   Prediction eager;
   int64_t plans_scored = 0;
@@ -209,13 +211,13 @@ struct SearchResult {
 
 // Ranks plans over the target's tile space; the eager baseline (SearchResult::eager) is
 // predict(g, target) of the same graph: the same kernels, tiles and number.
-Result<SearchResult> search(const Graph& g, const Target& target, const SearchOptions& o);
+GPUSIM_API Result<SearchResult> search(const Graph& g, const Target& target, const SearchOptions& o);
 
 // A plan's figure of merit under an objective, lower is better: latency and energy as predicted,
 // memory as peak bytes, throughput as negated samples per second at `batch`.
-double objective_value(Objective o, const Prediction& p, int64_t batch);
+GPUSIM_API double objective_value(Objective o, const Prediction& p, int64_t batch);
 // Predicts `plan` on `gpu`, first offloading its largest weights (into plan.offloaded, with a
 // decision line saying so) until the predicted peak memory fits `budget_bytes`, where it can.
-Result<Prediction> fit_memory(const Graph& g, Plan& plan, const GpuProfile& gpu, double budget_bytes);
+GPUSIM_API Result<Prediction> fit_memory(const Graph& g, Plan& plan, const GpuProfile& gpu, double budget_bytes);
 
 }  // namespace gpusim

@@ -20,6 +20,8 @@
 //   auto plans = gpusim::search(graph, t, opts);
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <functional>
 #include <memory>
 #include <optional>
@@ -36,11 +38,11 @@ namespace gpusim {
 enum class TileSpace { kGenerated, kLibrary };
 
 // "generated" / "library", as the CLI's --tiles, the service's and Python's `tiles` spell them.
-std::string_view tile_space_name(TileSpace s);
+GPUSIM_API std::string_view tile_space_name(TileSpace s);
 // The tile space named `name`; an error naming `field`, the value and the allowed names otherwise.
-Result<TileSpace> parse_tile_space(std::string_view name, std::string_view field = "tiles");
+GPUSIM_API Result<TileSpace> parse_tile_space(std::string_view name, std::string_view field = "tiles");
 
-struct Target {
+struct GPUSIM_API Target {
   DeviceModel device;                           // make_device(profile): never dangles
   std::shared_ptr<const TileCapability> tiles;  // never null in a Target made by the functions below
   TileSpace space = TileSpace::kLibrary;        // which of the two `tiles` is
@@ -51,11 +53,11 @@ struct Target {
 };
 
 // A target from its parts (an engine with kernels of its own passes its own capability).
-Target make_target(const GpuProfile& gpu, std::shared_ptr<const TileCapability> tiles, TileSpace space);
+GPUSIM_API Target make_target(const GpuProfile& gpu, std::shared_ptr<const TileCapability> tiles, TileSpace space);
 // The library tile space on `gpu`: every tile of the menu as asked.
-Target library_target(const GpuProfile& gpu);
+GPUSIM_API Target library_target(const GpuProfile& gpu);
 // The capability of the library tile space: generated(w, t) == t.
-const TileCapability& library_capability();
+GPUSIM_API const TileCapability& library_capability();
 
 // Makes the target for a profile in a tile space (the Dojo makes one per virtual or power-capped
 // GPU). The API's is Session::target; library_target answers kLibrary without an executor.
@@ -64,6 +66,6 @@ using TargetMaker = std::function<Target(const GpuProfile&, TileSpace)>;
 // The tile space of the kernels a runtime launches: gpusim's own executor (no runtime, "gpusim",
 // or its CUDA-graph replay) runs generated kernels; every other runtime (PyTorch, torch.compile,
 // ONNX Runtime) calls vendor libraries. What the front ends use when the user names no --tiles.
-TileSpace runtime_tile_space(const std::optional<RuntimeModel>& rt);
+GPUSIM_API TileSpace runtime_tile_space(const std::optional<RuntimeModel>& rt);
 
 }  // namespace gpusim

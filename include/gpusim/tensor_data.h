@@ -8,6 +8,8 @@
 //   auto t = gpusim::read_tensor_file("test_data_set_0/input_0.pb");
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <map>
 #include <string>
 #include <string_view>
@@ -18,7 +20,7 @@
 
 namespace gpusim {
 
-struct TensorData {
+struct GPUSIM_API TensorData {
   std::string name;
   DType dtype = DType::kUndefined;
   Shape shape;
@@ -29,11 +31,11 @@ struct TensorData {
 
 // Every initializer and Constant-node tensor whose data is in the file or in an external-data file
 // beside it. Tensors whose data is absent (a shape-only model) are simply not in the map.
-Result<std::map<std::string, TensorData>> read_model_tensors(const std::string& model_path);
+GPUSIM_API Result<std::map<std::string, TensorData>> read_model_tensors(const std::string& model_path);
 // The same from a serialized model in memory (external data is not read: no directory).
-Result<std::map<std::string, TensorData>> read_model_tensors_bytes(std::string_view bytes, const std::string& name);
+GPUSIM_API Result<std::map<std::string, TensorData>> read_model_tensors_bytes(std::string_view bytes, const std::string& name);
 
 // One serialized onnx.TensorProto (.pb).
-Result<TensorData> read_tensor_file(const std::string& path);
+GPUSIM_API Result<TensorData> read_tensor_file(const std::string& path);
 
 }  // namespace gpusim

@@ -12,6 +12,8 @@
 //   gpusim::TileConfig built = cap.generated(work, asked);   // what codegen builds when asked for `asked`
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -24,7 +26,7 @@ namespace gpusim {
 // How a kernel is scheduled. GEMM-like kernels use block_m/n/k, stages and split_k (and
 // vector_width as the widest operand tile load, which their price does not depend on); the
 // others use threads, vector_width and items_per_thread.
-struct TileConfig {
+struct GPUSIM_API TileConfig {
   int block_m = 0;
   int block_n = 0;
   int block_k = 0;
@@ -41,7 +43,7 @@ struct TileConfig {
 };
 
 // What the kernel computes, independent of how it is tiled.
-struct KernelWork {
+struct GPUSIM_API KernelWork {
   OpClass cls = OpClass::kElementwise;
   DType dtype = DType::kFloat32;  // element type of the data it moves and computes on
   // GEMM view (gemm, conv as implicit GEMM, attention): batch x [m, k] x [k, n].
@@ -79,7 +81,7 @@ struct KernelWork {
 // block_m > 0): "128x64x32 256t s3" (block tile MxN, K step, threads a block, pipeline stages),
 // then " sk4" when K is split into 4 slices and " v8" when operand tiles load 8 elements at a time.
 // Other kernels: "256t v4 x2" (threads a block, elements a load, items each thread handles).
-std::string tile_notation(const TileConfig& t);
+GPUSIM_API std::string tile_notation(const TileConfig& t);
 // One line explaining tile_notation, printed under tables that show tiles.
 inline constexpr std::string_view kTileLegend =
     "tile: MxNxK = block tile and K step; Nt = threads a block; sN = pipeline stages; skN = K split into N "
@@ -88,14 +90,14 @@ inline constexpr std::string_view kTileLegend =
 // The elements per thread-step a fused elementwise kernel generates for a tile's vector_width over
 // `elements` output elements: vector_width rounded down to a power of two, at most 8, and halved
 // until it divides `elements` (so every vector access is whole and aligned).
-int generated_vector_lanes(int vector_width, int64_t elements);
+GPUSIM_API int generated_vector_lanes(int vector_width, int64_t elements);
 
 // The rules every gpusim code generator follows whatever its target: split_k 1 (a GEMM reduces all
 // of K in one group, so its fused epilogue sees the whole sum); vector_width as
 // generated_vector_lanes for fused elementwise kernels and (over the row length) for row
 // reductions and normalizations; a power of two up to 8 for GEMMs and convolutions (the widest
 // tile load, narrowed per operand); 1 for the other classes; the rest kept.
-TileConfig tile_as_generated(TileConfig t, const KernelWork& w);
+GPUSIM_API TileConfig tile_as_generated(TileConfig t, const KernelWork& w);
 
 // A code generator's capability on one target: asked for tile `t` for work `w`, the tile it
 // builds. Codegen fits tiles to the target's limits (threads a block, shared memory, registers,
@@ -103,7 +105,7 @@ TileConfig tile_as_generated(TileConfig t, const KernelWork& w);
 // planner prices the built tile, never the asked one. Implementations: portable_capability()
 // (tile_as_generated, no target limits) and codegen::TargetCapability (backends/codegen: the
 // fitted tile for a backend's device, or for a GPU profile before any device is opened).
-class TileCapability {
+class GPUSIM_API TileCapability {
  public:
   virtual ~TileCapability() = default;
   virtual TileConfig generated(const KernelWork& w, const TileConfig& t) const = 0;
@@ -112,6 +114,6 @@ class TileCapability {
 };
 
 // tile_as_generated as a TileCapability.
-const TileCapability& portable_capability();
+GPUSIM_API const TileCapability& portable_capability();
 
 }  // namespace gpusim

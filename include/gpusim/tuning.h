@@ -4,6 +4,8 @@
 // (gpusim/measurement.h: TuningEntry).
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <string>
 #include <vector>
 
@@ -14,7 +16,7 @@ namespace gpusim {
 // The most candidates a tune measures per kernel (TuneOptions::top_k, `--top-k`).
 inline constexpr int kMaxTuneTopK = 20;
 
-struct TuneCandidate {
+struct GPUSIM_API TuneCandidate {
   TileConfig tile;
   int predicted_rank = 0;   // 0: the simulator's top-1
   double predicted_us = 0;
@@ -24,7 +26,7 @@ struct TuneCandidate {
   std::string error;        // why it did not compile or run ("" when it did)
 };
 
-struct TunedKernel {
+struct GPUSIM_API TunedKernel {
   int plan_kernel = 0;
   std::string group;        // fused op types, anchor first: "Conv+Relu"
   std::string name;         // the anchor node's name
@@ -51,7 +53,7 @@ struct TunedKernel {
   bool split = false;       // the unfused alternative won: the plan runs the nodes as their own kernels
 };
 
-struct TuneReport {
+struct GPUSIM_API TuneReport {
   std::string model, backend, device_name, driver, gpu, store;
   std::vector<TunedKernel> kernels;  // one per plan kernel, in plan order
   int top_k = 0;

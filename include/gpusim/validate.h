@@ -15,6 +15,8 @@
 //   for (const auto& g : rep->groups) fmt::print("{} {} {:.1f}%\n", g.gpu, g.op_class, g.model.mape);
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -31,7 +33,7 @@ namespace gpusim {
 
 // Figures fitted on measured records (fit_model): host times of runtimes, and the efficiency
 // factors of each GPU vendor family. Applied on top of profiles that carry no calibrated block.
-struct FittedModel {
+struct GPUSIM_API FittedModel {
   std::map<std::string, RuntimeModel> runtimes;  // by runtime name
   std::map<std::string, Efficiency> efficiency;  // by profile vendor ("nvidia", "amd")
   // The figures the fit set (the rest of `efficiency` is the built-in defaults): vendor -> field
@@ -47,16 +49,16 @@ struct FittedModel {
 // The work a measured record did, as the simulator sees it: the stored work of a gpusim kernel, or
 // a one-node graph of the framework op (NeuSight's linear, bmm, conv, elementwise, ln, softmax)
 // through the op catalog. Errors name the record's source, the op and the dim that is missing.
-Result<KernelWork> measurement_work(const Measurement& m);
+GPUSIM_API Result<KernelWork> measurement_work(const Measurement& m);
 
 // The tile a library's kernel ran with, from what the record says of it: the tile in its name
 // (cuBLAS "volta_sgemm_128x64_nn" is 128 output columns by 64 rows) and its block size; for row
 // kernels, its threads and the rows each block took (grid against rows: PyTorch's LayerNorm runs a
 // block per row). nullopt when the record names no kernel gpusim can read; gpusim's own kernels
 // carry their tile in the record instead.
-std::optional<TileConfig> library_tile(const Measurement& m, const KernelWork& w, const DeviceModel& d);
+GPUSIM_API std::optional<TileConfig> library_tile(const Measurement& m, const KernelWork& w, const DeviceModel& d);
 
-struct ValidateOptions {
+struct GPUSIM_API ValidateOptions {
   std::vector<std::string> profile_dirs;
   std::vector<std::string> gpus;  // keep these GPUs only (profile names or device names); empty: all
   std::string runtime;            // override every record's runtime ("" = the record's own)
@@ -75,13 +77,13 @@ struct ValidateOptions {
 // Lowered whole-model graphs, by (graph, batch, runtime, layout, autocast, skipped patterns): a
 // lowering depends on none of the figures a fit varies. Thread-safe.
 struct ModelCache;
-std::shared_ptr<ModelCache> make_model_cache();
+GPUSIM_API std::shared_ptr<ModelCache> make_model_cache();
 // Every profile in `dirs` that loads (validate's candidates for matching device names).
-std::vector<GpuProfile> load_all_profiles(const std::vector<std::string>& dirs);
+GPUSIM_API std::vector<GpuProfile> load_all_profiles(const std::vector<std::string>& dirs);
 
 // Error statistics of one predictor over a set of rows. Errors are (predicted - measured) /
 // measured; MAPE and the percentiles are of their absolute values, in percent.
-struct ErrorStats {
+struct GPUSIM_API ErrorStats {
   int64_t n = 0;
   double mape = 0;
   double median_ape = 0;
@@ -90,7 +92,7 @@ struct ErrorStats {
   double kendall_tau = 0;  // tau-b between predicted and measured times
 };
 
-struct ValidatedRow {
+struct GPUSIM_API ValidatedRow {
   size_t record = 0;  // index into the records given
   double measured_us = 0;
   double predicted_us = 0;
@@ -100,7 +102,7 @@ struct ValidatedRow {
   std::string tile;       // "128x64x8 256t" or "256t v4 x4"
 };
 
-struct ValidationGroup {
+struct GPUSIM_API ValidationGroup {
   std::string gpu;       // device name as measured
   std::string profile;   // the profile it was predicted with
   std::string op_class;
@@ -109,7 +111,7 @@ struct ValidationGroup {
   std::vector<ValidatedRow> worst;  // by absolute error of the model, worst first
 };
 
-struct SkippedRecords {
+struct GPUSIM_API SkippedRecords {
   std::string reason;  // "no profile for GPU \"X\": ...", "op \"foo\" ..."
   int64_t count = 0;
 };
@@ -118,7 +120,7 @@ struct SkippedRecords {
 
 // One model record predicted: the graph lowered by the record's runtime (lowering.h) with its
 // layout, autocast and skipped patterns, priced on the GPU's profile, inputs already on the device.
-struct ModelRow {
+struct GPUSIM_API ModelRow {
   size_t record = 0;
   std::string model, gpu, profile, runtime, layout, family;
   int64_t batch = 0;
@@ -129,7 +131,7 @@ struct ModelRow {
   std::vector<std::pair<std::string, double>> top;
 };
 
-struct ModelGroup {
+struct GPUSIM_API ModelGroup {
   // "all" where the group pools over that field.
   std::string gpu, profile, runtime, layout, family;
   ErrorStats model, roofline;
@@ -138,12 +140,12 @@ struct ModelGroup {
 
 // How well the predicted speed-up of one runtime over another ranks models: per GPU, models
 // measured under both (per-sample time, each at its own batch).
-struct SpeedupStats {
+struct GPUSIM_API SpeedupStats {
   std::string gpu, base, faster;  // "pytorch-eager" (nchw) -> "torch-compile"
   ErrorStats stats;               // of the speed-ups: MAPE, bias, tau
 };
 
-struct ModelReport {
+struct GPUSIM_API ModelReport {
   std::vector<ModelGroup> groups;
   std::vector<SpeedupStats> speedups;
   std::vector<ModelRow> rows;  // every row
@@ -151,7 +153,7 @@ struct ModelReport {
   double seconds = 0;
 };
 
-struct ValidationReport {
+struct GPUSIM_API ValidationReport {
   std::vector<ValidationGroup> groups;  // sorted by GPU, then class
   // Each GPU's rows over all its classes, and every row together.
   std::vector<ValidationGroup> per_gpu;
@@ -165,16 +167,16 @@ struct ValidationReport {
 
 // Per-op records are grouped per (GPU, op class); whole-model records (op_class "model") go to
 // `models` (validate_models).
-Result<ValidationReport> validate(const std::vector<Measurement>& records, const ValidateOptions& opts);
+GPUSIM_API Result<ValidationReport> validate(const std::vector<Measurement>& records, const ValidateOptions& opts);
 
 // The whole-model records of `records` predicted and scored (others are ignored).
-Result<ModelReport> validate_models(const std::vector<Measurement>& records, const ValidateOptions& opts);
+GPUSIM_API Result<ModelReport> validate_models(const std::vector<Measurement>& records, const ValidateOptions& opts);
 
 // A plain roofline of one kernel: its FLOPs at the datasheet peak it may use, or its compulsory
 // bytes at the datasheet DRAM bandwidth, whichever is longer; microseconds.
-double roofline_us(const KernelWork& w, const DeviceModel& d);
+GPUSIM_API double roofline_us(const KernelWork& w, const DeviceModel& d);
 
-struct FitOptions {
+struct GPUSIM_API FitOptions {
   std::vector<std::string> profile_dirs;
   int threads = 0;
   // At most this many rows per (GPU, op) take part in each step of the fit (a fixed stride sample).
@@ -183,25 +185,25 @@ struct FitOptions {
 // Fits host times per op for each runtime and, per vendor, the efficiency factors the data
 // constrains (DRAM bandwidth from elementwise ops, the SIMT GEMM rate from GEMMs and convolutions),
 // on every record given. Deterministic.
-Result<FittedModel> fit_model(const std::vector<Measurement>& records, const FitOptions& opts);
+GPUSIM_API Result<FittedModel> fit_model(const std::vector<Measurement>& records, const FitOptions& opts);
 
 // Leave-one-GPU-out: for each GPU, fit on the records of every other GPU and validate on its own.
 // The report's groups are the held-out predictions, GPU by GPU (whole models too).
-Result<ValidationReport> validate_leave_one_out(const std::vector<Measurement>& records, const ValidateOptions& vopts,
+GPUSIM_API Result<ValidationReport> validate_leave_one_out(const std::vector<Measurement>& records, const ValidateOptions& vopts,
                                                 const FitOptions& fopts, std::vector<FittedModel>* fits = nullptr);
 
 // Leave-one-family-out for whole models: for each model family (config "family": attention,
 // conv), fit on every per-op record and the other families' model records, predict that family's.
-Result<ModelReport> validate_leave_one_family_out(const std::vector<Measurement>& records, const ValidateOptions& vopts,
+GPUSIM_API Result<ModelReport> validate_leave_one_family_out(const std::vector<Measurement>& records, const ValidateOptions& vopts,
                                                   const FitOptions& fopts);
 
 // The groups and speed-ups of predicted model rows (validate_models builds them; the held-out
 // folds of a cross-validation are summarized together).
-ModelReport summarize_models(std::vector<ModelRow> rows, int worst);
+GPUSIM_API ModelReport summarize_models(std::vector<ModelRow> rows, int worst);
 
 // The statistics of one set of (predicted, measured) pairs.
-ErrorStats error_stats(const std::vector<double>& predicted, const std::vector<double>& measured);
+GPUSIM_API ErrorStats error_stats(const std::vector<double>& predicted, const std::vector<double>& measured);
 // Kendall's tau-b in O(n log n) (Knight's algorithm); 0 for fewer than two rows.
-double kendall_tau(const std::vector<double>& x, const std::vector<double>& y);
+GPUSIM_API double kendall_tau(const std::vector<double>& x, const std::vector<double>& y);
 
 }  // namespace gpusim

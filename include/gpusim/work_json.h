@@ -7,6 +7,8 @@
 //   gpusim::Result<gpusim::KernelWork> back = gpusim::work_from_json(j, "runs.json: kernel 3");
 #pragma once
 
+#include "gpusim/export.h"
+
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -16,10 +18,10 @@
 
 namespace gpusim {
 
-nlohmann::json work_to_json(const KernelWork& w);
-nlohmann::json tile_to_json(const TileConfig& t);
+GPUSIM_API nlohmann::json work_to_json(const KernelWork& w);
+GPUSIM_API nlohmann::json tile_to_json(const TileConfig& t);
 // `where` prefixes error messages ("raw data", "runs.json: kernel 3").
-Result<KernelWork> work_from_json(const nlohmann::json& j, std::string_view where);
-Result<TileConfig> tile_from_json(const nlohmann::json& j, std::string_view where);
+GPUSIM_API Result<KernelWork> work_from_json(const nlohmann::json& j, std::string_view where);
+GPUSIM_API Result<TileConfig> tile_from_json(const nlohmann::json& j, std::string_view where);
 
 }  // namespace gpusim

@@ -68,4 +68,25 @@ display_name: My RTX 3060
 YAML
 "$prefix/bin/gpusim" predict model.onnx --gpu my-3060 --json > "$work/mine.json"
 grep -q '"gpu": "my-3060"' "$work/mine.json"
+# The planner alone: find_package(gpusim COMPONENTS core) gives gpusim::core (libgpusim_core.so),
+# which needs no executor library: with libgpusim.so removed from the prefix, a planner-only engine
+# (examples/planner_consumer) still configures, builds and plans, and neither it nor the core
+# library asks the loader for shaderc, Vulkan, CUDA or HIP.
+find "$prefix" -name 'libgpusim.so*' -delete
+test -z "$(find "$prefix" -name 'libgpusim.so*')"
+core_lib=$(find "$prefix" -name 'libgpusim_core.so.*.*' | head -1)
+test -n "$core_lib"
+cmake -S "$src/examples/planner_consumer" -B "$work/planner" -DCMAKE_PREFIX_PATH="$prefix" \
+      -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$work/planner" -j2 >/dev/null
+for f in "$work/planner/planner_consumer" "$core_lib"; do
+  if readelf -d "$f" | grep NEEDED | grep -E 'libgpusim\.so|shaderc|vulkan|cuda|nvrtc|amdhip|hiprtc'; then
+    echo "install test: $f needs an executor library" >&2
+    exit 1
+  fi
+done
+"$work/planner/planner_consumer" model.onnx nvidia-rtx-3060 | tee "$work/planner.txt"
+grep -q "^eager .*(library (the cost model's whole menu))" "$work/planner.txt"
+grep -q "^fused " "$work/planner.txt"
+echo "install test: a planner-only engine links gpusim::core alone and plans"
 echo "install test: ok ($prefix)"
