@@ -59,7 +59,7 @@ class Runner {
     ropts_.seed = o.seed;
     ropts_.max_host_bytes = o.max_host_bytes;
     copts_ = codegen::target_options(dev.info(), o.fp16_storage, o.matrix);
-    lang_ = dev.info().backend == "vulkan" ? backend::Language::kGlsl : backend::Language::kCudaCpp;
+    lang_ = dev.info().language;
   }
   ~Runner() {
     for (const backend::Buffer& b : owned_) dev_.release(b);

@@ -93,7 +93,7 @@ class Tuner {
       : dev_(dev), g_(g), idx_(index_graph(g)), d_(d), o_(o), rng_(7) {
     copts_ = codegen::target_options(dev.info(), o.fp16_storage, o.matrix);
     cap_ = codegen::TargetCapability(copts_);
-    lang_ = dev.info().backend == "vulkan" ? backend::Language::kGlsl : backend::Language::kCudaCpp;
+    lang_ = dev.info().language;
     version_ = GPUSIM_TUNE_VERSION;
   }
   Result<TuneResult> run(Plan& plan) {

@@ -49,6 +49,7 @@ DeviceCaps query_caps(const Instance& inst, VkPhysicalDevice pd, int index) {
   c.api_version = std::min(c.props.apiVersion, inst.api_version);
   DeviceInfo& d = c.info;
   d.backend = "vulkan";
+  d.language = Language::kGlsl;
   d.index = index;
   d.name = c.props.deviceName;
   d.vendor = vendor_name(c.props.vendorID);
