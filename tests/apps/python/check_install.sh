@@ -31,7 +31,7 @@ cat example.out
 grep -q "over eager" example.out
 
 GPUSIM_DOJO_DEPS=required GPUSIM_BINARY="$binary" \
-  "$py" -m pytest -q -p no:cacheprovider "$src/tests/python"
+  "$py" -m pytest -q -p no:cacheprovider "$src/tests/apps/python"
 
 # The Dojo example: a dataset on a local Ray, a learned model tested on a GPU family it never saw.
 (cd "$src" && "$py" examples/python/dojo_ranker.py --out "$work/dojo" --plans 6 --virtual-gpus 2) > dojo.out

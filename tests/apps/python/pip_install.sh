@@ -33,6 +33,6 @@ import numpy, sys
 if int(numpy.__version__.split(".")[0]) < 2 or "/usr/lib/python3" in numpy.__file__:
     sys.exit(f"pip_install: expected PyPI's NumPy 2 in the clean environment, found {numpy.__version__} at {numpy.__file__}")
 EOF
-"${pip[@]}" install --quiet pytest -r "$src/python/requirements-dojo-newest.txt"
+"${pip[@]}" install --quiet pytest -r "$src/apps/python/requirements-dojo-newest.txt"
 
 bash "$here/check_install.sh" "$src" "$work/venv" "$work" pip_install "$binary"

@@ -31,7 +31,7 @@ pip=("$work/venv/bin/python" -m pip --disable-pip-version-check)
 # Debian's NumPy held where it is: unconstrained, pip would lift it to the newest 1.x that the newest
 # SciPy (scikit-learn's dependency, not a Debian package here) asks for.
 debian_numpy=$("$work/venv/bin/python" -c 'import numpy; print(numpy.__version__)')
-"${pip[@]}" install --quiet -r "$src/python/requirements-dojo.txt" "numpy==$debian_numpy"
+"${pip[@]}" install --quiet -r "$src/apps/python/requirements-dojo.txt" "numpy==$debian_numpy"
 # The environment's NumPy is Debian's (pip must not have pulled a newer one over it).
 "$work/venv/bin/python" - <<'EOF'
 import numpy, sys

@@ -478,7 +478,7 @@ def live(c, contract, gpusim, source, extended):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--source-dir", type=pathlib.Path, default=DEFAULT_SOURCE, help="the repository (default: ../..)")
-    ap.add_argument("--spec", type=pathlib.Path, help="the document (default: SOURCE/src/serve/openapi.json)")
+    ap.add_argument("--spec", type=pathlib.Path, help="the document (default: SOURCE/apps/serve/openapi.json)")
     ap.add_argument("--gpusim", help="the gpusim binary: also check a live `gpusim serve` against the document")
     ap.add_argument("--extended", action="store_true",
                     help="with --gpusim: also check X-Request-Id, /metrics, --token-file auth, Host, 405, 415, "

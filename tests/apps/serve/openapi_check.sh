@@ -13,10 +13,10 @@ trap 'rm -rf "$work"' EXIT
 py=/usr/bin/python3
 
 $py -m venv "$work/venv"
-"$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$src/tests/serve/requirements-openapi.txt"
+"$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$src/tests/apps/serve/requirements-openapi.txt"
 
 args=(--source-dir "$src")
 if [ -n "$gpusim" ]; then
   args+=(--gpusim "$(cd "$(dirname "$gpusim")" && pwd)/$(basename "$gpusim")")
 fi
-PYTHONDONTWRITEBYTECODE=1 "$work/venv/bin/python" "$src/tests/serve/openapi_check.py" "${args[@]}" "$@"
+PYTHONDONTWRITEBYTECODE=1 "$work/venv/bin/python" "$src/tests/apps/serve/openapi_check.py" "${args[@]}" "$@"
