@@ -10,6 +10,7 @@
 #include "gpusim/onnx_import.h"
 #include "gpusim/predict.h"
 #include "gpusim/runtime.h"
+#include "support/data_cases.h"
 #include "support/fixtures.h"
 #include "support/onnx_builder.h"
 
@@ -230,30 +231,26 @@ TEST_CASE("the Chrome trace is valid trace-event JSON with every kernel and copy
 // Golden cases: tests/data/golden/*.json, one prediction each (model, gpu, dtype, dims, expected
 // total and tolerance). They pin today's model so that any change to predictions is deliberate:
 // regenerate with tools/update_golden.sh and explain the change in the commit.
-TEST_CASE("golden predictions", "[sim][golden]") {
-  const fs::path dir = fs::path(test::source_dir()) / "tests" / "data" / "golden";
-  int cases = 0;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.path().extension() != ".json") continue;
-    INFO(e.path().string());
-    std::ifstream f(e.path());
-    const auto c = nlohmann::json::parse(f);
-    ImportOptions opts;
-    for (const auto& [k, v] : c["dims"].items()) opts.dims[k] = v.get<int64_t>();
-    auto g = import_onnx(test::source_dir() + "/" + c["model"].get<std::string>(), opts);
-    REQUIRE(g);
-    std::optional<DType> dtype;
-    if (c["dtype"] == "fp16") dtype = DType::kFloat16;
-    if (c["dtype"] == "bf16") dtype = DType::kBFloat16;
-    auto p = predict(*g, test::library(gpu(c["gpu"].get<std::string>())), {dtype});
-    REQUIRE(p);
-    const double want = c["expected_total_us"].get<double>();
-    CHECK(p->total_us == Approx(want).epsilon(c["tolerance"].get<double>()));
-    CHECK(static_cast<int64_t>(p->kernels.size()) == c["expected_kernels"].get<int64_t>());
-    ++cases;
-  }
-  CHECK(cases >= 6);
-}
+// One test case per golden file: "golden prediction: resnet50-t4-fp32.json", ...
+const int golden_cases = test::file_cases("tests/data/golden", ".json", "golden prediction", "[sim][golden]",
+                                          [](const fs::path& file) {
+  std::ifstream f(file);
+  const auto c = nlohmann::json::parse(f);
+  ImportOptions opts;
+  for (const auto& [k, v] : c["dims"].items()) opts.dims[k] = v.get<int64_t>();
+  auto g = import_onnx(test::source_dir() + "/" + c["model"].get<std::string>(), opts);
+  REQUIRE(g);
+  std::optional<DType> dtype;
+  if (c["dtype"] == "fp16") dtype = DType::kFloat16;
+  if (c["dtype"] == "bf16") dtype = DType::kBFloat16;
+  auto p = predict(*g, test::library(gpu(c["gpu"].get<std::string>())), {dtype});
+  REQUIRE(p);
+  const double want = c["expected_total_us"].get<double>();
+  CHECK(p->total_us == Approx(want).epsilon(c["tolerance"].get<double>()));
+  CHECK(static_cast<int64_t>(p->kernels.size()) == c["expected_kernels"].get<int64_t>());
+});
+
+TEST_CASE("golden predictions cover the bundled models", "[sim][golden]") { CHECK(golden_cases >= 6); }
 
 TEST_CASE("a batched activation times a weight matrix is priced as one GEMM over all its rows", "[predict]") {
   // ViT's attention in-projection, sequence first: [197, 1, 768] x [768, 2304].
