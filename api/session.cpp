@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "base/hash.h"
 #include "codegen.h"
 #include "gpusim/gpusim.h"
 #include "gpusim/onnx_import.h"
@@ -39,13 +40,9 @@ int64_t Model::size_bytes() const { return state_->size_bytes; }
 
 // 128-bit FNV-1a (two 64-bit lanes with different offsets), hex: an id, not a security measure.
 std::string content_hash(std::string_view bytes) {
-  uint64_t a = 0xcbf29ce484222325ULL, b = 0x84222325cbf29ce4ULL;
-  for (const unsigned char c : bytes) {
-    a = (a ^ c) * 0x100000001b3ULL;
-    b = (b ^ c) * 0x100000001b3ULL;
-    b ^= b >> 29;
-  }
-  return fmt::format("{:016x}{:016x}", a, b);
+  base::ContentDigest d;
+  d.add(bytes);
+  return d.hex();
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "backend.h"
+#include "base/hash.h"
 
 namespace gpusim::backend {
 
@@ -49,22 +50,12 @@ Status Backend::can_run(const KernelSource& src) const {
 }
 
 uint64_t source_hash(const KernelSource& src) {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](const std::string& s) {
-    for (unsigned char c : s) {
-      h ^= c;
-      h *= 1099511628211ull;
-    }
-    h ^= 0xff;
-    h *= 1099511628211ull;
-  };
-  mix(src.language == Language::kGlsl ? "glsl" : "cuda");
-  mix(src.name);
-  mix(src.code);
+  base::Fnv1a h;
+  h.field(src.language == Language::kGlsl ? "glsl" : "cuda").field(src.name).field(src.code);
   // The launch shape and buffer count are part of what was compiled (Vulkan bakes the set layout).
-  mix(std::to_string(src.buffers) + "/" + std::to_string(src.block[0]) + "x" + std::to_string(src.block[1]) + "x" +
-      std::to_string(src.block[2]));
-  return h;
+  h.field(std::to_string(src.buffers) + "/" + std::to_string(src.block[0]) + "x" + std::to_string(src.block[1]) + "x" +
+          std::to_string(src.block[2]));
+  return h.h;
 }
 
 std::vector<std::pair<uint64_t, const KernelSource*>> sources_to_prepare(std::span<const KernelSource> sources,

@@ -38,6 +38,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include "base/hash.h"
 
 namespace gpusim::backend {
 
@@ -60,34 +61,14 @@ inline std::filesystem::path kernel_cache_dir() {
 // compiler's version and its options.
 inline std::string kernel_cache_key(uint64_t source_hash, std::string_view target, std::string_view compiler,
                                     std::string_view options) {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](std::string_view s) {
-    for (unsigned char c : s) {
-      h ^= c;
-      h *= 1099511628211ull;
-    }
-    h ^= 0xff;
-    h *= 1099511628211ull;
-  };
-  for (int k = 0; k < 8; ++k) mix(std::string(1, static_cast<char>((source_hash >> (8 * k)) & 0xff)));
-  mix(target);
-  mix(compiler);
-  mix(options);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out(16, '0');
-  for (int k = 0; k < 16; ++k) out[static_cast<size_t>(15 - k)] = kHex[(h >> (4 * k)) & 0xf];
-  return out;
+  base::Fnv1a h;
+  for (int k = 0; k < 8; ++k) h.field(std::string(1, static_cast<char>((source_hash >> (8 * k)) & 0xff)));
+  h.field(target).field(compiler).field(options);
+  return base::hex64(h.h);
 }
 
 // FNV-1a of a cached file's contents (its checksum trailer).
-inline uint64_t kernel_cache_checksum(std::string_view bytes) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
+inline uint64_t kernel_cache_checksum(std::string_view bytes) { return base::fnv1a(bytes); }
 
 // The largest entry read (a cubin of a big fused kernel is a few MB).
 inline constexpr int64_t kKernelCacheMaxBytes = int64_t{256} << 20;

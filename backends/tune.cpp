@@ -13,6 +13,7 @@
 #include "gpusim/kernel_work.h"
 #include "gpusim/op_catalog.h"
 #include "raw_decode.h"
+#include "base/hash.h"
 
 namespace gpusim::tune {
 
@@ -51,13 +52,6 @@ std::vector<std::string> group_ops(const Graph& g, const PlanKernel& k) {
 }
 std::string group_name(const Graph& g, const PlanKernel& k) { return fmt::format("{}", fmt::join(group_ops(g, k), "+")); }
 
-uint64_t fnv1a(const std::string& s, uint64_t h) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
 
 // Device bytes of a random-filled input: floats uniform in [-1, 1] (fp32 or fp16), integers 0 (a
 // valid index into any dim, as the executor's seeded inputs are).
@@ -117,7 +111,7 @@ class Tuner {
       }
       kt.name = g_.nodes[static_cast<size_t>(pk.nodes[static_cast<size_t>(pk.anchor)])].name;
       const std::string sig_text = kernel_signature(g_, pk, copts_);
-      kt.signature = fmt::format("{:016x}", fnv1a(sig_text, 0xcbf29ce484222325ULL));
+      kt.signature = fmt::format("{:016x}", base::fnv1a(sig_text));
       const std::string key = tuning_key(dev_.info().name, dev_.info().driver, version_, kt.signature);
       if (o_.store && o_.use_cache) {
         auto hit = o_.store->tuned(key);

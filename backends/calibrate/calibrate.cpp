@@ -13,6 +13,7 @@
 
 #include "session.h"
 #include "gpusim/json_text.h"
+#include "base/hash.h"
 
 namespace gpusim::calibrate {
 namespace {
@@ -368,8 +369,7 @@ Status write_profile(const Outcome& o, const std::string& path, const std::vecto
   // the old profile with its old measurements; after it, the new pair. Measurements no profile
   // names any more are removed last.
   const std::string json = raw_json(o, name).dump(1, ' ', false, kInvalidUtf8) + "\n";
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (const unsigned char ch : json) h = (h ^ ch) * 0x100000001b3ull;
+  const uint64_t h = base::fnv1a(json);
   const std::string measurements = fmt::format("{}.{:012x}.measurements.json", name, h & 0xffffffffffffull);
   // Checked before anything is written: the profile must load as it will be read back.
   const std::string yaml = profile_yaml(o, name, measurements);

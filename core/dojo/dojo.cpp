@@ -28,6 +28,7 @@
 #include "gpusim/predict.h"
 #include "gpusim/scheduler.h"
 #include "gpusim/work_json.h"
+#include "base/hash.h"
 
 namespace gpusim::dojo {
 
@@ -44,11 +45,7 @@ uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-uint64_t text_hash(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
+uint64_t text_hash(const std::string& s) { return base::fnv1a(s); }
 
 std::string stem(const std::string& path) { return fs::path(path).stem().string(); }
 
@@ -820,23 +817,19 @@ Digest file_digest(const fs::path& p) {
   if (!fs::is_regular_file(fs::symlink_status(p, ec))) return d;
   std::FILE* f = std::fopen(p.c_str(), "rb");
   if (!f) return d;
-  uint64_t a = 0xcbf29ce484222325ULL, b = 0x84222325cbf29ce4ULL;
-  std::vector<unsigned char> buf(1 << 20);
+  base::ContentDigest digest;
+  std::vector<char> buf(1 << 20);
   int64_t n = 0;
   size_t got = 0;
   while ((got = std::fread(buf.data(), 1, buf.size(), f)) > 0) {
-    for (size_t i = 0; i < got; ++i) {
-      a = (a ^ buf[i]) * 0x100000001b3ULL;
-      b = (b ^ buf[i]) * 0x100000001b3ULL;
-      b ^= b >> 29;
-    }
+    digest.add(std::string_view(buf.data(), got));
     n += static_cast<int64_t>(got);
   }
   const bool bad = std::ferror(f) != 0;
   std::fclose(f);
   if (bad) return d;
   d.bytes = n;
-  d.hash = fmt::format("{:016x}{:016x}", a, b);
+  d.hash = digest.hex();
   return d;
 }
 

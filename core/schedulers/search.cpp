@@ -16,6 +16,7 @@
 #include "gpusim/cancel.h"
 #include "gpusim/scheduler.h"
 #include "core/schedulers/registry.h"
+#include "base/hash.h"
 
 namespace gpusim {
 
@@ -204,7 +205,7 @@ Result<SearchResult> search(const Graph& input, const Target& target, const Sear
     check_cancelled();
     RankedPlan rp;
     rp.plan = space.build(entry.decision(), std::string(sched->name()));
-    uint64_t shape = 0xcbf29ce484222325ull;
+    uint64_t shape = base::kFnvBasis;  // a seed for the mix (not FNV itself)
     for (const PlanKernel& k : rp.plan.kernels) {
       shape = schedulers::mix(shape ^ static_cast<uint64_t>(k.nodes.back()));
       shape = schedulers::mix(shape ^ static_cast<uint64_t>(k.nodes.size()));

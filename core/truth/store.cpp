@@ -19,6 +19,7 @@
 #include "gpusim/measurement.h"
 #include "gpusim/work_json.h"
 #include "gpusim/json_text.h"
+#include "base/hash.h"
 
 namespace gpusim {
 namespace {
@@ -107,14 +108,6 @@ constexpr const char* kColumns =
 
 std::string dims_json(const std::map<std::string, int64_t>& d) { return nlohmann::json(d).dump(-1, ' ', false, kInvalidUtf8); }
 
-// FNV-1a, 64 bits, from a given offset basis; two bases give the 128-bit key.
-uint64_t fnv1a(const std::string& s, uint64_t h) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
 
 std::string now_utc() {
   const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -182,7 +175,7 @@ std::string measurement_key(const Measurement& m) {
     add(m.graph);
     add(nlohmann::json(m.config).dump(-1, ' ', false, kInvalidUtf8));
   }
-  return fmt::format("{:016x}{:016x}", fnv1a(s, 0xcbf29ce484222325ULL), fnv1a(s, 0x84222325cbf29ce4ULL));
+  return base::fnv1a_128_hex(s);
 }
 
 std::string tuning_key(const std::string& device, const std::string& driver, const std::string& version,
@@ -192,7 +185,7 @@ std::string tuning_key(const std::string& device, const std::string& driver, con
     s += *f;
     s += '\x1f';
   }
-  return fmt::format("{:016x}{:016x}", fnv1a(s, 0xcbf29ce484222325ULL), fnv1a(s, 0x84222325cbf29ce4ULL));
+  return base::fnv1a_128_hex(s);
 }
 
 struct MeasurementStore::Impl {
