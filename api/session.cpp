@@ -134,7 +134,7 @@ Result<Prediction> predict_impl(const Graph& g, const Target& target, const Pred
   std::optional<RuntimeModel> runtime;
   if (!req.runtime.empty()) {
     auto r = find_runtime(req.runtime, runtime_dirs);
-    if (!r) return make_error(r.error().code, "--runtime: " + r.error().message);
+    if (!r) return make_error(r.error().code, "runtime: " + r.error().message);
     runtime = std::move(*r);
   }
   if (!req.plan) {

@@ -117,10 +117,9 @@ void add_common(CLI::App* cmd, Args& a, std::string_view schema) {
                   "menu, as vendor libraries run kernels; the default for framework runtimes)");
 }
 
-// A bad --runtime is a bad argument (2); anything else about the prediction is 1.
-int predict_exit_code(const Error& e) {
-  return e.code == ErrorCode::kInvalidArgument || e.message.starts_with("--runtime") ? 2 : 1;
-}
+// A bad argument is 2 (a bad --runtime or --tiles is refused before, in load()); anything else
+// about the prediction is 1. By the error's code, never its text.
+int predict_exit_code(const Error& e) { return exit_code(e); }
 
 // The session, the model, the request (--dtype, --runtime) and the tile space (--tiles, else the
 // runtime's); prints the error and sets rc on failure.

@@ -212,7 +212,7 @@ std::string api_wording(std::string m) {
       {std::regex(R"(another --dim)"), "other \"dims\""},
       {std::regex(R"(--dim values)"), "\"dims\" values"},
       {std::regex(R"(--dim)"), "\"dims\""},
-      {std::regex(R"(--runtime: )"), "\"runtime\": "},
+      {std::regex(R"(^runtime: )"), "\"runtime\": "},
       {std::regex(R"(--dtype)"), "\"dtype\""},
       {std::regex(R"(--gpu )"), "\"gpu\" "},
       {std::regex(R"( \(or (pass|give) a path to a [^;)]*(; `gpusim profiles list` shows[^)]*)?\))"), " (GET /v1/profiles lists them)"},
