@@ -397,7 +397,8 @@ Status check_compile_options(const CompileOptions& opts) noexcept {
   return guarded("compile", [&]() -> Status {
     if (opts.backend != "cpu" && !backend::is_device_backend(opts.backend)) {
       return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("--backend \"{}\" is not a backend; choose cpu, vulkan, cuda or hip", opts.backend));
+                        fmt::format("--backend \"{}\" is not a backend; choose cpu, null, vulkan, cuda or hip{}",
+                                    opts.backend, backend::registered_backends().empty() ? "" : " or a registered plugin"));
     }
     if (opts.dtype != DType::kFloat32 && opts.dtype != DType::kFloat16) {
       return make_error(ErrorCode::kInvalidArgument,

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 
+#include "null/null_backend.h"
 #ifdef GPUSIM_HAVE_VULKAN
 #include "vulkan/vulkan_backend.h"
 #endif
@@ -21,7 +22,7 @@
 namespace gpusim::backend {
 
 std::vector<std::string> built_backends() {
-  std::vector<std::string> out;
+  std::vector<std::string> out = {"null"};  // always: it needs no SDK
 #ifdef GPUSIM_HAVE_VULKAN
   out.push_back("vulkan");
 #endif
@@ -44,7 +45,7 @@ Registry& registry() {
   static Registry r;
   return r;
 }
-const char* const kBuiltIn[] = {"cpu", "vulkan", "cuda", "hip"};
+const char* const kBuiltIn[] = {"cpu", "null", "vulkan", "cuda", "hip"};
 
 // A copy of the plugin named `name`, if one is registered (called without holding the lock after).
 std::optional<BackendPlugin> plugin(const std::string& name) {
@@ -60,14 +61,14 @@ Error not_built(const std::string& name) {
   for (const auto& b : built_backends()) built += (built.empty() ? "" : ", ") + b;
   return make_error(ErrorCode::kInvalidArgument,
                     fmt::format("backend \"{}\" is not built into this gpusim (built: {}); the known backends are "
-                                "cpu, vulkan, cuda and hip, each built when its SDK is installed at configure time "
+                                "cpu, null, vulkan, cuda and hip, the last three built when their SDK is installed at configure time "
                                 "(tools/install-deps.sh)",
                                 name, built.empty() ? "none" : built));
 }
 }  // namespace
 
 bool is_device_backend(const std::string& name) {
-  return name == "vulkan" || name == "cuda" || name == "hip" || plugin(name).has_value();
+  return name == "null" || name == "vulkan" || name == "cuda" || name == "hip" || plugin(name).has_value();
 }
 
 Status register_backend(BackendPlugin p) {
@@ -88,8 +89,8 @@ Status register_backend(BackendPlugin p) {
   }
   if (std::find(std::begin(kBuiltIn), std::end(kBuiltIn), p.name) != std::end(kBuiltIn)) {
     return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("backend plugin name \"{}\" is one of gpusim's own backends (cpu, vulkan, cuda, "
-                                  "hip); choose another name",
+                      fmt::format("backend plugin name \"{}\" is one of gpusim's own backends (cpu, null, vulkan, "
+                                  "cuda, hip); choose another name",
                                   p.name));
   }
   if (!p.list_devices || !p.open) {
@@ -127,6 +128,7 @@ std::vector<std::string> registered_backends() {
 
 Result<std::vector<DeviceInfo>> list_devices(const std::string& name) {
   if (auto p = plugin(name)) return p->list_devices();
+  if (name == "null") return null::list_devices();
 #ifdef GPUSIM_HAVE_VULKAN
   if (name == "vulkan") return vulkan::list_devices();
 #endif
@@ -147,6 +149,7 @@ Result<std::unique_ptr<Backend>> open(const std::string& name, [[maybe_unused]] 
     }
     return dev;
   }
+  if (name == "null") return null::open(index);
 #ifdef GPUSIM_HAVE_VULKAN
   if (name == "vulkan") return vulkan::open(index);
 #endif

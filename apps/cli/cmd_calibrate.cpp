@@ -44,6 +44,11 @@ void progress(double frac, const std::string& what, double elapsed) {
 }
 
 int run(const Args& a, const std::string& command) {
+  if (a.backend == "null") {
+    fmt::print(stderr, "gpusim calibrate: --backend null has no device to measure (its timers answer from a table); "
+                       "choose vulkan, cuda or hip\n");
+    return 2;
+  }
   if (!backend::is_device_backend(a.backend)) {
     fmt::print(stderr, "gpusim calibrate: --backend \"{}\" is not a device backend; choose vulkan, cuda or hip\n", a.backend);
     return 2;

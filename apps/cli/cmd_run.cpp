@@ -237,7 +237,9 @@ void add_run(CLI::App& app, int& rc) {
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("run", "Run a model for real on a backend, time every kernel, compare with predictions");
   cmd->add_option("model", a->model, "The .onnx file")->required();
-  cmd->add_option("--backend", a->backend, "cpu (the reference), vulkan, cuda or hip");
+  cmd->add_option("--backend", a->backend,
+                  "cpu (the reference), vulkan, cuda or hip; null (no device: launches recorded, timers from "
+                  "$GPUSIM_NULL_LATENCY_US, outputs zero) to test the executor's logic");
   cmd->add_option("--device", a->device, "Device index within the backend (default 0)");
   cmd->add_option("--plan", a->plan, "Run this plan (JSON from gpusim plan --out) instead of the eager one");
   cmd->add_option("--gpu", a->gpu, "Profile for predictions and tiles (default: the one matching the device)");

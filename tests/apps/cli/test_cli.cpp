@@ -218,7 +218,7 @@ TEST_CASE("run executes a model on the CPU reference and times every node", "[cl
   CHECK(seeded);  // a shape-only model: the run says its weights and input came from the seed
   const Run bad = run_gpusim("run " + model("resnet50.onnx") + " --backend metal");
   CHECK(bad.rc == 2);
-  CHECK_THAT(bad.out, Catch::Contains("--backend \"metal\" is not a backend; choose cpu, vulkan, cuda or hip"));
+  CHECK_THAT(bad.out, Catch::Contains("--backend \"metal\" is not a backend; choose cpu, null, vulkan, cuda or hip"));
 }
 
 TEST_CASE("run feeds inputs from .pb files and reproduces an ONNX test graph", "[cli][run]") {

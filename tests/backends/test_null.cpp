@@ -1,0 +1,115 @@
+// The null backend (backends/null): the executor's logic with no device. Plans compile (codegen
+// writes every kernel), launch in order, time from a latency table and download, with no GPU,
+// driver or lavapipe.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+#include "gpusim/gpusim.h"
+#include "null/null_backend.h"
+#include "support/onnx_builder.h"
+#include "support/run_cli.h"
+
+using namespace gpusim;
+
+TEST_CASE("the null backend runs a bundled model's plan: every kernel compiled, launched in order and timed",
+          "[backend][null]") {
+  const Session s;
+  ModelOptions mo;
+  mo.dims = {"batch=1"};
+  auto m = s.open_model(test::source_dir() + "/models/mobilenet_v2.onnx", mo);
+  REQUIRE(m);
+  REQUIRE(setenv("GPUSIM_NULL_LATENCY_US", "conv=4.5,gemm=7", 1) == 0);
+  CompileOptions o;
+  o.backend = "null";
+  o.gpu = *s.gpu("nvidia-t4");
+  auto prog = s.compile(*m, o);
+  unsetenv("GPUSIM_NULL_LATENCY_US");
+  REQUIRE(prog);
+  TimingOptions t;
+  t.repeat = 3;
+  auto rep = prog->time({}, t);
+  REQUIRE(rep);
+  CHECK(rep->backend == "null");
+  CHECK(rep->device_name == "null device");
+  CHECK(rep->compiled + rep->cache_hits >= 1);
+  REQUIRE(static_cast<int>(rep->kernels.size()) == rep->plan_kernels);
+  REQUIRE(rep->plan_kernels == static_cast<int>(prog->plan().kernels.size()));
+  double total = 0;
+  for (const auto& k : rep->kernels) {
+    INFO(k.name << " (" << k.cls << ")");
+    CHECK(k.predicted_us.has_value());
+    if (!k.device) continue;
+    CHECK(k.launches >= 1);
+    total += k.measured_us;
+  }
+  CHECK(rep->total_us == Approx(total));
+  // Every output comes back with its shape (its values mean nothing: the device computes nothing).
+  REQUIRE(rep->outputs.size() == prog->outputs().size());
+  for (size_t i = 0; i < rep->outputs.size(); ++i) CHECK(rep->outputs[i].shape == prog->outputs()[i].shape);
+}
+
+TEST_CASE("the null backend records what the executor asks, in plan order", "[backend][null]") {
+  auto journal = std::make_shared<backend::null::Journal>();
+  backend::null::Options o;
+  o.latency_us = {{"gemm", 7.5}, {"gemm_big", 9.0}};
+  o.journal = journal;
+  auto dev = backend::null::make(o);
+  REQUIRE(dev->info().backend == "null");
+  backend::KernelSource src;
+  src.name = "gemm_big_1";
+  src.code = "extern \"C\" __global__ void gemm_big_1(float* b0) {}";
+  src.buffers = 1;
+  auto k = dev->compile(src);
+  REQUIRE(k);
+  auto buf = dev->allocate(16);
+  REQUIRE(buf);
+  const float x[4] = {1, 2, 3, 4};
+  REQUIRE(dev->upload(*buf, x, sizeof x));
+  const backend::Buffer args[] = {*buf};
+  auto slot = dev->launch(*k, {1, 1, 1}, args, true);
+  REQUIRE(slot);
+  REQUIRE(dev->synchronize());
+  auto times = dev->read_timers();
+  REQUIRE(times);
+  CHECK(times->at(static_cast<size_t>(*slot)) == 9.0);  // the longest matching prefix
+  float y[4] = {};
+  REQUIRE(dev->download(*buf, y, sizeof y));
+  CHECK(y[3] == 4.0f);
+  CHECK_FALSE(dev->download(*buf, y, 32));  // past the buffer's end: refused, not read
+  CHECK(journal->launched == std::vector<std::string>{"gemm_big_1"});
+  CHECK(journal->uploads == 1);
+  CHECK(journal->downloads == 1);
+}
+
+TEST_CASE("the null backend's latency table is PREFIX=MICROSECONDS, and anything else is named", "[backend][null][errors]") {
+  auto t = backend::null::parse_latency_table("gemm=7.5,ew_=0.5,");
+  REQUIRE(t);
+  CHECK(t->at("gemm") == 7.5);
+  CHECK(t->at("ew_") == 0.5);
+  for (const char* bad : {"gemm", "=5", "gemm=-1", "gemm=abc", "gemm=1e999"}) {
+    INFO(bad);
+    auto e = backend::null::parse_latency_table(bad);
+    REQUIRE_FALSE(e);
+    CHECK_THAT(e.error().message, Catch::Contains("is not PREFIX=MICROSECONDS"));
+  }
+  REQUIRE(setenv("GPUSIM_NULL_LATENCY_US", "conv:4", 1) == 0);
+  auto dev = backend::open("null", 0);
+  unsetenv("GPUSIM_NULL_LATENCY_US");
+  REQUIRE_FALSE(dev);
+  CHECK_THAT(dev.error().message, Catch::StartsWith("GPUSIM_NULL_LATENCY_US: null backend latency table: \"conv:4\""));
+  CHECK_FALSE(backend::open("null", 1));
+}
+
+TEST_CASE("gpusim run --backend null runs without a device; calibrate refuses it", "[cli][null]") {
+  const test::Run r = test::run_gpusim("run " + test::source_dir() + "/models/mobilenet_v2.onnx --backend null --gpu t4 --repeat 1");
+  INFO(r.out);
+  CHECK(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("null device"));
+  const test::Run c = test::run_gpusim("calibrate --backend null");
+  CHECK(c.rc == 2);
+  CHECK_THAT(c.out, Catch::Contains("--backend null has no device to measure"));
+}
