@@ -22,7 +22,7 @@
 namespace gpusim::backend {
 
 std::vector<std::string> built_backends() {
-  std::vector<std::string> out = {"null"};  // always: it needs no SDK
+  std::vector<std::string> out;  // real devices only: "null" (no device, always built) is not listed
 #ifdef GPUSIM_HAVE_VULKAN
   out.push_back("vulkan");
 #endif

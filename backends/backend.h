@@ -34,8 +34,8 @@ namespace gpusim::backend {
 // registered plugins: the one list every option that names a device backend is checked against.
 bool is_device_backend(const std::string& name);
 
-// Backends compiled into this binary ("vulkan", "cuda", "hip"), whether or not a driver is present
-// (registered plugins: registered_backends()).
+// Device backends compiled into this binary ("vulkan", "cuda", "hip"), whether or not a driver is
+// present: the real devices. Not "null" (always there, no device) nor plugins (registered_backends()).
 std::vector<std::string> built_backends();
 
 // The devices a backend sees now; kUnavailable (with what to install) where its driver is missing.

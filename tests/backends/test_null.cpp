@@ -104,7 +104,7 @@ TEST_CASE("the null backend's latency table is PREFIX=MICROSECONDS, and anything
   CHECK_FALSE(backend::open("null", 1));
 }
 
-TEST_CASE("gpusim run --backend null runs without a device; calibrate refuses it", "[cli][null]") {
+TEST_CASE("gpusim run --backend null runs without a device, and calibrate refuses it", "[cli][null]") {
   const test::Run r = test::run_gpusim("run " + test::source_dir() + "/models/mobilenet_v2.onnx --backend null --gpu t4 --repeat 1");
   INFO(r.out);
   CHECK(r.rc == 0);
