@@ -53,8 +53,5 @@ uint64_t source_hash(const KernelSource& src);
 std::vector<std::pair<uint64_t, const KernelSource*>> sources_to_prepare(std::span<const KernelSource> sources,
                                                                          Language lang,
                                                                          const std::function<bool(uint64_t)>& done);
-// Runs work(i) for every i in [0, n) on up to `threads` threads (0: the machine's cores), the
-// calling thread among them; returns when all are done.
-void run_parallel(size_t n, int threads, const std::function<void(size_t)>& work);
 
 }  // namespace gpusim::backend

@@ -3,9 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <string>
-#include <thread>
 
 #include "backend.h"
 #include "base/hash.h"
@@ -70,20 +68,6 @@ std::vector<std::pair<uint64_t, const KernelSource*>> sources_to_prepare(std::sp
     todo.emplace_back(hash, &src);
   }
   return todo;
-}
-
-void run_parallel(size_t n, int threads, const std::function<void(size_t)>& work) {
-  if (n == 0) return;
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const size_t t = std::min<size_t>(n, threads > 0 ? static_cast<size_t>(threads) : cores);
-  std::atomic<size_t> next{0};
-  auto loop = [&] {
-    for (size_t i = next++; i < n; i = next++) work(i);
-  };
-  std::vector<std::thread> pool;
-  for (size_t k = 1; k < t; ++k) pool.emplace_back(loop);
-  loop();
-  for (std::thread& th : pool) th.join();
 }
 
 }  // namespace gpusim::backend

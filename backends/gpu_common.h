@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "base/parallel.h"
 
 namespace gpusim::backend::gpu {
 
@@ -108,7 +109,7 @@ class GpuBackend : public Backend {
     if (todo.empty()) return;
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::optional<std::pair<std::string, bool>>> out(todo.size());
-    run_parallel(todo.size(), threads, [&](size_t i) {
+    base::for_each_index(todo.size(), threads, [&](size_t i) {
       bool from_cache = false;
       if (auto b = binary(*todo[i].second, todo[i].first, &from_cache)) out[i] = std::make_pair(std::move(*b), from_cache);
     });

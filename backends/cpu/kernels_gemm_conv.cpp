@@ -15,6 +15,7 @@
 
 #include "gpusim/einsum.h"
 #include "reference.h"
+#include "base/parallel.h"
 
 namespace gpusim::cpu {
 namespace {
@@ -51,23 +52,6 @@ void put(HostTensor& t, int64_t k, double v) {
   } else {
     t.i[static_cast<size_t>(k)] = static_cast<int64_t>(std::llround(v));
   }
-}
-
-// Runs f(begin, end) over [0, n) split across the machine's threads (inline when small).
-template <class F>
-void parallel_for(int64_t n, int64_t work_per_item, F&& f) {
-  const unsigned hw = std::thread::hardware_concurrency();
-  int64_t t = std::min<int64_t>(hw == 0 ? 2 : hw, 16);
-  t = std::min(t, n);
-  if (t <= 1 || n * std::max<int64_t>(work_per_item, 1) < (1 << 16)) {
-    f(int64_t{0}, n);
-    return;
-  }
-  std::vector<std::thread> threads;
-  const int64_t chunk = (n + t - 1) / t;
-  for (int64_t b = chunk; b < n; b += chunk) threads.emplace_back([&f, b, chunk, n] { f(b, std::min(n, b + chunk)); });
-  f(int64_t{0}, std::min(n, chunk));
-  for (auto& th : threads) th.join();
 }
 
 // A zero point: scalar, or one value per row/column/channel.
@@ -195,7 +179,7 @@ Status conv(KernelArgs& a) {
   const std::vector<int64_t>& other = tr ? w.out : w.in;
   const int64_t walk_last = walk[last], other_last = other[last], walk_sp = tr ? in_sp : out_sp;
   const int64_t rows = walk_sp / walk_last, s = w.s[last];
-  parallel_for(N * M, Cg * k_sp * walk_sp, [&](int64_t begin, int64_t end) {
+  base::for_each_chunk(N * M, Cg * k_sp * walk_sp, [&](int64_t begin, int64_t end) {
     std::vector<double> acc(static_cast<size_t>(out_sp));
     std::vector<int64_t> wi(n, 0);
     for (int64_t bm = begin; bm < end; ++bm) {
@@ -281,7 +265,7 @@ Status matmul(KernelArgs& a) {
     bzp = *zb;
   }
   const Reals A(at), B(bt);
-  parallel_for(nb * M, K * N, [&](int64_t begin, int64_t end) {
+  base::for_each_chunk(nb * M, K * N, [&](int64_t begin, int64_t end) {
     std::vector<double> acc(static_cast<size_t>(N)), brow(static_cast<size_t>(N));
     for (int64_t row = begin; row < end; ++row) {
       const int64_t bi = row / M, i = row % M;
@@ -325,7 +309,7 @@ Status gemm(KernelArgs& a) {
   };
   const int64_t sa = ta ? lda : 1;  // A's step along k
   if (tb) {  // B rows are contiguous in k: one dot product per output element
-    parallel_for(M * N, K, [&](int64_t begin, int64_t end) {
+    base::for_each_chunk(M * N, K, [&](int64_t begin, int64_t end) {
       for (int64_t e = begin; e < end; ++e) {
         const int64_t i = e / N, j = e % N;
         const double* ap = A.p + (ta ? i : i * lda);
@@ -337,7 +321,7 @@ Status gemm(KernelArgs& a) {
     });
     return Ok{};
   }
-  parallel_for(M, K * N, [&](int64_t begin, int64_t end) {
+  base::for_each_chunk(M, K * N, [&](int64_t begin, int64_t end) {
     std::vector<double> acc(static_cast<size_t>(N));
     for (int64_t i = begin; i < end; ++i) {
       std::fill(acc.begin(), acc.end(), 0.0);

@@ -16,6 +16,7 @@
 #include "kernel_disk_cache.h"
 #include "vk_backend_impl.h"
 #include "vk_disk_cache.h"
+#include "base/parallel.h"
 
 namespace gpusim::backend::vulkan {
 namespace detail {
@@ -231,7 +232,7 @@ void VulkanBackend::prepare(std::span<const KernelSource> sources, int threads) 
   if (todo.empty()) return;
   const auto t0 = Clock::now();
   std::vector<std::optional<std::pair<std::vector<uint32_t>, bool>>> out(todo.size());
-  run_parallel(todo.size(), threads, [&](size_t i) {
+  base::for_each_index(todo.size(), threads, [&](size_t i) {
     bool from_disk = false;
     auto spirv = spirv_for(*todo[i].second, todo[i].first, true, &from_disk);  // shaderc is thread-safe
     if (spirv) out[i] = std::make_pair(std::move(*spirv), from_disk);  // a failure is compile()'s to report

@@ -15,6 +15,7 @@
 #include "gpusim/runtime.h"
 #include "gpusim/validate.h"
 #include "targets.h"
+#include "base/parallel.h"
 
 namespace gpusim {
 namespace {
@@ -227,9 +228,9 @@ Result<ValidationReport> validate(const std::vector<Measurement>& records, const
       }
     }
   };
-  const int nthreads = opts.threads > 0 ? opts.threads : std::max(1u, std::thread::hardware_concurrency());
+  const int nthreads = opts.threads > 0 ? opts.threads : base::core_count();
   // A cancelled caller (cancel.h) stops every thread at its next record, then throws.
-  run_cancellable(nthreads, worker);
+  base::run_cancellable(nthreads, worker);
 
   // Records whose work could not be rebuilt are skipped with their reason (first message kept).
   std::vector<ValidatedRow> kept;

@@ -18,6 +18,7 @@
 #include "gpusim/predict.h"
 #include "gpusim/validate.h"
 #include "targets.h"
+#include "base/parallel.h"
 
 namespace gpusim {
 namespace {
@@ -189,9 +190,9 @@ Result<ModelReport> validate_models(const std::vector<Measurement>& records, con
       row.top = std::move(top);
     }
   };
-  const int nthreads = opts.threads > 0 ? opts.threads : std::max(1u, std::thread::hardware_concurrency());
+  const int nthreads = opts.threads > 0 ? opts.threads : base::core_count();
   // A cancelled caller (cancel.h) stops every thread at its next record, then throws.
-  run_cancellable(nthreads, worker);
+  base::run_cancellable(nthreads, worker);
   std::vector<ModelRow> kept;
   for (size_t q = 0; q < rows.size(); ++q) {
     if (!errors[q].empty()) {

@@ -16,8 +16,6 @@
 
 #include <atomic>
 #include <exception>
-#include <thread>
-#include <vector>
 
 namespace gpusim {
 
@@ -69,23 +67,5 @@ inline void check_cancelled() {
   if (cancel_requested()) throw Cancelled();
 }
 
-// Runs `work` on `threads` threads, this one among them, and joins them. The pool's threads see no
-// scope: `work` reads the caller's token (current_cancel_token(), taken before the call) to stop
-// early; a Cancelled thrown in any thread ends that thread's share, and this thread throws
-// Cancelled once all have joined if the caller's work was cancelled.
-template <typename F>
-void run_cancellable(int threads, F&& work) {
-  auto run = [&] {
-    try {
-      work();
-    } catch (const Cancelled&) {
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int i = 1; i < threads; ++i) pool.emplace_back(run);
-  run();
-  for (auto& t : pool) t.join();
-  check_cancelled();
-}
 
 }  // namespace gpusim
