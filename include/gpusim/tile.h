@@ -102,9 +102,11 @@ GPUSIM_API TileConfig tile_as_generated(TileConfig t, const KernelWork& w);
 // A code generator's capability on one target: asked for tile `t` for work `w`, the tile it
 // builds. Codegen fits tiles to the target's limits (threads a block, shared memory, registers,
 // matrix fragments) and to the problem, so the tile built may differ from the one asked; the
-// planner prices the built tile, never the asked one. Implementations: portable_capability()
-// (tile_as_generated, no target limits) and codegen::TargetCapability (backends/codegen: the
-// fitted tile for a backend's device, or for a GPU profile before any device is opened).
+// planner prices the built tile, never the asked one. A Target (target.h) carries one to every
+// planner entry. Implementations: library_capability() (target.h: the menu as asked, as vendor
+// libraries run), portable_capability() (tile_as_generated, no target limits) and
+// codegen::TargetCapability (backends/codegen: the fitted tile for a backend's device, or for a
+// GPU profile before any device is opened).
 class GPUSIM_API TileCapability {
  public:
   virtual ~TileCapability() = default;
