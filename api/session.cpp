@@ -182,9 +182,9 @@ TargetMaker Session::target_maker() {
     if (tiles == TileSpace::kLibrary) return library_target(gpu);
     // Codegen's answer for the profile's threads, shared memory and matrix path (the float
     // storage follows each kernel's type).
-    const DeviceModel d = make_device(gpu);
-    return make_target(gpu, std::make_shared<codegen::TargetCapability>(codegen::target_options(d, false)),
-                       TileSpace::kGenerated);
+    Target t = make_target(gpu, nullptr, TileSpace::kGenerated);
+    t.tiles = std::make_shared<codegen::TargetCapability>(codegen::target_options(t.device, false));
+    return t;
   };
 }
 

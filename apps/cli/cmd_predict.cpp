@@ -117,10 +117,6 @@ void add_common(CLI::App* cmd, Args& a, std::string_view schema) {
                   "menu, as vendor libraries run kernels; the default for framework runtimes)");
 }
 
-// A bad argument is 2 (a bad --runtime or --tiles is refused before, in load()); anything else
-// about the prediction is 1. By the error's code, never its text.
-int predict_exit_code(const Error& e) { return exit_code(e); }
-
 // The session, the model, the request (--dtype, --runtime) and the tile space (--tiles, else the
 // runtime's); prints the error and sets rc on failure.
 std::optional<Model> load(const Args& a, const char* cmd, const Session& s, PredictRequest& req, TileSpace& tiles,
@@ -215,7 +211,7 @@ void add_predict(CLI::App& app, int& rc) {
     auto p = session.predict(*m, session.target(*gpu, tiles), req);
     if (!p) {
       fmt::print(stderr, "gpusim predict: {}\n", p.error().message);
-      rc = predict_exit_code(p.error());
+      rc = exit_code(p.error());
       return;
     }
     if (!a->trace.empty()) {
@@ -266,7 +262,7 @@ void add_compare(CLI::App& app, int& rc) {
     auto rows = session.compare(*m, gpus, tiles, req);
     if (!rows) {
       fmt::print(stderr, "gpusim compare: {}\n", rows.error().message);
-      rc = predict_exit_code(rows.error());
+      rc = exit_code(rows.error());
       return;
     }
     if (a->json) {

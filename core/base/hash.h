@@ -42,11 +42,16 @@ struct Fnv1a {
 // FNV-1a of `s` from `basis`.
 constexpr uint64_t fnv1a(std::string_view s, uint64_t basis = kFnvBasis) { return Fnv1a{basis}.bytes(s).h; }
 
-// A 128-bit key as 32 hex digits: fnv1a from the two bases.
-std::string fnv1a_128_hex(std::string_view s);
-
 // 64 bits as 16 lowercase hex digits.
-std::string hex64(uint64_t v);
+inline std::string hex64(uint64_t v) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int k = 0; k < 16; ++k) out[static_cast<size_t>(15 - k)] = kHex[(v >> (4 * k)) & 0xf];
+  return out;
+}
+
+// A 128-bit key as 32 hex digits: fnv1a from the two bases.
+inline std::string fnv1a_128_hex(std::string_view s) { return hex64(fnv1a(s, kFnvBasis)) + hex64(fnv1a(s, kFnvBasis2)); }
 
 // A content digest for ids of whole files and models (128 bits, 32 hex digits), fed in pieces:
 // two FNV-1a lanes, the second folded (b ^= b >> 29) after every byte so the lanes do not move
@@ -65,14 +70,5 @@ class ContentDigest {
  private:
   uint64_t a_ = kFnvBasis, b_ = kFnvBasis2;
 };
-
-inline std::string hex64(uint64_t v) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out(16, '0');
-  for (int k = 0; k < 16; ++k) out[static_cast<size_t>(15 - k)] = kHex[(v >> (4 * k)) & 0xf];
-  return out;
-}
-
-inline std::string fnv1a_128_hex(std::string_view s) { return hex64(fnv1a(s, kFnvBasis)) + hex64(fnv1a(s, kFnvBasis2)); }
 
 }  // namespace gpusim::base

@@ -69,7 +69,6 @@ Merge merge_of(const FusionCandidate& fc, uint8_t flags, const std::vector<int>&
 }  // namespace
 
 FusionSpace::FusionSpace(const Graph& g, const Target& target) : g_(g), target_(target), dev_(target_.device) {
-  if (!target_.tiles) target_.tiles = library_target(*target_.device.profile).tiles;
   idx_ = index_graph(g);
   eager_ = eager_plan(g, target_);
   kernel_of_node_.assign(g.nodes.size(), -1);
@@ -317,7 +316,7 @@ const FusionSpace::Cached& FusionSpace::cached(const std::vector<int>& group) co
   }
   c.anchor = anchor;
   c.work = group_work(g_, idx_, nodes, anchor, c.attention, recomputed_of(group));
-  c.tile = best_generated_tile(c.work, dev_, *target_.tiles);
+  c.tile = best_generated_tile(c.work, dev_, target_.capability());
   const KernelCost cost = kernel_cost(c.work, c.tile, dev_);
   // A group no tile can run (too much shared memory, say) is not a legal fusion: infinite cost.
   c.us = cost.feasible ? cost.total_us : std::numeric_limits<double>::infinity();
@@ -748,7 +747,7 @@ void FusionSpace::sample_tiles(Plan& p, uint64_t seed) const {
     const bool attention = std::find(k.fusions.begin(), k.fusions.end(), "attention") != k.fusions.end();
     const KernelWork w = group_work(g_, idx_, k.nodes, k.anchor, attention, k.recomputed);
     std::vector<TileConfig> legal;
-    for (const TileConfig& t : generated_tiles(w, dev_, *target_.tiles)) {
+    for (const TileConfig& t : generated_tiles(w, dev_, target_.capability())) {
       if (kernel_cost(w, t, dev_).feasible) legal.push_back(t);
     }
     if (!legal.empty()) k.tile = legal[static_cast<size_t>(rng() % legal.size())];

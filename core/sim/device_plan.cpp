@@ -34,7 +34,7 @@ TileConfig best_generated_tile(const KernelWork& w, const DeviceModel& d, const 
 
 Plan eager_plan(const Graph& g, const Target& target) {
   const DeviceModel& d = target.device;
-  const TileCapability& cap = target.tiles ? *target.tiles : library_capability();
+  const TileCapability& cap = target.capability();
   Plan p;
   p.model = g.source_path;
   p.gpu = d.profile ? d.profile->name : "";

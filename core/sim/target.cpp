@@ -25,9 +25,9 @@ Result<TileSpace> parse_tile_space(std::string_view name, std::string_view field
                                 field, name));
 }
 
-std::string Target::describe() const {
-  return fmt::format("{} ({})", tile_space_name(space), tiles ? tiles->describe() : std::string("no capability"));
-}
+const TileCapability& Target::capability() const { return tiles ? *tiles : library_capability(); }
+
+std::string Target::describe() const { return fmt::format("{} ({})", tile_space_name(space), capability().describe()); }
 
 const TileCapability& library_capability() {
   static const LibraryMenu m;

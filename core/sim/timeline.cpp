@@ -352,8 +352,7 @@ void note_tiles(Prediction& p, const Target& target) {
   p.tiles = target.describe();
   p.notes.insert(p.notes.begin() + (p.notes.empty() ? 0 : 1),
                  fmt::format("tiles: each kernel's fastest in the {} tile space ({}){}", tile_space_name(target.space),
-                             target.tiles ? target.tiles->describe() : "the cost model's whole menu",
-                             target.space == TileSpace::kGenerated
+                             target.capability().describe(), target.space == TileSpace::kGenerated
                                  ? "; the library tile space is the menu vendor libraries choose from"
                                  : ""));
 }
@@ -397,7 +396,7 @@ Result<Prediction> predict_lowering(const Lowering& low, const Target& target, c
   // Each kernel with the fastest tile of the target's space.
   const GpuProfile& gpu = target.gpu();
   const DeviceModel& dev = target.device;
-  const TileCapability& cap = target.tiles ? *target.tiles : library_capability();
+  const TileCapability& cap = target.capability();
   const GraphIndex idx = index_graph(low.graph);
   Plan plan = low.plan;
   for (PlanKernel& k : plan.kernels) {

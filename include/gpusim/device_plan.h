@@ -23,7 +23,7 @@
 namespace gpusim {
 
 // One kernel per run-time op, each with the cost model's fastest tile of the target's tile space
-// (best_generated_tile over target.tiles): the baseline every plan is compared with.
+// (best_generated_tile over target.capability()): the baseline every plan is compared with.
 GPUSIM_API Plan eager_plan(const Graph& g, const Target& target);
 
 // The tile space of a code generator on a target (tile.h: TileCapability), so that the planner,

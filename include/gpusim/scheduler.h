@@ -53,6 +53,9 @@ class GPUSIM_API FusionSpace {
  public:
   // Every kernel's tile is the cost model's fastest of the target's tile space (target.h).
   FusionSpace(const Graph& g, const Target& target);
+  // Not copied or moved: dev_ refers into target_, and the scoring caches are per object.
+  FusionSpace(const FusionSpace&) = delete;
+  FusionSpace& operator=(const FusionSpace&) = delete;
 
   const Graph& graph() const { return g_; }
   const DeviceModel& device() const { return target_.device; }

@@ -44,10 +44,12 @@ GPUSIM_API Result<TileSpace> parse_tile_space(std::string_view name, std::string
 
 struct GPUSIM_API Target {
   DeviceModel device;                           // make_device(profile): never dangles
-  std::shared_ptr<const TileCapability> tiles;  // never null in a Target made by the functions below
+  std::shared_ptr<const TileCapability> tiles;  // null: the library menu (set by the functions below)
   TileSpace space = TileSpace::kLibrary;        // which of the two `tiles` is
 
   const GpuProfile& gpu() const { return *device.profile; }
+  // What builds each tile: `tiles`, or the library menu where it is unset (a default Target).
+  GPUSIM_API const TileCapability& capability() const;
   // "generated (codegen: 1024 threads, 48 KiB shared, wmma)" or "library (the cost model's whole menu)".
   std::string describe() const;
 };
