@@ -312,7 +312,7 @@ Result<RunReport> Program::time(const std::vector<ConstTensorView>& inputs, cons
       if (p.g.inputs.size() > in->size()) {
         rep.notes.push_back(fmt::format("{} inputs filled from seed {}", p.g.inputs.size() - in->size(), p.opts.seed));
       }
-      if (opts.check) rep.notes.push_back("--check: the cpu backend is the reference itself; nothing to compare");
+      if (opts.check) rep.notes.push_back("`check`: the cpu backend is the reference itself; nothing to compare");
       rep.device_name = "cpu reference";
       rep.device_is_cpu = true;
       return rep;
@@ -347,7 +347,7 @@ Result<RunReport> Program::time(const std::vector<ConstTensorView>& inputs, cons
     }
     if (opts.check) {
       auto ref = reference(p, *in, opts.progress, "check", 0, opts.repeat);
-      if (!ref) return make_error(ref.error().code, "--check: the CPU reference failed: " + ref.error().message);
+      if (!ref) return make_error(ref.error().code, "`check`: the CPU reference failed: " + ref.error().message);
       const double tol = p.opts.dtype == DType::kFloat16 ? 2e-2 : 1e-3;
       for (size_t k = 0; k < r->outputs.size(); ++k) {
         const double err = exec::relative_l2(r->outputs[k], ref->outputs[k]);
@@ -397,12 +397,12 @@ Status check_compile_options(const CompileOptions& opts) noexcept {
   return guarded("compile", [&]() -> Status {
     if (opts.backend != "cpu" && !backend::is_device_backend(opts.backend)) {
       return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("--backend \"{}\" is not a backend; choose cpu, null, vulkan, cuda or hip{}",
+                        fmt::format("`backend` \"{}\" is not a backend; choose cpu, null, vulkan, cuda or hip{}",
                                     opts.backend, backend::registered_backends().empty() ? "" : " or a registered plugin"));
     }
     if (opts.dtype != DType::kFloat32 && opts.dtype != DType::kFloat16) {
       return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("--dtype {} is not supported by the backends yet; use fp32 or fp16",
+                        fmt::format("`dtype {}` is not supported by the backends yet; use fp32 or fp16",
                                     dtype_name(opts.dtype)));
     }
     return Ok{};
@@ -441,11 +441,11 @@ Result<Program> Session::compile(const Model& m, const CompileOptions& opts) con
       } else {
         p.gpu = profile_for_device(info.name, profile_dirs_);
         if (p.gpu) {
-          p.notes.push_back(fmt::format("predictions use profile {} (matched the device name; --gpu picks another)",
+          p.notes.push_back(fmt::format("predictions use profile {} (matched the device name; `gpu` picks another)",
                                         p.gpu->name));
         } else {
           p.notes.push_back(fmt::format("no profile matches device \"{}\": kernels use default tiles and nothing is "
-                                        "predicted (--gpu NAME picks a profile; gpusim calibrate makes one for this "
+                                        "predicted (`gpu NAME` picks a profile; gpusim calibrate makes one for this "
                                         "device)",
                                         info.name));
         }
@@ -470,6 +470,7 @@ Result<Program> Session::compile(const Model& m, const CompileOptions& opts) con
           k.nodes = {static_cast<int>(i)};
           p.plan.kernels.push_back(k);
         }
+        classify_kernels(g0, p.plan);
         p.plan.dtype = dtype;
         p.plan_source = "eager";
       }
@@ -482,8 +483,7 @@ Result<Program> Session::compile(const Model& m, const CompileOptions& opts) con
       const GraphIndex idx = index_graph(p.g);
       for (PlanKernel& k : p.plan.kernels) {
         if (k.nodes.empty() || k.anchor < 0 || k.anchor >= static_cast<int>(k.nodes.size())) continue;  // validate_plan says why
-        const bool attention = std::find(k.fusions.begin(), k.fusions.end(), "attention") != k.fusions.end();
-        const TileConfig t = cap->generated(group_work(p.g, idx, k.nodes, k.anchor, attention, k.recomputed), k.tile);
+        const TileConfig t = cap->generated(plan_kernel_work(p.g, idx, k), k.tile);
         regenerated += !(t == k.tile);
         k.tile = t;
       }
@@ -549,7 +549,7 @@ Result<TuneReport> Program::tune(const TuneOptions& opts) noexcept {
     if (!p.gpu) {
       return make_error(ErrorCode::kInvalidArgument,
                         fmt::format("tune: no profile to rank candidates with: none matches device \"{}\"; give one "
-                                    "(--gpu NAME, CompileOptions::gpu) or make one with `gpusim calibrate`",
+                                    "(`gpu NAME`) or make one with `gpusim calibrate`",
                                     p.dev->info().name));
     }
     std::optional<MeasurementStore> store;

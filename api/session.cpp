@@ -148,18 +148,18 @@ Result<Prediction> predict_impl(const Graph& g, const Target& target, const Pred
   std::vector<std::string> notes;
   if (!plan.gpu.empty() && plan.gpu != gpu.name) {
     notes.push_back(fmt::format("the plan was made for {}, not {}: its fusions and tiles were chosen for that GPU "
-                                "(gpusim plan --gpu {} makes one for this one)",
+                                "(a plan search with `gpu {}` makes one for this one)",
                                 plan.gpu, gpu.name, gpu.name));
   }
   if (req.dtype && *req.dtype != plan.dtype.value_or(*req.dtype)) {
-    notes.push_back(fmt::format("--dtype {} overrides the plan's {}: its tiles were chosen for {}",
+    notes.push_back(fmt::format("`dtype {}` overrides the plan's {}: its tiles were chosen for {}",
                                 dtype_name(*req.dtype), dtype_name(*plan.dtype), dtype_name(*plan.dtype)));
   }
   for (TensorId t : g.inputs) {
     const Tensor& in = g.tensor(t);
     const auto it = plan.inputs.find(in.name);
     if (it != plan.inputs.end() && it->second != in.shape) {
-      notes.push_back(fmt::format("input \"{}\" is {} here but {} in the plan (another --dim): its tiles were chosen "
+      notes.push_back(fmt::format("input \"{}\" is {} here but {} in the plan (another `dims`): its tiles were chosen "
                                   "for those shapes",
                                   in.name, shape_str(in.shape), shape_str(it->second)));
     }

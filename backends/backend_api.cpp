@@ -29,7 +29,7 @@ Status Backend::can_run(const KernelSource& src) const {
     if (needed && !has) {
       return make_error(ErrorCode::kUnsupported,
                         fmt::format("{}: needs {}, which the device does not support; run in fp32 "
-                                    "(--dtype fp32) or on another device",
+                                    "(`dtype fp32`) or on another device",
                                     who, what));
     }
     return Ok{};

@@ -90,7 +90,7 @@ class Runner {
     }
     return make_error(ErrorCode::kLimit,
                       fmt::format("{}: running it on {} needs {}{}, over what {} has ({}); make the inputs smaller "
-                                  "(--dim), use --dtype fp16, or run on a device with more memory",
+                                  "(`dims`), use `dtype fp16`, or run on a device with more memory",
                                   g_.source_path, info.name, needs, info.is_cpu ? ", both in this machine's memory" : "",
                                   info.is_cpu ? "the machine" : "the device",
                                   cpu::size_text(info.is_cpu ? machine : static_cast<double>(info.memory_bytes))));
@@ -231,6 +231,7 @@ class Runner {
       for (int ni : pk.nodes) {
         PlanKernel one;
         one.nodes = {ni};
+        classify_kernel(g_, idx_, one);
         auto g1 = codegen::generate(g_, idx_, one, copts_);
         if (!g1) {
           add_host_unit(ki, ni, g1.error().message);
@@ -245,7 +246,7 @@ class Runner {
     return Ok{};
   }
 
-  bool is_view(const Node& n) const { return !n.folded && !runs_on_device(g_, n); }
+  bool is_view(const Node& n) const { return gpusim::is_view(g_, n); }
 
   // `src`: k.source(lang_).
   Status add_device_unit(int plan_kernel, const codegen::Kernel& k, const backend::KernelSource& src) {

@@ -208,8 +208,7 @@ class Tuner {
   }
 
   Status tune_kernel_on_buffers(const PlanKernel& pk, KernelTune& kt, TuneResult& r) {
-    const bool attention = std::find(pk.fusions.begin(), pk.fusions.end(), "attention") != pk.fusions.end();
-    const KernelWork w = group_work(g_, idx_, pk.nodes, pk.anchor, attention, pk.recomputed);
+    const KernelWork w = plan_kernel_work(g_, idx_, pk);
     std::vector<Candidate> all = rank(pk, w);
     kt.space = static_cast<int>(all.size());
     const int k = o_.top_k;  // tune_plan checked its range
@@ -295,6 +294,7 @@ class Tuner {
       if (!work) continue;
       PlanKernel one;
       one.nodes = {ni};
+      classify_kernel(g_, idx_, one);
       one.tile = best_generated_tile(*work, d_, cap_);
       out.push_back(std::move(one));
     }
@@ -305,8 +305,7 @@ class Tuner {
   // (attention, whose unfused form needs its scores stored, is left as planned). It wins only by
   // more than split_margin, since fusing also saves memory the timing does not see.
   Status try_unfused(const PlanKernel& pk, KernelTune& kt, TuneResult& r) {
-    const bool attention = std::find(pk.fusions.begin(), pk.fusions.end(), "attention") != pk.fusions.end();
-    if (pk.nodes.size() < 2 || !pk.recomputed.empty() || attention || kt.chosen_us <= 0) return Ok{};
+    if (pk.nodes.size() < 2 || !pk.recomputed.empty() || pk.kind == KernelKind::kAttention || kt.chosen_us <= 0) return Ok{};
     const std::vector<PlanKernel> parts = unfused(pk);
     if (parts.size() < 2) return Ok{};
     double predicted = 0, measured = 0;
@@ -606,13 +605,13 @@ double kendall_tau(const std::vector<double>& a, const std::vector<double>& b) {
 Result<TuneResult> tune_plan(backend::Backend& dev, const Graph& g, Plan& plan, const DeviceModel& d,
                              const Options& opts) {
   if (opts.top_k < 1 || opts.top_k > Options::kMaxTopK) {
-    return make_error(ErrorCode::kInvalidArgument, fmt::format("--top-k {} is out of range: give 1 to {} candidates "
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("`top_k {}` is out of range: give 1 to {} candidates "
                                                                "per kernel",
                                                                opts.top_k, Options::kMaxTopK));
   }
   if (opts.budget_s < 0 || !std::isfinite(opts.budget_s)) {
     return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("--budget-s {} is not a time budget: give seconds > 0, or 0 for no limit", opts.budget_s));
+                      fmt::format("`budget_s {}` is not a time budget: give seconds > 0, or 0 for no limit", opts.budget_s));
   }
   Tuner t(dev, g, d, opts);
   auto r = t.run(plan);

@@ -91,7 +91,7 @@ gpusim::Graph load(const char* file) {
 void BM_BeamUnet(benchmark::State& state) {
   const gpusim::Graph g = load("sd15_unet_64x64.onnx");
   gpusim::SearchOptions o;
-  o.scheduler = "beam";
+  o.scheduler = gpusim::SchedulerKind::kBeam;
   o.beam_width = 8;
   o.dtype = gpusim::DType::kFloat16;
   int64_t scored = 0;

@@ -73,7 +73,7 @@ int run(const Args& a, const std::string& command) {
   }
   auto dev = backend::open(a.backend, a.device);
   if (!dev) {
-    fmt::print(stderr, "gpusim calibrate: {}\n", dev.error().message);
+    fmt::print(stderr, "gpusim calibrate: {}\n", say(dev.error()));
     return exit_code(dev.error());
   }
   const backend::DeviceInfo& info = (*dev)->info();
@@ -81,7 +81,7 @@ int run(const Args& a, const std::string& command) {
   if (!a.base.empty()) {
     auto p = find_profile(a.base, dirs);
     if (!p) {
-      fmt::print(stderr, "gpusim calibrate: --base: {}\n", p.error().message);
+      fmt::print(stderr, "gpusim calibrate: --base: {}\n", say(p.error()));
       return 1;
     }
     base = *p;
@@ -143,11 +143,11 @@ int run(const Args& a, const std::string& command) {
   };
   auto r = calibrate::run(**dev, base, o);
   if (!r) {
-    fmt::print(stderr, "\ngpusim calibrate: {}; no profile was written\n", r.error().message);
+    fmt::print(stderr, "\ngpusim calibrate: {}; no profile was written\n", say(r.error()));
     return 1;
   }
   if (auto s = calibrate::write_profile(*r, out, dirs); !s) {
-    fmt::print(stderr, "gpusim calibrate: {}\n", s.error().message);
+    fmt::print(stderr, "gpusim calibrate: {}\n", say(s.error()));
     return 1;
   }
   const std::string stem = std::filesystem::path(out).stem().string();

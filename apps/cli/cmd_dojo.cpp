@@ -96,7 +96,7 @@ void add_dojo(CLI::App& app, int& rc) {
                                      "records, dojo.json, DATASET.md and gpus/ profiles are removed first)");
   cmd->callback([a, &rc] {
     auto fail = [&rc](const Error& e) {
-      fmt::print(stderr, "gpusim dojo generate: {}\n", e.message);
+      fmt::print(stderr, "gpusim dojo generate: {}\n", say(e));
       rc = exit_code(e);
     };
     dojo::Config c;
@@ -155,7 +155,7 @@ void add_dojo(CLI::App& app, int& rc) {
                  std::count_if(tasks->gpus.begin(), tasks->gpus.end(), [](const auto& g) { return g.virtual_gpu; }),
                  tasks->constraints.size(),
                  tasks->tasks.size(), 2 + c.plans, count, a->out);
-      for (const std::string& n : tasks->notes) fmt::print("note     {}\n", n);
+      for (const std::string& n : tasks->notes) fmt::print("note     {}\n", say(n));
     }
     for (const dojo::ShardSpec& s : todo) {
       auto r = dojo::generate_shard(*tasks, s, a->out, Session::target_maker());

@@ -106,7 +106,7 @@ void print_text(const GraphSummary& s) {
   }
   if (!s.notes.empty()) {
     fmt::print("\nnotes\n");
-    for (const auto& n : s.notes) fmt::print("  - {}\n", n);
+    for (const auto& n : s.notes) fmt::print("  - {}\n", say(n));
   }
 }
 
@@ -157,7 +157,7 @@ void print_lowering(const Lowering& low, const RuntimeModel& rt, const Graph& g)
   }
   fmt::print("rule: the runtime pattern, fusion, view or insert that made the kernel (- for one node alone); call: the "
              "framework call launching it (+: a later kernel of that call)\n");
-  for (const auto& n : low.notes) fmt::print("  - {}\n", n);
+  for (const auto& n : low.notes) fmt::print("  - {}\n", say(n));
 }
 
 }  // namespace
@@ -185,7 +185,7 @@ void add_inspect(CLI::App& app, int& rc) {
   cmd->callback([args, &rc] {
     auto m = Session().open_model(args->model, {args->dims});
     if (!m) {
-      fmt::print(stderr, "gpusim inspect: {}\n", m.error().message);
+      fmt::print(stderr, "gpusim inspect: {}\n", say(m.error()));
       rc = exit_code(m.error());
       return;
     }
@@ -195,7 +195,7 @@ void add_inspect(CLI::App& app, int& rc) {
     if (!args->runtime.empty()) {
       auto r = find_runtime(args->runtime, default_runtime_dirs());
       if (!r) {
-        fmt::print(stderr, "gpusim inspect: --runtime: {}\n", r.error().message);
+        fmt::print(stderr, "gpusim inspect: --runtime: {}\n", say(r.error()));
         rc = 2;
         return;
       }
@@ -213,7 +213,7 @@ void add_inspect(CLI::App& app, int& rc) {
       }
       auto l = lower(m->graph(), *r, lo);
       if (!l) {
-        fmt::print(stderr, "gpusim inspect: {}\n", l.error().message);
+        fmt::print(stderr, "gpusim inspect: {}\n", say(l.error()));
         rc = l.error().code == ErrorCode::kInvalidArgument ? 2 : 1;
         return;
       }

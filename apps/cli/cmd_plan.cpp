@@ -47,22 +47,22 @@ void add_plan(CLI::App& app, int& rc) {
                   "any vector width, as vendor libraries run kernels)");
   cmd->callback([a, &rc] {
     SearchOptions o;
-    auto obj = objective_from_name(a->objective);
-    if (!obj) {
-      fmt::print(stderr, "gpusim plan: --objective \"{}\" is not one of latency, throughput, energy, memory\n",
-                 a->objective);
+    auto obj = parse_objective(a->objective, "--objective");
+    auto sched = parse_scheduler(a->scheduler, "--scheduler");
+    if (!obj || !sched) {
+      fmt::print(stderr, "gpusim plan: {}\n", say(!obj ? obj.error() : sched.error()));
       rc = 2;
       return;
     }
     o.objective = *obj;
-    o.scheduler = a->scheduler;
+    o.scheduler = *sched;
     o.top_k = a->top;
     o.beam_width = a->beam_width;
     o.samples = a->samples;
     o.seed = a->seed;
     auto tiles = parse_tile_space(a->tiles, "--tiles");
     if (!tiles) {
-      fmt::print(stderr, "gpusim plan: {}\n", tiles.error().message);
+      fmt::print(stderr, "gpusim plan: {}\n", say(tiles.error()));
       rc = 2;
       return;
     }
@@ -87,7 +87,7 @@ void add_plan(CLI::App& app, int& rc) {
     if (!a->dtype.empty()) {
       auto d = parse_dtype(a->dtype);
       if (!d) {
-        fmt::print(stderr, "gpusim plan: {}\n", d.error().message);
+        fmt::print(stderr, "gpusim plan: {}\n", say(d.error()));
         rc = 2;
         return;
       }
@@ -104,25 +104,25 @@ void add_plan(CLI::App& app, int& rc) {
     warn_profile_dirs(session.profile_dirs());
     auto m = session.open_model(a->model, {a->dims});
     if (!m) {
-      fmt::print(stderr, "gpusim plan: {}\n", m.error().message);
+      fmt::print(stderr, "gpusim plan: {}\n", say(m.error()));
       rc = exit_code(m.error());
       return;
     }
     auto gpu = session.gpu(a->gpu);
     if (!gpu) {
-      fmt::print(stderr, "gpusim plan: {}\n", gpu.error().message);
+      fmt::print(stderr, "gpusim plan: {}\n", say(gpu.error()));
       rc = 1;
       return;
     }
     auto r = session.plan(*m, session.target(*gpu, *tiles), o);
     if (!r) {
-      fmt::print(stderr, "gpusim plan: {}\n", r.error().message);
+      fmt::print(stderr, "gpusim plan: {}\n", say(r.error()));
       rc = exit_code(r.error());
       return;
     }
     if (!a->out.empty()) {
       if (auto w = write_file_atomic(a->out, plan_to_json(r->plans.front().plan, m->graph()) + "\n"); !w) {
-        fmt::print(stderr, "gpusim plan: {}\n", w.error().message);
+        fmt::print(stderr, "gpusim plan: {}\n", say(w.error()));
         rc = 1;
         return;
       }
@@ -154,8 +154,8 @@ void add_plan(CLI::App& app, int& rc) {
     }
     fmt::print("model    {}\ninputs   {}\ngpu      {} ({}), {}\nsearch   {} scheduler, objective {}; {}\n", a->model,
                fmt::join(shapes, ", "), gpu->display_name, gpu->name,
-               dtype_name(r->plans.front().prediction.dtype), o.scheduler, a->objective,
-               r->notes.front());
+               dtype_name(r->plans.front().prediction.dtype), scheduler_name(o.scheduler), a->objective,
+               say(r->notes.front()));
     fmt::print("tiles    {}\n", r->eager.tiles);
     fmt::print("eager    {:.3f} ms in {} kernels\n\n", eager_us / 1e3, r->eager.kernels.size());
     fmt::print("{:>4} {:>12} {:>9} {:>8} {:>12} {:>10}\n", "rank", "latency_ms", "speedup", "kernels", "peak_mem",

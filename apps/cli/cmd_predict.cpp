@@ -39,8 +39,7 @@ struct Args {
 
 // A kernel as the table names it: the runtime pattern or fusion that made it, else its op(s).
 std::string kernel_label(const PlannedKernel& k) {
-  if (k.fusions.empty()) return k.op_type;
-  return k.fusions.back() == "attention" || k.fusions.size() == 1 ? k.fusions.back() : k.fusions.back();
+  return k.fusions.empty() ? k.op_type : k.fusions.back();
 }
 
 void print_text(const Prediction& p, const GpuProfile& gpu, bool all) {
@@ -88,7 +87,7 @@ void print_text(const Prediction& p, const GpuProfile& gpu, bool all) {
   fmt::print("\nby bound ");
   for (const auto& [b, t] : by_bound) fmt::print(" {} {:.1f}%", b, 100 * t / p.kernels_us);
   fmt::print("\n\nnotes\n");
-  for (const auto& n : p.notes) fmt::print("  - {}\n", n);
+  for (const auto& n : p.notes) fmt::print("  - {}\n", say(n));
 }
 
 void add_common(CLI::App* cmd, Args& a, std::string_view schema) {
@@ -124,7 +123,7 @@ std::optional<Model> load(const Args& a, const char* cmd, const Session& s, Pred
   {
     auto t = a.tiles.empty() ? s.runtime_tiles(a.runtime) : parse_tile_space(a.tiles, "--tiles");
     if (!t) {
-      fmt::print(stderr, "gpusim {}: {}{}\n", cmd, a.tiles.empty() ? "--" : "", t.error().message);
+      fmt::print(stderr, "gpusim {}: {}{}\n", cmd, a.tiles.empty() ? "--" : "", say(t.error()));
       rc = 2;
       return std::nullopt;
     }
@@ -133,7 +132,7 @@ std::optional<Model> load(const Args& a, const char* cmd, const Session& s, Pred
   if (!a.dtype.empty()) {
     auto d = parse_dtype(a.dtype);
     if (!d) {
-      fmt::print(stderr, "gpusim {}: {}\n", cmd, d.error().message);
+      fmt::print(stderr, "gpusim {}: {}\n", cmd, say(d.error()));
       rc = 2;
       return std::nullopt;
     }
@@ -142,7 +141,7 @@ std::optional<Model> load(const Args& a, const char* cmd, const Session& s, Pred
   req.runtime = a.runtime;
   if (!a.layout.empty()) {
     if (auto l = check_layout(a.layout); !l) {
-      fmt::print(stderr, "gpusim {}: --layout: {}\n", cmd, l.error().message);
+      fmt::print(stderr, "gpusim {}: --layout: {}\n", cmd, say(l.error()));
       rc = 2;
       return std::nullopt;
     }
@@ -162,7 +161,7 @@ std::optional<Model> load(const Args& a, const char* cmd, const Session& s, Pred
   req.host_copies = !a.on_device;
   auto m = s.open_model(a.model, {a.dims});
   if (!m) {
-    fmt::print(stderr, "gpusim {}: {}\n", cmd, m.error().message);
+    fmt::print(stderr, "gpusim {}: {}\n", cmd, say(m.error()));
     rc = exit_code(m.error());
     return std::nullopt;
   }
@@ -188,7 +187,7 @@ void add_predict(CLI::App& app, int& rc) {
     if (!m) return;
     auto gpu = session.gpu(a->gpu);
     if (!gpu) {
-      fmt::print(stderr, "gpusim predict: {}\n", gpu.error().message);
+      fmt::print(stderr, "gpusim predict: {}\n", say(gpu.error()));
       rc = 1;
       return;
     }
@@ -202,7 +201,7 @@ void add_predict(CLI::App& app, int& rc) {
       const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
       auto plan = session.load_plan(*m, text, a->plan);
       if (!plan) {
-        fmt::print(stderr, "gpusim predict: {}\n", plan.error().message);
+        fmt::print(stderr, "gpusim predict: {}\n", say(plan.error()));
         rc = 1;
         return;
       }
@@ -210,7 +209,7 @@ void add_predict(CLI::App& app, int& rc) {
     }
     auto p = session.predict(*m, session.target(*gpu, tiles), req);
     if (!p) {
-      fmt::print(stderr, "gpusim predict: {}\n", p.error().message);
+      fmt::print(stderr, "gpusim predict: {}\n", say(p.error()));
       rc = exit_code(p.error());
       return;
     }
@@ -261,7 +260,7 @@ void add_compare(CLI::App& app, int& rc) {
     }
     auto rows = session.compare(*m, gpus, tiles, req);
     if (!rows) {
-      fmt::print(stderr, "gpusim compare: {}\n", rows.error().message);
+      fmt::print(stderr, "gpusim compare: {}\n", say(rows.error()));
       rc = exit_code(rows.error());
       return;
     }

@@ -183,7 +183,7 @@ void print_list(const std::vector<Loaded>& all) {
              "FP32 TFLOPS", "FP16 mat TF", "DRAM GB", "GB/s");
   for (const auto& [entry, profile] : all) {
     if (!profile) {
-      fmt::print("{:<{}}  INVALID  {}\n", entry.name, w, profile.error().message);
+      fmt::print("{:<{}}  INVALID  {}\n", entry.name, w, say(profile.error()));
       continue;
     }
     const GpuProfile& p = *profile;
@@ -261,7 +261,7 @@ void add_profiles(CLI::App& app, int& rc) {
     if (!d) return;
     auto p = d->gpu(args->show_name);
     if (!p) {
-      fmt::print(stderr, "{}{}\n", kPrefix, p.error().message);
+      fmt::print(stderr, "{}{}\n", kPrefix, say(p.error()));
       rc = 1;
       return;
     }
@@ -307,7 +307,7 @@ void add_profiles(CLI::App& app, int& rc) {
       }
       const std::vector<std::string> problems = profile_problems(r.error());
       if (problems.size() <= 1) {
-        fmt::print("FAIL {}: {}\n", name, r.error().message);
+        fmt::print("FAIL {}: {}\n", name, say(r.error()));
       } else {
         fmt::print("FAIL {}: {} problems\n", name, problems.size());
         for (const std::string& p : problems) fmt::print("     - {}\n", p);

@@ -35,7 +35,7 @@ void print_outputs(const RunReport& r) {
 void print_notes(const RunReport& r) {
   if (r.notes.empty()) return;
   fmt::print("\nnotes\n");
-  for (const auto& n : r.notes) fmt::print("  - {}\n", n);
+  for (const auto& n : r.notes) fmt::print("  - {}\n", say(n));
 }
 
 void print_cpu(const Args& a, const RunReport& r) {
@@ -107,20 +107,20 @@ std::optional<Program> open_program(const RunArgs& a, std::string_view command, 
   if (a.backend != "cpu" && !a.dtype.empty()) {
     auto dtype = parse_dtype(a.dtype);
     if (!dtype) {
-      fmt::print(stderr, "{}: {}\n", who, dtype.error().message);
+      fmt::print(stderr, "{}: {}\n", who, say(dtype.error()));
       rc = 2;
       return std::nullopt;
     }
     co.dtype = *dtype;
   }
   if (auto ok = check_compile_options(co); !ok) {  // a bad --backend or --dtype: a bad argument
-    fmt::print(stderr, "{}: {}\n", who, ok.error().message);
+    fmt::print(stderr, "{}: {}\n", who, say(ok.error()));
     rc = 2;
     return std::nullopt;
   }
   auto m = session.open_model(a.model, {a.dims});
   if (!m) {
-    fmt::print(stderr, "{}: {}\n", who, m.error().message);
+    fmt::print(stderr, "{}: {}\n", who, say(m.error()));
     rc = exit_code(m.error());
     return std::nullopt;
   }
@@ -137,7 +137,7 @@ std::optional<Program> open_program(const RunArgs& a, std::string_view command, 
   for (const std::string& f : a.inputs) {
     auto t = read_tensor_buffer(f);
     if (!t) {
-      fmt::print(stderr, "{}: {}\n", who, t.error().message);
+      fmt::print(stderr, "{}: {}\n", who, say(t.error()));
       rc = 1;
       return std::nullopt;
     }
@@ -147,7 +147,7 @@ std::optional<Program> open_program(const RunArgs& a, std::string_view command, 
     if (!a.gpu.empty()) {
       auto p = session.gpu(a.gpu);
       if (!p) {
-        fmt::print(stderr, "{}: {}\n", who, p.error().message);
+        fmt::print(stderr, "{}: {}\n", who, say(p.error()));
         rc = 1;
         return std::nullopt;
       }
@@ -163,7 +163,7 @@ std::optional<Program> open_program(const RunArgs& a, std::string_view command, 
       const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
       auto plan = session.load_plan(*m, text, a.plan);
       if (!plan) {
-        fmt::print(stderr, "{}: {}\n", who, plan.error().message);
+        fmt::print(stderr, "{}: {}\n", who, say(plan.error()));
         rc = 1;
         return std::nullopt;
       }
@@ -172,7 +172,7 @@ std::optional<Program> open_program(const RunArgs& a, std::string_view command, 
   }
   auto prog = session.compile(*m, co);
   if (!prog) {
-    fmt::print(stderr, "{}: {}\n", who, prog.error().message);
+    fmt::print(stderr, "{}: {}\n", who, say(prog.error()));
     rc = 1;  // the options were checked above: what fails here is the device, the plan or the model
     return std::nullopt;
   }
@@ -212,7 +212,7 @@ int run(const Args& a) {
   auto r = prog->time(views, to);
   line.clear();
   if (!r) {
-    fmt::print(stderr, "gpusim run: {}\n", r.error().message);
+    fmt::print(stderr, "gpusim run: {}\n", say(r.error()));
     return 1;
   }
   if (a.json) {

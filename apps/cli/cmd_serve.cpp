@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "common.h"
 #include "service.h"
 
 namespace gpusim::cli {
@@ -97,7 +98,7 @@ void add_serve(CLI::App& app, int& rc) {
     serve::Service svc(a->o);
     auto port = svc.bind();
     if (!port) {
-      fmt::print(stderr, "gpusim serve: {}\n", port.error().message);
+      fmt::print(stderr, "gpusim serve: {}\n", cli::say(port.error()));
       rc = 1;
       return;
     }
@@ -114,7 +115,7 @@ void add_serve(CLI::App& app, int& rc) {
     pthread_kill(waiter.native_handle(), SIGTERM);
     waiter.join();
     if (!st) {
-      fmt::print(stderr, "gpusim serve: {}\n", st.error().message);
+      fmt::print(stderr, "gpusim serve: {}\n", cli::say(st.error()));
       rc = 1;
       return;
     }

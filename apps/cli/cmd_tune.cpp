@@ -74,7 +74,7 @@ void print_report(const TuneReport& t) {
     }
   }
   fmt::print("cache    {}\n", t.store.empty() ? "off (nothing kept)" : t.store);
-  for (const std::string& n : t.notes) fmt::print("note     {}\n", n);
+  for (const std::string& n : t.notes) fmt::print("note     {}\n", say(n));
 }
 
 int cache_command(const TuneArgs& a) {
@@ -111,28 +111,28 @@ int cache_command(const TuneArgs& a) {
       return 0;
     }
     if (n.error().code != ErrorCode::kParse) {
-      fmt::print(stderr, "gpusim tune: {}\n", n.error().message);
+      fmt::print(stderr, "gpusim tune: {}\n", say(n.error()));
       return 1;
     }
     if (store) store = make_error(ErrorCode::kIo, "closed");
     auto aside = MeasurementStore::set_aside(path);
     if (!aside) {
-      fmt::print(stderr, "gpusim tune: {} ({})\n", aside.error().message, n.error().message);
+      fmt::print(stderr, "gpusim tune: {} ({})\n", say(aside.error()), say(n.error()));
       return 1;
     }
     fmt::print("tuning cache {}: damaged ({}); moved to {} (its measurements stay there); the next tune starts a new "
                "cache\n",
-               path, n.error().message, *aside);
+               path, say(n.error()), *aside);
     return 0;
   }
   auto store = MeasurementStore::open_read(path);
   if (!store) {
-    fmt::print(stderr, "gpusim tune: {}\n", store.error().message);
+    fmt::print(stderr, "gpusim tune: {}\n", say(store.error()));
     return 1;
   }
   auto info = store->tuning_info();
   if (!info) {
-    fmt::print(stderr, "gpusim tune: {}\n", info.error().message);
+    fmt::print(stderr, "gpusim tune: {}\n", say(info.error()));
     return 1;
   }
   if (a.json) {
@@ -172,7 +172,7 @@ int tune(const TuneArgs& a) {
   if (int t = tune_program(*prog, a, "gpusim tune", &rep); t != 0) return t;
   if (!a.out.empty()) {
     if (auto w = write_file_atomic(a.out, prog->plan_document() + "\n"); !w) {
-      fmt::print(stderr, "gpusim tune: {}\n", w.error().message);
+      fmt::print(stderr, "gpusim tune: {}\n", say(w.error()));
       return 1;
     }
   }
@@ -192,7 +192,7 @@ int tune(const TuneArgs& a) {
     auto r = prog->time(views, to);
     line.clear();
     if (!r) {
-      fmt::print(stderr, "gpusim tune: timing the tuned plan: {}\n", r.error().message);
+      fmt::print(stderr, "gpusim tune: timing the tuned plan: {}\n", say(r.error()));
       return 1;
     }
     whole = std::move(*r);
@@ -240,7 +240,7 @@ int tune_program(Program& prog, const RunArgs& a, std::string_view command, Tune
   auto r = prog.tune(o);
   line.clear();
   if (!r) {
-    fmt::print(stderr, "{}: {}\n", command, r.error().message);
+    fmt::print(stderr, "{}: {}\n", command, say(r.error()));
     return r.error().code == ErrorCode::kInvalidArgument ? 2 : 1;
   }
   if (out) {

@@ -244,7 +244,7 @@ int run_validate(const ValidateArgs& a) {
   std::vector<std::string> read_notes;
   auto recs = read_measurements(a.truth, &read_notes);
   if (!recs) {
-    fmt::print(stderr, "gpusim validate: {}\n", recs.error().message);
+    fmt::print(stderr, "gpusim validate: {}\n", say(recs.error()));
     return recs.error().code == ErrorCode::kIo ? 1 : 2;
   }
   ValidateOptions o;
@@ -270,7 +270,7 @@ int run_validate(const ValidateArgs& a) {
   if (a.fit || !a.write_runtimes.empty() || !a.write_efficiency.empty()) {
     auto fm = fit_model(*recs, fo);
     if (!fm) {
-      fmt::print(stderr, "gpusim validate: --fit: {}\n", fm.error().message);
+      fmt::print(stderr, "gpusim validate: --fit: {}\n", say(fm.error()));
       return exit_code(fm.error());
     }
     fitted = std::move(*fm);
@@ -325,7 +325,7 @@ int run_validate(const ValidateArgs& a) {
     rep = a.logo ? validate_leave_one_out(*recs, o, fo) : validate(*recs, o);
   }
   if (!rep) {
-    fmt::print(stderr, "gpusim validate: {}\n", rep.error().message);
+    fmt::print(stderr, "gpusim validate: {}\n", say(rep.error()));
     return exit_code(rep.error());
   }
   if (!a.rows.empty()) {
@@ -413,9 +413,9 @@ int run_validate(const ValidateArgs& a) {
       fmt::print("  {}\n", kTileLegend);
     }
     print_models(rep->models, a.worst);
-    for (const auto& s : rep->skipped) fmt::print("skipped  {} record(s): {}\n", s.count, s.reason);
-    for (const auto& s : rep->models.skipped) fmt::print("skipped  {} model record(s): {}\n", s.count, s.reason);
-    for (const auto& n : read_notes) fmt::print("note     {}\n", n);
+    for (const auto& s : rep->skipped) fmt::print("skipped  {} record(s): {}\n", s.count, say(s.reason));
+    for (const auto& s : rep->models.skipped) fmt::print("skipped  {} model record(s): {}\n", s.count, say(s.reason));
+    for (const auto& n : read_notes) fmt::print("note     {}\n", say(n));
   }
   if (rep->overall.model.n == 0 && rep->models.rows.empty()) {
     fmt::print(stderr, "gpusim validate: nothing was validated: every one of the {} record(s) was skipped (the reasons "
@@ -483,22 +483,22 @@ void add_truth(CLI::App& app, int& rc) {
   imp->callback([db, sources, &rc] {
     auto store = MeasurementStore::open(*db);
     if (!store) {
-      fmt::print(stderr, "gpusim truth import: {}\n", store.error().message);
+      fmt::print(stderr, "gpusim truth import: {}\n", say(store.error()));
       rc = 1;
       return;
     }
     for (const std::string& s : *sources) {
       std::vector<std::string> notes;
       auto recs = read_measurements(s, &notes);
-      for (const auto& n : notes) fmt::print("note: {}\n", n);
+      for (const auto& n : notes) fmt::print("note: {}\n", say(n));
       if (!recs) {
-        fmt::print(stderr, "gpusim truth import: {}\n", recs.error().message);
+        fmt::print(stderr, "gpusim truth import: {}\n", say(recs.error()));
         rc = recs.error().code == ErrorCode::kIo ? 1 : 2;
         return;
       }
       auto st = store->insert(*recs, fmt::format("gpusim truth import --db {} {}", *db, s));
       if (!st) {
-        fmt::print(stderr, "gpusim truth import: {}\n", st.error().message);
+        fmt::print(stderr, "gpusim truth import: {}\n", say(st.error()));
         rc = 1;
         return;
       }
@@ -511,13 +511,13 @@ void add_truth(CLI::App& app, int& rc) {
   stats->callback([sdb, &rc] {
     auto store = MeasurementStore::open_read(*sdb);
     if (!store) {
-      fmt::print(stderr, "gpusim truth stats: {}\n", store.error().message);
+      fmt::print(stderr, "gpusim truth stats: {}\n", say(store.error()));
       rc = 1;
       return;
     }
     auto recs = store->query();
     if (!recs) {
-      fmt::print(stderr, "gpusim truth stats: {}\n", recs.error().message);
+      fmt::print(stderr, "gpusim truth stats: {}\n", say(recs.error()));
       rc = 1;
       return;
     }

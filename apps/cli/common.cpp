@@ -6,6 +6,9 @@
 #include <chrono>
 #include <filesystem>
 #include <cstdio>
+#include <map>
+
+#include "gpusim/wording.h"
 
 namespace gpusim::cli {
 
@@ -16,6 +19,26 @@ Result<DType> parse_dtype(const std::string& s) {
 }
 
 int exit_code(const Error& e) { return e.code == ErrorCode::kInvalidArgument ? 2 : 1; }
+
+std::string cli_spelling(std::string_view name, std::string_view value) {
+  // The flags whose name is not the option's with '-' for '_'.
+  static const std::map<std::string_view, std::string_view> kOdd = {{"dims", "--dim"}, {"skip_patterns", "--skip-pattern"}};
+  std::string flag;
+  if (auto it = kOdd.find(name); it != kOdd.end()) {
+    flag = it->second;
+  } else {
+    flag = "--";
+    for (char c : name) flag += c == '_' ? '-' : c;
+  }
+  if (!value.empty()) {
+    flag += ' ';
+    flag += value;
+  }
+  return flag;
+}
+
+std::string say(const Error& e) { return reword_options(e.message, cli_spelling); }
+std::string say(const std::string& message) { return reword_options(message, cli_spelling); }
 
 std::string output_file_problem(const std::string& path, const char* flag) {
   namespace fs = std::filesystem;

@@ -14,8 +14,13 @@ namespace gpusim::cli {
 
 // "fp32" | "fp16" | "bf16" -> DType; anything else is an error naming the allowed values.
 Result<DType> parse_dtype(const std::string& s);
-// Exit code for an error: 2 for bad arguments, 1 otherwise.
+// Exit code for an error: 2 for bad arguments, 1 otherwise (from its code, never its text).
 int exit_code(const Error& e);
+// An error's message in the CLI's words: the API options it names (wording.h) as flags,
+// `dims batch=N` as --dim batch=N, `beam_width` as --beam-width.
+std::string say(const Error& e);
+std::string say(const std::string& message);  // a note
+std::string cli_spelling(std::string_view name, std::string_view value);
 
 // Prints "warning: ..." to stderr for each folder on the profile search path that cannot be read
 // (it is skipped; the command goes on with the others).

@@ -205,16 +205,26 @@ Error model_too_large(size_t size, int64_t limit) {
 
 // The library speaks to the command line ("--dim batch=N", "or pass a path to a .yaml file"); over
 // HTTP the same advice names the request's fields, and never offers paths.
+// An API option as a request field: `dims batch=N` -> "dims": {"batch": N}, `dtype fp16` ->
+// "dtype": "fp16", `gpu` -> "gpu".
+std::string http_spelling(std::string_view name, std::string_view value) {
+  if (value.empty()) return fmt::format("\"{}\"", name);
+  if (name == "dims") {
+    const size_t eq = value.find('=');
+    if (eq != std::string_view::npos) {
+      return fmt::format("\"dims\": {{\"{}\": {}}}", value.substr(0, eq), value.substr(eq + 1));
+    }
+  }
+  const bool number = value.find_first_not_of("0123456789.-e") == std::string_view::npos;
+  return number ? fmt::format("\"{}\": {}", name, value) : fmt::format("\"{}\": \"{}\"", name, value);
+}
+
+// A library message in the service's words: options as request fields (wording.h), and the
+// CLI's profile listing as the endpoint that lists profiles.
 std::string api_wording(std::string m) {
+  m = reword_options(m, http_spelling);
   static const std::vector<std::pair<std::regex, std::string>> rules = {
-      {std::regex(R"(--dim (\w[\w.:-]*)=N)"), "\"dims\": {\"$1\": N}"},
-      {std::regex(R"(--dim ([^ ]+)=([0-9]+))"), "\"dims\": {\"$1\": $2}"},
-      {std::regex(R"(another --dim)"), "other \"dims\""},
-      {std::regex(R"(--dim values)"), "\"dims\" values"},
-      {std::regex(R"(--dim)"), "\"dims\""},
       {std::regex(R"(^runtime: )"), "\"runtime\": "},
-      {std::regex(R"(--dtype)"), "\"dtype\""},
-      {std::regex(R"(--gpu )"), "\"gpu\" "},
       {std::regex(R"( \(or (pass|give) a path to a [^;)]*(; `gpusim profiles list` shows[^)]*)?\))"), " (GET /v1/profiles lists them)"},
       {std::regex(R"( or give a path)"), ""},
       {std::regex(R"(`gpusim profiles list`)"), "GET /v1/profiles"},
@@ -821,15 +831,16 @@ struct Service::Impl {
     const json& b = r.body;
     auto sched = str(b, "scheduler", false);
     if (!sched) return sched.error();
-    if (!sched->empty()) o.scheduler = *sched;
+    if (!sched->empty()) {
+      auto k = parse_scheduler(sched->substr(0, 64), "\"scheduler\":");
+      if (!k) return k.error();
+      o.scheduler = *k;
+    }
     auto obj = str(b, "objective", false);
     if (!obj) return obj.error();
     if (!obj->empty()) {
-      auto ob = objective_from_name(*obj);
-      if (!ob) {
-        return bad_request(fmt::format("\"objective\": \"{}\" is not one of latency, throughput, energy, memory",
-                                       obj->substr(0, 64)));
-      }
+      auto ob = parse_objective(obj->substr(0, 64), "\"objective\":");
+      if (!ob) return ob.error();
       o.objective = *ob;
     }
     auto d = dtype(b);

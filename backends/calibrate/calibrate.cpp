@@ -193,7 +193,7 @@ std::string profile_yaml(const Outcome& o, const std::string& name, const std::s
   const GpuProfile& c = o.calibrated;
   std::string y;
   y += fmt::format("# Written by gpusim calibrate on {} ({} s{}). Raw measurements: {}\n", o.date,
-                   static_cast<int>(std::lround(o.elapsed_s)), o.quick ? ", --quick" : "",
+                   static_cast<int>(std::lround(o.elapsed_s)), o.quick ? ", `quick`" : "",
                    measurements_file.empty() ? name + ".measurements.json" : measurements_file);
   y += "schema: gpusim.profile/1\n";
   y += fmt::format("name: {}\n", name);
@@ -287,7 +287,7 @@ nlohmann::json raw_json(const Outcome& o, const std::string& profile_name) {
 std::string report(const Outcome& o) {
   std::string r;
   r += fmt::format("Calibration of {} ({} backend, {}) against profile {}: {:.1f} s{}\n\n", o.device.name, o.device.backend,
-                   o.device.driver, o.base.name, o.elapsed_s, o.quick ? " (--quick)" : "");
+                   o.device.driver, o.base.name, o.elapsed_s, o.quick ? " (`quick`)" : "");
   r += "Measured                           p50          datasheet     share   p95          CV     runs\n";
   for (const Figure& f : o.figures) {
     if (!f.measured) {
@@ -352,7 +352,7 @@ Status write_profile(const Outcome& o, const std::string& path, const std::vecto
   const fs::path target(path);
   if (target.extension() != ".yaml") {
     return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("calibrate: --out {}: a profile file must end in .yaml (its name is the profile's name)", path));
+                      fmt::format("calibrate: `out {}`: a profile file must end in .yaml (its name is the profile's name)", path));
   }
   const std::string name = target.stem().string();
   fs::path parent = target.parent_path();
@@ -360,7 +360,7 @@ Status write_profile(const Outcome& o, const std::string& path, const std::vecto
   std::error_code ec;
   fs::create_directories(parent, ec);
   if (ec) {
-    return make_error(ErrorCode::kIo, fmt::format("calibrate: --out {}: cannot create directory {}: {}", path,
+    return make_error(ErrorCode::kIo, fmt::format("calibrate: `out {}`: cannot create directory {}: {}", path,
                                                   parent.string(), ec.message()));
   }
   // The pair is committed in one step: the measurements go to a new file named for their content
@@ -376,16 +376,16 @@ Status write_profile(const Outcome& o, const std::string& path, const std::vecto
   std::vector<std::string> search = dirs;
   auto loaded = load_profile_yaml(yaml, target.string(), search);
   if (!loaded) {
-    return make_error(ErrorCode::kIo, fmt::format("calibrate: --out {}: the written profile does not load: {}; "
+    return make_error(ErrorCode::kIo, fmt::format("calibrate: `out {}`: the written profile does not load: {}; "
                                                   "nothing was written",
                                                   path, loaded.error().message));
   }
   if (auto s = write_file_atomic((parent / measurements).string(), json); !s) {
-    return make_error(ErrorCode::kIo, fmt::format("calibrate: --out {}: {}; nothing was replaced", path, s.error().message));
+    return make_error(ErrorCode::kIo, fmt::format("calibrate: `out {}`: {}; nothing was replaced", path, s.error().message));
   }
   if (auto s = write_file_atomic(target.string(), yaml); !s) {
     fs::remove(parent / measurements, ec);
-    return make_error(ErrorCode::kIo, fmt::format("calibrate: --out {}: {}; nothing was replaced", path, s.error().message));
+    return make_error(ErrorCode::kIo, fmt::format("calibrate: `out {}`: {}; nothing was replaced", path, s.error().message));
   }
   remove_unnamed_measurements(parent, name, measurements);
   return Ok{};

@@ -166,7 +166,8 @@ Result<exec::RunResult> run_kernel_graph(Session& s, const OneKernelGraph& c, ex
   const GraphIndex idx = index_graph(c.g);
   PlanKernel pk;
   pk.nodes = c.nodes;
-  *work = group_work(c.g, idx, pk.nodes, 0);
+  classify_kernel(c.g, idx, pk);
+  *work = plan_kernel_work(c.g, idx, pk);
   const codegen::TargetCapability cap(codegen::target_options(s.dev().info(), o.fp16_storage, o.matrix));
   pk.tile = best_generated_tile(*work, s.model, cap);
   *tile = pk.tile;

@@ -23,9 +23,8 @@ Result<Kernel> generate(const Graph& g, const GraphIndex& idx, const PlanKernel&
   }
   const auto cls = op_class(a.domain, a.op_type);
   if (!cls) return c.unsupported(a, "not in the op catalog");
-  bool attention = std::find(k.fusions.begin(), k.fusions.end(), "attention") != k.fusions.end();
   Result<Kernel> r = make_error(ErrorCode::kUnsupported, "");
-  if (attention) {
+  if (k.kind == KernelKind::kAttention) {
     r = gen_attention(c);
   } else {
     switch (*cls) {

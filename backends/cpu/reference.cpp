@@ -153,7 +153,7 @@ Status check_host_memory(const Graph& g, const RunOptions& opts) {
                     fmt::format("{}: the CPU reference would hold {}{} on the host at once (in fp64/int64; each "
                                 "value is freed after its last reader), over its limit of {} (half the "
                                 "machine's memory, or RunOptions::max_host_bytes); the largest tensors: {}. Make the "
-                                "inputs smaller (--dim) or run on a device backend",
+                                "inputs smaller (`dims`) or run on a device backend",
                                 g.source_path, peak > limit ? "at least " : "", size_text(static_cast<double>(peak)), size_text(static_cast<double>(limit)),
                                 fmt::join(names, ", ")));
 }

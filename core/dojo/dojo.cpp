@@ -277,11 +277,11 @@ Result<ShardSpec> parse_shard(const std::string& text) {
     if (a != slash || b != text.size() - slash - 1) throw std::invalid_argument("trailing");
   } catch (const std::exception&) {
     return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("--shard \"{}\" is not of the form I/N (shard I of N, 0 <= I < N): write 0/4", text));
+                      fmt::format("`shard` \"{}\" is not of the form I/N (shard I of N, 0 <= I < N): write 0/4", text));
   }
   if (s.count < 1 || s.index < 0 || s.index >= s.count) {
     return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("--shard {}: the index must be from 0 to {} (shard I of N, 0 <= I < N)", text,
+                      fmt::format("`shard {}`: the index must be from 0 to {} (shard I of N, 0 <= I < N)", text,
                                   std::max(0, s.count - 1)));
   }
   return s;
@@ -300,39 +300,39 @@ Result<Tasks> expand(const Config& c, const std::vector<std::string>& dirs) {
   if (c.models.empty()) return make_error(ErrorCode::kInvalidArgument, "dojo: no models; give one or more ONNX files");
   if (c.gpus.empty()) return make_error(ErrorCode::kInvalidArgument, "dojo: no GPUs; give one or more profile ids (gpusim profiles lists them)");
   if (c.plans < 0 || c.plans > 10000) {
-    return make_error(ErrorCode::kInvalidArgument, fmt::format("dojo: --plans {} is out of range; give 0 to 10000", c.plans));
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("dojo: `plans {}` is out of range; give 0 to 10000", c.plans));
   }
   if (c.subgraphs < 0 || c.subgraphs > 10000) {
-    return make_error(ErrorCode::kInvalidArgument, fmt::format("dojo: --subgraphs {} is out of range; give 0 to 10000", c.subgraphs));
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("dojo: `subgraphs {}` is out of range; give 0 to 10000", c.subgraphs));
   }
   if (c.virtual_gpus < 0 || c.virtual_gpus > 1000) {
     return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("dojo: --virtual-gpus {} is out of range; give 0 to 1000", c.virtual_gpus));
+                      fmt::format("dojo: `virtual_gpus {}` is out of range; give 0 to 1000", c.virtual_gpus));
   }
   if (c.format != "csv" && c.format != "ndjson") {
-    return make_error(ErrorCode::kInvalidArgument, fmt::format("dojo: --format \"{}\" is not csv or ndjson", c.format));
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("dojo: `format` \"{}\" is not csv or ndjson", c.format));
   }
   const auto dtype = float_dtype_from_name(c.dtype);
   if (!dtype || *dtype == DType::kFloat64) {
-    return make_error(ErrorCode::kInvalidArgument, fmt::format("dojo: --dtype \"{}\": give fp32, fp16 or bf16", c.dtype));
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("dojo: `dtype` \"{}\": give fp32, fp16 or bf16", c.dtype));
   }
   if (auto ts = parse_tile_space(c.tiles, "dojo: tiles"); !ts) return ts.error();
   for (const std::string& o : c.objectives) {
     if (!objective_from_name(o)) {
       return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("dojo: --objective \"{}\" is not latency, throughput, energy or memory", o));
+                        fmt::format("dojo: `objective` \"{}\" is not latency, throughput, energy or memory", o));
     }
   }
   for (double f : c.memory_fractions) {
     if (!(f > 0 && f <= 1)) {
       return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("dojo: --memory-fraction {} is out of range; give a fraction in (0, 1]", f));
+                        fmt::format("dojo: `memory_fraction {}` is out of range; give a fraction in (0, 1]", f));
     }
   }
   for (double f : c.power_fractions) {
     if (!(f >= 0.2 && f <= 1)) {
       return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("dojo: --power-fraction {} is out of range; give a fraction in [0.2, 1]", f));
+                        fmt::format("dojo: `power_fraction {}` is out of range; give a fraction in [0.2, 1]", f));
     }
   }
   // Graph variants.
@@ -474,9 +474,9 @@ Result<Measured> load_measured(const Tasks& t, const std::vector<std::string>& d
   Measured m;
   if (t.config.store.empty()) return m;
   auto store = MeasurementStore::open_read(t.config.store);
-  if (!store) return make_error(store.error().code, fmt::format("dojo: --store: {}", store.error().message));
+  if (!store) return make_error(store.error().code, fmt::format("dojo: `store`: {}", store.error().message));
   auto recs = store->query({});
-  if (!recs) return make_error(recs.error().code, fmt::format("dojo: --store: {}", recs.error().message));
+  if (!recs) return make_error(recs.error().code, fmt::format("dojo: `store`: {}", recs.error().message));
   std::map<std::string, std::string> profile_of;  // device name -> profile name ("" : none)
   std::map<std::string, std::vector<double>> times;
   for (const Measurement& r : *recs) {
@@ -636,7 +636,7 @@ Result<ShardResult> generate_shard(const Tasks& t, ShardSpec s, const std::strin
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) {
-    return make_error(ErrorCode::kIo, fmt::format("dojo: cannot create {}: {}; give a writable --out directory", out_dir,
+    return make_error(ErrorCode::kIo, fmt::format("dojo: cannot create {}: {}; give a writable `out` directory", out_dir,
                                                   ec.message()));
   }
   const std::string problem = shard_problem(out_dir, s, format);
@@ -697,7 +697,7 @@ Result<ShardResult> generate_shard(const Tasks& t, ShardSpec s, const std::strin
     // 0: eager; 1: the greedy search's best for the objective and budget; 2..: random plans.
     if (auto st = emit(0, "eager", space->eager()); !st) return st.error();
     SearchOptions so;
-    so.scheduler = "greedy";
+    so.scheduler = SchedulerKind::kGreedy;
     so.objective = obj;
     so.top_k = 1;
     so.memory_budget_gb = budget / 1e9;
@@ -706,13 +706,13 @@ Result<ShardResult> generate_shard(const Tasks& t, ShardSpec s, const std::strin
     if (auto st = emit(1, "best", best->plans.front().plan); !st) return st.error();
     if (t.config.plans > 0) {
       SearchOptions ro;
-      ro.scheduler = "random";
+      ro.scheduler = SchedulerKind::kRandom;
       ro.samples = t.config.plans;
       ro.seed = seed;
-      auto sched = make_scheduler("random", *space, ro);
+      auto sched = make_scheduler(SchedulerKind::kRandom, *space, ro);
       const Proposals props = sched->propose();
       for (size_t i = 0; i < props.decisions.size(); ++i) {
-        Plan p = space->build(props.decisions[i], "random");
+        Plan p = space->build(props.decisions[i], SchedulerKind::kRandom);
         space->sample_tiles(p, mix(seed + i));
         if (auto st = emit(static_cast<int>(2 + i), "random", std::move(p)); !st) return st.error();
       }
@@ -925,19 +925,19 @@ Status prepare_out_dir(const Tasks& t, int shard_count, const std::string& out_d
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir, ec)) {
-    return make_error(ErrorCode::kIo, fmt::format("dojo: cannot create the output directory {}: {}; give a writable --out "
+    return make_error(ErrorCode::kIo, fmt::format("dojo: cannot create the output directory {}: {}; give a writable `out` "
                                                   "directory",
                                                   out_dir, ec ? ec.message() : "it is not a directory"));
   }
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {
-    return make_error(ErrorCode::kIo, fmt::format("dojo: the output directory {} is not writable; give a writable --out "
+    return make_error(ErrorCode::kIo, fmt::format("dojo: the output directory {} is not writable; give a writable `out` "
                                                   "directory",
                                                   out_dir));
   }
   // The store is read by every shard: one that cannot be opened is refused before anything is written.
   if (!t.config.store.empty()) {
     auto store = MeasurementStore::open_read(t.config.store);
-    if (!store) return make_error(store.error().code, fmt::format("dojo: --store: {}", store.error().message));
+    if (!store) return make_error(store.error().code, fmt::format("dojo: `store`: {}", store.error().message));
   }
   std::vector<std::string> differ;
   const fs::path manifest = dir / "dojo.json";
@@ -980,8 +980,8 @@ Status prepare_out_dir(const Tasks& t, int shard_count, const std::string& out_d
   if (differ.empty()) return Ok{};
   if (!force) {
     return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("dojo: {} holds a dataset of another configuration: {}; give a new --out directory, "
-                                  "or --force to replace it",
+                      fmt::format("dojo: {} holds a dataset of another configuration: {}; give a new `out` directory, "
+                                  "or `force` to replace it",
                                   out_dir, fmt::join(differ, ", ")));
   }
   for (const fs::path& p : ours) fs::remove(p, ec);

@@ -32,7 +32,7 @@ Result<std::pair<std::string, int64_t>> parse_dim_override(const std::string& te
   const auto eq = text.rfind('=');
   auto bad = [&](const std::string& why) {
     return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("--dim \"{}\": {}; expected NAME=VALUE (a symbolic dim, e.g. batch=8) or "
+                      fmt::format("`dims` \"{}\": {}; expected NAME=VALUE (a symbolic dim, e.g. batch=8) or "
                                   "INPUT:AXIS=VALUE (e.g. input_ids:1=128)",
                                   text, why));
   };
@@ -389,7 +389,7 @@ Status Importer::resolve_inputs(onnx::GraphProto& g, Scope& scope) {
           v = *opts_.other_dims;
         } else {
           problems.push_back(fmt::format("input \"{}\" dim {} is symbolic (\"{}\") and has no value; set it with "
-                                         "--dim {}=N",
+                                         "`dims {}=N`",
                                          vi.name(), i, d.dim_param(), d.dim_param()));
           continue;
         }
@@ -403,7 +403,7 @@ Status Importer::resolve_inputs(onnx::GraphProto& g, Scope& scope) {
       } else if (opts_.other_dims) {
         v = *opts_.other_dims;
       } else {
-        problems.push_back(fmt::format("input \"{}\" dim {} has no size; set it with --dim {}=N", vi.name(), i,
+        problems.push_back(fmt::format("input \"{}\" dim {} has no size; set it with `dims {}=N`", vi.name(), i,
                                        axis_key));
         continue;
       }
@@ -413,7 +413,7 @@ Status Importer::resolve_inputs(onnx::GraphProto& g, Scope& scope) {
     }
     if (problems.empty()) {
       if (const std::string why = shape_problem(in.shape); !why.empty()) {
-        return make_error(ErrorCode::kShape, fmt::format("{}: graph input \"{}\": {}; give smaller --dim values", path_,
+        return make_error(ErrorCode::kShape, fmt::format("{}: graph input \"{}\": {}; give smaller `dims` values", path_,
                                                          vi.name(), why));
       }
     }
@@ -432,13 +432,13 @@ Status Importer::resolve_inputs(onnx::GraphProto& g, Scope& scope) {
     if (!used.count(k) && symbolic.empty()) {
       // A model with no symbolic dims at all: the same --dim (batch=1) a script gives every model
       // changes nothing here, and says so; with symbolic dims, a name that matches none is a typo.
-      g_.notes.push_back(fmt::format("--dim {}={} ignored: the model's inputs have no symbolic dims (every size is fixed)",
+      g_.notes.push_back(fmt::format("`dims {}={}` ignored: the model's inputs have no symbolic dims (every size is fixed)",
                                      k, v));
       continue;
     }
     if (!used.count(k)) {
       return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("{}: --dim {}={} matches no input dim; the model's symbolic dims are: {}", path_, k,
+                        fmt::format("{}: `dims {}={}` matches no input dim; the model's symbolic dims are: {}", path_, k,
                                     v, symbolic.empty() ? std::string("(none)") : fmt::format("{}", fmt::join(symbolic, ", "))));
     }
   }
@@ -1101,7 +1101,7 @@ Result<Graph> Importer::run(onnx::ModelProto& model, const detail::StrippedModel
     if (all_empty) {
       const Tensor& o = g_.tensor(g_.outputs.front());
       return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("{}: --dim {}=0 leaves every output empty (\"{}\" is {}): there is nothing to "
+                        fmt::format("{}: `dims {}=0` leaves every output empty (\"{}\" is {}): there is nothing to "
                                     "predict or run; give a dim of at least 1 (0 suits only dims a model accepts empty, "
                                     "such as a past-KV length)",
                                     path_, zeros.front(), o.name, shape_str(o.shape)));

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "gpusim/kernel_work.h"
+#include "gpusim/plan.h"
 #include "gpusim/op_catalog.h"
 
 namespace gpusim {
@@ -158,28 +159,26 @@ namespace gpusim {
 GraphIndex index_graph(const Graph& g) {
   GraphIndex idx;
   idx.producer.assign(g.tensors.size(), -1);
-  idx.root.resize(g.tensors.size());
-  std::iota(idx.root.begin(), idx.root.end(), 0);
+  idx.root = view_roots(g);
   idx.readers.assign(g.tensors.size(), 0);
   idx.graph_output.assign(g.tensors.size(), false);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     if (n.folded) continue;
-    const bool view = !node_work(g, n).has_value();
     for (TensorId t : n.outputs) {
-      if (t == kNoTensor) continue;
-      idx.producer[static_cast<size_t>(t)] = static_cast<int>(i);
-      if (view && !n.inputs.empty() && n.inputs[0] != kNoTensor) {
-        idx.root[static_cast<size_t>(t)] = idx.root[static_cast<size_t>(n.inputs[0])];
-      }
+      if (t != kNoTensor) idx.producer[static_cast<size_t>(t)] = static_cast<int>(i);
     }
-    if (view) continue;
+    if (is_view(g, n)) continue;
     for (TensorId t : n.inputs) {
       if (t != kNoTensor) ++idx.readers[static_cast<size_t>(idx.root[static_cast<size_t>(t)])];
     }
   }
   for (TensorId t : g.outputs) idx.graph_output[static_cast<size_t>(idx.root[static_cast<size_t>(t)])] = true;
   return idx;
+}
+
+KernelWork plan_kernel_work(const Graph& g, const GraphIndex& idx, const PlanKernel& k) {
+  return group_work(g, idx, k.nodes, k.anchor, k.kind == KernelKind::kAttention, k.recomputed);
 }
 
 KernelWork group_work(const Graph& g, const GraphIndex& idx, const std::vector<int>& nodes, int anchor,

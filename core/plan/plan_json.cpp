@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "gpusim/plan.h"
+#include "gpusim/kernel_work.h"
 #include "gpusim/json_text.h"
 
 namespace gpusim {
@@ -47,8 +48,24 @@ class Reader {
     Plan p;
     if (auto s = str(j, "model", p.model); !s) return s.error();
     if (auto s = str(j, "gpu", p.gpu); !s) return s.error();
-    if (auto s = str(j, "scheduler", p.scheduler); !s) return s.error();
-    if (auto s = str(j, "objective", p.objective); !s) return s.error();
+    std::string scheduler = "eager", objective = "latency";
+    if (auto s = str(j, "scheduler", scheduler); !s) return s.error();
+    if (auto s = str(j, "objective", objective); !s) return s.error();
+    // "lowering:<runtime>" names the runtime whose lowering the plan is.
+    if (scheduler.rfind("lowering:", 0) == 0 && scheduler.size() > 9) {
+      p.scheduler = SchedulerKind::kLowering;
+      p.runtime = scheduler.substr(9);
+    } else if (auto k = scheduler_from_name(scheduler); k && *k != SchedulerKind::kLowering) {
+      p.scheduler = *k;
+    } else {
+      return fail("scheduler", fmt::format("\"{}\" is not eager, greedy, beam, random, split or lowering:<runtime>",
+                                           scheduler));
+    }
+    if (auto o = objective_from_name(objective)) {
+      p.objective = *o;
+    } else {
+      return fail("objective", fmt::format("\"{}\" is not one of {}", objective, objective_names()));
+    }
     if (j.contains("dtype") && !j["dtype"].is_null()) {
       const std::string d = j["dtype"].is_string() ? j["dtype"].get<std::string>() : brief(j["dtype"]);
       if (d == "fp32") p.dtype = DType::kFloat32;
@@ -73,9 +90,24 @@ class Reader {
     if (!j.contains("kernels") || !j["kernels"].is_array()) {
       return fail("kernels", "missing or not a list; expected one entry per kernel");
     }
+    const GraphIndex idx = index_graph(g_);
     for (size_t i = 0; i < j["kernels"].size(); ++i) {
-      auto k = kernel(j["kernels"][i], fmt::format("kernels[{}]", i));
+      const std::string at = fmt::format("kernels[{}]", i);
+      auto k = kernel(j["kernels"][i], at);
       if (!k) return k.error();
+      // The kind follows from the nodes and fusions; a file that states one must agree.
+      classify_kernel(g_, idx, *k);
+      if (const json& e = j["kernels"][i]; e.contains("kind")) {
+        const auto said = e["kind"].is_string() ? kernel_kind_from_name(e["kind"].get<std::string>()) : std::nullopt;
+        if (!said) {
+          return fail(at + ".kind", fmt::format("{} is not pointwise, main-loop, row, attention or copy", brief(e["kind"])));
+        }
+        if (*said != k->kind) {
+          return fail(at + ".kind", fmt::format("\"{}\" is not what its nodes and fusions make (\"{}\"); remove the "
+                                                "key or fix the kernel",
+                                                kernel_kind_name(*said), kernel_kind_name(k->kind)));
+        }
+      }
       p.kernels.push_back(std::move(*k));
     }
     if (j.contains("offloaded")) {
@@ -154,10 +186,10 @@ class Reader {
   Result<PlanKernel> kernel(const json& j, const std::string& at) const {
     if (!j.is_object()) return fail(at, "is not an object with nodes, anchor and tile");
     for (const auto& [k, v] : j.items()) {
-      static const std::set<std::string> kKeys = {"nodes", "anchor", "tile", "stream", "fusions", "recomputed",
+      static const std::set<std::string> kKeys = {"nodes", "anchor", "kind", "tile", "stream", "fusions", "recomputed",
                                                   "ops", "predicted_us"};
       if (!kKeys.count(k)) {
-        return fail(at + "." + k, "unknown key; allowed: nodes, anchor, tile, stream, fusions, recomputed");
+        return fail(at + "." + k, "unknown key; allowed: nodes, anchor, kind, tile, stream, fusions, recomputed");
       }
     }
     PlanKernel k;
@@ -238,6 +270,7 @@ std::string plan_to_json(const Plan& p, const Graph& g) {
     json e = {{"nodes", nodes},
               {"ops", ops},
               {"anchor", g.nodes[static_cast<size_t>(k.nodes[static_cast<size_t>(k.anchor)])].name},
+              {"kind", std::string(kernel_kind_name(k.kind))},
               {"tile", tile_json(k.tile)},
               {"stream", k.stream}};
     if (!k.fusions.empty()) e["fusions"] = k.fusions;
@@ -253,8 +286,9 @@ std::string plan_to_json(const Plan& p, const Graph& g) {
             {"gpu", p.gpu},
             {"dtype", p.dtype ? json(std::string(dtype_name(*p.dtype))) : json(nullptr)},
             {"inputs", inputs},
-            {"scheduler", p.scheduler},
-            {"objective", p.objective},
+            {"scheduler", p.scheduler == SchedulerKind::kLowering ? "lowering:" + p.runtime
+                                                                  : std::string(scheduler_name(p.scheduler))},
+            {"objective", std::string(objective_name(p.objective))},
             {"kernels", kernels},
             {"offloaded", off},
             {"decisions", p.decisions}};

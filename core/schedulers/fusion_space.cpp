@@ -73,15 +73,6 @@ FusionSpace::FusionSpace(const Graph& g, const Target& target) : g_(g), target_(
   eager_ = eager_plan(g, target_);
   kernel_of_node_.assign(g.nodes.size(), -1);
   for (size_t k = 0; k < eager_.kernels.size(); ++k) kernel_of_node_[static_cast<size_t>(eager_.kernels[k].nodes[0])] = static_cast<int>(k);
-  alias_.resize(g.tensors.size());
-  std::iota(alias_.begin(), alias_.end(), 0);
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& n = g.nodes[i];
-    if (kernel_of_node_[i] >= 0 || n.folded || n.inputs.empty() || n.inputs[0] == kNoTensor) continue;
-    for (TensorId o : n.outputs) {
-      if (o != kNoTensor) alias_[static_cast<size_t>(o)] = alias_[static_cast<size_t>(n.inputs[0])];
-    }
-  }
   const GpuProfile& gpu = target_.gpu();
   launch_us_ = gpu.launch.overhead_us * gpu.efficiency.launch;
   kind_.resize(eager_.kernels.size());
@@ -138,7 +129,7 @@ void FusionSpace::find_candidates() {
     for (int n : m->nodes) chain.push_back(kernel_of(n));
     const Node& qk = g_.nodes[static_cast<size_t>(node_of(ku))];
     if (qk.inputs.size() > 1) {
-      const int prod = idx_.producer[static_cast<size_t>(alias_[static_cast<size_t>(qk.inputs[1])])];
+      const int prod = idx_.producer[static_cast<size_t>(idx_.root[static_cast<size_t>(qk.inputs[1])])];
       if (prod >= 0) {
         const int pk = kernel_of_node_[static_cast<size_t>(prod)];
         if (pk >= 0 && g_.nodes[static_cast<size_t>(prod)].op_type == "Transpose" &&
@@ -602,7 +593,7 @@ std::vector<double> FusionSpace::score_flips(const Decision& base, const std::ve
   return out;
 }
 
-Plan FusionSpace::build(const Decision& d, const std::string& scheduler) const {
+Plan FusionSpace::build(const Decision& d, SchedulerKind scheduler) const {
   Plan p;
   p.model = g_.source_path;
   p.gpu = dev_.profile ? dev_.profile->name : "";
@@ -620,6 +611,7 @@ Plan FusionSpace::build(const Decision& d, const std::string& scheduler) const {
     pk.anchor = c.anchor;
     pk.tile = c.tile;
     if (c.attention) pk.fusions.push_back("attention");
+    classify_kernel(g_, idx_, pk);
     p.kernels.push_back(std::move(pk));
   }
   // Explain each fusion taken: what it merged and what it saved. A fusion is priced against the
@@ -744,32 +736,13 @@ Plan FusionSpace::build(const Decision& d, const std::string& scheduler) const {
 void FusionSpace::sample_tiles(Plan& p, uint64_t seed) const {
   std::mt19937_64 rng(seed);
   for (PlanKernel& k : p.kernels) {
-    const bool attention = std::find(k.fusions.begin(), k.fusions.end(), "attention") != k.fusions.end();
-    const KernelWork w = group_work(g_, idx_, k.nodes, k.anchor, attention, k.recomputed);
+    const KernelWork w = plan_kernel_work(g_, idx_, k);
     std::vector<TileConfig> legal;
     for (const TileConfig& t : generated_tiles(w, dev_, target_.capability())) {
       if (kernel_cost(w, t, dev_).feasible) legal.push_back(t);
     }
     if (!legal.empty()) k.tile = legal[static_cast<size_t>(rng() % legal.size())];
   }
-}
-
-std::optional<Objective> objective_from_name(const std::string& s) {
-  if (s == "latency") return Objective::kLatency;
-  if (s == "throughput") return Objective::kThroughput;
-  if (s == "energy") return Objective::kEnergy;
-  if (s == "memory") return Objective::kMemory;
-  return std::nullopt;
-}
-
-std::string_view objective_name(Objective o) {
-  switch (o) {
-    case Objective::kLatency: return "latency";
-    case Objective::kThroughput: return "throughput";
-    case Objective::kEnergy: return "energy";
-    case Objective::kMemory: return "memory";
-  }
-  return "latency";
 }
 
 }  // namespace gpusim

@@ -20,14 +20,42 @@
 
 namespace gpusim {
 
-std::vector<std::string> scheduler_names() { return {"eager", "greedy", "beam", "random", "split"}; }
+std::vector<std::string> scheduler_names() {
+  std::vector<std::string> out;
+  for (SchedulerKind k : {SchedulerKind::kEager, SchedulerKind::kGreedy, SchedulerKind::kBeam, SchedulerKind::kRandom,
+                          SchedulerKind::kSplit}) {
+    out.emplace_back(scheduler_name(k));
+  }
+  return out;
+}
 
-std::unique_ptr<Scheduler> make_scheduler(const std::string& name, const FusionSpace& space, const SearchOptions& o) {
-  if (name == "eager") return schedulers::make_eager(space, o);
-  if (name == "greedy") return schedulers::make_greedy(space, o);
-  if (name == "beam") return schedulers::make_beam(space, o);
-  if (name == "random") return schedulers::make_random(space, o);
-  if (name == "split") return schedulers::make_split(space, o);
+Result<SchedulerKind> parse_scheduler(std::string_view name, std::string_view field) {
+  const auto k = scheduler_from_name(name);
+  if (!k || *k == SchedulerKind::kLowering) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{} \"{}\" is not one of {}", field, name, fmt::join(scheduler_names(), ", ")));
+  }
+  return *k;
+}
+
+Result<Objective> parse_objective(std::string_view name, std::string_view field) {
+  const auto o = objective_from_name(name);
+  if (!o) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{} \"{}\" is not one of {}", field, name, objective_names()));
+  }
+  return *o;
+}
+
+std::unique_ptr<Scheduler> make_scheduler(SchedulerKind kind, const FusionSpace& space, const SearchOptions& o) {
+  switch (kind) {
+    case SchedulerKind::kEager: return schedulers::make_eager(space, o);
+    case SchedulerKind::kGreedy: return schedulers::make_greedy(space, o);
+    case SchedulerKind::kBeam: return schedulers::make_beam(space, o);
+    case SchedulerKind::kRandom: return schedulers::make_random(space, o);
+    case SchedulerKind::kSplit: return schedulers::make_split(space, o);
+    case SchedulerKind::kLowering: break;
+  }
   return nullptr;
 }
 
@@ -136,8 +164,8 @@ Result<SearchResult> search(const Graph& input, const Target& target, const Sear
   FusionSpace space(g, target);
   auto sched = make_scheduler(o.scheduler, space, o);
   if (!sched) {
-    return make_error(ErrorCode::kInvalidArgument, fmt::format("--scheduler \"{}\" is not one of {}", o.scheduler,
-                                                               fmt::join(scheduler_names(), ", ")));
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("`scheduler` \"{}\" is not one of {}",
+                                                               scheduler_name(o.scheduler), fmt::join(scheduler_names(), ", ")));
   }
   for (const SearchOptionRange& range : kSearchOptionRanges) {
     const int v = o.*range.field;
@@ -147,19 +175,19 @@ Result<SearchResult> search(const Graph& input, const Target& target, const Sear
     }
   }
   const size_t nc = space.candidates().size();
-  if (o.scheduler == "beam" && static_cast<double>(o.beam_width) * static_cast<double>(nc) * static_cast<double>(nc) > kBeamWorkLimit) {
+  if (o.scheduler == SchedulerKind::kBeam && static_cast<double>(o.beam_width) * static_cast<double>(nc) * static_cast<double>(nc) > kBeamWorkLimit) {
     return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("--scheduler beam on {} fusion candidates with width {} would copy {:.1e} decision "
-                                  "bytes (its work grows as width x candidates^2; the limit is {:.0e}): use --scheduler "
-                                  "greedy, which is linear, or a smaller --beam-width",
+                      fmt::format("`scheduler beam` on {} fusion candidates with width {} would copy {:.1e} decision "
+                                  "bytes (its work grows as width x candidates^2; the limit is {:.0e}): use `scheduler "
+                                  "greedy`, which is linear, or a smaller `beam_width`",
                                   nc, o.beam_width, static_cast<double>(o.beam_width) * static_cast<double>(nc) * static_cast<double>(nc),
                                   kBeamWorkLimit));
   }
-  if (o.scheduler == "split" && nc > kSplitCandidateLimit) {
+  if (o.scheduler == SchedulerKind::kSplit && nc > kSplitCandidateLimit) {
     return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("--scheduler split on {} fusion candidates: it re-scores every remaining fusion's "
+                      fmt::format("`scheduler split` on {} fusion candidates: it re-scores every remaining fusion's "
                                   "removal each round (up to candidates^3 work) and accepts at most {}; use "
-                                  "--scheduler greedy, which is linear",
+                                  "`scheduler greedy`, which is linear",
                                   nc, kSplitCandidateLimit));
   }
   SearchResult r;
@@ -204,17 +232,17 @@ Result<SearchResult> search(const Graph& input, const Target& target, const Sear
     if (taken >= full) break;
     check_cancelled();
     RankedPlan rp;
-    rp.plan = space.build(entry.decision(), std::string(sched->name()));
+    rp.plan = space.build(entry.decision(), o.scheduler);
     uint64_t shape = base::kFnvBasis;  // a seed for the mix (not FNV itself)
     for (const PlanKernel& k : rp.plan.kernels) {
       shape = schedulers::mix(shape ^ static_cast<uint64_t>(k.nodes.back()));
       shape = schedulers::mix(shape ^ static_cast<uint64_t>(k.nodes.size()));
     }
     if (!built.insert(shape).second) continue;
-    if (o.scheduler == "random") space.sample_tiles(rp.plan, o.seed + taken);  // tilings too, reproducibly
+    if (o.scheduler == SchedulerKind::kRandom) space.sample_tiles(rp.plan, o.seed + taken);  // tilings too, reproducibly
     ++taken;
     rp.plan.dtype = o.dtype;
-    rp.plan.objective = std::string(objective_name(o.objective));
+    rp.plan.objective = o.objective;
     auto pred = fit_memory(input, rp.plan, gpu, budget);
     if (!pred) return pred.error();
     rp.prediction = std::move(*pred);

@@ -38,6 +38,7 @@ Plan eager_plan(const Graph& g, const Target& target) {
   Plan p;
   p.model = g.source_path;
   p.gpu = d.profile ? d.profile->name : "";
+  const GraphIndex idx = index_graph(g);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if ((i & 63) == 0) check_cancelled();
     auto w = node_work(g, g.nodes[i]);
@@ -45,6 +46,7 @@ Plan eager_plan(const Graph& g, const Target& target) {
     PlanKernel k;
     k.nodes = {static_cast<int>(i)};
     k.tile = best_generated_tile(*w, d, cap);
+    classify_kernel(g, idx, k);
     p.kernels.push_back(std::move(k));
   }
   return p;
@@ -87,11 +89,25 @@ Status validate_plan(const Plan& p, const Graph& g, const DeviceModel& d) {
       const auto cls = op_class(n.domain, n.op_type);
       if (cls == OpClass::kGemm || cls == OpClass::kConv || cls == OpClass::kAttention) ++anchors;
     }
-    const bool attention = std::find(kern.fusions.begin(), kern.fusions.end(), "attention") != kern.fusions.end();
+    const bool attention = kern.kind == KernelKind::kAttention;
     if (anchors > (attention ? 2 : 1)) {
       problem(fmt::format("kernel {} fuses {} matmul/conv ops; a kernel has one main loop", k, anchors));
     }
-    const KernelWork w = group_work(g, idx, kern.nodes, kern.anchor, attention, kern.recomputed);
+    {
+      // The kind and operands were set once where the kernel was built; a kernel made by hand, or
+      // edited since, says so here rather than running as another kind.
+      PlanKernel fresh = kern;
+      classify_kernel(g, idx, fresh);
+      if (fresh.kind != kern.kind) {
+        problem(fmt::format("kernel {} is marked {} but its ops make a {} kernel (set kind and operands with "
+                            "classify_kernel after building or editing a kernel)",
+                            k, kernel_kind_name(kern.kind), kernel_kind_name(fresh.kind)));
+      } else if (fresh.operands != kern.operands) {
+        problem(fmt::format("kernel {}: its operands are not those of its ops (set kind and operands with "
+                            "classify_kernel after building or editing a kernel)", k));
+      }
+    }
+    const KernelWork w = plan_kernel_work(g, idx, kern);
     const std::string why = tile_feasibility(w, kern.tile, d);
     if (!why.empty()) problem(fmt::format("kernel {} (\"{}\"): {}", k, g.nodes[static_cast<size_t>(kern.nodes[0])].name, why));
     const KernelCost c = kernel_cost(w, kern.tile, d);

@@ -205,7 +205,7 @@ class Lowerer {
     if (o_.autocast && !rt_.lowering.autocast.present) {
       return make_error(ErrorCode::kInvalidArgument,
                         fmt::format("runtime \"{}\"{} has no autocast rules (lowering.autocast), so it cannot price a "
-                                    "mixed-precision run; use --dtype to re-type the graph instead",
+                                    "mixed-precision run; use `dtype` to re-type the graph instead",
                                     rt_.name, where()));
     }
     group_of_.assign(g_.nodes.size(), -1);
@@ -774,7 +774,9 @@ class Lowerer {
       retype_passthrough(g2, g2.nodes.back(), autocast);
     }
     out.plan.model = g_.source_path;
-    out.plan.scheduler = "lowering:" + rt_.name;
+    out.plan.scheduler = SchedulerKind::kLowering;
+    out.plan.runtime = rt_.name;
+    classify_kernels(out.graph, out.plan);
     if (inserted_nodes > 0) {
       out.notes.push_back(fmt::format("runtime {} inserts {} node(s): {} autocast cast(s), {} layout conversion(s), {} "
                                       "bias add(s)",

@@ -43,23 +43,10 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
   p.model = g.source_path;
   p.dtype = plan.dtype.value_or(graph_float_type(g));
 
-  // Kernels; which kernel produces and last reads each tensor. Nodes in no kernel are views:
-  // their outputs alias their input.
+  // Kernels; which kernel produces and last reads each tensor. Views alias their input (view_roots).
   std::vector<int> producer(g.tensors.size(), -1), last_use(g.tensors.size(), -1), first_use(g.tensors.size(), -1);
   std::vector<int> readers_outside(g.tensors.size(), 0);
-  std::vector<bool> in_kernel(g.nodes.size(), false);
-  std::vector<TensorId> alias(g.tensors.size());
-  std::iota(alias.begin(), alias.end(), 0);
-  for (const PlanKernel& k : plan.kernels) {
-    for (int ni : k.nodes) in_kernel[static_cast<size_t>(ni)] = true;
-  }
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& n = g.nodes[i];
-    if (in_kernel[i] || n.folded || n.inputs.empty() || n.inputs[0] == kNoTensor) continue;
-    for (TensorId o : n.outputs) {
-      if (o != kNoTensor) alias[static_cast<size_t>(o)] = alias[static_cast<size_t>(n.inputs[0])];
-    }
-  }
+  const std::vector<TensorId>& alias = idx.root;
   auto root = [&](TensorId t) { return static_cast<size_t>(alias[static_cast<size_t>(t)]); };
   // An operand written by an earlier kernel is still in L2 when what the kernels in between wrote
   // (and it) fits in the reusable part of the L2.
@@ -78,8 +65,8 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
     for (int ni : k.nodes) pk.node_names.push_back(g.nodes[static_cast<size_t>(ni)].name);
     pk.fusions = k.fusions;
     pk.call = k.call;
-    const bool attention = std::find(k.fusions.begin(), k.fusions.end(), "attention") != k.fusions.end();
-    pk.work = group_work(g, idx, k.nodes, k.anchor, attention, k.recomputed);
+    pk.kind = k.kind;
+    pk.work = plan_kernel_work(g, idx, k);
     {
       std::vector<size_t> seen;
       int64_t resident = 0;
@@ -272,15 +259,15 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
     p.energy_j += dynamic_w * util * k.cost.total_us * 1e-6;
   }
 
-  if (plan.scheduler.rfind("lowering:", 0) == 0) {
+  if (plan.scheduler == SchedulerKind::kLowering) {
     p.notes.push_back(fmt::format("the {} kernels runtime {} launches (its lowering rules); weights resident in device "
                                   "memory",
-                                  plan.kernels.size(), plan.scheduler.substr(9)));
+                                  plan.kernels.size(), plan.runtime));
   } else {
-    p.notes.push_back(plan.scheduler == "eager"
+    p.notes.push_back(plan.scheduler == SchedulerKind::kEager
                           ? "eager plan: one kernel per op; weights resident in device memory before the run"
                           : fmt::format("plan from the {} scheduler ({} kernels); weights resident unless offloaded",
-                                        plan.scheduler, plan.kernels.size()));
+                                        scheduler_name(plan.scheduler), plan.kernels.size()));
   }
   if (plan.dtype) p.notes.push_back(fmt::format("floating-point tensors re-typed to {}", dtype_name(*plan.dtype)));
   if (rt) {
@@ -340,7 +327,7 @@ Status check_precisions(const Graph& g, const GpuProfile& gpu) {
   }
   return make_error(ErrorCode::kInvalidArgument,
                     fmt::format("{} ({}) has no bf16 arithmetic: its profile gives vector {}{}{}, so a bf16 graph would "
-                                "be priced at another precision's rate; use --dtype fp16 or --dtype fp32, or a GPU with "
+                                "be priced at another precision's rate; use `dtype fp16` or `dtype fp32`, or a GPU with "
                                 "bf16 (NVIDIA Ampere or newer, AMD CDNA2 or newer)",
                                 gpu.display_name, gpu.name, fmt::join(has, ", "), matrix.empty() ? "" : " and matrix ",
                                 fmt::join(matrix, ", ")));
@@ -370,7 +357,7 @@ Result<Prediction> predict(const Graph& input, const Target& target, const Predi
   }
   if (!opts.lowering.skip.empty() || opts.lowering.autocast || opts.lowering.layout != "nchw") {
     return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("runtime \"{}\" has no lowering rules, so --layout, --autocast and --skip-pattern do "
+                      fmt::format("runtime \"{}\" has no lowering rules, so `layout`, `autocast` and `skip_patterns` do "
                                   "not apply; use a runtime that has them (pytorch-eager, torch-compile)",
                                   opts.runtime ? opts.runtime->name : std::string("gpusim")));
   }
@@ -400,8 +387,7 @@ Result<Prediction> predict_lowering(const Lowering& low, const Target& target, c
   const GraphIndex idx = index_graph(low.graph);
   Plan plan = low.plan;
   for (PlanKernel& k : plan.kernels) {
-    const bool attention = std::find(k.fusions.begin(), k.fusions.end(), "attention") != k.fusions.end();
-    k.tile = best_generated_tile(group_work(low.graph, idx, k.nodes, k.anchor, attention, k.recomputed), dev, cap);
+    k.tile = best_generated_tile(plan_kernel_work(low.graph, idx, k), dev, cap);
   }
   plan.dtype = opts.dtype;
   auto p = run_timeline(low.graph, plan, gpu, opts);

@@ -82,7 +82,7 @@ const Target* Targets::find(const std::string& gpu, const std::string& matched) 
   auto lt = loaded_.find(name);
   if (name.empty() || lt == loaded_.end()) {
     missing_[gpu] = name.empty() ? fmt::format("no profile for GPU \"{}\": no profile's display_name or name matches "
-                                               "it; add one to gpu_profiles/ or pass --profile-for \"{}=PROFILE\"",
+                                               "it; add one to gpu_profiles/ or pass `profile_for` \"{}=PROFILE\"",
                                                gpu, gpu)
                                  : fmt::format("GPU \"{}\": profile \"{}\" is not found or does not load (`gpusim "
                                                "profiles validate {}` says why)",
@@ -177,7 +177,7 @@ Result<ValidationReport> validate(const std::vector<Measurement>& records, const
   }
   if (targets.filtered() && jobs.empty() && !any_model) {
     return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("--gpu {}: no record of the truth data ran on it (its GPUs: {})",
+                      fmt::format("`gpu {}`: no record of the truth data ran on it (its GPUs: {})",
                                   fmt::join(opts.gpus, ","), [&] {
                                     std::set<std::string> g;
                                     for (const auto& m : records) g.insert(m.gpu);

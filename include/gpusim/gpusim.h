@@ -46,6 +46,7 @@
 #include "gpusim/scheduler.h"
 #include "gpusim/tuning.h"
 #include "gpusim/validate.h"
+#include "gpusim/wording.h"
 
 namespace gpusim {
 

@@ -18,6 +18,7 @@
 #include <optional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpusim/graph.h"
@@ -25,6 +26,39 @@
 #include "gpusim/result.h"
 
 namespace gpusim {
+
+// What a kernel is, as the simulator, codegen and the tuner treat it: element-wise work
+// (including per-element normalizations, pools and streaming convolutions), one main loop (a GEMM
+// or implicit-GEMM convolution and its epilogue), a pass over rows (reductions, softmax, layer
+// norms), a flash-style attention (two main loops and a softmax in one kernel), or a copy (data
+// movement that folds into no reader).
+enum class KernelKind { kPointwise, kMainLoop, kRow, kAttention, kCopy };
+GPUSIM_API std::string_view kernel_kind_name(KernelKind k);  // "pointwise", "main-loop", "row", "attention", "copy"
+GPUSIM_API std::optional<KernelKind> kernel_kind_from_name(std::string_view s);
+
+// The part a tensor crossing a kernel's boundary plays in it: a main loop's A and B operands,
+// attention's query, key and value, any other input (a bias, a residual, a mask: the epilogue's
+// or prologue's), a pointwise, row or copy kernel's input, and what the kernel writes that
+// another kernel or the graph's caller reads.
+enum class OperandRole { kInput, kA, kB, kQuery, kKey, kValue, kEpilogue, kOutput };
+GPUSIM_API std::string_view operand_role_name(OperandRole r);  // "input", "a", "b", "query", ...
+
+struct GPUSIM_API KernelOperand {
+  TensorId tensor = kNoTensor;  // the memory read or written (a view resolved to its root)
+  OperandRole role = OperandRole::kInput;
+  bool operator==(const KernelOperand&) const = default;
+};
+
+// The scheduler that made a plan, or the runtime whose lowering it is (strings in JSON only).
+enum class SchedulerKind { kEager, kGreedy, kBeam, kRandom, kSplit, kLowering };
+GPUSIM_API std::string_view scheduler_name(SchedulerKind s);   // "eager", "greedy", ..., "lowering"
+GPUSIM_API std::optional<SchedulerKind> scheduler_from_name(std::string_view s);
+
+// What a search ranks plans by.
+enum class Objective { kLatency, kThroughput, kEnergy, kMemory };
+GPUSIM_API std::optional<Objective> objective_from_name(std::string_view s);
+GPUSIM_API std::string_view objective_name(Objective o);
+GPUSIM_API std::string objective_names();  // "latency, throughput, energy, memory"
 
 struct GPUSIM_API PlanKernel {
   std::vector<int> nodes;  // indices into Graph::nodes, in execution order within the kernel
@@ -41,14 +75,20 @@ struct GPUSIM_API PlanKernel {
   // for plans of gpusim's own executor.
   std::string call;
   bool call_first = true;
+  // Its kind and the tensors crossing its boundary with their roles, set once by whoever builds
+  // the kernel (the fusion pass, eager_plan, a runtime's lowering, plan_from_json) through
+  // classify_kernel; the later stages read them rather than re-deriving either.
+  KernelKind kind = KernelKind::kPointwise;
+  std::vector<KernelOperand> operands;
 };
 
 struct GPUSIM_API Plan {
   std::string model;
   std::string gpu;
   std::optional<DType> dtype;  // floats re-typed to this before planning
-  std::string scheduler = "eager";
-  std::string objective = "latency";
+  SchedulerKind scheduler = SchedulerKind::kEager;
+  std::string runtime;  // kLowering: the runtime whose lowering this is ("pytorch-eager")
+  Objective objective = Objective::kLatency;
   std::vector<PlanKernel> kernels;
   std::vector<TensorId> offloaded;     // weights kept in host memory and streamed before use
   std::vector<std::string> decisions;  // why: one line per fusion or offload decision, most time saved first
@@ -65,5 +105,21 @@ GPUSIM_API Result<Plan> plan_from_json(const std::string& text, const std::strin
 
 // Whether a node launches a kernel at all (views and import-time folds do not).
 GPUSIM_API bool runs_on_device(const Graph& g, const Node& n);
+
+// The one rule for views: a node that is not folded at import and launches no kernel (Reshape,
+// Squeeze, Flatten, ...) makes its outputs alias its first input. view_roots gives, per tensor,
+// the tensor whose memory it is (itself where it is no view).
+GPUSIM_API bool is_view(const Graph& g, const Node& n);
+GPUSIM_API std::vector<TensorId> view_roots(const Graph& g);
+
+struct GraphIndex;
+// The kind of a kernel of `nodes` (anchor: a position in it); `attention` when the attention
+// fusion built it.
+GPUSIM_API KernelKind kernel_kind(const Graph& g, const std::vector<int>& nodes, int anchor, bool attention);
+// Sets k.kind and k.operands from its nodes, anchor and fusions (the "attention" fusion makes an
+// attention kernel). `idx` is index_graph(g) (kernel_work.h), built once per graph by the caller.
+GPUSIM_API void classify_kernel(const Graph& g, const GraphIndex& idx, PlanKernel& k);
+// The same for every kernel of a plan.
+GPUSIM_API void classify_kernels(const Graph& g, Plan& p);
 
 }  // namespace gpusim

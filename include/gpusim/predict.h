@@ -56,6 +56,7 @@ struct GPUSIM_API PlannedKernel {
   // runtime call that launches it (its host-time key); empty for one node's kernel.
   std::vector<std::string> fusions;
   std::string call;
+  KernelKind kind = KernelKind::kPointwise;  // the plan kernel's (plan.h)
   KernelWork work;
   KernelCost cost;
   double start_us = 0;  // on the compute stream

@@ -11,7 +11,7 @@
 // report() the scores; repeat until propose() returns nothing. search() runs one and returns the top plans.
 //
 // Usage:
-//   gpusim::SearchOptions o;  o.scheduler = "greedy";
+//   gpusim::SearchOptions o;  o.scheduler = gpusim::SchedulerKind::kGreedy;
 //   auto r = gpusim::search(graph, target, o);      // r->plans[0] is the best (target.h)
 #pragma once
 
@@ -35,10 +35,6 @@
 #include "gpusim/target.h"
 
 namespace gpusim {
-
-enum class Objective { kLatency, kThroughput, kEnergy, kMemory };
-GPUSIM_API std::optional<Objective> objective_from_name(const std::string& s);
-GPUSIM_API std::string_view objective_name(Objective o);
 
 struct GPUSIM_API FusionCandidate {
   std::string pass;          // which fusion pass proposed it
@@ -78,7 +74,7 @@ class GPUSIM_API FusionSpace {
   // neighbour of a plan costs linear time and no copies of the decision.
   std::vector<double> score_flips(const Decision& base, const std::vector<size_t>& flips) const;
   // The full plan for a decision, tiles chosen by the cost model, with a line per fusion taken.
-  Plan build(const Decision& d, const std::string& scheduler) const;
+  Plan build(const Decision& d, SchedulerKind scheduler) const;
   // Replaces each kernel's tile with one drawn uniformly from the feasible tiles of the target's
   // tile space (generated_tiles), so random plans cover tilings as well as fusions.
   void sample_tiles(Plan& p, uint64_t seed) const;
@@ -107,7 +103,6 @@ class GPUSIM_API FusionSpace {
   Plan eager_;
   std::vector<FusionCandidate> cands_;
   std::vector<int> kernel_of_node_;   // eager kernel per node, -1 for views and folds
-  std::vector<TensorId> alias_;       // views resolved to the tensor they alias
   double launch_us_ = 0;
   std::vector<uint8_t> kind_;         // per eager kernel: pointwise, main loop or row-wise
   mutable std::unordered_map<uint64_t, Cached> cache_;  // keyed by an order-free hash of the group
@@ -165,7 +160,7 @@ class GPUSIM_API Scheduler {
 };
 
 struct GPUSIM_API SearchOptions {
-  std::string scheduler = "greedy";  // eager | greedy | beam | random | split
+  SchedulerKind scheduler = SchedulerKind::kGreedy;  // eager, greedy, beam, random or split (not lowering)
   Objective objective = Objective::kLatency;
   int top_k = 3;
   int beam_width = 8;
@@ -195,8 +190,13 @@ inline constexpr SearchOptionRange kSearchOptionRanges[] = {
 inline constexpr double kBeamWorkLimit = 4e10;     // beam_width x candidates^2
 inline constexpr size_t kSplitCandidateLimit = 20000;
 
-GPUSIM_API std::unique_ptr<Scheduler> make_scheduler(const std::string& name, const FusionSpace& space, const SearchOptions& o);
+// nullptr for SchedulerKind::kLowering (a runtime's lowering is no search).
+GPUSIM_API std::unique_ptr<Scheduler> make_scheduler(SchedulerKind kind, const FusionSpace& space, const SearchOptions& o);
+// The searchers' names, in SchedulerKind order ("eager", "greedy", "beam", "random", "split").
 GPUSIM_API std::vector<std::string> scheduler_names();
+// A searcher by name; the error names the value and the allowed ones (`field`: how the caller spells the option).
+GPUSIM_API Result<SchedulerKind> parse_scheduler(std::string_view name, std::string_view field = "`scheduler`");
+GPUSIM_API Result<Objective> parse_objective(std::string_view name, std::string_view field = "`objective`");
 
 struct GPUSIM_API RankedPlan {
   Plan plan;

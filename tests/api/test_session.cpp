@@ -50,7 +50,7 @@ TEST_CASE("a Session opens models from paths and bytes, with dims, and names wha
 
   auto bad_dim = s.open_model(path, {{"batch"}});
   REQUIRE_FALSE(bad_dim);
-  CHECK_THAT(bad_dim.error().message, Catch::Contains("--dim \"batch\""));
+  CHECK_THAT(bad_dim.error().message, Catch::Contains("`dims` \"batch\""));
   auto garbage = s.open_model_bytes("not a model at all", "upload.onnx");
   REQUIRE_FALSE(garbage);
   CHECK_THAT(garbage.error().message, Catch::StartsWith("upload.onnx: "));
@@ -159,7 +159,7 @@ void check_one_target(const Session& s, const std::string& file, const std::vect
       const Target t = s.target(*gpu, space);
       auto p = s.predict(*m, t);
       SearchOptions o;
-      o.scheduler = "eager";
+      o.scheduler = SchedulerKind::kEager;
       o.top_k = 1;
       auto r = s.plan(*m, t, o);
       if (!p) {
@@ -308,7 +308,7 @@ TEST_CASE("a Program runs with the caller's buffers and checks them", "[api][run
   tpu.backend = "tpu";
   auto bad_backend = s.compile(*m, tpu);
   REQUIRE_FALSE(bad_backend);
-  CHECK_THAT(bad_backend.error().message, Catch::Contains("--backend \"tpu\" is not a backend"));
+  CHECK_THAT(bad_backend.error().message, Catch::Contains("`backend` \"tpu\" is not a backend"));
 }
 
 TEST_CASE("a timed device run becomes measurements in the store", "[api][run][vulkan]") {

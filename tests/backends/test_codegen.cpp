@@ -168,7 +168,7 @@ using Sources = std::map<uint64_t, backend::KernelSource>;
 void collect(const Graph& g, Sources& out, Sources& wmma, Sources& mfma, int& unsupported) {
   const FusionSpace s(g, test::portable(test::gpu("nvidia-a100-80gb")));
   const GraphIndex idx = index_graph(g);
-  for (const Plan& p : {s.eager(), s.build(Decision(s.candidates().size(), 1), "all")}) {
+  for (const Plan& p : {s.eager(), s.build(Decision(s.candidates().size(), 1), SchedulerKind::kGreedy)}) {
     for (const PlanKernel& k : p.kernels) {
       auto r = codegen::generate(g, idx, k);
       if (!r) {

@@ -240,7 +240,7 @@ std::vector<Case> cases() {
 
 Plan fused(const Graph& g) {
   const FusionSpace s(g, test::portable(test::gpu("nvidia-a100-80gb")));
-  return s.build(Decision(s.candidates().size(), 1), "conformance");
+  return s.build(Decision(s.candidates().size(), 1), SchedulerKind::kGreedy);
 }
 
 }  // namespace

@@ -87,6 +87,7 @@ TEST_CASE("a fused plan kernel codegen cannot build runs unfused and stays corre
   PlanKernel k;
   k.nodes = {0, 1, 2};  // a Transpose inside an elementwise chain: no generator fuses that
   p.kernels.push_back(k);
+  classify_kernels(g, p);
   for (auto& od : test::devices()) {
     INFO(od.backend);
     const test::PlanRun pr = run_checked(*od.dev, g, p);
@@ -161,7 +162,7 @@ TEST_CASE("activations share device buffers by lifetime and host copies go when 
     CHECK(small.error().code == ErrorCode::kLimit);
     CHECK_THAT(small.error().message, Catch::Contains("needs about") &&
                                           Catch::Contains("of them activations, sharing buffers by lifetime") &&
-                                          Catch::Contains("make the inputs smaller (--dim)"));
+                                          Catch::Contains("make the inputs smaller (`dims`)"));
   }
 }
 
@@ -251,6 +252,7 @@ TEST_CASE("gpusim run prices the tiles codegen generates: no split-K and vector 
   k.nodes = {0};
   k.tile = {64, 64, 8, 256, 2, 8, 1, 1};
   p.kernels.push_back(k);
+  classify_kernels(*g, p);
   const std::string plan_file = test::temp_dir() + "/run_split_k.plan.json";
   {
     std::ofstream f(plan_file);
@@ -334,7 +336,7 @@ TEST_CASE("a Swin-style window attention block runs with its data movement folde
   const Graph g = test::build_graph(b, "swin_block.onnx");
 
   SearchOptions so;
-  so.scheduler = "greedy";
+  so.scheduler = SchedulerKind::kGreedy;
   auto r = search(g, test::portable(test::gpu("nvidia-rtx-3060")), so);
   REQUIRE(r);
   const Plan& plan = r->plans.front().plan;

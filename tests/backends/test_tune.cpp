@@ -280,12 +280,12 @@ TEST_CASE("a tuning budget stops measuring and keeps the simulator's pick, and b
     o.top_k = 21;
     auto bad = tune::tune_plan(*od.dev, g, plan, d, o);
     REQUIRE_FALSE(bad);
-    CHECK_THAT(bad.error().message, Catch::Contains("--top-k 21 is out of range: give 1 to 20"));
+    CHECK_THAT(bad.error().message, Catch::Contains("`top_k 21` is out of range: give 1 to 20"));
     o.top_k = 2;
     o.budget_s = -1;
     bad = tune::tune_plan(*od.dev, g, plan, d, o);
     REQUIRE_FALSE(bad);
-    CHECK_THAT(bad.error().message, Catch::Contains("--budget-s -1 is not a time budget"));
+    CHECK_THAT(bad.error().message, Catch::Contains("`budget_s -1` is not a time budget"));
   }
 }
 

@@ -52,6 +52,7 @@ inline PlanKernel plan_kernel(const Graph& g, const std::vector<std::string>& na
   }
   k.tile = tile;
   k.fusions = std::move(fusions);
+  classify_kernel(g, index_graph(g), k);
   return k;
 }
 
@@ -62,6 +63,7 @@ inline PlanKernel all_device_nodes(const Graph& g) {
     if (runs_on_device(g, g.nodes[i])) k.nodes.push_back(static_cast<int>(i));
   }
   REQUIRE(!k.nodes.empty());
+  classify_kernel(g, index_graph(g), k);
   return k;
 }
 
@@ -74,6 +76,7 @@ inline Plan one_kernel_per_op(const Graph& g) {
     k.nodes = {static_cast<int>(i)};
     p.kernels.push_back(k);
   }
+  classify_kernels(g, p);
   return p;
 }
 

@@ -29,10 +29,23 @@ namespace {
 using gpusim::DType;
 using gpusim::ErrorCode;
 
-// Raises gpusim.Error(message, code). Called with the GIL held.
+// An API option as a keyword argument: `dims batch=N` -> dims={"batch": N}, `dtype fp16` ->
+// dtype="fp16", `beam_width` -> beam_width.
+std::string python_spelling(std::string_view name, std::string_view value) {
+  std::string s(name);
+  if (value.empty()) return s;
+  const size_t eq = value.find('=');
+  if (name == "dims" && eq != std::string_view::npos) {
+    return s + "={\"" + std::string(value.substr(0, eq)) + "\": " + std::string(value.substr(eq + 1)) + "}";
+  }
+  const bool number = value.find_first_not_of("0123456789.-e") == std::string_view::npos;
+  return s + "=" + (number ? std::string(value) : "\"" + std::string(value) + "\"");
+}
+
+// Raises gpusim.Error(message, code), the message in Python's words. Called with the GIL held.
 [[noreturn]] void raise_error(const gpusim::Error& e) {
   py::object cls = py::module_::import("gpusim").attr("Error");
-  py::object exc = cls(e.message, std::string(gpusim::error_code_name(e.code)));
+  py::object exc = cls(gpusim::reword_options(e.message, python_spelling), std::string(gpusim::error_code_name(e.code)));
   PyErr_SetObject(cls.ptr(), exc.ptr());
   throw py::error_already_set();
 }
@@ -426,12 +439,11 @@ class PySession {
     live(m);
     const gpusim::GpuProfile g = gpu_arg(*s_, gpu);
     gpusim::SearchOptions o;
-    o.scheduler = scheduler;
-    auto ob = gpusim::objective_from_name(objective);
-    if (!ob) {
-      raise_error(ErrorCode::kInvalidArgument,
-                  "objective: \"" + objective + "\" is not one of \"latency\", \"throughput\", \"energy\", \"memory\"");
-    }
+    auto sk = gpusim::parse_scheduler(scheduler, "scheduler:");
+    if (!sk) raise_error(sk.error().code, sk.error().message);
+    o.scheduler = *sk;
+    auto ob = gpusim::parse_objective(objective, "objective:");
+    if (!ob) raise_error(ob.error().code, ob.error().message);
     o.objective = *ob;
     o.top_k = top;
     o.beam_width = beam_width;

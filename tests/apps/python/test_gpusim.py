@@ -49,7 +49,7 @@ def test_dims_as_dict_or_strings(session, root):
     assert a.inputs[0]["shape"] == [2, 128]
     with pytest.raises(gpusim.Error) as e:
         session.open_model(bert)
-    assert "set it with --dim batch=N" in str(e.value)
+    assert "set it with dims={\"batch\": N}" in str(e.value)
     with pytest.raises(gpusim.Error) as e:
         session.open_model(bert, dims={"batch": "two"})
     assert e.value.code == "invalid_argument"
@@ -374,7 +374,7 @@ def test_tune_then_time_on_vulkan(session, root, tmp_path, monkeypatch):
     monkeypatch.delenv("GPUSIM_TUNING_DB")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert prog.tune(top_k=2, budget_s=0.001)["store"] == str(tmp_path / "xdg" / "gpusim" / "tuning.db")
-    with pytest.raises(gpusim.Error, match="--top-k 0 is out of range"):
+    with pytest.raises(gpusim.Error, match="top_k=0 is out of range"):
         prog.tune(top_k=0)
     doc = gpusim.Program.tune.__doc__
     assert "None (the default) is `gpusim" in doc and "$GPUSIM_TUNING_DB" in doc and "\"off\" keeps nothing" in doc

@@ -255,15 +255,15 @@ TEST_CASE("write_profile: atomic, validated, and its errors name the file", "[ca
   SECTION("a file name without .yaml is refused") {
     auto s = write_profile(o, dir + "/profile.txt", dirs);
     REQUIRE_FALSE(s);
-    CHECK(s.error().message == "calibrate: --out " + dir +
-                                   "/profile.txt: a profile file must end in .yaml (its name is the profile's name)");
+    CHECK(s.error().message == "calibrate: `out " + dir +
+                                   "/profile.txt`: a profile file must end in .yaml (its name is the profile's name)");
   }
   SECTION("a profile that does not load is not written, and nothing is left behind") {
     // The base cannot be found in these dirs, so the written profile's `extends:` does not resolve.
     const std::string path = dir + "/orphan.yaml";
     auto s = write_profile(o, path, {dir});
     REQUIRE_FALSE(s);
-    CHECK_THAT(s.error().message, Catch::Contains("orphan.yaml: the written profile does not load"));
+    CHECK_THAT(s.error().message, Catch::Contains("orphan.yaml`: the written profile does not load"));
     CHECK_THAT(s.error().message, Catch::Contains("nothing was written"));
     CHECK_FALSE(fs::exists(path));
     CHECK(fs::is_empty(dir));

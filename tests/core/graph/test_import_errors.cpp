@@ -137,8 +137,8 @@ TEST_CASE("symbolic dims must be resolved and and the message says how", "[impor
   REQUIRE_FALSE(g);
   CHECK(g.error().code == ErrorCode::kShape);
   CHECK_THAT(g.error().message, Contains("input \"ids\" dim 0 is symbolic (\"batch\") and has no value; set it with "
-                                         "--dim batch=N"));
-  CHECK_THAT(g.error().message, Contains("input \"ids\" dim 1 has no size; set it with --dim ids:1=N"));
+                                         "`dims batch=N`"));
+  CHECK_THAT(g.error().message, Contains("input \"ids\" dim 1 has no size; set it with `dims ids:1=N`"));
 
   gpusim::ImportOptions opts;
   opts.dims = {{"batch", 2}, {"ids:1", 7}};
@@ -149,7 +149,7 @@ TEST_CASE("symbolic dims must be resolved and and the message says how", "[impor
   opts.dims["seq"] = 3;
   auto unused = import_onnx(path, opts);
   REQUIRE_FALSE(unused);
-  CHECK_THAT(unused.error().message, Contains("--dim seq=3 matches no input dim; the model's symbolic dims are: batch"));
+  CHECK_THAT(unused.error().message, Contains("`dims seq=3` matches no input dim; the model's symbolic dims are: batch"));
 }
 
 TEST_CASE("a --dim on a model whose inputs are all fixed is ignored with a note, not an error", "[import]") {
@@ -159,7 +159,7 @@ TEST_CASE("a --dim on a model whose inputs are all fixed is ignored with a note,
   auto g = import_onnx(gpusim::test::source_dir() + "/models/resnet50.onnx", opts);
   REQUIRE(g);
   bool noted = false;
-  for (const auto& n : g->notes) noted = noted || n.find("--dim batch=1 ignored: the model's inputs have no symbolic dims") != std::string::npos;
+  for (const auto& n : g->notes) noted = noted || n.find("`dims batch=1` ignored: the model's inputs have no symbolic dims") != std::string::npos;
   CHECK(noted);
 }
 
@@ -170,7 +170,7 @@ TEST_CASE("dim overrides are parsed with a clear error", "[import][errors]") {
   CHECK(ok->second == 8);
   auto bad = gpusim::parse_dim_override("batch");
   REQUIRE_FALSE(bad);
-  CHECK_THAT(bad.error().message, Contains("--dim \"batch\": no name before '='; expected NAME=VALUE"));
+  CHECK_THAT(bad.error().message, Contains("`dims` \"batch\": no name before '='; expected NAME=VALUE"));
   auto neg = gpusim::parse_dim_override("batch=-1");
   REQUIRE_FALSE(neg);
   CHECK_THAT(neg.error().message, Contains("value \"-1\" is not a non-negative integer"));
@@ -230,7 +230,7 @@ TEST_CASE("dims whose product overflows 64 bits are rejected", "[import][errors]
     REQUIRE_FALSE(g);
     CHECK_THAT(g.error().message, Contains("too_big_input.onnx: graph input \"x\": dims [2097152, 1048576] have "
                                            "2199023255552 elements, over gpusim's limit of 2^40 (1099511627776) per "
-                                           "tensor; give smaller --dim values"));
+                                           "tensor; give smaller `dims` values"));
   }
 }
 

@@ -22,7 +22,7 @@ gpusim::Graph import_model(const fs::path& p) {
   gpusim::ImportOptions opts;
   // The transformer and diffusion exports keep a symbolic batch.
   auto probe = gpusim::import_onnx(p.string(), opts);
-  if (!probe && probe.error().message.find("--dim batch=N") != std::string::npos) {
+  if (!probe && probe.error().message.find("`dims batch=N`") != std::string::npos) {
     opts.dims["batch"] = 1;
     probe = gpusim::import_onnx(p.string(), opts);
   }

@@ -8,6 +8,7 @@
 #include "gpusim/onnx_import.h"
 #include "gpusim/plan.h"
 #include "gpusim/predict.h"
+#include "gpusim/scheduler.h"
 #include "support/fixtures.h"
 #include "support/onnx_builder.h"
 
@@ -215,4 +216,131 @@ TEST_CASE("a fused group moves only what crosses its boundary", "[plan]") {
     apart += kernel_cost(one, choose_tile(one, d), d).total_us;
   }
   CHECK(kernel_cost(w, choose_tile(w, d), d).total_us < apart);
+}
+
+TEST_CASE("each kernel carries its kind and operand roles, set once where it is built", "[plan]") {
+  const Graph g = mlp();
+  const GraphIndex idx = index_graph(g);
+  auto id = [&](const char* name) { return *g.find(name); };
+  // mm1 + bias_add + relu: one main loop with a bias epilogue.
+  PlanKernel k;
+  k.nodes = {0, 1, 2};
+  classify_kernel(g, idx, k);
+  CHECK(k.kind == KernelKind::kMainLoop);
+  const std::vector<KernelOperand> want = {{id("x"), OperandRole::kA},
+                                           {id("w"), OperandRole::kB},
+                                           {id("bias"), OperandRole::kEpilogue},
+                                           {id("r"), OperandRole::kOutput}};
+  CHECK(k.operands == want);
+  // The eager plan: each kernel classified by whoever built it.
+  const Plan eager = eager_plan(g, test::library(gpu("nvidia-a10")));
+  REQUIRE(eager.kernels.size() == 5);
+  CHECK(eager.kernels[0].kind == KernelKind::kMainLoop);
+  CHECK(eager.kernels[1].kind == KernelKind::kPointwise);
+  CHECK(eager.kernels[4].kind == KernelKind::kPointwise);
+  CHECK(eager.kernels[1].operands == std::vector<KernelOperand>{{id("h"), OperandRole::kInput},
+                                                                {id("bias"), OperandRole::kInput},
+                                                                {id("hb"), OperandRole::kOutput}});
+  // Rows and copies.
+  test::OnnxBuilder b;
+  b.input("x", kF32, {int64_t{8}, int64_t{16}});
+  b.node("Softmax", {"x"}, {"s"}, "softmax").i("axis", -1);
+  b.node("Transpose", {"s"}, {"t"}, "transpose").ints("perm", {1, 0});
+  b.initializer_i64("shape", {1}, {128});
+  b.node("Reshape", {"t", "shape"}, {"y"}, "flatten");
+  b.output("y");
+  auto g2 = import_onnx(b.write("rows_copies.onnx"));
+  REQUIRE(g2);
+  const Plan p2 = eager_plan(*g2, test::library(gpu("nvidia-a10")));
+  REQUIRE(p2.kernels.size() == 2);  // the Reshape is a view
+  CHECK(p2.kernels[0].kind == KernelKind::kRow);
+  CHECK(p2.kernels[1].kind == KernelKind::kCopy);
+  // One rule for views: the Reshape's output is the Transpose's memory.
+  const std::vector<TensorId> roots = view_roots(*g2);
+  CHECK(roots[static_cast<size_t>(*g2->find("y"))] == *g2->find("t"));
+  CHECK(is_view(*g2, g2->nodes[2]));
+  CHECK_FALSE(is_view(*g2, g2->nodes[1]));
+  CHECK(index_graph(*g2).root == roots);
+}
+
+TEST_CASE("attention kernels name their query, key and value", "[plan]") {
+  const Graph& g = model("bert_base_seq128.onnx");
+  const GpuProfile p = gpu("nvidia-a10");
+  FusionSpace s(g, test::library(p));
+  Decision only_attention(s.candidates().size(), 0);
+  for (size_t i = 0; i < s.candidates().size(); ++i) only_attention[i] = s.candidates()[i].pass == "attention";
+  const Plan plan = s.build(only_attention, SchedulerKind::kGreedy);
+  int seen = 0;
+  for (const PlanKernel& k : plan.kernels) {
+    if (k.kind != KernelKind::kAttention) continue;
+    ++seen;
+    auto has = [&](OperandRole r) {
+      return std::any_of(k.operands.begin(), k.operands.end(), [&](const KernelOperand& o) { return o.role == r; });
+    };
+    CHECK(has(OperandRole::kQuery));
+    CHECK(has(OperandRole::kKey));
+    CHECK(has(OperandRole::kValue));
+    CHECK(has(OperandRole::kOutput));
+  }
+  CHECK(seen == 12);  // one per layer
+  // Kinds survive JSON; a file that states another kind, scheduler or objective is refused by name.
+  const std::string text = plan_to_json(plan, g);
+  CHECK_THAT(text, Contains("\"kind\": \"attention\""));
+  auto back = plan_from_json(text, "p.json", g);
+  REQUIRE(back);
+  for (size_t i = 0; i < plan.kernels.size(); ++i) {
+    CHECK(back->kernels[i].kind == plan.kernels[i].kind);
+    CHECK(back->kernels[i].operands == plan.kernels[i].operands);
+  }
+  CHECK(back->scheduler == SchedulerKind::kGreedy);
+  std::string wrong = text;
+  wrong.replace(wrong.find("\"kind\": \"attention\""), 19, "\"kind\": \"row\"");
+  auto bad = plan_from_json(wrong, "p.json", g);
+  REQUIRE_FALSE(bad);
+  CHECK_THAT(bad.error().message, Contains(".kind: \"row\" is not what its nodes and fusions make (\"attention\")"));
+  std::string sched = text;
+  sched.replace(sched.find("\"scheduler\": \"greedy\""), 21, "\"scheduler\": \"annealing\"");
+  auto bs = plan_from_json(sched, "p.json", g);
+  REQUIRE_FALSE(bs);
+  CHECK_THAT(bs.error().message,
+             Contains("p.json: scheduler: \"annealing\" is not eager, greedy, beam, random, split or lowering:<runtime>"));
+  std::string obj = text;
+  obj.replace(obj.find("\"objective\": \"latency\""), 22, "\"objective\": \"speed\"");
+  auto bo = plan_from_json(obj, "p.json", g);
+  REQUIRE_FALSE(bo);
+  CHECK_THAT(bo.error().message, Contains("p.json: objective: \"speed\" is not one of latency, throughput, energy, memory"));
+}
+
+TEST_CASE("a kernel built by hand without classify_kernel is caught by validate_plan", "[plan]") {
+  const Graph g = mlp();
+  const DeviceModel d = make_device(gpu("nvidia-a10"));
+  Plan p = eager_plan(g, test::library(gpu("nvidia-a10")));
+  REQUIRE(validate_plan(p, g, d));
+  p.kernels[0].kind = KernelKind::kPointwise;  // mm1 is a main loop
+  auto v = validate_plan(p, g, d);
+  REQUIRE_FALSE(v);
+  CHECK_THAT(v.error().message, Contains("kernel 0 is marked pointwise but its ops make a main-loop kernel"));
+  p.kernels[0].kind = KernelKind::kMainLoop;
+  p.kernels[0].operands.clear();
+  v = validate_plan(p, g, d);
+  REQUIRE_FALSE(v);
+  CHECK_THAT(v.error().message, Contains("kernel 0: its operands are not those of its ops"));
+}
+
+TEST_CASE("scheduler and objective names parse to the IR's enums", "[plan]") {
+  for (const std::string& n : scheduler_names()) {
+    auto k = parse_scheduler(n);
+    REQUIRE(k);
+    CHECK(scheduler_name(*k) == n);
+  }
+  auto bad = parse_scheduler("lowering");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().message == "`scheduler` \"lowering\" is not one of eager, greedy, beam, random, split");
+  auto o = parse_objective("speed", "--objective");
+  REQUIRE_FALSE(o);
+  CHECK(o.error().message == "--objective \"speed\" is not one of latency, throughput, energy, memory");
+  CHECK(parse_objective("energy").value() == Objective::kEnergy);
+  CHECK(kernel_kind_from_name("main-loop") == KernelKind::kMainLoop);
+  CHECK_FALSE(kernel_kind_from_name("gemm"));
+  CHECK(operand_role_name(OperandRole::kValue) == "value");
 }

@@ -45,7 +45,7 @@ TEST_CASE("pass: elementwise chains fuse and save the intermediate", "[scheduler
   const Decision all(s.candidates().size(), 1);
   REQUIRE(s.groups(all).size() == 1);
   CHECK(s.score_us(all) < s.score_us(Decision(s.candidates().size(), 0)));
-  const Plan p = s.build(all, "test");
+  const Plan p = s.build(all, SchedulerKind::kGreedy);
   REQUIRE(validate_plan(p, g, s.device()));
   REQUIRE(p.decisions.size() == 2);
   CHECK_THAT(p.decisions[0], Contains("elementwise-chain: Sigmoid \"sig\" + Mul \"mul\"; saves 12.58 MB of traffic"));
@@ -67,7 +67,7 @@ TEST_CASE("pass: GEMM and conv epilogues, BatchNorm folded into its conv", "[sch
   const Graph g = build(b, "conv_bn.onnx");
   const FusionSpace s(g, test::portable(gpu("nvidia-a100-40gb")));
   CHECK(passes(s) == std::vector<std::string>{"batchnorm-fold", "elementwise-chain", "elementwise-chain"});
-  const Plan p = s.build(Decision(s.candidates().size(), 1), "test");
+  const Plan p = s.build(Decision(s.candidates().size(), 1), SchedulerKind::kGreedy);
   REQUIRE(p.kernels.size() == 1);
   CHECK(p.kernels[0].fusions == std::vector<std::string>{"batchnorm-fold", "elementwise-chain"});
   REQUIRE(validate_plan(p, g, s.device()));
@@ -110,7 +110,7 @@ TEST_CASE("pass: attention becomes one kernel and a GEMM never takes a second ma
   CHECK(std::find(names.begin(), names.end(), "transpose-into-gemm") != names.end());
   Decision only_attention(s.candidates().size(), 0);
   for (size_t i = 0; i < names.size(); ++i) only_attention[i] = names[i] == "attention";
-  const Plan p = s.build(only_attention, "test");
+  const Plan p = s.build(only_attention, SchedulerKind::kGreedy);
   REQUIRE(p.kernels.size() == 1);
   CHECK(p.kernels[0].fusions.front() == "attention");
   REQUIRE(validate_plan(p, g, s.device()));
@@ -139,7 +139,7 @@ TEST_CASE("every scheduler gives valid plans never slower than eager on every bu
         if ((sched == "beam" || sched == "split") && name != "nvidia-rtx-3060") continue;  // slow tier elsewhere
         INFO(m << " on " << name << " with " << sched);
         SearchOptions o;
-        o.scheduler = sched;
+        o.scheduler = *scheduler_from_name(sched);
         o.dtype = DType::kFloat16;
         o.beam_width = 2;
         o.samples = 8;
@@ -158,7 +158,7 @@ TEST_CASE("random sampling is reproducible by seed", "[schedulers]") {
   const Graph g = model("bert_base_seq128.onnx");
   const GpuProfile p = gpu("nvidia-a10");
   SearchOptions o;
-  o.scheduler = "random";
+  o.scheduler = SchedulerKind::kRandom;
   o.samples = 16;
   o.top_k = 3;
   o.seed = 42;
@@ -179,7 +179,7 @@ TEST_CASE("a plan over the memory budget offloads weights and pays for the trans
   const Graph g = model("resnet50.onnx");
   const GpuProfile p = gpu("nvidia-rtx-4060");
   SearchOptions o;
-  o.scheduler = "greedy";
+  o.scheduler = SchedulerKind::kGreedy;
   auto fits = search(g, test::portable(p), o);
   o.memory_budget_gb = 0.08;  // the fp32 weights alone are 102 MB
   auto tight = search(g, test::portable(p), o);
@@ -198,7 +198,7 @@ TEST_CASE("a plan's decisions are sorted by time saved and their savings add up"
   const Graph g = model("resnet50.onnx");
   const GpuProfile p = gpu("nvidia-t4");
   SearchOptions o;
-  o.scheduler = "greedy";
+  o.scheduler = SchedulerKind::kGreedy;
   auto r = search(g, test::portable(p), o);
   REQUIRE(r);
   const Plan& best = r->plans.front().plan;
@@ -218,7 +218,7 @@ TEST_CASE("fusion savings add up: a chain of three ops fused by two decisions sa
   const Graph g = build(b, "chain3.onnx");
   const GpuProfile p = gpu("nvidia-a100-40gb");
   SearchOptions o;
-  o.scheduler = "greedy";
+  o.scheduler = SchedulerKind::kGreedy;
   auto r = search(g, test::portable(p), o);
   REQUIRE(r);
   const RankedPlan& best = r->plans.front();
@@ -238,7 +238,7 @@ TEST_CASE("objectives rank by their own figure", "[schedulers]") {
   const GpuProfile p = gpu("nvidia-t4");
   for (Objective obj : {Objective::kLatency, Objective::kEnergy, Objective::kMemory, Objective::kThroughput}) {
     SearchOptions o;
-    o.scheduler = "random";
+    o.scheduler = SchedulerKind::kRandom;
     o.samples = 12;
     o.objective = obj;
     o.top_k = 4;
@@ -286,7 +286,7 @@ TEST_CASE("pass: recompute a cheap op in each reader instead of storing it", "[s
   REQUIRE(passes(s) == std::vector<std::string>{"recompute"});
   const Decision take(1, 1), keep(1, 0);
   CHECK(s.score_us(take) < s.score_us(keep));  // 6 tensors of traffic instead of 8
-  const Plan p = s.build(take, "test");
+  const Plan p = s.build(take, SchedulerKind::kGreedy);
   REQUIRE(p.kernels.size() == 2);
   for (const PlanKernel& k : p.kernels) {
     CHECK(k.recomputed == std::vector<int>{0});
@@ -302,7 +302,7 @@ TEST_CASE("pass: recompute a cheap op in each reader instead of storing it", "[s
   CHECK(pred->kernels_us < eager->kernels_us);  // end to end, the 16 MB host copies dominate
   CHECK(pred->peak_memory_bytes < eager->peak_memory_bytes);  // s is never stored
   SearchOptions o;
-  o.scheduler = "greedy";
+  o.scheduler = SchedulerKind::kGreedy;
   auto r = search(g, test::portable(gpu("nvidia-rtx-4090")), o);
   REQUIRE(r);
   CHECK(r->plans.front().plan.kernels.size() == 2);
@@ -312,13 +312,13 @@ TEST_CASE("random plans sample tilings from the feasible space and stay valid", 
   const Graph g = model("resnet50.onnx");
   const GpuProfile p = gpu("nvidia-t4");
   SearchOptions o;
-  o.scheduler = "random";
+  o.scheduler = SchedulerKind::kRandom;
   o.samples = 8;
   o.top_k = 4;
   o.seed = 7;
   auto r = search(g, test::portable(p), o);
   REQUIRE(r);
-  const Plan best_tiles = FusionSpace(g, test::portable(p)).build(Decision(FusionSpace(g, test::portable(p)).candidates().size(), 0), "eager");
+  const Plan best_tiles = FusionSpace(g, test::portable(p)).build(Decision(FusionSpace(g, test::portable(p)).candidates().size(), 0), SchedulerKind::kEager);
   int differ = 0;
   for (const RankedPlan& rp : r->plans) {
     CHECK(validate_plan(rp.plan, g, make_device(p)));
@@ -343,7 +343,7 @@ TEST_CASE("pass: a transpose feeding a GEMM is read in place", "[schedulers][pas
   REQUIRE(passes(s) == std::vector<std::string>{"transpose-into-gemm"});
   const Decision take(1, 1);
   CHECK(s.score_us(take) < s.score_us(Decision(1, 0)));
-  const Plan p = s.build(take, "test");
+  const Plan p = s.build(take, SchedulerKind::kGreedy);
   REQUIRE(p.kernels.size() == 1);
   CHECK(g.nodes[static_cast<size_t>(p.kernels[0].nodes[static_cast<size_t>(p.kernels[0].anchor)])].op_type == "MatMul");
   REQUIRE(validate_plan(p, g, s.device()));
@@ -486,16 +486,16 @@ TEST_CASE("search checks its option ranges and refuses beam and split past their
   b.output(x);
   const Graph chain = build(b, "split_limit.onnx");
   o = SearchOptions{};
-  o.scheduler = "split";
+  o.scheduler = SchedulerKind::kSplit;
   r = search(chain, test::portable(gpu("nvidia-a10")), o);
   REQUIRE(!r);
-  CHECK_THAT(r.error().message, Contains("--scheduler split on 20001 fusion candidates"));
-  CHECK_THAT(r.error().message, Contains("use --scheduler greedy, which is linear"));
-  o.scheduler = "beam";
+  CHECK_THAT(r.error().message, Contains("`scheduler split` on 20001 fusion candidates"));
+  CHECK_THAT(r.error().message, Contains("use `scheduler greedy`, which is linear"));
+  o.scheduler = SchedulerKind::kBeam;
   o.beam_width = 256;  // 256 x 20001^2 > 4e10
   r = search(chain, test::portable(gpu("nvidia-a10")), o);
   REQUIRE(!r);
-  CHECK_THAT(r.error().message, Contains("--scheduler beam on 20001 fusion candidates with width 256"));
+  CHECK_THAT(r.error().message, Contains("`scheduler beam` on 20001 fusion candidates with width 256"));
 }
 
 TEST_CASE("plan search ranks only the tiles codegen generates unless asked for the whole menu", "[schedulers][plan]") {
@@ -526,8 +526,7 @@ TEST_CASE("plan search ranks only the tiles codegen generates unless asked for t
   auto narrow = std::make_shared<Narrow>();
   auto as_built_everywhere = [&](const Plan& p, const TileCapability& cap) {
     for (const PlanKernel& k : p.kernels) {
-      const bool attention = std::find(k.fusions.begin(), k.fusions.end(), "attention") != k.fusions.end();
-      const KernelWork w = group_work(g, idx, k.nodes, k.anchor, attention, k.recomputed);
+      const KernelWork w = plan_kernel_work(g, idx, k);
       if (!(cap.generated(w, k.tile) == k.tile)) return false;
     }
     return true;
@@ -535,7 +534,7 @@ TEST_CASE("plan search ranks only the tiles codegen generates unless asked for t
   for (const char* scheduler : {"eager", "greedy", "beam", "random", "split"}) {
     INFO(scheduler);
     SearchOptions o;
-    o.scheduler = scheduler;
+    o.scheduler = *scheduler_from_name(scheduler);
     o.samples = 16;
     auto r = search(g, test::portable(h200), o);
     REQUIRE(r);
@@ -551,7 +550,7 @@ TEST_CASE("plan search ranks only the tiles codegen generates unless asked for t
     CHECK_FALSE(wide);
   }
   SearchOptions all;
-  all.scheduler = "eager";
+  all.scheduler = SchedulerKind::kEager;
   auto r = search(g, test::library(h200), all);
   REQUIRE(r);
   bool split = false;

@@ -1,0 +1,47 @@
+// How library messages name the API's options, and how each front end words them.
+//
+// The library speaks the API's own terms: a message names an option in backquotes as the C++ API
+// and the JSON documents spell it (`dtype`, `beam_width`), and a setting as the option, a space
+// and the value (`dims batch=N`, `dtype fp16`). It never writes a command-line flag or an HTTP
+// field. A front end rewords what it prints, with its own spelling of each option:
+//   gpusim run: give smaller --dim values                      (the CLI)
+//   "dims": {"batch": N}                                       (the service)
+//   dims={"batch": N}                                          (Python)
+// Which front end gets which exit code or HTTP status follows Error::code, never the text.
+//
+// Usage:
+//   return make_error(ErrorCode::kShape, fmt::format("{}: set it with {}", path, option_ref("dims", name + "=N")));
+//   fmt::print(stderr, "{}\n", reword_options(e.message, my_spelling));
+#pragma once
+
+#include "gpusim/export.h"
+
+#include <string>
+#include <string_view>
+
+namespace gpusim {
+
+// "`name`", or "`name value`" with a value.
+inline std::string option_ref(std::string_view name, std::string_view value = {}) {
+  std::string s = "`";
+  s += name;
+  if (!value.empty()) {
+    s += ' ';
+    s += value;
+  }
+  s += '`';
+  return s;
+}
+
+// Whether `name` is an option of the API that messages may name (the list in wording.cpp).
+GPUSIM_API bool is_api_option(std::string_view name);
+
+// A front end's spelling of an option, and of a setting when `value` is not empty ("--dim" and
+// "--dim batch=N" for the CLI). Return an empty string to keep the API's wording.
+using OptionSpelling = std::string (*)(std::string_view name, std::string_view value);
+
+// `message` with every backquoted option (`name` or `name value`, name an API option) spelled
+// by `spell`; other backquoted text (a command such as `gpusim profiles list`) is left as it is.
+GPUSIM_API std::string reword_options(std::string_view message, OptionSpelling spell);
+
+}  // namespace gpusim
