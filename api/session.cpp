@@ -165,7 +165,10 @@ Result<Prediction> predict_impl(const Graph& g, const Target& target, const Pred
     }
   }
   if (req.dtype) plan.dtype = req.dtype;
-  if (auto v = validate_plan(plan, plan.dtype ? retype(g, *plan.dtype) : g, make_device(gpu)); !v) return v.error();
+  // The structure here; predict_plan prices each kernel once and says when a tile cannot run.
+  if (auto v = validate_plan(plan, plan.dtype ? retype(g, *plan.dtype) : g, make_device(gpu), PlanCheck::kStructure); !v) {
+    return v.error();
+  }
   PredictOptions po(std::nullopt, runtime);
   po.host_copies = req.host_copies;
   auto p = predict_plan(g, plan, gpu, po);

@@ -36,8 +36,11 @@ GPUSIM_API std::vector<TileConfig> generated_tiles(const KernelWork& w, const De
 GPUSIM_API TileConfig best_generated_tile(const KernelWork& w, const DeviceModel& d, const TileCapability& cap);
 
 // Every run-time node in exactly one kernel (or listed as recomputed), producers before consumers,
-// at most one anchor class per kernel, every tile feasible on the device. The message lists every
-// problem found, each with the kernel index and the reason.
-GPUSIM_API Status validate_plan(const Plan& p, const Graph& g, const DeviceModel& d);
+// at most one anchor class per kernel, each kernel's kind and operands those of its ops, every
+// tile within the device's limits and (kFull) feasible in the cost model. The message lists every
+// problem found, each with the kernel index and the reason. A caller that predicts the plan next
+// checks kStructure: predict_plan prices each kernel once and says when one cannot run.
+enum class PlanCheck { kFull, kStructure };
+GPUSIM_API Status validate_plan(const Plan& p, const Graph& g, const DeviceModel& d, PlanCheck check = PlanCheck::kFull);
 
 }  // namespace gpusim
