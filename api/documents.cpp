@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "gpusim/gpusim.h"
-#include "gpusim/work_json.h"
-#include "gpusim/json_text.h"
+#include "sim/work_json.h"
+#include "base/json_text.h"
 
 namespace gpusim {
 namespace {

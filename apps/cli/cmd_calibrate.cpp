@@ -15,7 +15,7 @@
 #include "calibrate.h"
 #include "commands.h"
 #include "common.h"
-#include "gpusim/json_text.h"
+#include "base/json_text.h"
 
 namespace gpusim::cli {
 namespace {

@@ -17,7 +17,7 @@
 #include "format.h"
 #include "gpusim/graph_summary.h"
 #include "gpusim/onnx_import.h"
-#include "gpusim/json_text.h"
+#include "base/json_text.h"
 
 namespace gpusim::cli {
 namespace {

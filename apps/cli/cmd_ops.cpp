@@ -5,7 +5,7 @@
 
 #include "commands.h"
 #include "gpusim/op_catalog.h"
-#include "gpusim/json_text.h"
+#include "base/json_text.h"
 
 namespace gpusim::cli {
 

@@ -9,7 +9,7 @@
 #include "commands.h"
 #include "common.h"
 #include "format.h"
-#include "gpusim/atomic_file.h"
+#include "hw/atomic_file.h"
 #include "gpusim/gpusim.h"
 
 namespace gpusim::cli {

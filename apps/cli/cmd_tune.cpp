@@ -15,7 +15,7 @@
 
 #include "commands.h"
 #include "common.h"
-#include "gpusim/atomic_file.h"
+#include "hw/atomic_file.h"
 #include "gpusim/data_dirs.h"
 #include "gpusim/gpusim.h"
 #include "run_setup.h"

@@ -20,7 +20,7 @@
 #include "gpusim/measurement.h"
 #include "gpusim/runtime.h"
 #include "gpusim/validate.h"
-#include "gpusim/json_text.h"
+#include "base/json_text.h"
 
 namespace gpusim::cli {
 namespace {

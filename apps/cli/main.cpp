@@ -12,7 +12,7 @@
 #include "commands.h"
 #include "exit_codes.h"
 #include "firewall.h"
-#include "gpusim/closest.h"
+#include "base/closest.h"
 
 namespace {
 

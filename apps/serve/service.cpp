@@ -23,9 +23,9 @@
 #include <thread>
 
 #include "gpusim/cancel.h"
-#include "gpusim/closest.h"
+#include "base/closest.h"
 #include "gpusim/gpusim.h"
-#include "gpusim/json_text.h"
+#include "base/json_text.h"
 #include "http_server.h"
 
 namespace gpusim::serve {

@@ -1,6 +1,6 @@
 #include "calibrate.h"
 
-#include "gpusim/atomic_file.h"
+#include "hw/atomic_file.h"
 
 #include <fmt/format.h>
 
@@ -12,7 +12,7 @@
 #include <map>
 
 #include "session.h"
-#include "gpusim/json_text.h"
+#include "base/json_text.h"
 #include "base/hash.h"
 
 namespace gpusim::calibrate {

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpusim/kernel_cost.h"
-#include "gpusim/work_json.h"
+#include "sim/work_json.h"
 #include "measure.h"
 
 namespace gpusim::calibrate {

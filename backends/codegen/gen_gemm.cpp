@@ -15,7 +15,7 @@
 #include <limits>
 
 #include "gemm_tile.h"
-#include "gpusim/einsum.h"
+#include "graph/einsum.h"
 
 namespace gpusim::codegen {
 namespace {

@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "gpusim/einsum.h"
+#include "graph/einsum.h"
 #include "reference.h"
 #include "base/parallel.h"
 

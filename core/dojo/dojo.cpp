@@ -19,15 +19,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gpusim/atomic_file.h"
-#include "gpusim/json_text.h"
+#include "hw/atomic_file.h"
+#include "base/json_text.h"
 #include "gpusim/kernel_work.h"
 #include "gpusim/measurement.h"
 #include "gpusim/onnx_import.h"
 #include "gpusim/plan.h"
 #include "gpusim/predict.h"
 #include "gpusim/scheduler.h"
-#include "gpusim/work_json.h"
+#include "sim/work_json.h"
 #include "base/hash.h"
 
 namespace gpusim::dojo {

@@ -1,4 +1,4 @@
-#include "gpusim/einsum.h"
+#include "graph/einsum.h"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
-// See include/gpusim/atomic_file.h.
-#include "gpusim/atomic_file.h"
+// See core/hw/atomic_file.h.
+#include "hw/atomic_file.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <set>
 
-#include "gpusim/closest.h"
+#include "base/closest.h"
 
 namespace gpusim {
 

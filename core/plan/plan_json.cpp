@@ -9,7 +9,7 @@
 
 #include "gpusim/plan.h"
 #include "gpusim/kernel_work.h"
-#include "gpusim/json_text.h"
+#include "base/json_text.h"
 
 namespace gpusim {
 namespace {

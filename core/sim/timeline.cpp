@@ -12,7 +12,7 @@
 #include "gpusim/cancel.h"
 #include "gpusim/kernel_work.h"
 #include "gpusim/predict.h"
-#include "gpusim/json_text.h"
+#include "base/json_text.h"
 
 namespace gpusim {
 namespace {

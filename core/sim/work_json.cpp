@@ -1,5 +1,5 @@
-// KernelWork and TileConfig to and from JSON (include/gpusim/work_json.h).
-#include "gpusim/work_json.h"
+// KernelWork and TileConfig to and from JSON (core/sim/work_json.h).
+#include "sim/work_json.h"
 
 #include <fmt/format.h>
 

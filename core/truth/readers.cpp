@@ -15,9 +15,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gpusim/json_text.h"
+#include "base/json_text.h"
 #include "gpusim/measurement.h"
-#include "gpusim/work_json.h"
+#include "sim/work_json.h"
 
 namespace gpusim {
 namespace {

@@ -17,8 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "gpusim/measurement.h"
-#include "gpusim/work_json.h"
-#include "gpusim/json_text.h"
+#include "sim/work_json.h"
+#include "base/json_text.h"
 #include "base/hash.h"
 
 namespace gpusim {

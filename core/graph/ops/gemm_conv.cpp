@@ -12,7 +12,7 @@
 #include <numeric>
 #include <set>
 
-#include "gpusim/einsum.h"
+#include "graph/einsum.h"
 #include "ops/checked.h"
 #include "ops/registry.h"
 

@@ -20,7 +20,7 @@
 #include <utility>
 
 #include "calibrate.h"
-#include "gpusim/atomic_file.h"
+#include "hw/atomic_file.h"
 #include "session.h"
 #include "gpusim/kernel_cost.h"
 #include "support/devices.h"

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "gpusim/atomic_file.h"
+#include "hw/atomic_file.h"
 #include "support/onnx_builder.h"
 
 namespace fs = std::filesystem;

@@ -13,11 +13,11 @@
 #include <nlohmann/json.hpp>
 
 #include "gpusim/kernel_cost.h"
-#include "gpusim/json_text.h"
+#include "base/json_text.h"
 #include "gpusim/measurement.h"
 #include "gpusim/runtime.h"
 #include "gpusim/validate.h"
-#include "gpusim/work_json.h"
+#include "sim/work_json.h"
 #include "support/devices.h"
 #include "support/onnx_builder.h"
 #include "support/run_cli.h"

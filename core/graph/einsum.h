@@ -6,7 +6,6 @@
 //   auto l = gpusim::einsum_labels(e, {a.shape, b.shape});   // per-dim labels, ellipsis expanded
 #pragma once
 
-#include "gpusim/export.h"
 
 #include <string>
 #include <vector>
@@ -16,7 +15,7 @@
 
 namespace gpusim {
 
-struct GPUSIM_API EinsumEquation {
+struct EinsumEquation {
   std::vector<std::string> inputs;  // one term per operand; '.' stands for the ellipsis dims
   std::string output;               // as written after "->", or the implicit output: '.' (if any
                                     // term has an ellipsis), then the letters used once, sorted
@@ -24,11 +23,11 @@ struct GPUSIM_API EinsumEquation {
 };
 
 // Spaces dropped, "..." written as '.'.
-GPUSIM_API EinsumEquation parse_einsum_equation(const std::string& equation);
+EinsumEquation parse_einsum_equation(const std::string& equation);
 
 // Each dim's label: a letter is its char code (< 128); ellipsis dims are 128 + their position,
 // right-aligned across operands, so `count` = 128 + the widest ellipsis.
-struct GPUSIM_API EinsumLabels {
+struct EinsumLabels {
   std::vector<std::vector<int>> inputs;
   std::vector<int> output;
   size_t ellipsis_rank = 0;
@@ -37,6 +36,6 @@ struct GPUSIM_API EinsumLabels {
 
 // Fails (kInvalidModel, "operand I does not fit "TERM"") when an operand's rank does not match
 // its term, or when the term and operand counts differ.
-GPUSIM_API Result<EinsumLabels> einsum_labels(const EinsumEquation& e, const std::vector<Shape>& shapes);
+Result<EinsumLabels> einsum_labels(const EinsumEquation& e, const std::vector<Shape>& shapes);
 
 }  // namespace gpusim

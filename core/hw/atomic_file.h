@@ -10,7 +10,6 @@
 //   if (auto s = gpusim::write_file_atomic("cache/tuning.json", text); !s) ... s.error().message
 #pragma once
 
-#include "gpusim/export.h"
 
 #include <string>
 #include <string_view>
@@ -20,10 +19,10 @@
 namespace gpusim {
 
 // Replaces `path` with `bytes` (creating it if absent; the directory must exist).
-GPUSIM_API Status write_file_atomic(const std::string& path, std::string_view bytes);
+Status write_file_atomic(const std::string& path, std::string_view bytes);
 
 // Removes the temporaries write_file_atomic left in `dir` whose writing process has exited;
 // returns how many. write_file_atomic calls it on the target's directory before writing.
-GPUSIM_API int sweep_stale_temporaries(const std::string& dir);
+int sweep_stale_temporaries(const std::string& dir);
 
 }  // namespace gpusim

@@ -11,7 +11,6 @@
 // stack.
 #pragma once
 
-#include "gpusim/export.h"
 
 #include <fmt/format.h>
 
@@ -32,7 +31,7 @@ inline constexpr int kMaxJsonDepth = 64;
 // One pass over the structure of `text` (brackets and commas outside strings, escapes skipped):
 // the byte at which it first nests arrays and objects deeper than `max_depth` (npos if never), and
 // whether it holds more than `max_values` values (commas + 1). It stops at the first excess.
-struct GPUSIM_API JsonScan {
+struct JsonScan {
   size_t too_deep_at = std::string_view::npos;
   bool too_many_values = false;
 };

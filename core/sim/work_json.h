@@ -7,7 +7,6 @@
 //   gpusim::Result<gpusim::KernelWork> back = gpusim::work_from_json(j, "runs.json: kernel 3");
 #pragma once
 
-#include "gpusim/export.h"
 
 #include <string_view>
 
@@ -18,10 +17,10 @@
 
 namespace gpusim {
 
-GPUSIM_API nlohmann::json work_to_json(const KernelWork& w);
-GPUSIM_API nlohmann::json tile_to_json(const TileConfig& t);
+nlohmann::json work_to_json(const KernelWork& w);
+nlohmann::json tile_to_json(const TileConfig& t);
 // `where` prefixes error messages ("raw data", "runs.json: kernel 3").
-GPUSIM_API Result<KernelWork> work_from_json(const nlohmann::json& j, std::string_view where);
-GPUSIM_API Result<TileConfig> tile_from_json(const nlohmann::json& j, std::string_view where);
+Result<KernelWork> work_from_json(const nlohmann::json& j, std::string_view where);
+Result<TileConfig> tile_from_json(const nlohmann::json& j, std::string_view where);
 
 }  // namespace gpusim
