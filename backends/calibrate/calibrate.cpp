@@ -36,17 +36,6 @@ const Figure* find(const std::vector<Figure>& v, const std::string& key) {
   return nullptr;
 }
 
-std::string quote(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    o += c;
-  }
-  return o + "\"";
-}
-
-std::string num(double v) { return fmt::format("{:.6g}", v); }
-
 // The figures the profile takes straight from the microbenchmarks (before the fit).
 GpuProfile apply_direct(const GpuProfile& base, const std::vector<Figure>& figs) {
   GpuProfile p = base;
@@ -190,58 +179,58 @@ Result<Outcome> run(backend::Backend& dev, const GpuProfile& base, const Options
 }
 
 std::string profile_yaml(const Outcome& o, const std::string& name, const std::string& measurements_file) {
-  const GpuProfile& c = o.calibrated;
-  std::string y;
-  y += fmt::format("# Written by gpusim calibrate on {} ({} s{}). Raw measurements: {}\n", o.date,
-                   static_cast<int>(std::lround(o.elapsed_s)), o.quick ? ", `quick`" : "",
-                   measurements_file.empty() ? name + ".measurements.json" : measurements_file);
-  y += "schema: gpusim.profile/1\n";
-  y += fmt::format("name: {}\n", name);
-  y += fmt::format("display_name: {}\n", quote(o.base.display_name));
-  y += fmt::format("vendor: {}\n", o.base.vendor);
-  y += fmt::format("architecture: {}\n", quote(o.base.architecture));
-  y += fmt::format("extends: {}\n", o.base.name);
-  y += "calibrated:\n";
-  y += fmt::format("  device: {}\n", quote(o.device.name));
-  y += fmt::format("  driver: {}\n", quote(o.device.driver));
-  y += fmt::format("  date: {}\n", o.date);
-  if (!o.command.empty()) y += fmt::format("  command: {}\n", quote(o.command));
-  if (!measurements_file.empty()) y += fmt::format("  measurements: {}\n", quote(measurements_file));
+  // The calibrated profile extends the datasheet one; the format's writer (gpu_profile.h) puts
+  // what was measured in the calibrated block and nothing else it sets above it.
+  GpuProfile c = o.calibrated;
+  c.name = name;
+  c.display_name = o.base.display_name;
+  c.vendor = o.base.vendor;
+  c.architecture = o.base.architecture;
+  c.sources = o.base.sources;
+  Calibration cal;
+  cal.device = o.device.name;
+  cal.driver = o.device.driver;
+  cal.date = o.date;
+  cal.command = o.command;
+  cal.measurements = measurements_file;
   auto entry = [&](const std::string& key, double value, const Figure* f, const std::string& unit) {
+    CalibratedFigure fig;
+    fig.value = value;
+    fig.unit = unit;
     if (f) {
-      return fmt::format("    {}: {{value: {}, p50: {}, p95: {}, unit: {}, repeats: {}}}\n", key, num(value), num(f->stats.p50),
-                         num(f->stats.p95), quote(unit), std::max<int64_t>(1, f->stats.n));
+      fig.p50 = f->stats.p50;
+      fig.p95 = f->stats.p95;
+      fig.repeats = std::max<int64_t>(1, f->stats.n);
     }
-    return fmt::format("    {}: {{value: {}, unit: {}}}\n", key, num(value), quote(unit));
+    cal.figures[key] = fig;
   };
   const auto& figs = o.figures;
   const auto& after = o.fit.after;
-  y += "  efficiency:\n";
-  y += entry("dram_bandwidth", param(after, "efficiency.dram_bandwidth", c.efficiency.dram_bandwidth), find(figs, "dram.copy"), "GB/s");
-  y += entry("l2_bandwidth", param(after, "efficiency.l2_bandwidth", c.efficiency.l2_bandwidth), find(figs, "l2.bandwidth"), "GB/s");
-  y += entry("vector_flops", param(after, "efficiency.vector_flops", c.efficiency.vector_flops), find(figs, "fma.fp32"), "GFLOP/s");
+  const GpuProfile& k = o.calibrated;
+  entry("efficiency.dram_bandwidth", param(after, "efficiency.dram_bandwidth", k.efficiency.dram_bandwidth), find(figs, "dram.copy"), "GB/s");
+  entry("efficiency.l2_bandwidth", param(after, "efficiency.l2_bandwidth", k.efficiency.l2_bandwidth), find(figs, "l2.bandwidth"), "GB/s");
+  entry("efficiency.vector_flops", param(after, "efficiency.vector_flops", k.efficiency.vector_flops), find(figs, "fma.fp32"), "GFLOP/s");
   for (const Param& p : after) {
-    if (p.key == "efficiency.matrix_flops") y += entry("matrix_flops", p.value, nullptr, "fraction");
-    if (p.key == "efficiency.gemm_vector_flops") y += entry("gemm_vector_flops", p.value, nullptr, "fraction");
+    if (p.key == "efficiency.matrix_flops") entry("efficiency.matrix_flops", p.value, nullptr, "fraction");
+    if (p.key == "efficiency.gemm_vector_flops") entry("efficiency.gemm_vector_flops", p.value, nullptr, "fraction");
   }
-  if (!c.host_link.unified && find(figs, "host.upload")) {
-    y += entry("host_link", c.efficiency.host_link, find(figs, "host.upload"), "GB/s");
+  if (!k.host_link.unified && find(figs, "host.upload")) {
+    entry("efficiency.host_link", k.efficiency.host_link, find(figs, "host.upload"), "GB/s");
   }
-  y += "  launch:\n";
-  if (const Figure* f = find(figs, "launch.overhead")) y += entry("overhead_us", c.launch.overhead_us, f, "us");
-  y += entry("block_us", param(after, "launch.block_us", c.launch.block_us), nullptr, "us");
-  y += entry("latency_floor_us", param(after, "launch.latency_floor_us", c.launch.latency_floor_us), find(figs, "launch.floor"), "us");
-  std::string mem;
-  if (const Figure* f = find(figs, "latency.dram")) mem += entry("dram.latency_ns", f->stats.p50, f, "ns");
-  if (const Figure* f = find(figs, "latency.l2")) mem += entry("l2.latency_ns", f->stats.p50, f, "ns");
-  if (const Figure* f = find(figs, "latency.l1")) mem += entry("l1.latency_ns", f->stats.p50, f, "ns");
-  if (const Figure* f = find(figs, "l2.size")) mem += entry("l2.size_mb", f->stats.p50, f, "MB");
-  if (!mem.empty()) y += "  memory:\n" + mem;
-  std::string comp;
-  if (const Figure* f = find(figs, "shared.bandwidth")) comp += entry("shared_memory_bandwidth_gbps", f->stats.p50, f, "GB/s");
-  comp += entry("barrier_ns", param(after, "compute.barrier_ns", c.compute.barrier_ns), find(figs, "barrier"), "ns");
-  y += "  compute:\n" + comp;
-  return y;
+  if (const Figure* f = find(figs, "launch.overhead")) entry("launch.overhead_us", k.launch.overhead_us, f, "us");
+  entry("launch.block_us", param(after, "launch.block_us", k.launch.block_us), nullptr, "us");
+  entry("launch.latency_floor_us", param(after, "launch.latency_floor_us", k.launch.latency_floor_us), find(figs, "launch.floor"), "us");
+  if (const Figure* f = find(figs, "latency.dram")) entry("memory.dram.latency_ns", f->stats.p50, f, "ns");
+  if (const Figure* f = find(figs, "latency.l2")) entry("memory.l2.latency_ns", f->stats.p50, f, "ns");
+  if (const Figure* f = find(figs, "latency.l1")) entry("memory.l1.latency_ns", f->stats.p50, f, "ns");
+  if (const Figure* f = find(figs, "l2.size")) entry("memory.l2.size_mb", f->stats.p50, f, "MB");
+  if (const Figure* f = find(figs, "shared.bandwidth")) entry("compute.shared_memory_bandwidth_gbps", f->stats.p50, f, "GB/s");
+  entry("compute.barrier_ns", param(after, "compute.barrier_ns", k.compute.barrier_ns), find(figs, "barrier"), "ns");
+  c.calibrated = std::move(cal);
+  return profile_to_yaml(c, &o.base,
+                         fmt::format("Written by gpusim calibrate on {} ({} s{}). Raw measurements: {}", o.date,
+                                     static_cast<int>(std::lround(o.elapsed_s)), o.quick ? ", quick" : "",
+                                     measurements_file.empty() ? name + ".measurements.json" : measurements_file));
 }
 
 nlohmann::json raw_json(const Outcome& o, const std::string& profile_name) {

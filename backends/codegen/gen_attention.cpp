@@ -188,7 +188,7 @@ Result<Kernel> gen_attention(const GenContext& c) {
   }
   {
     const int64_t rank = static_cast<int64_t>(c.tensor(sm.inputs[0]).shape.size());
-    int64_t axis = sm.attr("axis") ? sm.attr("axis")->i : (c.g.opset >= 13 ? -1 : 1);
+    int64_t axis = sm.attr_int("axis", c.g.opset >= 13 ? -1 : 1);
     if (axis < 0) axis += rank;
     if (axis != rank - 1) return c.unsupported(sm, fmt::format("softmax over axis {} of {}; fused only over the last axis", axis, rank));
   }

@@ -38,7 +38,7 @@ Result<ConvShape> conv_shape(const GenContext& c, const Node& n) {
   s.n = xs[0];
   s.c = xs[1];
   s.m = ys[1];
-  s.group = n.attr("group") ? n.attr("group")->i : 1;
+  s.group = n.attr_int("group", 1);
   if (s.group <= 0 || s.c % s.group != 0 || s.m % s.group != 0 || ws[0] != s.m || ws[1] * s.group != s.c) {
     return c.unsupported(n, fmt::format("channels do not divide into {} groups (input {}, weight {})", s.group,
                                         shape_str(xs), shape_str(ws)));

@@ -16,26 +16,12 @@
 
 namespace gpusim::codegen {
 
-inline int64_t node_int(const Node& n, const char* key, int64_t def) {
-  const Attribute* a = n.attr(key);
-  return a ? a->i : def;
-}
-inline double node_float(const Node& n, const char* key, double def) {
-  const Attribute* a = n.attr(key);
-  return a ? a->f : def;
-}
-inline std::string node_string(const Node& n, const char* key, const std::string& def) {
-  const Attribute* a = n.attr(key);
-  return a ? a->s : def;
-}
-inline std::vector<int64_t> node_ints(const Node& n, const char* key) {
-  const Attribute* a = n.attr(key);
-  return a ? a->ints : std::vector<int64_t>{};
-}
-inline std::vector<double> node_floats(const Node& n, const char* key) {
-  const Attribute* a = n.attr(key);
-  return a ? a->floats : std::vector<double>{};
-}
+// Through the node's one typed accessor (graph.h).
+inline int64_t node_int(const Node& n, const char* key, int64_t def) { return n.attr_int(key, def); }
+inline double node_float(const Node& n, const char* key, double def) { return n.attr_float(key, def); }
+inline std::string node_string(const Node& n, const char* key, const std::string& def) { return n.attr_string(key, def); }
+inline std::vector<int64_t> node_ints(const Node& n, const char* key) { return n.attr_ints(key); }
+inline std::vector<double> node_floats(const Node& n, const char* key) { return n.attr_floats(key); }
 
 // Whether input k of n is given (present and not the empty name).
 inline bool has_input(const Node& n, size_t k) { return k < n.inputs.size() && n.inputs[k] != kNoTensor; }

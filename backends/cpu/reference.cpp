@@ -41,26 +41,12 @@ HostTensor from_data(const TensorData& d) {
   return t;
 }
 
-int64_t KernelArgs::attr_i(const std::string& key, int64_t def) const {
-  const Attribute* a = node.attr(key);
-  return a ? a->i : def;
-}
-double KernelArgs::attr_f(const std::string& key, double def) const {
-  const Attribute* a = node.attr(key);
-  return a ? a->f : def;
-}
-std::string KernelArgs::attr_s(const std::string& key, const std::string& def) const {
-  const Attribute* a = node.attr(key);
-  return a ? a->s : def;
-}
-std::vector<int64_t> KernelArgs::attr_ints(const std::string& key) const {
-  const Attribute* a = node.attr(key);
-  return a ? a->ints : std::vector<int64_t>{};
-}
-std::vector<double> KernelArgs::attr_floats(const std::string& key) const {
-  const Attribute* a = node.attr(key);
-  return a ? a->floats : std::vector<double>{};
-}
+// Through the node's one typed accessor (graph.h).
+int64_t KernelArgs::attr_i(const std::string& key, int64_t def) const { return node.attr_int(key, def); }
+double KernelArgs::attr_f(const std::string& key, double def) const { return node.attr_float(key, def); }
+std::string KernelArgs::attr_s(const std::string& key, const std::string& def) const { return node.attr_string(key, def); }
+std::vector<int64_t> KernelArgs::attr_ints(const std::string& key) const { return node.attr_ints(key); }
+std::vector<double> KernelArgs::attr_floats(const std::string& key) const { return node.attr_floats(key); }
 Error KernelArgs::fail(const std::string& msg) const {
   return make_error(ErrorCode::kUnsupported,
                     fmt::format("{}: node \"{}\" ({}): {}", graph.source_path, node.name, node.op_type, msg));

@@ -149,8 +149,6 @@ GpuProfile capped(const GpuProfile& p, double fraction) {
   return c;
 }
 
-std::string yaml_number(double v) { return fmt::format("{:.6g}", v); }
-
 }  // namespace
 
 std::string virtual_gpu_yaml(const GpuProfile& base, const std::string& name, uint64_t seed) {
@@ -166,47 +164,37 @@ std::string virtual_gpu_yaml(const GpuProfile& base, const std::string& name, ui
   const double l2_size = std::pow(2.0, std::round(draw(-1.0, 1.0)));  // half, same or double
   const double mem_gb = base.memory.dram.size_gb * std::pow(2.0, std::round(draw(-1.0, 1.0)));
   const double tdp = base.power.tdp_w * std::sqrt(compute);
-  std::string y = fmt::format(
-      "# A virtual GPU of the gpusim Dojo: {} with units x{:.3f}, clocks x{:.3f}, DRAM bandwidth x{:.3f}, L2 x{}, "
-      "memory x{} (seed {}).\n",
-      base.name, static_cast<double>(units) / std::max(1, c.units), clock, dram, l2_size,
-      mem_gb / std::max(1e-9, base.memory.dram.size_gb), seed);
-  y += fmt::format("schema: gpusim.profile/1\nname: {}\ndisplay_name: \"{} (virtual {})\"\nvendor: {}\n", name,
-                   base.display_name, name, base.vendor);
-  y += fmt::format("architecture: \"{}\"\nextends: {}\n", base.architecture, base.name);
-  y += "compute:\n";
-  y += fmt::format("  units: {}\n  boost_clock_mhz: {}\n", units, yaml_number(c.boost_clock_mhz * clock));
-  if (c.base_clock_mhz > 0) y += fmt::format("  base_clock_mhz: {}\n", yaml_number(c.base_clock_mhz * clock));
-  if (c.sustained_clock_mhz > 0) y += fmt::format("  sustained_clock_mhz: {}\n", yaml_number(c.sustained_clock_mhz * clock));
-  if (c.shared_memory_bandwidth_gbps > 0) {
-    y += fmt::format("  shared_memory_bandwidth_gbps: {}\n", yaml_number(c.shared_memory_bandwidth_gbps * compute));
-  }
-  y += "  vector_tflops:\n";
-  for (const auto& [p, t] : c.vector_tflops) y += fmt::format("    {}: {}\n", precision_name(p), yaml_number(t * compute));
-  if (!c.matrix_tflops.empty()) {
-    y += "  matrix_tflops:\n";
-    for (const MatrixPeak& m : c.matrix_tflops) {
-      y += fmt::format("    - {{dtype: {}, accumulate: {}, tflops: {}}}\n", precision_name(m.input),
-                       precision_name(m.accumulate), yaml_number(m.tflops * compute));
-    }
-  }
-  y += "memory:\n";
-  y += fmt::format("  dram: {{size_gb: {}, bandwidth_gbps: {}}}\n", yaml_number(mem_gb),
-                   yaml_number(base.memory.dram.bandwidth_gbps * dram));
+  // The virtual card: the base with those figures scaled, written by the profile format's writer
+  // (extends the base, only what differs; figures to 6 significant digits).
+  auto r6 = [](double v) { return std::stod(fmt::format("{:.6g}", v)); };
+  GpuProfile v = base;
+  v.name = name;
+  v.display_name = fmt::format("{} (virtual {})", base.display_name, name);
+  v.calibrated.reset();
+  ComputeSpec& vc = v.compute;
+  vc.units = units;
+  vc.boost_clock_mhz = r6(c.boost_clock_mhz * clock);
+  if (c.base_clock_mhz > 0) vc.base_clock_mhz = r6(c.base_clock_mhz * clock);
+  if (c.sustained_clock_mhz > 0) vc.sustained_clock_mhz = r6(c.sustained_clock_mhz * clock);
+  if (c.shared_memory_bandwidth_gbps > 0) vc.shared_memory_bandwidth_gbps = r6(c.shared_memory_bandwidth_gbps * compute);
+  for (auto& [prec, t] : vc.vector_tflops) t = r6(t * compute);
+  for (MatrixPeak& m : vc.matrix_tflops) m.tflops = r6(m.tflops * compute);
+  v.memory.dram.size_gb = r6(mem_gb);
+  v.memory.dram.bandwidth_gbps = r6(base.memory.dram.bandwidth_gbps * dram);
   if (base.memory.l2.present) {
-    y += fmt::format("  l2: {{size_mb: {}", yaml_number(base.memory.l2.size_mb * l2_size));
-    if (base.memory.l2.bandwidth_gbps > 0) {
-      y += fmt::format(", bandwidth_gbps: {}", yaml_number(base.memory.l2.bandwidth_gbps * std::sqrt(compute)));
-    }
-    y += "}\n";
+    v.memory.l2.size_mb = r6(base.memory.l2.size_mb * l2_size);
+    if (base.memory.l2.bandwidth_gbps > 0) v.memory.l2.bandwidth_gbps = r6(base.memory.l2.bandwidth_gbps * std::sqrt(compute));
   }
-  if (base.power.tdp_w > 0) y += fmt::format("power: {{tdp_w: {}}}\n", yaml_number(tdp));
-  y += "sources:\n";
-  y += fmt::format("  compute.units: \"virtual: {} units x {:.3f}\"\n", base.name, static_cast<double>(units) / std::max(1, c.units));
-  y += fmt::format("  compute.boost_clock_mhz: \"virtual: {} clocks x {:.3f}\"\n", base.name, clock);
-  y += fmt::format("  compute.vector_tflops: \"virtual: {} peaks x units x clock ({:.3f})\"\n", base.name, compute);
-  y += fmt::format("  memory.dram: \"virtual: {} bandwidth x {:.3f}\"\n", base.name, dram);
-  return y;
+  if (base.power.tdp_w > 0) v.power.tdp_w = r6(tdp);
+  v.sources["compute.units"] = fmt::format("virtual: {} units x {:.3f}", base.name, static_cast<double>(units) / std::max(1, c.units));
+  v.sources["compute.boost_clock_mhz"] = fmt::format("virtual: {} clocks x {:.3f}", base.name, clock);
+  v.sources["compute.vector_tflops"] = fmt::format("virtual: {} peaks x units x clock ({:.3f})", base.name, compute);
+  v.sources["memory.dram"] = fmt::format("virtual: {} bandwidth x {:.3f}", base.name, dram);
+  return profile_to_yaml(v, &base,
+                         fmt::format("A virtual GPU of the gpusim Dojo: {} with units x{:.3f}, clocks x{:.3f}, DRAM "
+                                     "bandwidth x{:.3f}, L2 x{}, memory x{} (seed {}).",
+                                     base.name, static_cast<double>(units) / std::max(1, c.units), clock, dram, l2_size,
+                                     mem_gb / std::max(1e-9, base.memory.dram.size_gb), seed));
 }
 
 Graph cut_graph(const Graph& g, size_t first, size_t last) {

@@ -63,6 +63,27 @@ const Attribute* Node::attr(const std::string& key) const {
   return it == attributes.end() ? nullptr : &it->second;
 }
 
+int64_t Node::attr_int(const std::string& key, int64_t def) const {
+  const Attribute* a = attr(key);
+  return a ? a->i : def;
+}
+double Node::attr_float(const std::string& key, double def) const {
+  const Attribute* a = attr(key);
+  return a ? a->f : def;
+}
+std::string Node::attr_string(const std::string& key, const std::string& def) const {
+  const Attribute* a = attr(key);
+  return a ? a->s : def;
+}
+std::vector<int64_t> Node::attr_ints(const std::string& key) const {
+  const Attribute* a = attr(key);
+  return a ? a->ints : std::vector<int64_t>{};
+}
+std::vector<double> Node::attr_floats(const std::string& key) const {
+  const Attribute* a = attr(key);
+  return a ? a->floats : std::vector<double>{};
+}
+
 std::optional<TensorId> Graph::find(const std::string& n) const {
   auto it = by_name.find(n);
   if (it == by_name.end()) return std::nullopt;

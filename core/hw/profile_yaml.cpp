@@ -937,4 +937,211 @@ Result<VendorEfficiency> load_vendor_efficiency(const std::vector<std::string>& 
   return out;
 }
 
+
+// ---- The writer beside the reader ---------------------------------------------------------------
+
+namespace {
+
+// A number as its shortest text that reads back to the same double.
+std::string number_text(double v) { return fmt::format("{}", v); }
+
+// One field of the document: its dotted key (as calibrated figures and sources name it) and its
+// value as YAML, or a null node when the profile does not give it (an absent optional figure).
+struct Field {
+  std::string key;
+  YAML::Node value;
+};
+
+YAML::Node scalar(double v) { return YAML::Node(number_text(v)); }
+YAML::Node scalar_int(int64_t v) { return YAML::Node(std::to_string(v)); }
+YAML::Node positive_or_null(double v) { return v > 0 ? scalar(v) : YAML::Node(); }
+
+std::vector<Field> fields_of(const GpuProfile& p) {
+  const ComputeSpec& c = p.compute;
+  std::vector<Field> f = {
+      {"compute.units", scalar_int(c.units)},
+      {"compute.boost_clock_mhz", scalar(c.boost_clock_mhz)},
+      {"compute.base_clock_mhz", positive_or_null(c.base_clock_mhz)},
+      {"compute.sustained_clock_mhz", positive_or_null(c.sustained_clock_mhz)},
+      {"compute.warp_size", scalar_int(c.warp_size)},
+      {"compute.max_threads_per_unit", scalar_int(c.max_threads_per_unit)},
+      {"compute.max_blocks_per_unit", scalar_int(c.max_blocks_per_unit)},
+      {"compute.max_threads_per_block", scalar_int(c.max_threads_per_block)},
+      {"compute.registers_per_unit", scalar_int(c.registers_per_unit)},
+      {"compute.max_registers_per_thread", scalar_int(c.max_registers_per_thread)},
+      {"compute.shared_memory_per_unit_kb", scalar(c.shared_memory_per_unit_kb)},
+      {"compute.shared_memory_per_block_kb", scalar(c.shared_memory_per_block_kb)},
+      {"compute.shared_memory_bandwidth_gbps", positive_or_null(c.shared_memory_bandwidth_gbps)},
+      {"compute.barrier_ns", c.barrier_ns > 0 ? scalar(c.barrier_ns) : YAML::Node()},
+  };
+  YAML::Node vec(YAML::NodeType::Map);
+  for (const auto& [prec, t] : c.vector_tflops) vec[std::string(precision_name(prec))] = number_text(t);
+  f.push_back({"compute.vector_tflops", vec});
+  if (!c.matrix_tflops.empty()) {
+    YAML::Node list(YAML::NodeType::Sequence);
+    for (const MatrixPeak& m : c.matrix_tflops) {
+      YAML::Node e(YAML::NodeType::Map);
+      e["dtype"] = std::string(precision_name(m.input));
+      e["accumulate"] = std::string(precision_name(m.accumulate));
+      e["tflops"] = number_text(m.tflops);
+      e.SetStyle(YAML::EmitterStyle::Flow);
+      list.push_back(e);
+    }
+    f.push_back({"compute.matrix_tflops", list});
+  }
+  f.push_back({"compute.matrix_alignment_elements", scalar_int(c.matrix_alignment_elements)});
+  const MemorySpec& m = p.memory;
+  f.push_back({"memory.dram.size_gb", scalar(m.dram.size_gb)});
+  f.push_back({"memory.dram.bandwidth_gbps", scalar(m.dram.bandwidth_gbps)});
+  f.push_back({"memory.dram.bus_width_bits", m.dram.bus_width_bits > 0 ? scalar_int(m.dram.bus_width_bits) : YAML::Node()});
+  f.push_back({"memory.dram.type", m.dram.type.empty() ? YAML::Node() : YAML::Node(m.dram.type)});
+  f.push_back({"memory.dram.latency_ns", positive_or_null(m.dram.latency_ns)});
+  for (const auto& [name, cache] : {std::pair<const char*, const CacheSpec*>{"l2", &m.l2}, {"infinity_cache", &m.infinity_cache}}) {
+    if (!cache->present) continue;
+    f.push_back({fmt::format("memory.{}.size_mb", name), scalar(cache->size_mb)});
+    f.push_back({fmt::format("memory.{}.bandwidth_gbps", name), positive_or_null(cache->bandwidth_gbps)});
+    f.push_back({fmt::format("memory.{}.latency_ns", name), positive_or_null(cache->latency_ns)});
+  }
+  f.push_back({"memory.l1.size_per_unit_kb", scalar(m.l1.size_per_unit_kb)});
+  f.push_back({"memory.l1.latency_ns", positive_or_null(m.l1.latency_ns)});
+  const HostLinkSpec& h = p.host_link;
+  f.push_back({"host_link.type", YAML::Node(h.unified ? "unified" : "pcie")});
+  f.push_back({"host_link.generation", h.generation > 0 ? scalar_int(h.generation) : YAML::Node()});
+  f.push_back({"host_link.lanes", h.lanes > 0 ? scalar_int(h.lanes) : YAML::Node()});
+  f.push_back({"host_link.bandwidth_gbps", positive_or_null(h.bandwidth_gbps)});
+  f.push_back({"launch.overhead_us", p.launch.overhead_us >= 0 ? scalar(p.launch.overhead_us) : YAML::Node()});
+  f.push_back({"launch.latency_floor_us", p.launch.latency_floor_us >= 0 ? scalar(p.launch.latency_floor_us) : YAML::Node()});
+  f.push_back({"launch.block_us", p.launch.block_us > 0 ? scalar(p.launch.block_us) : YAML::Node()});
+  f.push_back({"power.tdp_w", scalar(p.power.tdp_w)});
+  f.push_back({"power.idle_w", scalar(p.power.idle_w)});
+  for (const auto& [key, field] : efficiency_fields()) {
+    const double v = p.efficiency.*field;
+    f.push_back({std::string("efficiency.") + key, v > 0 ? scalar(v) : YAML::Node()});
+  }
+  return f;
+}
+
+bool same(const YAML::Node& a, const YAML::Node& b) {
+  if (!a || !b || a.IsNull() || b.IsNull()) return (!a || a.IsNull()) == (!b || b.IsNull());
+  YAML::Emitter ea, eb;
+  ea << a;
+  eb << b;
+  return std::string(ea.c_str()) == eb.c_str();
+}
+
+// Sets doc[a][b][c] for the dotted key "a.b.c".
+void put(YAML::Node doc, const std::string& key, const YAML::Node& value) {
+  const size_t dot = key.find('.');
+  if (dot == std::string::npos) {
+    doc[key] = value;
+    return;
+  }
+  const std::string head = key.substr(0, dot);
+  if (!doc[head]) doc[head] = YAML::Node(YAML::NodeType::Map);
+  put(doc[head], key.substr(dot + 1), value);
+}
+
+}  // namespace
+
+std::string profile_to_yaml(const GpuProfile& p, const GpuProfile* base, const std::string& comment) {
+  YAML::Node doc(YAML::NodeType::Map);
+  doc["schema"] = "gpusim.profile/1";
+  doc["name"] = p.name;
+  doc["display_name"] = p.display_name;
+  doc["vendor"] = p.vendor;
+  doc["architecture"] = p.architecture;
+  if (base) doc["extends"] = base->name;
+  // What the calibrated block sets is written there, not again above it (in a document that
+  // extends a base).
+  std::set<std::string> calibrated;
+  if (p.calibrated) {
+    for (const auto& [key, fig] : p.calibrated->figures) calibrated.insert(key);
+  }
+  const std::vector<Field> mine = fields_of(p);
+  const std::vector<Field> theirs = base ? fields_of(*base) : std::vector<Field>{};
+  auto differs = [&](const Field& f) {
+    auto it = std::find_if(theirs.begin(), theirs.end(), [&](const Field& t) { return t.key == f.key; });
+    return it == theirs.end() || !same(it->value, f.value);
+  };
+  // The loader rescales inherited peaks when a child changes units or clocks: a child that
+  // changes them states its peaks, so they read back as they are.
+  bool peaks = false;
+  for (const Field& f : mine) {
+    const bool sets_peaks = f.key == "compute.units" || f.key.ends_with("clock_mhz");
+    if (base && sets_peaks && differs(f)) peaks = true;
+  }
+  // A whole document writes the figures the profile has a source for (and its efficiencies): the
+  // ones it had to assume or left at their defaults read back the same without being written.
+  auto sourced = [&](const std::string& key) {
+    if (key.starts_with("efficiency.")) return true;
+    for (const auto& [k, v] : p.sources) {
+      if (k.starts_with(key + ".")) return true;  // a source for one entry of a map or list
+    }
+    for (std::string k = key;;) {
+      if (p.sources.count(k)) return true;
+      const size_t dot = k.rfind('.');
+      if (dot == std::string::npos) return false;
+      k.resize(dot);
+    }
+  };
+  for (const Field& f : mine) {
+    if (!f.value || f.value.IsNull()) continue;
+    if (base && calibrated.count(f.key)) continue;  // a whole document also states them: some are required
+    if (!base && !sourced(f.key) && !calibrated.count(f.key)) continue;
+    const bool peak = f.key == "compute.vector_tflops" || f.key == "compute.matrix_tflops";
+    if (base && !(peak && peaks) && !differs(f)) continue;
+    put(doc, f.key, f.value);
+  }
+  if (p.calibrated) {
+    const Calibration& c = *p.calibrated;
+    YAML::Node cal(YAML::NodeType::Map);
+    cal["device"] = c.device;
+    cal["driver"] = c.driver;
+    cal["date"] = c.date;
+    if (!c.command.empty()) cal["command"] = c.command;
+    if (!c.measurements.empty()) cal["measurements"] = c.measurements;
+    for (const char* group : {"efficiency", "launch", "memory", "compute"}) {
+      for (const auto& [key, fig] : c.figures) {
+        const size_t dot = key.find('.');
+        if (key.substr(0, dot) != group) continue;
+        YAML::Node e(YAML::NodeType::Map);
+        e["value"] = number_text(fig.value);
+        if (fig.repeats > 0) {
+          e["p50"] = number_text(fig.p50);
+          e["p95"] = number_text(fig.p95);
+        }
+        e["unit"] = fig.unit;
+        if (fig.repeats > 0) e["repeats"] = std::to_string(fig.repeats);
+        e.SetStyle(YAML::EmitterStyle::Flow);
+        cal[group][key.substr(dot + 1)] = e;
+      }
+    }
+    doc["calibrated"] = cal;
+  }
+  // Sources: a full document carries them all; one that extends a base, those it adds or changes.
+  YAML::Node src(YAML::NodeType::Map);
+  for (const auto& [k, v] : p.sources) {
+    // The loader's own notes of which efficiencies came from the vendor defaults are not the file's.
+    if (k.starts_with("efficiency.")) continue;
+    if (base) {
+      auto it = base->sources.find(k);
+      if (it != base->sources.end() && it->second == v) continue;
+    }
+    src[k] = v;
+  }
+  if (src.size() > 0 || !base) doc["sources"] = src;
+  YAML::Emitter out;
+  out.SetIndent(2);
+  out << doc;
+  std::string text;
+  size_t start = 0;
+  while (start < comment.size()) {
+    size_t end = comment.find('\n', start);
+    if (end == std::string::npos) end = comment.size();
+    text += "# " + comment.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  return text + out.c_str() + "\n";
+}
+
 }  // namespace gpusim

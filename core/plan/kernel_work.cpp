@@ -27,10 +27,7 @@ void rows_from(KernelWork& w, const Shape& s, int64_t axis) {
   w.rows = std::max<int64_t>(1, prod(s, 0, ax));
 }
 
-int64_t attr(const Node& n, const char* key, int64_t def) {
-  const Attribute* a = n.attr(key);
-  return a ? a->i : def;
-}
+int64_t attr(const Node& n, const char* key, int64_t def) { return n.attr_int(key, def); }
 
 }  // namespace
 

@@ -59,8 +59,7 @@ bool outer_slice(const Graph& g, const Node& n) {
   const Shape& s = g.tensor(n.inputs[0]).shape;
   std::vector<int64_t> axes;
   if (n.op_type == "Split") {
-    const Attribute* a = n.attr("axis");
-    axes.push_back(a ? a->i : 0);
+    axes.push_back(n.attr_int("axis", 0));
   } else if (n.op_type == "Slice") {
     if (n.inputs.size() > 3 && n.inputs[3] != kNoTensor) {
       const Tensor& ax = g.tensor(n.inputs[3]);

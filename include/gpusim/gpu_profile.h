@@ -188,6 +188,14 @@ GPUSIM_API Result<GpuProfile> load_profile(const std::string& path, const std::v
 // `extends:` resolves by name in `dirs`.
 GPUSIM_API Result<GpuProfile> load_profile_yaml(const std::string& text, const std::string& source,
                                      const std::vector<std::string>& dirs);
+// The writer beside the reader: `p` as a gpusim.profile/1 document. With a `base`, the document
+// extends it and holds only the figures that differ (a map or list whole where any entry
+// differs) and the sources it adds or changes; without one, every figure the profile has. A
+// calibrated block is written as such, and (with a base) the figures it sets are not repeated above
+// it. A whole document states the figures the profile has a source for, its efficiencies and its
+// calibrated figures; what the loader assumed or defaulted it assumes again.
+// `comment`: lines written first, each as "# line". load_profile_yaml reads it back to `p`'s figures.
+GPUSIM_API std::string profile_to_yaml(const GpuProfile& p, const GpuProfile* base, const std::string& comment = "");
 // NAME (searched in dirs) or a path to a .yaml file. A NAME that is no profile's id as written
 // resolves when, in any case and with spaces, '-' or '_' between words, it is one profile's id or
 // display name ("NVIDIA_T4", "NVIDIA GeForce RTX 3060 12GB"), or a run of words only one profile's

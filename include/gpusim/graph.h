@@ -133,6 +133,14 @@ struct GPUSIM_API Node {
   bool folded = false;
 
   const Attribute* attr(const std::string& key) const;
+  // The one typed accessor every tier reads attributes through (shape inference and op costs in
+  // the core, the CPU reference, codegen): the attribute's value, or `def` (an empty list) when
+  // the node does not have it.
+  int64_t attr_int(const std::string& key, int64_t def) const;
+  double attr_float(const std::string& key, double def) const;
+  std::string attr_string(const std::string& key, const std::string& def) const;
+  std::vector<int64_t> attr_ints(const std::string& key) const;
+  std::vector<double> attr_floats(const std::string& key) const;
 };
 
 struct GPUSIM_API Graph {

@@ -7,26 +7,12 @@
 
 namespace gpusim::ops {
 
-int64_t InferContext::attr_i(const std::string& k, int64_t def) const {
-  const Attribute* a = node_.attr(k);
-  return a ? a->i : def;
-}
-double InferContext::attr_f(const std::string& k, double def) const {
-  const Attribute* a = node_.attr(k);
-  return a ? a->f : def;
-}
-std::string InferContext::attr_s(const std::string& k, const std::string& def) const {
-  const Attribute* a = node_.attr(k);
-  return a ? a->s : def;
-}
-std::vector<int64_t> InferContext::attr_ints(const std::string& k) const {
-  const Attribute* a = node_.attr(k);
-  return a ? a->ints : std::vector<int64_t>{};
-}
-std::vector<double> InferContext::attr_floats(const std::string& k) const {
-  const Attribute* a = node_.attr(k);
-  return a ? a->floats : std::vector<double>{};
-}
+// Through the node's one typed accessor (graph.h).
+int64_t InferContext::attr_i(const std::string& k, int64_t def) const { return node_.attr_int(k, def); }
+double InferContext::attr_f(const std::string& k, double def) const { return node_.attr_float(k, def); }
+std::string InferContext::attr_s(const std::string& k, const std::string& def) const { return node_.attr_string(k, def); }
+std::vector<int64_t> InferContext::attr_ints(const std::string& k) const { return node_.attr_ints(k); }
+std::vector<double> InferContext::attr_floats(const std::string& k) const { return node_.attr_floats(k); }
 
 Status InferContext::need(size_t i, const char* what) const {
   if (has_input(i)) return Ok{};
@@ -80,14 +66,8 @@ void InferContext::set_sequence(size_t i, DType t, std::vector<Shape> elements) 
   o.sequence_shapes = std::move(elements);
 }
 
-int64_t CostContext::attr_i(const std::string& k, int64_t def) const {
-  const Attribute* a = n_.attr(k);
-  return a ? a->i : def;
-}
-std::string CostContext::attr_s(const std::string& k, const std::string& def) const {
-  const Attribute* a = n_.attr(k);
-  return a ? a->s : def;
-}
+int64_t CostContext::attr_i(const std::string& k, int64_t def) const { return n_.attr_int(k, def); }
+std::string CostContext::attr_s(const std::string& k, const std::string& def) const { return n_.attr_string(k, def); }
 
 Result<Shape> broadcast(const Shape& a, const Shape& b) {
   const size_t r = std::max(a.size(), b.size());

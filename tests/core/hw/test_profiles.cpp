@@ -1270,3 +1270,51 @@ TEST_CASE("profiles show gives the fitted GEMM efficiency and marks fitted figur
   CHECK_THAT(r.out, Catch::Contains("efficiency.gemm_vector_flops") && Catch::Contains("(fitted)"));
   CHECK_THAT(r.out, !Catch::Contains("p50 0,") && !Catch::Contains("p95 0"));
 }
+
+namespace {
+// Every figure a profile file sets, compared as the writer sees them (its own full document).
+void check_same_figures(const GpuProfile& a, const GpuProfile& b) {
+  CHECK(a.compute.units == b.compute.units);
+  CHECK(a.compute.boost_clock_mhz == b.compute.boost_clock_mhz);
+  CHECK(a.compute.sustained_clock_mhz == b.compute.sustained_clock_mhz);
+  CHECK(a.compute.vector_tflops == b.compute.vector_tflops);
+  CHECK(a.compute.matrix_tflops.size() == b.compute.matrix_tflops.size());
+  CHECK(a.memory.dram.bandwidth_gbps == b.memory.dram.bandwidth_gbps);
+  CHECK(a.memory.l2.size_mb == b.memory.l2.size_mb);
+  CHECK(a.launch.overhead_us == b.launch.overhead_us);
+  CHECK(a.efficiency.dram_bandwidth == b.efficiency.dram_bandwidth);
+  CHECK(a.power.tdp_w == b.power.tdp_w);
+  CHECK(a.calibrated.has_value() == b.calibrated.has_value());
+  CHECK(gpusim::profile_to_yaml(a, nullptr) == gpusim::profile_to_yaml(b, nullptr));
+}
+}  // namespace
+
+TEST_CASE("the profile writer beside the reader: every shipped profile reads back as written", "[profiles][writer]") {
+  const auto dirs = gpusim::default_profile_dirs();
+  int n = 0, extended = 0;
+  for (const auto& e : gpusim::list_profiles(dirs)) {
+    auto p = gpusim::load_profile(e.path, dirs);
+    REQUIRE(p);
+    INFO(e.path);
+    // Whole: every figure it has, sources too.
+    const std::string whole = gpusim::profile_to_yaml(*p, nullptr, "round trip");
+    CHECK(whole.rfind("# round trip\nschema: gpusim.profile/1\n", 0) == 0);
+    auto back = gpusim::load_profile_yaml(whole, p->name + ".yaml", dirs);
+    REQUIRE(back);
+    check_same_figures(*p, *back);
+    ++n;
+    // Against its parent: only what differs, and it reads back the same.
+    if (p->extends_chain.empty()) continue;
+    auto parent = gpusim::find_profile(p->extends_chain.front(), dirs);
+    REQUIRE(parent);
+    const std::string diff = gpusim::profile_to_yaml(*p, &*parent);
+    CHECK(diff.find("extends: " + parent->name) != std::string::npos);
+    CHECK(diff.size() < whole.size());
+    auto child = gpusim::load_profile_yaml(diff, p->name + ".yaml", dirs);
+    REQUIRE(child);
+    check_same_figures(*p, *child);
+    ++extended;
+  }
+  CHECK(n >= 30);
+  CHECK(extended >= 3);
+}
