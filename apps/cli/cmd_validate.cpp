@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "hw/atomic_file.h"
 #include "gpusim/documents.h"
 #include "common.h"
 #include "gpusim/measurement.h"
@@ -44,79 +45,41 @@ struct ValidateArgs {
   std::string write_efficiency;
 };
 
-// Fitted vendor efficiencies as a gpusim.efficiency/1 file (gpu_profiles/_efficiency.yaml).
-std::string efficiency_yaml(const FittedModel& fm, const std::string& command) {
-  std::string s = "schema: gpusim.efficiency/1\n";
-  s += "# Efficiency defaults per GPU vendor, fitted on measured ops; every profile of the vendor that does not set\n"
-       "# its own figure uses them. Re-fit with the command below (bench/validate/README.md).\n";
-  s += fmt::format("command: \"{}\"\n", command);
-  s += fmt::format("fitted_on: \"{}\"\n", fmt::join(fm.gpus, ", "));
-  s += "how: \"core/truth/fit.cpp: dram_bandwidth per architecture by a line through (kernel time at the datasheet "
-       "bandwidth, measured time) of elementwise rows streaming >= 64 MiB (a vendor's: the median of its "
-       "architectures'); gemm_vector_flops per vendor by golden-section search on device-bound GEMM and convolution "
-       "rows; matrix_flops per vendor by golden-section search on whole-model rows\"\n";
-  s += "vendors:\n";
+// Fitted vendor efficiencies, three decimals, for vendor_efficiency_to_yaml (gpu_profile.h).
+VendorEfficiency fitted_efficiency(const FittedModel& fm, const std::string& command) {
+  auto r3 = [](double v) { return std::round(v * 1000) / 1000; };
+  VendorEfficiency e;
+  e.command = command;
   for (const auto& [vendor, figs] : fm.fitted_figures) {
-    s += fmt::format("  {}:\n", vendor);
-    for (const auto& [k, v] : figs) s += fmt::format("    {}: {:.3f}\n", k, v);
+    for (const auto& [k, v] : figs) e.vendors[vendor][k] = r3(v);
   }
-  if (!fm.arch_figures.empty()) {
-    s += "architectures:\n";
-    for (const auto& [arch, figs] : fm.arch_figures) {
-      s += fmt::format("  {}:\n", arch);
-      for (const auto& [k, v] : figs) s += fmt::format("    {}: {:.3f}\n", k, v);
-    }
+  for (const auto& [arch, figs] : fm.arch_figures) {
+    for (const auto& [k, v] : figs) e.architectures[arch][k] = r3(v);
   }
-  return s;
+  return e;
 }
 
-// The efficiency file at `path` rewritten with fitted figures, keeping its hand-written
-// `measured:` section (published measurements, not fitted) as it is.
-std::string merged_efficiency_yaml(const std::string& path, const std::string& fitted) {
-  std::ifstream in(path);
-  std::string line, kept;
-  bool keep = false;
-  while (in && std::getline(in, line)) {
-    if (line.rfind("measured:", 0) == 0 || line.rfind("# --- measured", 0) == 0) keep = true;
-    if (keep) kept += line + "\n";
-  }
-  return fitted + kept;
-}
+constexpr const char* kEfficiencyHow =
+    "core/truth/fit.cpp: dram_bandwidth per architecture by a line through (kernel time at the datasheet bandwidth, "
+    "measured time) of elementwise rows streaming >= 64 MiB (a vendor's: the median of its architectures'); "
+    "gemm_vector_flops per vendor by golden-section search on device-bound GEMM and convolution rows; matrix_flops "
+    "per vendor by golden-section search on whole-model rows";
 
-// A fitted runtime as a gpusim.runtime/1 file.
-std::string runtime_yaml(const RuntimeModel& r, const std::string& command, const std::vector<std::string>& gpus) {
-  std::string s = fmt::format("schema: gpusim.runtime/1\nname: {}\ndescription: \"{}\"\ncombine: {}\n", r.name,
-                              r.description, r.combine);
-  s += fmt::format("default_us: {:.2f}\nextra_kernel_us: {:.2f}\nlaunch_latency_us: {:.2f}\n", r.default_us,
-                   r.extra_kernel_us, r.launch_latency_us);
-  if (!r.class_us.empty()) {
-    s += "class_us:\n";
-    for (const auto& [k, v] : r.class_us) s += fmt::format("  {}: {:.2f}\n", k, v);
-  }
-  if (!r.op_us.empty()) {
-    s += "op_us:\n";
-    for (const auto& [k, v] : r.op_us) s += fmt::format("  {}: {:.2f}\n", k, v);
-  }
-  s += fmt::format("fit: \"{}\"\nsources:\n  op_us: \"median time of the rows whose work is trivial by construction "
-                   "(<= 1e7 FLOPs and <= 1 MiB moved), per op, measured on {}\"\n  launch_latency_us: \"the median "
-                   "intercept of measured time against kernel time at the datasheet bandwidth, elementwise rows "
-                   "streaming >= 64 MiB (core/truth/fit.cpp)\"\n",
-                   command, fmt::join(gpus, ", "));
-  return s;
-}
-
-// The runtime file at `path` with its fitted host times replaced and everything from its
-// `lowering:` section on (hand-written rules and their comments) kept as it is.
-std::string merged_runtime_yaml(const std::string& path, const std::string& fitted) {
-  std::ifstream in(path);
-  if (!in) return fitted;
-  std::string line, kept;
-  bool keep = false;
-  while (std::getline(in, line)) {
-    if (!keep && (line.rfind("lowering:", 0) == 0 || line.rfind("# --- lowering", 0) == 0)) keep = true;
-    if (keep) kept += line + "\n";
-  }
-  return kept.empty() ? fitted : fitted + kept;
+// A fitted runtime's host times, two decimals, for runtime_to_yaml (runtime.h).
+std::string fitted_runtime_yaml(RuntimeModel r, const std::string& command, const std::vector<std::string>& gpus) {
+  auto r2 = [](double v) { return std::round(v * 100) / 100; };
+  r.default_us = r2(r.default_us);
+  r.extra_kernel_us = r2(r.extra_kernel_us);
+  r.launch_latency_us = r2(r.launch_latency_us);
+  for (auto& [k, v] : r.class_us) v = r2(v);
+  for (auto& [k, v] : r.op_us) v = r2(v);
+  return runtime_to_yaml(
+      r, command,
+      {{"op_us", fmt::format("median time of the rows whose work is trivial by construction (<= 1e7 FLOPs and <= 1 MiB "
+                             "moved), per op, measured on {}",
+                             fmt::join(gpus, ", "))},
+       {"launch_latency_us", "the median intercept of measured time against kernel time at the datasheet bandwidth, "
+                             "elementwise rows streaming >= 64 MiB (core/truth/fit.cpp)"}});
 }
 
 std::string dims_text(const std::map<std::string, int64_t>& d) {
@@ -282,26 +245,25 @@ int run_validate(const ValidateArgs& a) {
       for (const auto& [name, rt] : fitted->runtimes) {
         if (rt.combine == "device") continue;
         const std::string path = a.write_runtimes + "/" + name + ".yaml";
-        const std::string text = merged_runtime_yaml(
-            path, runtime_yaml(rt, fmt::format("gpusim validate --truth {} --write-runtimes {}", a.truth, a.write_runtimes),
-                               fitted->gpus));
-        std::ofstream f(path);
-        f << text;
-        if (!f) {
-          fmt::print(stderr, "gpusim validate: --write-runtimes: cannot write {}\n", path);
+        const std::string text = runtime_yaml_with_lowering_of(
+            path, fitted_runtime_yaml(rt, fmt::format("gpusim validate --truth {} --write-runtimes {}", a.truth,
+                                                      a.write_runtimes),
+                                      fitted->gpus));
+        if (auto w = write_file_atomic(path, text); !w) {
+          fmt::print(stderr, "gpusim validate: --write-runtimes: {}\n", say(w.error()));
           return 1;
         }
         if (!a.json) fmt::print("wrote    {}\n", path);
       }
     }
     if (!a.write_efficiency.empty()) {
-      const std::string text = merged_efficiency_yaml(
-          a.write_efficiency, efficiency_yaml(*fitted, fmt::format("gpusim validate --truth {} --write-efficiency {}",
-                                                                   a.truth, a.write_efficiency)));
-      std::ofstream f(a.write_efficiency);
-      f << text;
-      if (!f) {
-        fmt::print(stderr, "gpusim validate: --write-efficiency: cannot write {}\n", a.write_efficiency);
+      const std::string text = efficiency_yaml_with_measured_of(
+          a.write_efficiency,
+          vendor_efficiency_to_yaml(fitted_efficiency(*fitted, fmt::format("gpusim validate --truth {} --write-efficiency {}",
+                                                                            a.truth, a.write_efficiency)),
+                                    fmt::format("{}", fmt::join(fitted->gpus, ", ")), kEfficiencyHow));
+      if (auto w = write_file_atomic(a.write_efficiency, text); !w) {
+        fmt::print(stderr, "gpusim validate: --write-efficiency: {}\n", say(w.error()));
         return 1;
       }
       if (!a.json) fmt::print("wrote    {}\n", a.write_efficiency);

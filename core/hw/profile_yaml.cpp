@@ -1144,4 +1144,41 @@ std::string profile_to_yaml(const GpuProfile& p, const GpuProfile* base, const s
   return text + out.c_str() + "\n";
 }
 
+std::string vendor_efficiency_to_yaml(const VendorEfficiency& e, const std::string& fitted_on, const std::string& how) {
+  YAML::Emitter out;
+  out.SetIndent(2);
+  out << YAML::BeginMap;
+  out << YAML::Key << "schema" << YAML::Value << "gpusim.efficiency/1";
+  out << YAML::Comment("Efficiency defaults per GPU vendor, fitted on measured ops; every profile of the vendor that "
+                       "does not set its own figure uses them. Re-fit with the command below (bench/validate/README.md).");
+  out << YAML::Key << "command" << YAML::Value << YAML::DoubleQuoted << e.command;
+  out << YAML::Key << "fitted_on" << YAML::Value << YAML::DoubleQuoted << fitted_on;
+  out << YAML::Key << "how" << YAML::Value << YAML::DoubleQuoted << how;
+  for (const auto& [key, groups] : {std::pair<const char*, const std::map<std::string, std::map<std::string, double>>*>{
+                                        "vendors", &e.vendors},
+                                    {"architectures", &e.architectures}}) {
+    if (groups->empty() && std::string(key) != "vendors") continue;
+    out << YAML::Key << key << YAML::Value << YAML::BeginMap;
+    for (const auto& [who, figs] : *groups) {
+      out << YAML::Key << who << YAML::Value << YAML::BeginMap;
+      for (const auto& [k, v] : figs) out << YAML::Key << k << YAML::Value << number_text(v);
+      out << YAML::EndMap;
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+std::string efficiency_yaml_with_measured_of(const std::string& path, const std::string& fitted) {
+  std::ifstream in(path);
+  std::string line, kept;
+  bool keep = false;
+  while (in && std::getline(in, line)) {
+    if (line.rfind("measured:", 0) == 0 || line.rfind("# --- measured", 0) == 0) keep = true;
+    if (keep) kept += line + "\n";
+  }
+  return fitted + kept;
+}
+
 }  // namespace gpusim

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 namespace gpusim {
@@ -540,6 +541,47 @@ Result<RuntimeModel> find_runtime(const std::string& name_or_path, const std::ve
                     fmt::format("runtime \"{}\" is unknown; known runtimes: {} (or give a path to a gpusim.runtime/1 "
                                 "YAML file)",
                                 name_or_path, known));
+}
+
+std::string runtime_to_yaml(const RuntimeModel& r, const std::string& fit, const std::map<std::string, std::string>& sources) {
+  auto num = [](double v) { return fmt::format("{}", v); };
+  YAML::Emitter out;
+  out.SetIndent(2);
+  out << YAML::BeginMap;
+  out << YAML::Key << "schema" << YAML::Value << "gpusim.runtime/1";
+  out << YAML::Key << "name" << YAML::Value << r.name;
+  out << YAML::Key << "description" << YAML::Value << YAML::DoubleQuoted << r.description;
+  out << YAML::Key << "combine" << YAML::Value << r.combine;
+  out << YAML::Key << "default_us" << YAML::Value << num(r.default_us);
+  out << YAML::Key << "extra_kernel_us" << YAML::Value << num(r.extra_kernel_us);
+  out << YAML::Key << "launch_latency_us" << YAML::Value << num(r.launch_latency_us);
+  for (const auto& [key, figures] : {std::pair<const char*, const std::map<std::string, double>*>{"class_us", &r.class_us},
+                                     {"op_us", &r.op_us}}) {
+    if (figures->empty()) continue;
+    out << YAML::Key << key << YAML::Value << YAML::BeginMap;
+    for (const auto& [k, v] : *figures) out << YAML::Key << k << YAML::Value << num(v);
+    out << YAML::EndMap;
+  }
+  if (!fit.empty()) out << YAML::Key << "fit" << YAML::Value << YAML::DoubleQuoted << fit;
+  if (!sources.empty()) {
+    out << YAML::Key << "sources" << YAML::Value << YAML::BeginMap;
+    for (const auto& [k, v] : sources) out << YAML::Key << k << YAML::Value << YAML::DoubleQuoted << v;
+    out << YAML::EndMap;
+  }
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+std::string runtime_yaml_with_lowering_of(const std::string& path, const std::string& fitted) {
+  std::ifstream in(path);
+  if (!in) return fitted;
+  std::string line, kept;
+  bool keep = false;
+  while (std::getline(in, line)) {
+    if (!keep && (line.rfind("lowering:", 0) == 0 || line.rfind("# --- lowering", 0) == 0)) keep = true;
+    if (keep) kept += line + "\n";
+  }
+  return fitted + kept;
 }
 
 }  // namespace gpusim

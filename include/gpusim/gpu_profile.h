@@ -227,6 +227,12 @@ struct GPUSIM_API VendorEfficiency {
 // (CC 8.6)" -> "Ampere", "CDNA2 (gfx90a)" -> "CDNA2"); "" when none is given.
 GPUSIM_API std::string architecture_family(const GpuProfile& p);
 GPUSIM_API Result<VendorEfficiency> load_vendor_efficiency(const std::vector<std::string>& dirs);
+// The writer beside that reader: `e`'s fitted figures (vendors, architectures; e.command as the
+// command) as a gpusim.efficiency/1 document, with `fitted_on` and `how` saying on what and how.
+// Its `measured:` section is hand-written: efficiency_yaml_with_measured_of keeps it from a file.
+GPUSIM_API std::string vendor_efficiency_to_yaml(const VendorEfficiency& e, const std::string& fitted_on,
+                                                 const std::string& how);
+GPUSIM_API std::string efficiency_yaml_with_measured_of(const std::string& path, const std::string& fitted);
 
 // Files in profile dirs whose name starts with '_' are not profiles.
 struct GPUSIM_API ProfileEntry {

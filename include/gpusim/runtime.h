@@ -115,6 +115,16 @@ GPUSIM_API std::vector<std::string> default_runtime_dirs();
 // A built-in name, a NAME.yaml in `dirs`, or a path to a YAML file. Errors name the file, the key,
 // the value and the fix.
 GPUSIM_API Result<RuntimeModel> find_runtime(const std::string& name_or_path, const std::vector<std::string>& dirs);
+
+// The writer beside the reader: a runtime's host-time figures (name, description, combine,
+// default_us, extra_kernel_us, launch_latency_us, class_us, op_us) as a gpusim.runtime/1 document,
+// with `fit` (the command that fitted them) and `sources` (figure -> where it comes from). Its
+// lowering rules are the hand-written part of a file: with_lowering_of keeps them.
+GPUSIM_API std::string runtime_to_yaml(const RuntimeModel& r, const std::string& fit,
+                                       const std::map<std::string, std::string>& sources);
+// `fitted` (runtime_to_yaml's) followed by everything from the `lowering:` section on of the file
+// at `path` as written (the rules and their comments); `fitted` alone when there is none.
+GPUSIM_API std::string runtime_yaml_with_lowering_of(const std::string& path, const std::string& fitted);
 GPUSIM_API Result<RuntimeModel> load_runtime(const std::string& path);
 GPUSIM_API std::vector<std::string> list_runtimes(const std::vector<std::string>& dirs);
 

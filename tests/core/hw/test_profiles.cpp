@@ -1318,3 +1318,23 @@ TEST_CASE("the profile writer beside the reader: every shipped profile reads bac
   CHECK(n >= 30);
   CHECK(extended >= 3);
 }
+
+TEST_CASE("the vendor efficiency writer beside its reader: the shipped file reads back as written", "[profiles][writer]") {
+  const auto dirs = gpusim::default_profile_dirs();
+  auto e = gpusim::load_vendor_efficiency(dirs);
+  REQUIRE(e);
+  REQUIRE_FALSE(e->path.empty());
+  const std::string text = gpusim::efficiency_yaml_with_measured_of(
+      e->path, gpusim::vendor_efficiency_to_yaml(*e, "test GPUs", "a \"quoted\" how: with a colon"));
+  const std::string dir = fixture_dir() + "/efficiency_writer";
+  fs::create_directories(dir);
+  write_file(dir, "_efficiency.yaml", text);
+  auto back = gpusim::load_vendor_efficiency({dir});
+  INFO(text);
+  REQUIRE(back);
+  CHECK(back->command == e->command);
+  CHECK(back->vendors == e->vendors);
+  CHECK(back->architectures == e->architectures);
+  CHECK(back->measured == e->measured);  // the hand-written section, kept as it was
+  CHECK(back->measured_sources == e->measured_sources);
+}
