@@ -37,7 +37,8 @@ struct Program::Impl {
   std::optional<GpuProfile> gpu;
   std::optional<Prediction> pred;
   std::map<std::string, TensorData> weights;
-  std::unique_ptr<backend::Backend> dev;  // null for the cpu backend
+  // What runs it: a device backend or the CPU reference, behind one interface (executor.h).
+  std::unique_ptr<exec::Executor> exec;
   std::vector<std::string> notes;
   // What `gpusim predict` prices instead of the plan that runs (its kernel time and why), said
   // against the current prediction when a run is reported (tune changes it).
@@ -236,22 +237,15 @@ Status Program::run(const std::vector<ConstTensorView>& inputs, const std::vecto
     }
     auto in = host_inputs(p.inputs, inputs);
     if (!in) return in.error();
-    std::vector<cpu::HostTensor> result;
-    if (!p.dev) {
-      auto r = reference(p, *in);
-      if (!r) return r.error();
-      result = std::move(r->outputs);
-    } else {
-      exec::RunOptions eo;
-      eo.weights = &p.weights;
-      eo.seed = p.opts.seed;
-      eo.repeat = 1;
-      eo.poison = false;
-      eo.fp16_storage = p.opts.dtype == DType::kFloat16;
-      auto r = exec::run_plan(*p.dev, p.g, p.plan, *in, eo);
-      if (!r) return r.error();
-      result = std::move(r->outputs);
-    }
+    exec::RunOptions eo;
+    eo.weights = &p.weights;
+    eo.seed = p.opts.seed;
+    eo.repeat = 0;  // one run, for its outputs
+    eo.poison = false;
+    eo.fp16_storage = p.opts.dtype == DType::kFloat16;
+    auto r = p.exec->run(p.g, p.plan, *in, eo);
+    if (!r) return r.error();
+    const std::vector<cpu::HostTensor>& result = r->outputs;
     for (size_t k = 0; k < outputs.size(); ++k) {
       if (auto s = write_output(result.at(k), p.outputs[k], outputs[k], k); !s) return s;
     }
@@ -277,47 +271,8 @@ Result<RunReport> Program::time(const std::vector<ConstTensorView>& inputs, cons
     rep.repeat = opts.repeat;
     rep.plan_source = p.plan_source;
     rep.plan_kernels = static_cast<int>(p.plan.kernels.size());
-    if (!p.dev) {
-      // The reference: every node timed on the host, the median of `repeat` runs after a warm-up.
-      std::vector<std::vector<double>> times(p.g.nodes.size());
-      Result<cpu::RunResult> r = make_error(ErrorCode::kInvalidArgument, "");
-      for (int i = 0; i <= opts.repeat; ++i) {
-        r = reference(p, *in, opts.progress, i == 0 ? "warm-up" : "timed run", i, opts.repeat);
-        if (!r) return r.error();
-        if (i == 0) continue;
-        for (size_t n = 0; n < times.size(); ++n) times[n].push_back(r->node_us[n]);
-      }
-      std::vector<size_t> order(times.size());
-      std::vector<double> median(times.size());
-      for (size_t n = 0; n < times.size(); ++n) {
-        std::sort(times[n].begin(), times[n].end());
-        median[n] = times[n][times[n].size() / 2];
-        rep.total_us += median[n];
-        order[n] = n;
-      }
-      std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return median[x] > median[y]; });
-      for (size_t i : order) {
-        if (median[i] <= 0) continue;
-        KernelReport k;
-        k.plan_kernel = static_cast<int>(i);
-        k.name = p.g.nodes[i].name;
-        k.op_type = p.g.nodes[i].op_type;
-        k.cls = "host";
-        k.device = false;
-        k.measured_us = median[i];
-        rep.kernels.push_back(std::move(k));
-      }
-      rep.outputs = summarize(p.g, r->outputs);
-      rep.notes = r->notes;
-      if (p.g.inputs.size() > in->size()) {
-        rep.notes.push_back(fmt::format("{} inputs filled from seed {}", p.g.inputs.size() - in->size(), p.opts.seed));
-      }
-      if (opts.check) rep.notes.push_back("`check`: the cpu backend is the reference itself; nothing to compare");
-      rep.device_name = "cpu reference";
-      rep.device_is_cpu = true;
-      return rep;
-    }
-    const backend::DeviceInfo& info = p.dev->info();
+    exec::Executor& ex = *p.exec;
+    const backend::DeviceInfo& info = ex.info();
     rep.device_name = info.name;
     rep.device_vendor = info.vendor;
     rep.device_driver = info.driver;
@@ -330,10 +285,10 @@ Result<RunReport> Program::time(const std::vector<ConstTensorView>& inputs, cons
     eo.fp16_storage = p.opts.dtype == DType::kFloat16;
     if (opts.progress) {
       eo.progress = [&](std::string_view phase, int run, int done, int total) {
-        opts.progress(Progress{phase, phase == "compile" ? "kernels" : "launches", run, opts.repeat, done, total});
+        opts.progress(Progress{phase, ex.progress_units(phase), run, opts.repeat, done, total});
       };
     }
-    auto r = exec::run_plan(*p.dev, p.g, p.plan, *in, eo);
+    auto r = ex.run(p.g, p.plan, *in, eo);
     if (!r) return r.error();
     rep.notes = r->notes;
     for (const auto& n : p.notes) rep.notes.push_back(n);
@@ -345,7 +300,9 @@ Result<RunReport> Program::time(const std::vector<ConstTensorView>& inputs, cons
                                       p.predict_differs, tuned ? ", tuned on this device" : "",
                                       *p.predict_kernels_us / 1e3, p.gpu->name, p.pred->kernels_us / 1e3));
     }
-    if (opts.check) {
+    if (opts.check && ex.is_reference()) {
+      rep.notes.push_back("`check`: the cpu backend is the reference itself; nothing to compare");
+    } else if (opts.check) {
       auto ref = reference(p, *in, opts.progress, "check", 0, opts.repeat);
       if (!ref) return make_error(ref.error().code, "`check`: the CPU reference failed: " + ref.error().message);
       const double tol = p.opts.dtype == DType::kFloat16 ? 2e-2 : 1e-3;
@@ -373,6 +330,11 @@ Result<RunReport> Program::time(const std::vector<ConstTensorView>& inputs, cons
       kr.measured_us = k.measured_us;
       kr.min_us = k.min_us;
       kr.max_us = k.max_us;
+      if (k.plan_kernel < 0) {  // a node the reference timed: no plan kernel, nothing predicted
+        kr.plan_kernel = k.node;
+        rep.kernels.push_back(std::move(kr));
+        continue;
+      }
       const PlanKernel& pk = p.plan.kernels.at(static_cast<size_t>(k.plan_kernel));
       kr.tile = pk.tile;  // the tile it ran with, as codegen generates it (and as it was priced)
       const int anchor = pk.nodes.empty() ? -1 : pk.nodes.at(static_cast<size_t>(pk.anchor));
@@ -429,11 +391,12 @@ Result<Program> Session::compile(const Model& m, const CompileOptions& opts) con
     if (b == "cpu") {
       p.g = g0;
       p.plan_source = "reference";
+      p.exec = exec::reference_executor();
     } else {
       auto dev = backend::open(b, opts.device);
       if (!dev) return dev.error();
-      p.dev = std::move(*dev);
-      const backend::DeviceInfo& info = p.dev->info();
+      p.exec = exec::device_executor(std::move(*dev));
+      const backend::DeviceInfo& info = p.exec->info();
       // What this device's generators build of a tile (the capability query the plan is fitted by).
       auto cap = std::make_shared<codegen::TargetCapability>(codegen::target_options(info, dtype == DType::kFloat16));
       if (opts.gpu) {
@@ -542,7 +505,8 @@ Result<TuneReport> Program::tune(const TuneOptions& opts) noexcept {
   return guarded("tune", [&]() -> Result<TuneReport> {
     Impl& p = *impl_;
     std::lock_guard<std::mutex> lock(p.mu);
-    if (!p.dev) {
+    backend::Backend* dev = p.exec->device();
+    if (!dev) {
       return make_error(ErrorCode::kInvalidArgument, "tune: the cpu backend is the reference and has nothing to tune; "
                                                      "compile for a device backend (vulkan, cuda or hip)");
     }
@@ -550,7 +514,7 @@ Result<TuneReport> Program::tune(const TuneOptions& opts) noexcept {
       return make_error(ErrorCode::kInvalidArgument,
                         fmt::format("tune: no profile to rank candidates with: none matches device \"{}\"; give one "
                                     "(`gpu NAME`) or make one with `gpusim calibrate`",
-                                    p.dev->info().name));
+                                    dev->info().name));
     }
     std::optional<MeasurementStore> store;
     std::string store_note;
@@ -585,7 +549,7 @@ Result<TuneReport> Program::tune(const TuneOptions& opts) noexcept {
       };
     }
     Plan tuned = p.plan;
-    auto r = tune::tune_plan(*p.dev, p.g, tuned, make_device(*p.gpu), o);
+    auto r = tune::tune_plan(*dev, p.g, tuned, make_device(*p.gpu), o);
     if (!r) return r.error();
     // Predictions follow the tuned plan.
     auto pr = predict_plan(p.g, tuned, *p.gpu);  // p.g is already in the plan's dtype
@@ -595,8 +559,8 @@ Result<TuneReport> Program::tune(const TuneOptions& opts) noexcept {
     if (!p.plan_source.ends_with(", tuned")) p.plan_source += ", tuned";
     r->model = p.model;
     r->backend = p.opts.backend;
-    r->device_name = p.dev->info().name;
-    r->driver = p.dev->info().driver;
+    r->device_name = dev->info().name;
+    r->driver = dev->info().driver;
     r->gpu = p.gpu->name;
     r->store = store_path;
     if (!store_note.empty()) r->notes.insert(r->notes.begin(), store_note);

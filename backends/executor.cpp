@@ -680,6 +680,96 @@ Result<RunResult> run_plan(backend::Backend& dev, const Graph& g, const Plan& pl
   return r.run(plan, inputs);
 }
 
+namespace {
+
+class DeviceExecutor final : public Executor {
+ public:
+  explicit DeviceExecutor(std::unique_ptr<backend::Backend> dev) : dev_(std::move(dev)) {}
+  Result<RunResult> run(const Graph& g, const Plan& plan, const std::vector<cpu::HostTensor>& inputs,
+                        const RunOptions& opts) override {
+    return run_plan(*dev_, g, plan, inputs, opts);
+  }
+  const backend::DeviceInfo& info() const override { return dev_->info(); }
+  backend::Backend* device() override { return dev_.get(); }
+  bool is_reference() const override { return false; }
+  std::string_view progress_units(std::string_view phase) const override {
+    return phase == "compile" ? "kernels" : "launches";
+  }
+
+ private:
+  std::unique_ptr<backend::Backend> dev_;
+};
+
+class ReferenceExecutor final : public Executor {
+ public:
+  ReferenceExecutor() {
+    info_.backend = "cpu";
+    info_.name = "cpu reference";
+    info_.is_cpu = true;
+  }
+  Result<RunResult> run(const Graph& g, const Plan&, const std::vector<cpu::HostTensor>& inputs,
+                        const RunOptions& opts) override {
+    cpu::RunOptions o;
+    o.weights = opts.weights;
+    o.seed = opts.seed;
+    o.max_host_bytes = opts.max_host_bytes;
+    const int repeat = std::max(0, opts.repeat);
+    std::vector<std::vector<double>> times(g.nodes.size());
+    Result<cpu::RunResult> r = make_error(ErrorCode::kInternal, "no run");
+    for (int i = 0; i <= repeat; ++i) {
+      const std::string_view phase = repeat == 0 ? "run" : i == 0 ? "warm-up" : "timed run";
+      if (opts.progress) o.progress = [&](int done, int total) { opts.progress(phase, i, done, total); };
+      r = cpu::run_reference(g, inputs, o);
+      if (!r) return r.error();
+      if (i == 0 && repeat > 0) continue;
+      for (size_t n = 0; n < times.size(); ++n) times[n].push_back(r->node_us[n]);
+    }
+    RunResult out;
+    out.outputs = std::move(r->outputs);
+    out.notes = std::move(r->notes);
+    if (g.inputs.size() > inputs.size()) {
+      out.notes.push_back(fmt::format("{} inputs filled from seed {}", g.inputs.size() - inputs.size(), opts.seed));
+    }
+    // Each node's median, the slowest first; nodes that took no time (folds, views) are left out.
+    std::vector<KernelTiming> nodes;
+    for (size_t n = 0; n < times.size(); ++n) {
+      std::vector<double> t = times[n];
+      std::sort(t.begin(), t.end());
+      KernelTiming k;
+      k.plan_kernel = -1;
+      k.node = static_cast<int>(n);
+      k.name = g.nodes[n].name;
+      k.op_type = g.nodes[n].op_type;
+      k.cls = "host";
+      k.device = false;
+      k.measured_us = t.empty() ? 0 : t[t.size() / 2];
+      k.min_us = t.empty() ? 0 : t.front();
+      k.max_us = t.empty() ? 0 : t.back();
+      k.samples_us = times[n];
+      out.total_us += k.measured_us;
+      if (k.measured_us > 0) nodes.push_back(std::move(k));
+    }
+    std::stable_sort(nodes.begin(), nodes.end(),
+                     [](const KernelTiming& a, const KernelTiming& b) { return a.measured_us > b.measured_us; });
+    out.kernels = std::move(nodes);
+    return out;
+  }
+  const backend::DeviceInfo& info() const override { return info_; }
+  backend::Backend* device() override { return nullptr; }
+  bool is_reference() const override { return true; }
+  std::string_view progress_units(std::string_view) const override { return "nodes"; }
+
+ private:
+  backend::DeviceInfo info_;
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> device_executor(std::unique_ptr<backend::Backend> dev) {
+  return std::make_unique<DeviceExecutor>(std::move(dev));
+}
+std::unique_ptr<Executor> reference_executor() { return std::make_unique<ReferenceExecutor>(); }
+
 double relative_l2(const cpu::HostTensor& a, const cpu::HostTensor& b) {
   if (a.shape != b.shape || a.is_sequence || b.is_sequence || a.is_string() || b.is_string()) {
     return std::numeric_limits<double>::quiet_NaN();

@@ -19,6 +19,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -53,7 +54,8 @@ struct RunOptions {
 };
 
 struct KernelTiming {
-  int plan_kernel = 0;       // index into Plan::kernels
+  int plan_kernel = 0;       // index into Plan::kernels; -1 for the reference's nodes
+  int node = -1;             // the reference's: the node it timed (Graph::nodes)
   std::string name;          // the first node's name
   std::string op_type;       // op types, "+"-joined when fused
   std::string cls;           // generator class, or "host"
@@ -76,6 +78,29 @@ struct RunResult {
 // Runs `plan` (valid for `g`) on `dev`. Inputs in graph-input order (missing ones from the seed).
 Result<RunResult> run_plan(backend::Backend& dev, const Graph& g, const Plan& plan,
                            const std::vector<cpu::HostTensor>& inputs, const RunOptions& opts);
+
+// What runs a compiled program, behind one interface: a device backend (run_plan: generated
+// kernels in plan order, timed by the device's timers) or the CPU reference (node by node in
+// fp64, each node timed on the host clock). The Program holds one and calls it the same way
+// whichever it is.
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // A warm-up and opts.repeat timed runs; repeat 0: one run, for its outputs. The reference's
+  // "kernels" are its nodes that took time (plan_kernel -1, device false, class "host"), the
+  // slowest first.
+  virtual Result<RunResult> run(const Graph& g, const Plan& plan, const std::vector<cpu::HostTensor>& inputs,
+                                const RunOptions& opts) = 0;
+  virtual const backend::DeviceInfo& info() const = 0;
+  // The backend, for what only a device does (tuning); nullptr for the reference.
+  virtual backend::Backend* device() = 0;
+  // Whether its outputs are the reference's own (checking them against it compares nothing).
+  virtual bool is_reference() const = 0;
+  // What a run's progress counts in a phase: "kernels" compiled, "launches" or the reference's "nodes".
+  virtual std::string_view progress_units(std::string_view phase) const = 0;
+};
+std::unique_ptr<Executor> device_executor(std::unique_ptr<backend::Backend> dev);
+std::unique_ptr<Executor> reference_executor();
 
 // Relative L2 error ||a - b|| / max(||b||, tiny) of two tensors of equal shape (b the reference);
 // NaN where shapes differ or `a` holds a NaN the reference does not.

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "backend.h"
+#include "executor.h"
+#include "gpusim/onnx_import.h"
 #include "gpusim/gpusim.h"
 #include "null/null_backend.h"
 #include "support/onnx_builder.h"
@@ -112,4 +114,59 @@ TEST_CASE("gpusim run --backend null runs without a device, and calibrate refuse
   const test::Run c = test::run_gpusim("calibrate --backend null");
   CHECK(c.rc == 2);
   CHECK_THAT(c.out, Catch::Contains("--backend null has no device to measure"));
+}
+
+TEST_CASE("a device and the CPU reference run behind one Executor interface", "[backend][null]") {
+  test::OnnxBuilder b;
+  b.input("x", 1, {test::Dim{int64_t{4}}, test::Dim{int64_t{8}}});
+  b.initializer("w", 1, {8, 3});
+  b.node("MatMul", {"x", "w"}, {"h"}, "mm");
+  b.node("Relu", {"h"}, {"y"}, "relu");
+  b.output("y");
+  auto g = import_onnx(b.write("executors.onnx"));
+  REQUIRE(g);
+  Plan plan;
+  for (int i = 0; i < 2; ++i) {
+    PlanKernel k;
+    k.nodes = {i};
+    plan.kernels.push_back(k);
+  }
+  classify_kernels(*g, plan);
+  exec::RunOptions o;
+  o.repeat = 2;
+  o.seed = 7;
+  // The reference: one timed unit per node that took time, outputs in fp64, no device.
+  auto ref = exec::reference_executor();
+  CHECK(ref->is_reference());
+  CHECK(ref->device() == nullptr);
+  CHECK(ref->info().name == "cpu reference");
+  CHECK(ref->progress_units("timed run") == "nodes");
+  auto r = ref->run(*g, plan, {}, o);
+  REQUIRE(r);
+  REQUIRE(r->outputs.size() == 1);
+  CHECK(r->outputs[0].shape == Shape{4, 3});
+  for (const exec::KernelTiming& k : r->kernels) {
+    CHECK(k.plan_kernel == -1);
+    CHECK(k.node >= 0);
+    CHECK_FALSE(k.device);
+    CHECK(k.samples_us.size() == 2);
+  }
+  CHECK_THAT(r->notes.back(), Catch::Contains("1 inputs filled from seed 7"));
+  // The null device: the same call, one timing per plan kernel, times from its table.
+  backend::null::Options no;
+  no.latency_us = {{"", 2.0}};
+  auto dev = exec::device_executor(backend::null::make(no));
+  CHECK_FALSE(dev->is_reference());
+  REQUIRE(dev->device() != nullptr);
+  CHECK(dev->progress_units("compile") == "kernels");
+  auto d = dev->run(*g, plan, {}, o);
+  REQUIRE(d);
+  REQUIRE(d->kernels.size() == 2);
+  for (size_t k = 0; k < 2; ++k) CHECK(d->kernels[k].plan_kernel == static_cast<int>(k));
+  CHECK(d->outputs[0].shape == r->outputs[0].shape);
+  // One run for its outputs: repeat 0 runs the reference once.
+  o.repeat = 0;
+  auto once = ref->run(*g, plan, {}, o);
+  REQUIRE(once);
+  for (const exec::KernelTiming& k : once->kernels) CHECK(k.samples_us.size() == 1);
 }
