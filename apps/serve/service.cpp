@@ -208,7 +208,7 @@ Error model_too_large(size_t size, int64_t limit) {
 // An API option as a request field: `dims batch=N` -> "dims": {"batch": N}, `dtype fp16` ->
 // "dtype": "fp16", `gpu` -> "gpu".
 std::string http_spelling(std::string_view name, std::string_view value) {
-  if (value.empty()) return fmt::format("\"{}\"", name);
+  if (value.empty()) return is_api_switch(name) ? fmt::format("\"{}\": true", name) : fmt::format("\"{}\"", name);
   if (name == "dims") {
     const size_t eq = value.find('=');
     if (eq != std::string_view::npos) {

@@ -18,6 +18,10 @@ constexpr std::array<std::string_view, 36> kOptions = {
 
 }  // namespace
 
+bool is_api_switch(std::string_view name) {
+  return name == "check" || name == "clear" || name == "force" || name == "quick";
+}
+
 bool is_api_option(std::string_view name) {
   return std::find(kOptions.begin(), kOptions.end(), name) != kOptions.end();
 }

@@ -35,6 +35,9 @@ inline std::string option_ref(std::string_view name, std::string_view value = {}
 
 // Whether `name` is an option of the API that messages may name (the list in wording.cpp).
 GPUSIM_API bool is_api_option(std::string_view name);
+// Whether it is a switch (check, clear, force, quick): `force` means "set it", which the CLI
+// spells --force, the service "force": true and Python force=True.
+GPUSIM_API bool is_api_switch(std::string_view name);
 
 // A front end's spelling of an option, and of a setting when `value` is not empty ("--dim" and
 // "--dim batch=N" for the CLI). Return an empty string to keep the API's wording.

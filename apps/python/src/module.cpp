@@ -33,7 +33,7 @@ using gpusim::ErrorCode;
 // dtype="fp16", `beam_width` -> beam_width.
 std::string python_spelling(std::string_view name, std::string_view value) {
   std::string s(name);
-  if (value.empty()) return s;
+  if (value.empty()) return gpusim::is_api_switch(name) ? s + "=True" : s;
   const size_t eq = value.find('=');
   if (name == "dims" && eq != std::string_view::npos) {
     return s + "={\"" + std::string(value.substr(0, eq)) + "\": " + std::string(value.substr(eq + 1)) + "}";

@@ -90,7 +90,7 @@ def test_local_parquet_resumes_and_matches_the_cli(tmp_path, root, gpusim_binary
     # Another configuration or shard count in the same directory is refused, naming what differs;
     # nothing is written.
     before = sorted(os.listdir(out))
-    with pytest.raises(gpusim.Error, match=r"another configuration: plans \(2 -> 3\), seed \(5 -> 6\).*--force"):
+    with pytest.raises(gpusim.Error, match=r"another configuration: plans \(2 -> 3\), seed \(5 -> 6\).*force=True to replace it"):
         dojo.generate(small(root, plans=3, seed=6), str(out), shards=3, executor="local", progress=False)
     with pytest.raises(gpusim.Error, match=r"shards \(3 -> 2\)"):
         dojo.generate(small(root), str(out), shards=2, executor="local", progress=False)

@@ -40,6 +40,8 @@ TEST_CASE("reword_options spells the options a message names, and nothing else",
   CHECK(reword_options("", flags).empty());
   CHECK(option_ref("dims", "batch=N") == "`dims batch=N`");
   CHECK(is_api_option("beam_width"));
+  CHECK(is_api_switch("force"));
+  CHECK_FALSE(is_api_switch("dims"));
   CHECK_FALSE(is_api_option("beam-width"));
 }
 
