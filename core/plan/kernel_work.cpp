@@ -156,7 +156,8 @@ namespace gpusim {
 GraphIndex index_graph(const Graph& g) {
   GraphIndex idx;
   idx.producer.assign(g.tensors.size(), -1);
-  idx.root = view_roots(g);
+  std::vector<bool> views;
+  idx.root = view_roots(g, &views);
   idx.readers.assign(g.tensors.size(), 0);
   idx.graph_output.assign(g.tensors.size(), false);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -165,7 +166,7 @@ GraphIndex index_graph(const Graph& g) {
     for (TensorId t : n.outputs) {
       if (t != kNoTensor) idx.producer[static_cast<size_t>(t)] = static_cast<int>(i);
     }
-    if (is_view(g, n)) continue;
+    if (views[i]) continue;
     for (TensorId t : n.inputs) {
       if (t != kNoTensor) ++idx.readers[static_cast<size_t>(idx.root[static_cast<size_t>(t)])];
     }

@@ -16,11 +16,15 @@ bool runs_on_device(const Graph& g, const Node& n) { return node_work(g, n).has_
 
 bool is_view(const Graph& g, const Node& n) { return !n.folded && !runs_on_device(g, n); }
 
-std::vector<TensorId> view_roots(const Graph& g) {
+std::vector<TensorId> view_roots(const Graph& g, std::vector<bool>* views) {
   std::vector<TensorId> root(g.tensors.size());
   std::iota(root.begin(), root.end(), 0);
-  for (const Node& n : g.nodes) {
-    if (!is_view(g, n) || n.inputs.empty() || n.inputs[0] == kNoTensor) continue;
+  if (views) views->assign(g.nodes.size(), false);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    const bool view = is_view(g, n);
+    if (views) (*views)[i] = view;
+    if (!view || n.inputs.empty() || n.inputs[0] == kNoTensor) continue;
     for (TensorId o : n.outputs) {
       if (o != kNoTensor) root[static_cast<size_t>(o)] = root[static_cast<size_t>(n.inputs[0])];
     }

@@ -70,7 +70,7 @@ Merge merge_of(const FusionCandidate& fc, uint8_t flags, const std::vector<int>&
 
 FusionSpace::FusionSpace(const Graph& g, const Target& target) : g_(g), target_(target), dev_(target_.device) {
   idx_ = index_graph(g);
-  eager_ = eager_plan(g, target_);
+  eager_ = eager_plan(g, target_, idx_);
   kernel_of_node_.assign(g.nodes.size(), -1);
   for (size_t k = 0; k < eager_.kernels.size(); ++k) kernel_of_node_[static_cast<size_t>(eager_.kernels[k].nodes[0])] = static_cast<int>(k);
   const GpuProfile& gpu = target_.gpu();

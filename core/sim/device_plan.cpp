@@ -32,13 +32,14 @@ TileConfig best_generated_tile(const KernelWork& w, const DeviceModel& d, const 
   return best_us < 0 ? cap.generated(w, choose_tile(w, d)) : best;
 }
 
-Plan eager_plan(const Graph& g, const Target& target) {
+Plan eager_plan(const Graph& g, const Target& target) { return eager_plan(g, target, index_graph(g)); }
+
+Plan eager_plan(const Graph& g, const Target& target, const GraphIndex& idx) {
   const DeviceModel& d = target.device;
   const TileCapability& cap = target.capability();
   Plan p;
   p.model = g.source_path;
   p.gpu = d.profile ? d.profile->name : "";
-  const GraphIndex idx = index_graph(g);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if ((i & 63) == 0) check_cancelled();
     auto w = node_work(g, g.nodes[i]);

@@ -25,6 +25,8 @@ namespace gpusim {
 // One kernel per run-time op, each with the cost model's fastest tile of the target's tile space
 // (best_generated_tile over target.capability()): the baseline every plan is compared with.
 GPUSIM_API Plan eager_plan(const Graph& g, const Target& target);
+// The same with the graph's index built once by the caller (kernel_work.h: the fusion space has one).
+GPUSIM_API Plan eager_plan(const Graph& g, const Target& target, const GraphIndex& idx);
 
 // The tile space of a code generator on a target (tile.h: TileCapability), so that the planner,
 // the autotuner and codegen share one and a plan ranked with it holds only tiles that run exactly

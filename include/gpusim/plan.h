@@ -109,8 +109,10 @@ GPUSIM_API bool runs_on_device(const Graph& g, const Node& n);
 // The one rule for views: a node that is not folded at import and launches no kernel (Reshape,
 // Squeeze, Flatten, ...) makes its outputs alias its first input. view_roots gives, per tensor,
 // the tensor whose memory it is (itself where it is no view).
+// `views`, when given, receives is_view per node (the rule costs a node's work; callers that
+// need both ask once).
 GPUSIM_API bool is_view(const Graph& g, const Node& n);
-GPUSIM_API std::vector<TensorId> view_roots(const Graph& g);
+GPUSIM_API std::vector<TensorId> view_roots(const Graph& g, std::vector<bool>* views = nullptr);
 
 struct GraphIndex;
 // The kind of a kernel of `nodes` (anchor: a position in it); `attention` when the attention
