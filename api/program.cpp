@@ -74,25 +74,13 @@ TensorSpec info_of(const Graph& g, TensorId id) {
   return i;
 }
 
-bool supported_buffer_type(DType t) {
-  switch (t) {
-    case DType::kFloat32: case DType::kFloat64: case DType::kFloat16: case DType::kBFloat16:
-    case DType::kInt8: case DType::kUInt8: case DType::kInt16: case DType::kInt32: case DType::kInt64:
-    case DType::kBool:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// The caller's input buffers as host tensors, each checked against the graph's input.
-Result<std::vector<cpu::HostTensor>> host_inputs(const std::vector<TensorSpec>& want,
-                                                 const std::vector<ConstTensorView>& views) {
+// The caller's input buffers, each checked against the graph's input. They go to the executor as
+// they are: a device run uploads their bytes, only the reference decodes them.
+Status check_inputs(const std::vector<TensorSpec>& want, const std::vector<ConstTensorView>& views) {
   if (views.size() > want.size()) {
     return make_error(ErrorCode::kInvalidArgument, fmt::format("run: {} inputs given; the model takes {}", views.size(),
                                                                want.size()));
   }
-  std::vector<cpu::HostTensor> out;
   for (size_t k = 0; k < views.size(); ++k) {
     const ConstTensorView& v = views[k];
     const TensorSpec& w = want[k];
@@ -108,7 +96,7 @@ Result<std::vector<cpu::HostTensor>> host_inputs(const std::vector<TensorSpec>& 
                                                                  "dims with ModelOptions::dims)",
                                                                  where, shape_str(v.shape), shape_str(w.shape)));
     }
-    if (!supported_buffer_type(v.dtype)) {
+    if (!buffer_dtype(v.dtype)) {
       return make_error(ErrorCode::kUnsupported, fmt::format("{}: dtype {} cannot be passed as a buffer", where,
                                                              dtype_name(v.dtype)));
     }
@@ -118,72 +106,63 @@ Result<std::vector<cpu::HostTensor>> host_inputs(const std::vector<TensorSpec>& 
                                                                  v.data ? v.size_bytes : 0, dtype_name(v.dtype),
                                                                  shape_str(v.shape), need));
     }
-    cpu::HostTensor t;
-    t.dtype = w.dtype;
-    t.shape = v.shape;
-    const std::string raw(static_cast<const char*>(v.data), v.size_bytes);
-    if (!detail::decode_raw(raw, v.dtype, shape_elements(v.shape).value_or(0), t.r, t.i)) {
-      return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: the bytes do not decode as {}", where,
-                                                                 dtype_name(v.dtype)));
-    }
-    out.push_back(std::move(t));
+  }
+  return Ok{};
+}
+
+// The inputs as the reference takes them (fp64 / int64 values), for `check`.
+Result<std::vector<cpu::HostTensor>> decoded_inputs(const std::vector<TensorSpec>& want,
+                                                   const std::vector<ConstTensorView>& views) {
+  std::vector<cpu::HostTensor> out;
+  for (size_t k = 0; k < views.size(); ++k) {
+    auto t = cpu::from_view(views[k], want[k].dtype, fmt::format("run: input {} \"{}\"", k, want[k].name));
+    if (!t) return t.error();
+    out.push_back(std::move(*t));
   }
   return out;
 }
 
-// The tensor's elements as packed little-endian bytes of its dtype.
-std::vector<unsigned char> encode(const cpu::HostTensor& t) {
-  const int64_t n = t.elements();
-  std::vector<unsigned char> bytes(static_cast<size_t>(n * element_bytes(t.dtype)));
-  unsigned char* p = bytes.data();
-  for (int64_t e = 0; e < n; ++e) {
-    const size_t at = static_cast<size_t>(e);
-    switch (t.dtype) {
-      case DType::kFloat32: { const float f = static_cast<float>(t.real(e)); std::memcpy(p + at * 4, &f, 4); break; }
-      case DType::kFloat64: { const double d = t.real(e); std::memcpy(p + at * 8, &d, 8); break; }
-      case DType::kFloat16: { const uint16_t h = detail::float_to_half(static_cast<float>(t.real(e))); std::memcpy(p + at * 2, &h, 2); break; }
-      case DType::kBFloat16: { const uint16_t h = detail::float_to_bf16(static_cast<float>(t.real(e))); std::memcpy(p + at * 2, &h, 2); break; }
-      case DType::kInt8: { const auto x = static_cast<int8_t>(t.integer(e)); std::memcpy(p + at, &x, 1); break; }
-      case DType::kUInt8: case DType::kBool: { const auto x = static_cast<uint8_t>(t.integer(e)); std::memcpy(p + at, &x, 1); break; }
-      case DType::kInt16: { const auto x = static_cast<int16_t>(t.integer(e)); std::memcpy(p + at * 2, &x, 2); break; }
-      case DType::kInt32: { const auto x = static_cast<int32_t>(t.integer(e)); std::memcpy(p + at * 4, &x, 4); break; }
-      case DType::kInt64: { const int64_t x = t.integer(e); std::memcpy(p + at * 8, &x, 8); break; }
-      default: break;
-    }
-  }
-  return bytes;
-}
-
-Status write_output(const cpu::HostTensor& t, const TensorSpec& want, const TensorView& v, size_t k) {
+// Output k into the caller's buffer: a device's bytes as they are, the reference's values encoded.
+Status write_output(const exec::Output& o, const TensorSpec& want, const TensorView& v, size_t k) {
   const std::string where = fmt::format("run: output {} \"{}\"", k, want.name);
-  if (t.is_sequence || t.is_string() || !supported_buffer_type(t.dtype)) {
+  const bool sequence = !o.buffer && o.host.is_sequence;
+  if (sequence || !buffer_dtype(o.dtype())) {
     return make_error(ErrorCode::kUnsupported, fmt::format("{}: a {} output cannot be returned in a buffer", where,
-                                                           t.is_sequence ? "sequence" : std::string(dtype_name(t.dtype))));
+                                                           sequence ? "sequence" : std::string(dtype_name(o.dtype()))));
   }
-  const size_t need = static_cast<size_t>(t.elements() * element_bytes(t.dtype));
-  if (v.dtype != t.dtype || v.shape != t.shape || v.size_bytes != need || (v.data == nullptr && need > 0)) {
+  const size_t need = static_cast<size_t>(shape_elements(o.shape()).value_or(0) * element_bytes(o.dtype()));
+  if (v.dtype != o.dtype() || v.shape != o.shape() || v.size_bytes != need || (v.data == nullptr && need > 0)) {
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("{}: the buffer is {} {} of {} bytes; the output is {} {} ({} bytes)", where,
-                                  dtype_name(v.dtype), shape_str(v.shape), v.size_bytes, dtype_name(t.dtype),
-                                  shape_str(t.shape), need));
+                                  dtype_name(v.dtype), shape_str(v.shape), v.size_bytes, dtype_name(o.dtype()),
+                                  shape_str(o.shape()), need));
   }
-  const std::vector<unsigned char> bytes = encode(t);
-  if (!bytes.empty()) std::memcpy(v.data, bytes.data(), bytes.size());
+  if (o.buffer) {
+    if (need > 0) std::memcpy(v.data, o.buffer->bytes.data(), need);
+    return Ok{};
+  }
+  const HostBuffer b = cpu::to_buffer(o.host);
+  if (!b.bytes.empty()) std::memcpy(v.data, b.bytes.data(), b.bytes.size());
   return Ok{};
 }
 
-std::vector<OutputSummary> summarize(const Graph& g, const std::vector<cpu::HostTensor>& outputs) {
+std::vector<OutputSummary> summarize(const Graph& g, const std::vector<exec::Output>& outputs) {
   std::vector<OutputSummary> out;
   for (size_t k = 0; k < outputs.size(); ++k) {
-    const cpu::HostTensor& o = outputs[k];
+    const exec::Output& o = outputs[k];
     OutputSummary s;
     s.name = g.tensor(g.outputs[k]).name;
-    s.shape = o.shape;
-    s.dtype = o.dtype;
+    s.shape = o.shape();
+    s.dtype = o.dtype();
+    // Element e as a double, read where it is (a buffer is not decoded whole).
+    const auto value = [&o](int64_t e) {
+      return o.buffer ? detail::load_real(o.buffer->bytes.data(), o.buffer->dtype, e) : o.host.real(e);
+    };
+    const bool numbers = o.buffer || !(o.host.is_sequence || o.host.is_string());
+    const int64_t n = numbers ? shape_elements(o.shape()).value_or(0) : 0;
     double sum = 0;
-    const int64_t n = o.is_sequence || o.is_string() ? 0 : o.elements();
     for (int64_t e = 0; e < n; ++e) {
-      const double v = o.real(e);
+      const double v = value(e);
       s.min = e == 0 ? v : std::min(s.min, v);
       s.max = e == 0 ? v : std::max(s.max, v);
       sum += v;
@@ -213,16 +192,11 @@ Result<HostBuffer> read_tensor_buffer(const std::string& path) noexcept {
   return guarded("read_tensor_buffer", [&]() -> Result<HostBuffer> {
     auto t = read_tensor_file(path);
     if (!t) return t.error();
-    const cpu::HostTensor h = cpu::from_data(*t);
-    if (h.is_string() || !supported_buffer_type(h.dtype)) {
+    if (!buffer_dtype(t->dtype)) {
       return make_error(ErrorCode::kUnsupported,
-                        fmt::format("{}: a {} tensor cannot be passed as a buffer", path, dtype_name(h.dtype)));
+                        fmt::format("{}: a {} tensor cannot be passed as a buffer", path, dtype_name(t->dtype)));
     }
-    HostBuffer b;
-    b.dtype = h.dtype;
-    b.shape = h.shape;
-    b.bytes = encode(h);
-    return b;
+    return cpu::to_buffer(cpu::from_data(*t));
   });
 }
 
@@ -235,19 +209,17 @@ Status Program::run(const std::vector<ConstTensorView>& inputs, const std::vecto
                                                                  "outputs (Program::outputs() lists them)",
                                                                  outputs.size(), p.outputs.size()));
     }
-    auto in = host_inputs(p.inputs, inputs);
-    if (!in) return in.error();
+    if (auto s = check_inputs(p.inputs, inputs); !s) return s;
     exec::RunOptions eo;
     eo.weights = &p.weights;
     eo.seed = p.opts.seed;
     eo.repeat = 0;  // one run, for its outputs
     eo.poison = false;
     eo.fp16_storage = p.opts.dtype == DType::kFloat16;
-    auto r = p.exec->run(p.g, p.plan, *in, eo);
+    auto r = p.exec->run(p.g, p.plan, inputs, eo);
     if (!r) return r.error();
-    const std::vector<cpu::HostTensor>& result = r->outputs;
     for (size_t k = 0; k < outputs.size(); ++k) {
-      if (auto s = write_output(result.at(k), p.outputs[k], outputs[k], k); !s) return s;
+      if (auto s = write_output(r->outputs.at(k), p.outputs[k], outputs[k], k); !s) return s;
     }
     return Ok{};
   });
@@ -262,8 +234,7 @@ Result<RunReport> Program::time(const std::vector<ConstTensorView>& inputs, cons
                         fmt::format("repeat {} is not a count of timed runs; give 1 to {}", opts.repeat,
                                     TimingOptions::kMaxRepeat));
     }
-    auto in = host_inputs(p.inputs, inputs);
-    if (!in) return in.error();
+    if (auto s = check_inputs(p.inputs, inputs); !s) return s.error();
     RunReport rep;
     rep.model = p.model;
     rep.backend = p.opts.backend;
@@ -288,7 +259,7 @@ Result<RunReport> Program::time(const std::vector<ConstTensorView>& inputs, cons
         opts.progress(Progress{phase, ex.progress_units(phase), run, opts.repeat, done, total});
       };
     }
-    auto r = ex.run(p.g, p.plan, *in, eo);
+    auto r = ex.run(p.g, p.plan, inputs, eo);
     if (!r) return r.error();
     rep.notes = r->notes;
     for (const auto& n : p.notes) rep.notes.push_back(n);
@@ -303,6 +274,8 @@ Result<RunReport> Program::time(const std::vector<ConstTensorView>& inputs, cons
     if (opts.check && ex.is_reference()) {
       rep.notes.push_back("`check`: the cpu backend is the reference itself; nothing to compare");
     } else if (opts.check) {
+      auto in = decoded_inputs(p.inputs, inputs);
+      if (!in) return in.error();
       auto ref = reference(p, *in, opts.progress, "check", 0, opts.repeat);
       if (!ref) return make_error(ref.error().code, "`check`: the CPU reference failed: " + ref.error().message);
       const double tol = p.opts.dtype == DType::kFloat16 ? 2e-2 : 1e-3;

@@ -8,10 +8,12 @@
 //   - activations share device buffers: each root lives from the unit that first writes it to the
 //     last that reads it, and roots whose lifetimes do not overlap take the same buffer (greedy,
 //     best fit); weights, inputs, constants and graph outputs keep their own;
-//   - the host keeps a value only while it is needed: a weight's fp64 copy goes once uploaded, a
-//     value a host node read goes after its last host reader, and nodes computed on the host
-//     before the run (constants) compute when first read; each comes back from the device, or is
-//     computed again, if a later run needs it.
+//   - the host keeps a value only while it is needed: the caller's inputs and the file's weights
+//     are uploaded from where they are (in their own dtype, converted only where the device stores
+//     another) and decoded to fp64 only for a host node that reads them; a value a host node read
+//     goes after its last host reader, and nodes computed on the host before the run (constants)
+//     compute when first read; each comes back from the device, or is computed again, if a later
+//     run needs it.
 #include "executor.h"
 
 #include <fmt/format.h>
@@ -29,14 +31,15 @@ namespace gpusim::exec {
 
 namespace {
 
-
-cpu::HostTensor from_value(const Tensor& t) {
-  cpu::HostTensor h;
-  h.dtype = t.value->dtype;
-  h.shape = t.value->shape;
-  h.r = t.value->reals;
-  h.i = t.value->ints;
-  return h;
+// The type of a device buffer's elements: packed elements of a tensor of this type go to the
+// device and come back as they are; any other type converts.
+DType stored_as(codegen::Storage s) {
+  switch (s) {
+    case codegen::Storage::kF32: return DType::kFloat32;
+    case codegen::Storage::kF16: return DType::kFloat16;
+    case codegen::Storage::kI32: return DType::kInt32;
+  }
+  return DType::kUndefined;
 }
 
 // One device launch, or one node on the host.
@@ -102,21 +105,29 @@ class Runner {
   }
   static uint64_t host_bytes(const Tensor& t) { return static_cast<uint64_t>(std::max<int64_t>(1, t.elements())) * 8; }
 
-  // The lower bound, before compiling anything: weights on the device, weights and inputs on the host.
+  // The lower bound, before compiling anything: weights on the device, and on the host the fp64
+  // values of the weights and inputs it seeds (held ones stay where they are, converted through
+  // one staging buffer at a time).
   Status check_weights_fit() const {
-    uint64_t device = 0, host = 0;
+    uint64_t device = 0, host = 0, staging = 0;
     for (size_t t = 0; t < g_.tensors.size(); ++t) {
       const Tensor& tt = g_.tensors[t];
       if (tt.dtype == DType::kString || (tt.role != TensorRole::kWeight && tt.role != TensorRole::kInput)) continue;
-      host += host_bytes(tt);
-      if (tt.role == TensorRole::kWeight) device += device_bytes(static_cast<TensorId>(t));
+      const auto id = static_cast<TensorId>(t);
+      if (held(id)) {
+        staging = std::max(staging, device_bytes(id));
+      } else {
+        host += host_bytes(tt);
+      }
+      if (tt.role == TensorRole::kWeight) device += device_bytes(id);
     }
-    return check_memory(device, host, 0, false);
+    return check_memory(device, host + staging, 0, false);
   }
 
-  Result<RunResult> run(const Plan& plan, const std::vector<cpu::HostTensor>& inputs) {
+  Result<RunResult> run(const Plan& plan, const std::vector<ConstTensorView>& inputs) {
+    if (auto s = hold(inputs); !s) return s.error();
     if (auto s = check_weights_fit(); !s) return s.error();
-    auto st = cpu::initial_state(g_, inputs, ropts_);
+    auto st = cpu::initial_state(g_, {}, ropts_, cpu::Held{inputs.size(), true});
     if (!st) return st.error();
     st_ = std::move(*st);
     res_.notes = st_.notes;
@@ -126,7 +137,7 @@ class Runner {
     // Values the importer computed (folded shape arithmetic, small constants).
     for (size_t t = 0; t < g_.tensors.size(); ++t) {
       if (!st_.ready[t] && g_.tensors[t].value) {
-        st_.vals[t] = from_value(g_.tensors[t]);
+        st_.vals[t] = cpu::from_value(*g_.tensors[t].value);
         st_.ready[t] = true;
       }
     }
@@ -168,8 +179,9 @@ class Runner {
     }
     for (size_t k = 0; k < plan.kernels.size(); ++k) res_.kernels[k].fused_as_planned = !split_[k];
     for (TensorId t : g_.outputs) {
-      if (auto s = ensure_host(t); !s) return s.error();
-      res_.outputs.push_back(st_.vals[static_cast<size_t>(t)]);
+      auto o = output(t);
+      if (!o) return o.error();
+      res_.outputs.push_back(std::move(*o));
     }
     res_.compile = dev_.compile_stats();
     summarize_fallbacks();
@@ -178,6 +190,166 @@ class Runner {
 
  private:
   TensorId root(TensorId t) const { return idx_.root[static_cast<size_t>(t)]; }
+
+  // The caller's inputs and the file's weights stay where they are (held_input_, held_weight_):
+  // each is uploaded from there, and decoded only for a host node that reads it.
+  Status hold(const std::vector<ConstTensorView>& inputs) {
+    if (inputs.size() > g_.inputs.size()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("{}: {} inputs given; the graph takes {}", g_.source_path, inputs.size(), g_.inputs.size()));
+    }
+    inputs_ = inputs;
+    held_input_.assign(g_.tensors.size(), -1);
+    held_weight_.assign(g_.tensors.size(), nullptr);
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const ConstTensorView& v = inputs[k];
+      const Tensor& t = g_.tensor(g_.inputs[k]);
+      const std::string where = fmt::format("input {} \"{}\"", k, t.name);
+      if (v.shape != t.shape) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("{}: shape {} given, the graph takes {}", where, shape_str(v.shape), shape_str(t.shape)));
+      }
+      const int64_t n = shape_elements(v.shape).value_or(0);
+      if (!buffer_dtype(v.dtype) || dtype_is_float(v.dtype) != dtype_is_float(t.dtype) ||
+          static_cast<int64_t>(v.size_bytes) != n * (dtype_bits(v.dtype) / 8) || (v.data == nullptr && n > 0)) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("{}: a buffer of {} bytes of {} does not hold its {} elements of {}", where,
+                                      v.size_bytes, dtype_name(v.dtype), n, dtype_name(t.dtype)));
+      }
+      held_input_[static_cast<size_t>(g_.inputs[k])] = static_cast<int>(k);
+    }
+    if (ropts_.weights) {
+      for (size_t t = 0; t < g_.tensors.size(); ++t) {
+        const Tensor& tt = g_.tensors[t];
+        if (tt.role != TensorRole::kWeight || tt.dtype == DType::kString) continue;
+        if (auto it = ropts_.weights->find(tt.name); it != ropts_.weights->end()) held_weight_[t] = &it->second;
+      }
+    }
+    return Ok{};
+  }
+  bool held(TensorId t) const {
+    const auto ti = static_cast<size_t>(t);
+    return held_input_[ti] >= 0 || held_weight_[ti] != nullptr;
+  }
+
+  // Root r's elements as the device stores them: element k from `real(k)` (float storage) or
+  // `integer(k)` (int32 storage, which must hold it).
+  template <class Real, class Integer>
+  Result<std::vector<uint8_t>> pack(TensorId r, int64_t n, const Real& real, const Integer& integer) const {
+    const codegen::Storage s = storage(r);
+    std::vector<uint8_t> bytes(static_cast<size_t>(std::max<int64_t>(1, n) * codegen::storage_bytes(s)));
+    for (int64_t k = 0; k < n; ++k) {
+      const auto kk = static_cast<size_t>(k);
+      if (s == codegen::Storage::kF32) {
+        const auto f = static_cast<float>(real(k));
+        std::memcpy(&bytes[kk * 4], &f, 4);
+      } else if (s == codegen::Storage::kF16) {
+        const uint16_t v = detail::float_to_half(static_cast<float>(real(k)));
+        std::memcpy(&bytes[kk * 2], &v, 2);
+      } else {
+        const int64_t v = integer(k);
+        if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
+          return make_error(ErrorCode::kUnsupported,
+                            fmt::format("{}: tensor \"{}\" element {} is {}, outside the int32 range the device "
+                                        "kernels use for integer tensors",
+                                        g_.source_path, g_.tensor(r).name, k, v));
+        }
+        const auto v32 = static_cast<int32_t>(v);
+        std::memcpy(&bytes[kk * 4], &v32, 4);
+      }
+    }
+    return bytes;
+  }
+
+  // Uploads held root r from where it is: the caller's bytes as they are when the device stores
+  // them so, else converted; a weight from the file's values.
+  Status upload_held(TensorId r) {
+    const auto ri = static_cast<size_t>(r);
+    const int64_t n = g_.tensor(r).elements();
+    if (n <= 0) return Ok{};
+    Result<std::vector<uint8_t>> bytes = std::vector<uint8_t>{};
+    if (held_input_[ri] >= 0) {
+      const ConstTensorView& v = inputs_[static_cast<size_t>(held_input_[ri])];
+      if (v.dtype == stored_as(storage(r))) return dev_.upload(bufs_.at(r), v.data, v.size_bytes);
+      bytes = pack(
+          r, n, [&](int64_t k) { return detail::load_real(v.data, v.dtype, k); },
+          [&](int64_t k) { return detail::load_integer(v.data, v.dtype, k); });
+    } else {
+      const TensorData& d = *held_weight_[ri];
+      const bool real = dtype_is_float(d.dtype);
+      if (static_cast<int64_t>(real ? d.reals.size() : d.ints.size()) < n) {
+        return make_error(ErrorCode::kInvalidModel, fmt::format("{}: weight \"{}\" holds {} values; its shape {} takes {}",
+                                                                g_.source_path, d.name, real ? d.reals.size() : d.ints.size(),
+                                                                shape_str(g_.tensor(r).shape), n));
+      }
+      bytes = pack(
+          r, n, [&](int64_t k) { return real ? d.reals[static_cast<size_t>(k)] : static_cast<double>(d.ints[static_cast<size_t>(k)]); },
+          [&](int64_t k) { return real ? static_cast<int64_t>(d.reals[static_cast<size_t>(k)]) : d.ints[static_cast<size_t>(k)]; });
+    }
+    if (!bytes) return bytes.error();
+    return dev_.upload(bufs_.at(r), bytes->data(), static_cast<size_t>(n * codegen::storage_bytes(storage(r))));
+  }
+
+  // Root r's device buffer as it stores it (at least one element's bytes).
+  Result<std::vector<uint8_t>> download(TensorId r) {
+    const int64_t n = g_.tensor(r).elements();
+    std::vector<uint8_t> bytes(static_cast<size_t>(std::max<int64_t>(1, n) * codegen::storage_bytes(storage(r))));
+    if (n > 0) {
+      if (auto d = dev_.download(bufs_.at(r), bytes.data(), bytes.size()); !d) return d.error();
+    }
+    return bytes;
+  }
+
+  // Graph output t as the run returns it: its device buffer's bytes (or the caller's input it
+  // passes through) in t's dtype, else the host's value.
+  Result<Output> output(TensorId t) {
+    const TensorId r = root(t);
+    const auto ri = static_cast<size_t>(r);
+    const Tensor& tt = g_.tensor(t);
+    const int64_t n = tt.elements();
+    Output o;
+    if (!buffer_dtype(tt.dtype) || tt.is_sequence || n < 0) {
+      if (auto s = ensure_host(t); !s) return s.error();
+      o.host = st_.vals[static_cast<size_t>(t)];
+      return o;
+    }
+    HostBuffer b;
+    b.dtype = tt.dtype;
+    b.shape = tt.shape;
+    const size_t out_bytes = static_cast<size_t>(n * (dtype_bits(tt.dtype) / 8));
+    if (has_buf_[ri] && dev_valid_[ri]) {
+      auto bytes = download(r);
+      if (!bytes) return bytes.error();
+      const DType stored = stored_as(storage(r));
+      if (stored == tt.dtype) {
+        bytes->resize(out_bytes);
+        b.bytes = std::move(*bytes);
+      } else {
+        b.bytes.resize(out_bytes);
+        for (int64_t k = 0; k < n; ++k) {
+          if (dtype_is_float(stored)) {
+            detail::store_real(b.bytes.data(), tt.dtype, k, detail::load_real(bytes->data(), stored, k));
+          } else {
+            detail::store_integer(b.bytes.data(), tt.dtype, k, detail::load_integer(bytes->data(), stored, k));
+          }
+        }
+      }
+    } else if (held_input_[ri] >= 0) {
+      const ConstTensorView& v = inputs_[static_cast<size_t>(held_input_[ri])];
+      b.bytes.resize(out_bytes);
+      if (v.dtype == tt.dtype) {
+        if (out_bytes > 0) std::memcpy(b.bytes.data(), v.data, out_bytes);
+      } else {  // a float input given in another float type
+        for (int64_t k = 0; k < n; ++k) detail::store_real(b.bytes.data(), tt.dtype, k, detail::load_real(v.data, v.dtype, k));
+      }
+    } else {
+      if (auto s = ensure_host(t); !s) return s.error();
+      o.host = st_.vals[static_cast<size_t>(t)];
+      return o;
+    }
+    o.buffer = std::move(b);
+    return o;
+  }
 
   // Plan kernels -> units: the generated kernel; else one kernel per node; else the host.
   Status lower(const Plan& plan) {
@@ -389,11 +561,20 @@ class Runner {
     has_buf_ = std::move(has_buf);
     uint64_t shared = 0;
     for (uint64_t b : slot_bytes_) shared += b;
-    // The host: weights and inputs in fp64 until uploaded, plus the most one host node holds.
-    uint64_t host = 0, node_peak = 0;
-    for (const Tensor& t : g_.tensors) {
-      if (t.dtype != DType::kString && (t.role == TensorRole::kWeight || t.role == TensorRole::kInput)) host += host_bytes(t);
+    // The host: seeded weights and inputs in fp64 until uploaded, one staging buffer for the held
+    // ones, plus the most one host node holds.
+    uint64_t host = 0, node_peak = 0, staging = 0;
+    for (size_t ti = 0; ti < nt; ++ti) {
+      const Tensor& t = g_.tensors[ti];
+      if (t.dtype == DType::kString || (t.role != TensorRole::kWeight && t.role != TensorRole::kInput)) continue;
+      const auto id = static_cast<TensorId>(ti);
+      if (held(id)) {
+        staging = std::max(staging, device_bytes(id));
+      } else {
+        host += host_bytes(t);
+      }
     }
+    host += staging;
     for (const Unit& u : units_) {
       if (u.device) continue;
       uint64_t b = 0;
@@ -488,73 +669,56 @@ class Runner {
       st_.ready[ti] = true;
       return Ok{};
     }
+    if (held_input_[ti] >= 0) {  // a host node reads the caller's input: its values, once decoded
+      const ConstTensorView& v = inputs_[static_cast<size_t>(held_input_[ti])];
+      auto h = cpu::from_view(v, tt.dtype, fmt::format("input {} \"{}\"", held_input_[ti], tt.name));
+      if (!h) return h.error();
+      st_.vals[ti] = std::move(*h);
+      st_.ready[ti] = true;
+      return Ok{};
+    }
+    if (held_weight_[ti] != nullptr) {
+      st_.vals[ti] = cpu::from_data(*held_weight_[ti]);
+      st_.ready[ti] = true;
+      return Ok{};
+    }
     const TensorId r = root(t);
     auto it = bufs_.find(r);
     if (it == bufs_.end() || !dev_valid_[static_cast<size_t>(r)]) {
       return make_error(ErrorCode::kInvalidModel, fmt::format("{}: tensor \"{}\" is read before any kernel computes it",
                                                               g_.source_path, tt.name));
     }
-    const codegen::Storage s = storage(r);
+    auto bytes = download(r);
+    if (!bytes) return bytes.error();
     const int64_t n = tt.elements();
-    std::vector<uint8_t> bytes(static_cast<size_t>(std::max<int64_t>(1, n) * codegen::storage_bytes(s)));
-    if (auto d = dev_.download(it->second, bytes.data(), bytes.size()); !d) return d;
-    cpu::HostTensor h;
-    h.dtype = tt.dtype;
-    h.shape = tt.shape;
-    h.allocate();
-    for (int64_t k = 0; k < n; ++k) {
-      const auto kk = static_cast<size_t>(k);
-      if (s == codegen::Storage::kF32) {
-        float f;
-        std::memcpy(&f, &bytes[kk * 4], 4);
-        h.r[kk] = f;
-      } else if (s == codegen::Storage::kF16) {
-        uint16_t v;
-        std::memcpy(&v, &bytes[kk * 2], 2);
-        h.r[kk] = static_cast<float>(detail::half_to_double(v));
-      } else {
-        int32_t v;
-        std::memcpy(&v, &bytes[kk * 4], 4);
-        if (h.is_real()) h.r[kk] = v; else h.i[kk] = v;
-      }
-    }
-    st_.vals[ti] = std::move(h);
+    const DType stored = stored_as(storage(r));
+    auto h = cpu::from_view({stored, tt.shape, bytes->data(), static_cast<size_t>(n * (dtype_bits(stored) / 8))}, tt.dtype,
+                            fmt::format("tensor \"{}\"", tt.name));
+    if (!h) return h.error();
+    st_.vals[ti] = std::move(*h);
     st_.ready[ti] = true;
     return Ok{};
   }
 
-  // The device buffer of root r holds its current value, uploading the host's if needed.
+  // The device buffer of root r holds its current value, uploading the held or host value if needed.
   Status ensure_device(TensorId r) {
-    if (dev_valid_[static_cast<size_t>(r)]) return Ok{};
+    const auto ri = static_cast<size_t>(r);
+    if (dev_valid_[ri]) return Ok{};
+    if (held(r) && !st_.ready[ri]) {
+      if (auto s = upload_held(r); !s) return s;
+      dev_valid_[ri] = true;
+      return Ok{};
+    }
     if (auto s = ensure_host(r); !s) return s;
-    const cpu::HostTensor& h = st_.vals[static_cast<size_t>(r)];
-    const codegen::Storage s = storage(r);
+    const cpu::HostTensor& h = st_.vals[ri];
     const int64_t n = h.elements();
-    std::vector<uint8_t> bytes(static_cast<size_t>(std::max<int64_t>(1, n) * codegen::storage_bytes(s)));
-    for (int64_t k = 0; k < n; ++k) {
-      const auto kk = static_cast<size_t>(k);
-      if (s == codegen::Storage::kF32) {
-        const auto f = static_cast<float>(h.real(k));
-        std::memcpy(&bytes[kk * 4], &f, 4);
-      } else if (s == codegen::Storage::kF16) {
-        const uint16_t v = detail::float_to_half(static_cast<float>(h.real(k)));
-        std::memcpy(&bytes[kk * 2], &v, 2);
-      } else {
-        const int64_t v = h.integer(k);
-        if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
-          return make_error(ErrorCode::kUnsupported,
-                            fmt::format("{}: tensor \"{}\" element {} is {}, outside the int32 range the device "
-                                        "kernels use for integer tensors",
-                                        g_.source_path, g_.tensor(r).name, k, v));
-        }
-        const auto v32 = static_cast<int32_t>(v);
-        std::memcpy(&bytes[kk * 4], &v32, 4);
-      }
-    }
+    auto bytes = pack(
+        r, n, [&](int64_t k) { return h.real(k); }, [&](int64_t k) { return h.integer(k); });
+    if (!bytes) return bytes.error();
     if (n > 0) {
-      if (auto u = dev_.upload(bufs_.at(r), bytes.data(), bytes.size()); !u) return u;
+      if (auto u = dev_.upload(bufs_.at(r), bytes->data(), bytes->size()); !u) return u;
     }
-    dev_valid_[static_cast<size_t>(r)] = true;
+    dev_valid_[ri] = true;
     // The device holds it now; a host reader downloads it again (within its lifetime).
     drop_host(r);
     return Ok{};
@@ -573,7 +737,7 @@ class Runner {
     const auto ti = static_cast<size_t>(t);
     const auto r = static_cast<size_t>(root(t));
     if (!st_.ready[ti] || host_last_[ti] > ui || idx_.graph_output[r]) return false;
-    if (lazy_[ti] >= 0 || idx_.producer[ti] >= 0) return true;
+    if (lazy_[ti] >= 0 || idx_.producer[ti] >= 0 || held(t)) return true;
     return has_buf_[r] && dev_valid_[r];
   }
 
@@ -658,6 +822,9 @@ class Runner {
   codegen::Options copts_;
   backend::Language lang_;
   cpu::HostState st_;
+  std::vector<ConstTensorView> inputs_;              // the caller's, in graph-input order
+  std::vector<int> held_input_;                      // per tensor: the input it is, or -1
+  std::vector<const TensorData*> held_weight_;       // per tensor: its file data, or nullptr
   std::vector<bool> dev_valid_;
   std::map<TensorId, backend::Buffer> bufs_;  // per root with a buffer (a shared one under several)
   std::vector<backend::Buffer> owned_;        // each buffer once, to release
@@ -675,7 +842,7 @@ class Runner {
 }  // namespace
 
 Result<RunResult> run_plan(backend::Backend& dev, const Graph& g, const Plan& plan,
-                           const std::vector<cpu::HostTensor>& inputs, const RunOptions& opts) {
+                           const std::vector<ConstTensorView>& inputs, const RunOptions& opts) {
   Runner r(dev, g, opts);
   return r.run(plan, inputs);
 }
@@ -685,7 +852,7 @@ namespace {
 class DeviceExecutor final : public Executor {
  public:
   explicit DeviceExecutor(std::unique_ptr<backend::Backend> dev) : dev_(std::move(dev)) {}
-  Result<RunResult> run(const Graph& g, const Plan& plan, const std::vector<cpu::HostTensor>& inputs,
+  Result<RunResult> run(const Graph& g, const Plan& plan, const std::vector<ConstTensorView>& inputs,
                         const RunOptions& opts) override {
     return run_plan(*dev_, g, plan, inputs, opts);
   }
@@ -707,8 +874,20 @@ class ReferenceExecutor final : public Executor {
     info_.name = "cpu reference";
     info_.is_cpu = true;
   }
-  Result<RunResult> run(const Graph& g, const Plan&, const std::vector<cpu::HostTensor>& inputs,
+  Result<RunResult> run(const Graph& g, const Plan&, const std::vector<ConstTensorView>& views,
                         const RunOptions& opts) override {
+    // The reference computes in fp64: the one place the inputs are decoded whole.
+    if (views.size() > g.inputs.size()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("{}: {} inputs given; the graph takes {}", g.source_path, views.size(), g.inputs.size()));
+    }
+    std::vector<cpu::HostTensor> inputs;
+    for (size_t k = 0; k < views.size(); ++k) {
+      const Tensor& t = g.tensor(g.inputs[k]);
+      auto h = cpu::from_view(views[k], t.dtype, fmt::format("input {} \"{}\"", k, t.name));
+      if (!h) return h.error();
+      inputs.push_back(std::move(*h));
+    }
     cpu::RunOptions o;
     o.weights = opts.weights;
     o.seed = opts.seed;
@@ -725,7 +904,11 @@ class ReferenceExecutor final : public Executor {
       for (size_t n = 0; n < times.size(); ++n) times[n].push_back(r->node_us[n]);
     }
     RunResult out;
-    out.outputs = std::move(r->outputs);
+    for (cpu::HostTensor& h : r->outputs) {
+      Output value;
+      value.host = std::move(h);
+      out.outputs.push_back(std::move(value));
+    }
     out.notes = std::move(r->notes);
     if (g.inputs.size() > inputs.size()) {
       out.notes.push_back(fmt::format("{} inputs filled from seed {}", g.inputs.size() - inputs.size(), opts.seed));
@@ -769,6 +952,14 @@ std::unique_ptr<Executor> device_executor(std::unique_ptr<backend::Backend> dev)
   return std::make_unique<DeviceExecutor>(std::move(dev));
 }
 std::unique_ptr<Executor> reference_executor() { return std::make_unique<ReferenceExecutor>(); }
+
+cpu::HostTensor Output::values() const {
+  if (!buffer) return host;
+  auto h = cpu::from_view(buffer->view(), buffer->dtype, "output");
+  return h ? std::move(*h) : cpu::HostTensor{};  // a buffer the run made always decodes
+}
+
+double relative_l2(const Output& a, const cpu::HostTensor& b) { return relative_l2(a.values(), b); }
 
 double relative_l2(const cpu::HostTensor& a, const cpu::HostTensor& b) {
   if (a.shape != b.shape || a.is_sequence || b.is_sequence || a.is_string() || b.is_string()) {

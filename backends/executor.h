@@ -10,10 +10,16 @@
 //   - a node no generator covers (random, string and sequence ops, ...) runs on the host CPU
 //     reference with its inputs downloaded and its outputs uploaded (`device` false).
 //
+// Buffers stay in their own dtype on the run path: the caller's inputs and the weights go to the
+// device as they are (converted only where the device stores another type: fp32 given for fp16
+// storage, int64 for the int32 the kernels use), and outputs come back as bytes of the output's
+// dtype. Only what the host computes (host fallbacks, folded and seeded values) and the CPU
+// reference hold values in fp64.
+//
 // Usage:
 //   auto dev = gpusim::backend::open("vulkan");
 //   gpusim::exec::RunOptions o;  o.weights = &weights;
-//   auto r = gpusim::exec::run_plan(**dev, graph, plan, inputs, o);
+//   auto r = gpusim::exec::run_plan(**dev, graph, plan, {x.view()}, o);   // x a HostBuffer
 //   for (auto& k : r->kernels) fmt::print("{} {:.1f} us\n", k.name, k.measured_us);
 #pragma once
 
@@ -67,29 +73,43 @@ struct KernelTiming {
   std::vector<double> samples_us;  // every timed run, in run order
 };
 
+// A graph output as a run returns it: a device's bytes in the output's own dtype, or where no
+// device buffer holds it (the reference's values, a host node's, a string or a sequence) the host value.
+struct Output {
+  std::optional<HostBuffer> buffer;
+  cpu::HostTensor host;  // when !buffer
+
+  const Shape& shape() const { return buffer ? buffer->shape : host.shape; }
+  DType dtype() const { return buffer ? buffer->dtype : host.dtype; }
+  // Host values either way (a buffer decoded to fp64 / int64), for checks and summaries.
+  cpu::HostTensor values() const;
+};
+
 struct RunResult {
-  std::vector<cpu::HostTensor> outputs;  // graph outputs, in order
+  std::vector<Output> outputs;           // graph outputs, in order
   std::vector<KernelTiming> kernels;     // one per plan kernel, in plan order
   double total_us = 0;                   // sum of the kernels' medians
   backend::CompileStats compile;
   std::vector<std::string> notes;
 };
 
-// Runs `plan` (valid for `g`) on `dev`. Inputs in graph-input order (missing ones from the seed).
+// Runs `plan` (valid for `g`) on `dev`. Inputs in graph-input order (missing ones from the seed),
+// each of its input's shape; a float input may come in another float type (it converts on upload).
+// The views must stay valid for the call.
 Result<RunResult> run_plan(backend::Backend& dev, const Graph& g, const Plan& plan,
-                           const std::vector<cpu::HostTensor>& inputs, const RunOptions& opts);
+                           const std::vector<ConstTensorView>& inputs, const RunOptions& opts);
 
 // What runs a compiled program, behind one interface: a device backend (run_plan: generated
-// kernels in plan order, timed by the device's timers) or the CPU reference (node by node in
-// fp64, each node timed on the host clock). The Program holds one and calls it the same way
-// whichever it is.
+// kernels in plan order, timed by the device's timers; buffers in their own dtype) or the CPU
+// reference (node by node in fp64, each node timed on the host clock; it alone decodes the inputs
+// whole). The Program holds one and calls it the same way whichever it is.
 class Executor {
  public:
   virtual ~Executor() = default;
   // A warm-up and opts.repeat timed runs; repeat 0: one run, for its outputs. The reference's
   // "kernels" are its nodes that took time (plan_kernel -1, device false, class "host"), the
   // slowest first.
-  virtual Result<RunResult> run(const Graph& g, const Plan& plan, const std::vector<cpu::HostTensor>& inputs,
+  virtual Result<RunResult> run(const Graph& g, const Plan& plan, const std::vector<ConstTensorView>& inputs,
                                 const RunOptions& opts) = 0;
   virtual const backend::DeviceInfo& info() const = 0;
   // The backend, for what only a device does (tuning); nullptr for the reference.
@@ -105,5 +125,6 @@ std::unique_ptr<Executor> reference_executor();
 // Relative L2 error ||a - b|| / max(||b||, tiny) of two tensors of equal shape (b the reference);
 // NaN where shapes differ or `a` holds a NaN the reference does not.
 double relative_l2(const cpu::HostTensor& a, const cpu::HostTensor& b);
+double relative_l2(const Output& a, const cpu::HostTensor& b);
 
 }  // namespace gpusim::exec

@@ -31,6 +31,43 @@ void HostTensor::allocate() {
   }
 }
 
+Result<HostTensor> from_view(const ConstTensorView& v, DType as, const std::string& where) {
+  HostTensor t;
+  t.dtype = as;
+  t.shape = v.shape;
+  const int64_t n = shape_elements(v.shape).value_or(0);
+  std::vector<double> reals;
+  std::vector<int64_t> ints;
+  if (dtype_is_float(v.dtype) != dtype_is_float(as)) {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: {} values cannot feed a {} tensor", where,
+                                                               dtype_name(v.dtype), dtype_name(as)));
+  }
+  if ((v.data == nullptr && n > 0) || !detail::decode_raw(v.data, v.size_bytes, v.dtype, n, reals, ints)) {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: {} bytes do not hold {} elements of {}", where,
+                                                               v.data ? v.size_bytes : 0, n, dtype_name(v.dtype)));
+  }
+  t.r = std::move(reals);
+  t.i = std::move(ints);
+  return t;
+}
+
+HostBuffer to_buffer(const HostTensor& t) {
+  HostBuffer b;
+  b.dtype = t.dtype;
+  b.shape = t.shape;
+  if (!buffer_dtype(t.dtype) || t.is_sequence) return b;
+  const int64_t n = t.elements();
+  b.bytes.resize(static_cast<size_t>(n * (dtype_bits(t.dtype) / 8)));
+  for (int64_t k = 0; k < n; ++k) {
+    if (t.is_real()) {
+      detail::store_real(b.bytes.data(), t.dtype, k, t.r[static_cast<size_t>(k)]);
+    } else {
+      detail::store_integer(b.bytes.data(), t.dtype, k, t.i[static_cast<size_t>(k)]);
+    }
+  }
+  return b;
+}
+
 HostTensor from_data(const TensorData& d) {
   HostTensor t;
   t.dtype = d.dtype;
@@ -185,6 +222,8 @@ HostTensor seeded(const Tensor& t, std::mt19937_64& rng, bool weight) {
   return h;
 }
 
+}  // namespace
+
 HostTensor from_value(const Value& v) {
   HostTensor h;
   h.dtype = v.dtype;
@@ -194,9 +233,8 @@ HostTensor from_value(const Value& v) {
   return h;
 }
 
-}  // namespace
-
-Result<HostState> initial_state(const Graph& g, const std::vector<HostTensor>& inputs, const RunOptions& opts) {
+Result<HostState> initial_state(const Graph& g, const std::vector<HostTensor>& inputs, const RunOptions& opts,
+                                Held held) {
   HostState st;
   st.vals.resize(g.tensors.size());
   st.ready.assign(g.tensors.size(), false);
@@ -207,6 +245,7 @@ Result<HostState> initial_state(const Graph& g, const std::vector<HostTensor>& i
     if (t.role != TensorRole::kWeight) continue;
     if (opts.weights) {
       if (auto it = opts.weights->find(t.name); it != opts.weights->end()) {
+        if (held.file_weights) continue;
         st.vals[id] = from_data(it->second);
         st.ready[id] = true;
         continue;
@@ -234,6 +273,8 @@ Result<HostState> initial_state(const Graph& g, const std::vector<HostTensor>& i
                                       shape_str(in.shape), shape_str(g.tensors[id].shape)));
       }
       st.vals[id] = in;
+    } else if (k < held.inputs) {
+      continue;
     } else {
       st.vals[id] = seeded(g.tensors[id], rng, false);
     }

@@ -56,6 +56,13 @@ struct HostTensor {
 };
 
 HostTensor from_data(const TensorData& d);
+HostTensor from_value(const Value& v);
+// The caller's packed bytes (v.dtype) as host values of type `as` (a float type, given for another
+// float type, converts; integers and bool likewise); an error naming `where` when the bytes do not
+// hold v.shape's elements or the kinds differ.
+Result<HostTensor> from_view(const ConstTensorView& v, DType as, const std::string& where);
+// Host values as packed little-endian bytes of their dtype (no bytes for strings and sequences).
+HostBuffer to_buffer(const HostTensor& t);
 
 // What a kernel sees: the node, its inputs (nullptr where omitted) and its outputs, already
 // typed and shaped by the importer (data empty: the kernel fills it, allocate() helps).
@@ -115,8 +122,18 @@ struct HostState {
   std::vector<bool> ready;
   std::vector<std::string> notes;
 };
-// Weights (file, IR constants, or seeded) and inputs (given, or seeded) ready; nothing else.
-Result<HostState> initial_state(const Graph& g, const std::vector<HostTensor>& inputs, const RunOptions& opts);
+// What a caller keeps in its own buffers instead of the state holding fp64 copies (the executor
+// uploads them as they are and decodes one only for a host node that reads it): the first `inputs`
+// graph inputs (then `inputs` given to initial_state is empty), and with `file_weights` every weight
+// whose data is in RunOptions::weights. They are left not ready; seeded values are the same either way.
+struct Held {
+  size_t inputs = 0;
+  bool file_weights = false;
+};
+// Weights (file, IR constants, or seeded) and inputs (given, or seeded) ready, less what is held;
+// nothing else.
+Result<HostState> initial_state(const Graph& g, const std::vector<HostTensor>& inputs, const RunOptions& opts,
+                                Held held = {});
 // Runs node `ni`; its inputs must be ready. Marks its outputs ready.
 Status run_node(const Graph& g, size_t ni, HostState& st, const RunOptions& opts);
 

@@ -13,10 +13,19 @@ T load(const char* p) {
 }  // namespace
 
 bool decode_raw(const std::string& raw, DType t, int64_t n, std::vector<double>& reals, std::vector<int64_t>& ints) {
+  return decode_raw(raw.data(), raw.size(), t, n, reals, ints);
+}
+
+bool decode_raw(const void* data, size_t size, DType t, int64_t n, std::vector<double>& reals, std::vector<int64_t>& ints) {
   const int bytes = dtype_bits(t) / 8;
-  if (bytes == 0 || dtype_bits(t) % 8 != 0 || static_cast<int64_t>(raw.size()) != n * bytes) return false;
+  if (bytes == 0 || dtype_bits(t) % 8 != 0 || static_cast<int64_t>(size) != n * bytes) return false;
+  if (dtype_is_float(t)) {
+    reals.reserve(reals.size() + static_cast<size_t>(n));
+  } else {
+    ints.reserve(ints.size() + static_cast<size_t>(n));
+  }
   for (int64_t i = 0; i < n; ++i) {
-    const char* p = raw.data() + i * bytes;
+    const char* p = static_cast<const char*>(data) + i * bytes;
     switch (t) {
       case DType::kFloat32: reals.push_back(load<float>(p)); break;
       case DType::kFloat64: reals.push_back(load<double>(p)); break;

@@ -61,8 +61,81 @@ inline uint16_t float_to_bf16(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
+// Element k of packed little-endian elements of type `t` at `p`, as a double (floating types) or an
+// int64 (integers, bool). The type must have a fixed width of whole bytes (raw_decode's types).
+inline double load_real(const void* p, DType t, int64_t k) {
+  const auto* b = static_cast<const unsigned char*>(p) + k * (dtype_bits(t) / 8);
+  const auto load = [b](auto v) {
+    std::memcpy(&v, b, sizeof(v));
+    return v;
+  };
+  switch (t) {
+    case DType::kFloat32: return load(float{});
+    case DType::kFloat64: return load(double{});
+    case DType::kFloat16: return half_to_double(load(uint16_t{}));
+    case DType::kBFloat16: return bf16_to_double(load(uint16_t{}));
+    case DType::kInt8: return load(int8_t{});
+    case DType::kUInt8: case DType::kBool: return load(uint8_t{});
+    case DType::kInt16: return load(int16_t{});
+    case DType::kUInt16: return load(uint16_t{});
+    case DType::kInt32: return load(int32_t{});
+    case DType::kUInt32: return load(uint32_t{});
+    case DType::kInt64: return static_cast<double>(load(int64_t{}));
+    case DType::kUInt64: return static_cast<double>(load(uint64_t{}));
+    default: return NAN;
+  }
+}
+inline int64_t load_integer(const void* p, DType t, int64_t k) {
+  const auto* b = static_cast<const unsigned char*>(p) + k * (dtype_bits(t) / 8);
+  const auto load = [b](auto v) {
+    std::memcpy(&v, b, sizeof(v));
+    return v;
+  };
+  switch (t) {
+    case DType::kInt8: return load(int8_t{});
+    case DType::kUInt8: case DType::kBool: return load(uint8_t{});
+    case DType::kInt16: return load(int16_t{});
+    case DType::kUInt16: return load(uint16_t{});
+    case DType::kInt32: return load(int32_t{});
+    case DType::kUInt32: return load(uint32_t{});
+    case DType::kInt64: return load(int64_t{});
+    case DType::kUInt64: return static_cast<int64_t>(load(uint64_t{}));
+    default: return static_cast<int64_t>(load_real(p, t, k));
+  }
+}
+
+// Stores element k of type `t` at `p` (packed little-endian): a double for floating types, an int64
+// for integers and bool (truncated to the type's width, as a C cast does).
+inline void store_real(void* p, DType t, int64_t k, double v) {
+  auto* b = static_cast<unsigned char*>(p) + k * (dtype_bits(t) / 8);
+  const auto put = [b](auto x) { std::memcpy(b, &x, sizeof(x)); };
+  switch (t) {
+    case DType::kFloat32: put(static_cast<float>(v)); break;
+    case DType::kFloat64: put(v); break;
+    case DType::kFloat16: put(float_to_half(static_cast<float>(v))); break;
+    case DType::kBFloat16: put(float_to_bf16(static_cast<float>(v))); break;
+    default: break;
+  }
+}
+inline void store_integer(void* p, DType t, int64_t k, int64_t v) {
+  auto* b = static_cast<unsigned char*>(p) + k * (dtype_bits(t) / 8);
+  const auto put = [b](auto x) { std::memcpy(b, &x, sizeof(x)); };
+  switch (t) {
+    case DType::kInt8: put(static_cast<int8_t>(v)); break;
+    case DType::kUInt8: case DType::kBool: put(static_cast<uint8_t>(v)); break;
+    case DType::kInt16: put(static_cast<int16_t>(v)); break;
+    case DType::kUInt16: put(static_cast<uint16_t>(v)); break;
+    case DType::kInt32: put(static_cast<int32_t>(v)); break;
+    case DType::kUInt32: put(static_cast<uint32_t>(v)); break;
+    case DType::kInt64: put(v); break;
+    case DType::kUInt64: put(static_cast<uint64_t>(v)); break;
+    default: store_real(p, t, k, static_cast<double>(v)); break;
+  }
+}
+
 // Appends the `n` elements of `raw` (type `t`, little-endian) to `reals` (floating types) or
 // `ints` (integers, bool). False when the size does not match or the type has no fixed width.
 bool decode_raw(const std::string& raw, DType t, int64_t n, std::vector<double>& reals, std::vector<int64_t>& ints);
+bool decode_raw(const void* data, size_t size, DType t, int64_t n, std::vector<double>& reals, std::vector<int64_t>& ints);
 
 }  // namespace gpusim::detail

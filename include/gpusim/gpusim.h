@@ -44,6 +44,7 @@
 #include "gpusim/predict.h"
 #include "gpusim/result.h"
 #include "gpusim/scheduler.h"
+#include "gpusim/tensor_data.h"
 #include "gpusim/tuning.h"
 #include "gpusim/validate.h"
 #include "gpusim/wording.h"
@@ -129,27 +130,6 @@ struct GPUSIM_API CompileOptions {
 // what is allowed) from a failure to compile or run. Thread-safe.
 GPUSIM_API Status check_compile_options(const CompileOptions& opts) noexcept;
 
-// A caller's buffer: `data` holds `shape`'s elements of `dtype`, densely packed, row-major.
-struct GPUSIM_API TensorView {
-  DType dtype = DType::kFloat32;
-  std::vector<int64_t> shape;
-  void* data = nullptr;
-  size_t size_bytes = 0;
-};
-struct GPUSIM_API ConstTensorView {
-  DType dtype = DType::kFloat32;
-  std::vector<int64_t> shape;
-  const void* data = nullptr;
-  size_t size_bytes = 0;
-};
-
-// A buffer that owns its bytes (a tensor read from a file, an output to keep).
-struct GPUSIM_API HostBuffer {
-  DType dtype = DType::kFloat32;
-  std::vector<int64_t> shape;
-  std::vector<unsigned char> bytes;
-  ConstTensorView view() const { return {dtype, shape, bytes.data(), bytes.size()}; }
-};
 // A serialized ONNX TensorProto (.pb, as the ONNX test data keeps inputs) as a buffer.
 GPUSIM_API Result<HostBuffer> read_tensor_buffer(const std::string& path) noexcept;
 

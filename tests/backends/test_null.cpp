@@ -144,7 +144,7 @@ TEST_CASE("a device and the CPU reference run behind one Executor interface", "[
   auto r = ref->run(*g, plan, {}, o);
   REQUIRE(r);
   REQUIRE(r->outputs.size() == 1);
-  CHECK(r->outputs[0].shape == Shape{4, 3});
+  CHECK(r->outputs[0].shape() == Shape{4, 3});
   for (const exec::KernelTiming& k : r->kernels) {
     CHECK(k.plan_kernel == -1);
     CHECK(k.node >= 0);
@@ -163,10 +163,116 @@ TEST_CASE("a device and the CPU reference run behind one Executor interface", "[
   REQUIRE(d);
   REQUIRE(d->kernels.size() == 2);
   for (size_t k = 0; k < 2; ++k) CHECK(d->kernels[k].plan_kernel == static_cast<int>(k));
-  CHECK(d->outputs[0].shape == r->outputs[0].shape);
+  CHECK(d->outputs[0].shape() == r->outputs[0].shape());
   // One run for its outputs: repeat 0 runs the reference once.
   o.repeat = 0;
   auto once = ref->run(*g, plan, {}, o);
   REQUIRE(once);
   for (const exec::KernelTiming& k : once->kernels) CHECK(k.samples_us.size() == 1);
+}
+
+namespace {
+
+// One plan kernel per node that runs on a device.
+Plan kernel_per_node(const Graph& g) {
+  Plan plan;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!runs_on_device(g, g.nodes[i])) continue;
+    PlanKernel k;
+    k.nodes = {static_cast<int>(i)};
+    plan.kernels.push_back(k);
+  }
+  classify_kernels(g, plan);
+  return plan;
+}
+
+}  // namespace
+
+TEST_CASE("the run path carries buffers in their own dtype: the caller's bytes reach the device and come back as they are",
+          "[executor][null]") {
+  // y is a view of x, and a kernel reads x: x's device buffer is y's, so y comes back as the
+  // device holds x. Through fp64 a signalling NaN would come back quiet.
+  test::OnnxBuilder b;
+  b.input("x", onnx::TensorProto::FLOAT16, {test::Dim{int64_t{8}}});
+  b.node("Relu", {"x"}, {"r"});
+  b.initializer_i64("shape", {2}, {2, 4});
+  b.node("Reshape", {"x", "shape"}, {"y"});
+  b.output("r");
+  b.output("y");
+  Session s;
+  auto m = s.open_model(b.write("native_fp16.onnx"));
+  REQUIRE(m);
+  CompileOptions co;
+  co.backend = "null";
+  co.dtype = DType::kFloat16;
+  auto p = s.compile(*m, co);
+  REQUIRE(p);
+  const std::vector<uint16_t> x = {0x7d01, 0x8000, 0x0001, 0x3c00, 0xfc00, 0x7bff, 0x0400, 0xc000};
+  std::vector<uint16_t> r(8, 0xffff), y(8, 0);
+  const ConstTensorView xv{DType::kFloat16, {8}, x.data(), x.size() * 2};
+  REQUIRE(p->run({xv}, {{DType::kFloat16, {8}, r.data(), 16}, {DType::kFloat16, {2, 4}, y.data(), 16}}));
+  CHECK(y == x);                                // bit for bit
+  CHECK(r == std::vector<uint16_t>(8, 0));      // the null device computes nothing: zeros
+  // An fp32 buffer for the fp16 input converts on the way (round to nearest even).
+  const std::vector<float> xf = {1.0f, -2.0f, 0.5f, 65504.0f, 1.0009765625f, 0.0f, -0.0f, 3.0f};
+  const ConstTensorView xfv{DType::kFloat32, {8}, xf.data(), xf.size() * 4};
+  REQUIRE(p->run({xfv}, {{DType::kFloat16, {8}, r.data(), 16}, {DType::kFloat16, {2, 4}, y.data(), 16}}));
+  CHECK(y == std::vector<uint16_t>{0x3c00, 0xc000, 0x3800, 0x7bff, 0x3c01, 0x0000, 0x8000, 0x4200});
+  // A buffer that does not hold the input is refused by name before anything runs.
+  const ConstTensorView shortv{DType::kFloat16, {8}, x.data(), 14};
+  auto bad = p->run({shortv}, {{DType::kFloat16, {8}, r.data(), 16}, {DType::kFloat16, {2, 4}, y.data(), 16}});
+  REQUIRE_FALSE(bad);
+  CHECK_THAT(bad.error().message, Catch::Contains("run: input 0 \"x\": the buffer holds 14 bytes, fp16 [8] needs 16"));
+}
+
+TEST_CASE("integers beyond the device's int32 are refused naming the element, and weights upload from the file's data",
+          "[executor][null][errors]") {
+  test::OnnxBuilder b;
+  b.input("i", onnx::TensorProto::INT64, {test::Dim{int64_t{3}}});
+  b.node("Neg", {"i"}, {"n"});
+  b.output("n");
+  const std::string path = b.write("native_i64.onnx");
+  auto g = import_onnx(path);
+  REQUIRE(g);
+  backend::null::Options no;
+  auto dev = backend::null::make(no);
+  const std::vector<int64_t> ok = {-5, 0, 7}, big = {1, int64_t{1} << 40, 2};
+  exec::RunOptions o;
+  o.repeat = 1;
+  auto r = exec::run_plan(*dev, *g, kernel_per_node(*g), {{DType::kInt64, {3}, ok.data(), 24}}, o);
+  REQUIRE(r);
+  REQUIRE(r->outputs.at(0).buffer);  // int64 again, widened from the device's int32
+  CHECK(r->outputs[0].buffer->bytes.size() == 24);
+  auto e = exec::run_plan(*dev, *g, kernel_per_node(*g), {{DType::kInt64, {3}, big.data(), 24}}, o);
+  REQUIRE_FALSE(e);
+  CHECK(e.error().code == ErrorCode::kUnsupported);
+  CHECK_THAT(e.error().message, Catch::Contains("tensor \"i\" element 1 is 1099511627776, outside the int32 range the "
+                                                "device kernels use for integer tensors"));
+
+  // A 16.8 MB fp32 weight with its data in the file: uploaded from the file's values through one
+  // staging buffer (16.8 MB), not held as a second copy in fp64 (33.6 MB). On a CPU device (the
+  // null device's buffers are host memory) 24 MiB of host memory allows 42.8 MB in all: the
+  // weight's buffer and its staging fit; with an fp64 copy they would not.
+  test::OnnxBuilder w;
+  w.input("x", onnx::TensorProto::FLOAT, {test::Dim{int64_t{1}}, test::Dim{int64_t{1024}}});
+  *w.graph().add_initializer() = test::f32_tensor({1024, 4096}, std::vector<float>(size_t{1024} * 4096, 0.25f));
+  w.graph().mutable_initializer(0)->set_name("w");
+  w.node("MatMul", {"x", "w"}, {"y"});
+  w.output("y");
+  const std::string wpath = w.write("native_weight.onnx");
+  auto wg = import_onnx(wpath);
+  REQUIRE(wg);
+  auto weights = read_model_tensors(wpath);
+  REQUIRE(weights);
+  o.weights = &*weights;
+  o.max_host_bytes = 24 << 20;
+  const std::vector<float> x(1024, 1.0f);
+  auto fits = exec::run_plan(*dev, *wg, kernel_per_node(*wg), {{DType::kFloat32, {1, 1024}, x.data(), 4096}}, o);
+  INFO((fits ? std::string() : fits.error().message));
+  REQUIRE(fits);
+  CHECK(fits->outputs.at(0).buffer->bytes.size() == 4096 * 4);
+  o.max_host_bytes = 12 << 20;  // 20.4 MB in all: not the weight and its staging
+  auto over = exec::run_plan(*dev, *wg, kernel_per_node(*wg), {{DType::kFloat32, {1, 1024}, x.data(), 4096}}, o);
+  REQUIRE_FALSE(over);
+  CHECK(over.error().code == ErrorCode::kLimit);
 }
