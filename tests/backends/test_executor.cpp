@@ -1,8 +1,9 @@
 // The executor: what happens around the generated kernels — host fallbacks for ops no generator
 // covers (said in the notes), plan kernels codegen cannot fuse running unfused, views sharing
 // their root's buffer, per-kernel device timing — and `gpusim run` on a device backend with
-// --check, predicted beside measured. Device cases run on every available backend (Vulkan on
-// lavapipe in CI) and skip with a WARN where none is.
+// --check, predicted beside measured. The executor-logic cases run on every available backend
+// (Vulkan on lavapipe in CI) and on the null backend, which runs them on any machine; outputs are
+// compared with the reference where a device computes them.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -59,9 +60,11 @@ TEST_CASE("an op without a generator runs on the host and the run says so", "[ex
   b.node("Neg", {"e"}, {"y"});
   b.output("y");
   const Graph g = test::build_graph(b, "exec_fallback.onnx");
-  for (auto& od : test::devices()) {
+  for (test::OpenDevice* d : test::logic_devices()) {
+    test::OpenDevice& od = *d;
     INFO(od.backend);
     const test::PlanRun pr = run_checked(*od.dev, g, test::one_kernel_per_op(g));
+    CHECK(pr.compared == test::computes(od));
     CHECK(pr.worst() < 1e-6);
     const exec::RunResult& r = pr.run;
     REQUIRE(r.kernels.size() == 3);
@@ -88,7 +91,8 @@ TEST_CASE("a fused plan kernel codegen cannot build runs unfused and stays corre
   k.nodes = {0, 1, 2};  // a Transpose inside an elementwise chain: no generator fuses that
   p.kernels.push_back(k);
   classify_kernels(g, p);
-  for (auto& od : test::devices()) {
+  for (test::OpenDevice* d : test::logic_devices()) {
+    test::OpenDevice& od = *d;
     INFO(od.backend);
     const test::PlanRun pr = run_checked(*od.dev, g, p);
     CHECK(pr.worst() < 1e-6);
@@ -112,7 +116,8 @@ TEST_CASE("views share their root's buffer across kernels", "[executor][device]"
   b.output("y");
   b.output("v");
   const Graph g = test::build_graph(b, "exec_views.onnx");
-  for (auto& od : test::devices()) {
+  for (test::OpenDevice* d : test::logic_devices()) {
+    test::OpenDevice& od = *d;
     INFO(od.backend);
     const test::PlanRun pr = run_checked(*od.dev, g, test::one_kernel_per_op(g));
     CHECK(pr.worst() < 1e-5);
@@ -144,7 +149,8 @@ TEST_CASE("activations share device buffers by lifetime and host copies go when 
   }
   b.output(prev);
   const Graph g = test::build_graph(b, "exec_shared.onnx");
-  for (auto& od : test::devices()) {
+  for (test::OpenDevice* d : test::logic_devices()) {
+    test::OpenDevice& od = *d;
     INFO(od.backend);
     exec::RunOptions o;
     o.seed = 7;

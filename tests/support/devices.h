@@ -34,6 +34,23 @@ inline std::vector<OpenDevice>& devices() {
   return open;
 }
 
+// The devices present, then the null backend (backends/null): what executor-logic tests loop over,
+// so the logic (units, host fallbacks, notes, launches, the memory plan) is checked on every
+// machine, with or without a device. The null device computes nothing: compare outputs with the
+// reference only where computes() says so.
+inline std::vector<OpenDevice*> logic_devices() {
+  static OpenDevice null_device = [] {
+    auto d = backend::open("null", 0);
+    REQUIRE(d);
+    return OpenDevice{"null", std::move(*d)};
+  }();
+  std::vector<OpenDevice*> out;
+  for (auto& d : devices()) out.push_back(&d);
+  out.push_back(&null_device);
+  return out;
+}
+inline bool computes(const OpenDevice& d) { return d.backend != "null"; }
+
 // The named backend's device, or nullptr (with a WARN saying why).
 inline backend::Backend* device(const std::string& name) {
   for (auto& d : devices()) {
