@@ -208,15 +208,7 @@ Error model_too_large(size_t size, int64_t limit) {
 // An API option as a request field: `dims batch=N` -> "dims": {"batch": N}, `dtype fp16` ->
 // "dtype": "fp16", `gpu` -> "gpu".
 std::string http_spelling(std::string_view name, std::string_view value) {
-  if (value.empty()) return is_api_switch(name) ? fmt::format("\"{}\": true", name) : fmt::format("\"{}\"", name);
-  if (name == "dims") {
-    const size_t eq = value.find('=');
-    if (eq != std::string_view::npos) {
-      return fmt::format("\"dims\": {{\"{}\": {}}}", value.substr(0, eq), value.substr(eq + 1));
-    }
-  }
-  const bool number = value.find_first_not_of("0123456789.-e") == std::string_view::npos;
-  return number ? fmt::format("\"{}\": {}", name, value) : fmt::format("\"{}\": \"{}\"", name, value);
+  return keyword_spelling(name, value, KeywordSyntax::kJson);
 }
 
 // A library message in the service's words: options as request fields (wording.h), and the

@@ -26,6 +26,20 @@ bool is_api_option(std::string_view name) {
   return std::find(kOptions.begin(), kOptions.end(), name) != kOptions.end();
 }
 
+std::string keyword_spelling(std::string_view name, std::string_view value, KeywordSyntax syntax) {
+  const bool json = syntax == KeywordSyntax::kJson;
+  const auto quoted = [](std::string_view v) { return "\"" + std::string(v) + "\""; };
+  std::string key = json ? quoted(name) : std::string(name);
+  const std::string assign = json ? ": " : "=";
+  if (value.empty()) return is_api_switch(name) ? key + assign + (json ? "true" : "True") : key;
+  const size_t eq = value.find('=');
+  if (name == "dims" && eq != std::string_view::npos) {  // a map of one dim
+    return key + assign + "{" + quoted(value.substr(0, eq)) + ": " + std::string(value.substr(eq + 1)) + "}";
+  }
+  const bool number = value.find_first_not_of("0123456789.-e") == std::string_view::npos;
+  return key + assign + (number ? std::string(value) : quoted(value));
+}
+
 std::string reword_options(std::string_view message, OptionSpelling spell) {
   std::string out;
   out.reserve(message.size());

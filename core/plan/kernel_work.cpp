@@ -157,7 +157,7 @@ GraphIndex index_graph(const Graph& g) {
   GraphIndex idx;
   idx.producer.assign(g.tensors.size(), -1);
   std::vector<bool> views;
-  idx.root = view_roots(g, &views);
+  idx.root = view_roots(g, &views, &idx.kind);
   idx.readers.assign(g.tensors.size(), 0);
   idx.graph_output.assign(g.tensors.size(), false);
   for (size_t i = 0; i < g.nodes.size(); ++i) {

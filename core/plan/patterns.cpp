@@ -3,6 +3,7 @@
 #include "gpusim/patterns.h"
 
 #include <algorithm>
+#include <utility>
 #include <set>
 
 #include "gpusim/op_catalog.h"
@@ -29,8 +30,9 @@ std::string_view node_kind_name(NodeKind k) {
   return "none";
 }
 
-NodeKind node_kind(const Graph& g, const Node& n) {
-  const auto w = node_work(g, n);
+NodeKind node_kind(const Graph& g, const Node& n) { return node_kind(n, node_work(g, n)); }
+
+NodeKind node_kind(const Node& n, const std::optional<KernelWork>& w) {
   if (!w) return NodeKind::kNone;
   const auto c = op_class(n.domain, n.op_type).value_or(OpClass::kElementwise);
   if (c == OpClass::kGemm || c == OpClass::kConv || c == OpClass::kAttention) {
@@ -58,10 +60,11 @@ Pattern region_pattern(std::string name, std::map<std::string, int> ops) {
   return p;
 }
 
-PatternMatcher::PatternMatcher(const Graph& g) : g_(g), idx_(index_graph(g)) {
+PatternMatcher::PatternMatcher(const Graph& g) : PatternMatcher(g, index_graph(g)) {}
+
+PatternMatcher::PatternMatcher(const Graph& g, GraphIndex idx) : g_(g), idx_(std::move(idx)) {
   const size_t nn = g.nodes.size();
-  kind_.resize(nn);
-  for (size_t i = 0; i < nn; ++i) kind_[i] = node_kind(g, g.nodes[i]);
+  kind_ = idx_.kind;
   alias_ = idx_.root;
   readers_.resize(g.tensors.size());
   for (size_t i = 0; i < nn; ++i) {

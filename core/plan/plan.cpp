@@ -16,13 +16,17 @@ bool runs_on_device(const Graph& g, const Node& n) { return node_work(g, n).has_
 
 bool is_view(const Graph& g, const Node& n) { return !n.folded && !runs_on_device(g, n); }
 
-std::vector<TensorId> view_roots(const Graph& g, std::vector<bool>* views) {
+std::vector<TensorId> view_roots(const Graph& g, std::vector<bool>* views, std::vector<NodeKind>* kinds) {
   std::vector<TensorId> root(g.tensors.size());
   std::iota(root.begin(), root.end(), 0);
   if (views) views->assign(g.nodes.size(), false);
+  if (kinds) kinds->assign(g.nodes.size(), NodeKind::kNone);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
-    const bool view = is_view(g, n);
+    // is_view, with the node's work priced once for its kind as well.
+    const std::optional<KernelWork> work = node_work(g, n);
+    if (kinds) (*kinds)[i] = node_kind(n, work);
+    const bool view = !n.folded && !work;
     if (views) (*views)[i] = view;
     if (!view || n.inputs.empty() || n.inputs[0] == kNoTensor) continue;
     for (TensorId o : n.outputs) {
@@ -113,13 +117,19 @@ std::string objective_names() {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
-KernelKind kernel_kind(const Graph& g, const std::vector<int>& nodes, int anchor, bool attention) {
+namespace {
+
+// `anchor_kind` gives the anchor's NodeKind (asked only when the class does not decide).
+template <class AnchorKind>
+KernelKind kernel_kind_with(const Graph& g, const std::vector<int>& nodes, int anchor, bool attention,
+                            const AnchorKind& anchor_kind) {
   if (attention) return KernelKind::kAttention;
   if (nodes.empty() || anchor < 0 || anchor >= static_cast<int>(nodes.size())) return KernelKind::kPointwise;
-  const Node& a = g.nodes[static_cast<size_t>(nodes[static_cast<size_t>(anchor)])];
+  const int ai = nodes[static_cast<size_t>(anchor)];
+  const Node& a = g.nodes[static_cast<size_t>(ai)];
   const auto cls = op_class(a.domain, a.op_type);
   if (cls == OpClass::kAttention) return KernelKind::kAttention;
-  switch (node_kind(g, a)) {
+  switch (anchor_kind(ai)) {
     case NodeKind::kMainLoop: return KernelKind::kMainLoop;
     case NodeKind::kRowwise: return KernelKind::kRow;
     default: break;
@@ -128,9 +138,21 @@ KernelKind kernel_kind(const Graph& g, const std::vector<int>& nodes, int anchor
   return cls == OpClass::kDataMovement && nodes.size() == 1 ? KernelKind::kCopy : KernelKind::kPointwise;
 }
 
+}  // namespace
+
+KernelKind kernel_kind(const Graph& g, const std::vector<int>& nodes, int anchor, bool attention) {
+  return kernel_kind_with(g, nodes, anchor, attention,
+                          [&](int ni) { return node_kind(g, g.nodes[static_cast<size_t>(ni)]); });
+}
+
+KernelKind kernel_kind(const Graph& g, const GraphIndex& idx, const std::vector<int>& nodes, int anchor,
+                       bool attention) {
+  return kernel_kind_with(g, nodes, anchor, attention, [&](int ni) { return idx.kind[static_cast<size_t>(ni)]; });
+}
+
 void classify_kernel(const Graph& g, const GraphIndex& idx, PlanKernel& k) {
   const bool attention = std::find(k.fusions.begin(), k.fusions.end(), "attention") != k.fusions.end();
-  k.kind = kernel_kind(g, k.nodes, k.anchor, attention);
+  k.kind = kernel_kind(g, idx, k.nodes, k.anchor, attention);
   k.operands.clear();
   if (k.nodes.empty() || k.anchor < 0 || k.anchor >= static_cast<int>(k.nodes.size())) return;
   auto root = [&](TensorId t) { return idx.root[static_cast<size_t>(t)]; };

@@ -18,8 +18,8 @@ namespace {
 
 enum Kind { kPointwise = 0, kMainLoop = 1, kRowwise = 2 };
 
-Kind kind_of(const Graph& g, const Node& n) {
-  switch (node_kind(g, n)) {
+Kind kind_of(NodeKind k) {
+  switch (k) {
     case NodeKind::kMainLoop: return kMainLoop;
     case NodeKind::kRowwise: return kRowwise;
     default: return kPointwise;
@@ -77,7 +77,7 @@ FusionSpace::FusionSpace(const Graph& g, const Target& target) : g_(g), target_(
   launch_us_ = gpu.launch.overhead_us * gpu.efficiency.launch;
   kind_.resize(eager_.kernels.size());
   for (size_t k = 0; k < eager_.kernels.size(); ++k) {
-    kind_[k] = static_cast<uint8_t>(kind_of(g, g.nodes[static_cast<size_t>(eager_.kernels[k].nodes[0])]));
+    kind_[k] = static_cast<uint8_t>(kind_of(idx_.kind[static_cast<size_t>(eager_.kernels[k].nodes[0])]));
   }
   find_candidates();
   fold_source_.assign(eager_.kernels.size(), 0);
@@ -96,7 +96,7 @@ FusionSpace::FusionSpace(const Graph& g, const Target& target) : g_(g), target_(
 void FusionSpace::find_candidates() {
   // The passes are patterns (include/gpusim/patterns.h), matched by the matcher the runtimes'
   // lowerings use; each eager kernel is one node, so a match's nodes name its kernels.
-  const PatternMatcher pm(g_);
+  const PatternMatcher pm(g_, idx_);
   const size_t nk = eager_.kernels.size();
   auto node_of = [&](size_t k) { return eager_.kernels[k].nodes[0]; };
   auto kernel_of = [&](int n) { return kernel_of_node_[static_cast<size_t>(n)]; };
@@ -285,7 +285,7 @@ const FusionSpace::Cached& FusionSpace::cached(const std::vector<int>& group) co
   int mains = 0, anchor = 0, best_rank = -1;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = g_.nodes[static_cast<size_t>(nodes[i])];
-    const Kind kd = kind_of(g_, n);
+    const Kind kd = kind_of(idx_.kind[static_cast<size_t>(nodes[i])]);
     mains += kd == kMainLoop;
     // Data movement never anchors: a transpose or slice folded into a reader's kernel is read
     // through that kernel's index math.
@@ -705,7 +705,7 @@ Plan FusionSpace::build(const Decision& d, SchedulerKind scheduler) const {
     p.decision_saved_us.push_back(us);
   }
   // Data movement left a kernel of its own (a copy): why it was not folded into its reader.
-  const PatternMatcher pm(g_);
+  const PatternMatcher pm(g_, idx_);
   const auto& folds = folded_data_movement();
   for (size_t gi = 0; gi < grps.size(); ++gi) {
     if (grps[gi].size() != 1 || grps[gi][0] >= static_cast<int>(eager_.kernels.size())) continue;

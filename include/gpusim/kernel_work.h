@@ -16,12 +16,21 @@ namespace gpusim {
 // The work of one node as a kernel (nullopt for nodes that launch nothing: views, folded nodes).
 GPUSIM_API std::optional<KernelWork> node_work(const Graph& g, const Node& n);
 
-// Who reads and who writes each tensor, computed once per graph for group_work.
+// How a node runs as a kernel, for fusion legality: one main loop (a GEMM, a convolution as
+// implicit GEMM, attention), a pass over rows (reductions, normalizations over rows), or
+// pointwise (elementwise ops, data movement, per-element normalizations such as inference
+// BatchNorm, pools, depthwise and tiny convolutions, which run as streaming kernels); kNone for a
+// node that launches nothing (a view, a fold). node_kind (patterns.h) computes it.
+enum class NodeKind { kNone, kPointwise, kMainLoop, kRowwise };
+
+// Who reads and who writes each tensor, and how each node runs, computed once per graph (each
+// node's work priced once) for group_work, the fusion space and classify_kernel.
 struct GPUSIM_API GraphIndex {
   std::vector<int> producer;      // node index per tensor, -1 for inputs, weights and constants
   std::vector<TensorId> root;     // the tensor whose memory each tensor is: view_roots (plan.h)
   std::vector<int> readers;       // per root: run-time nodes reading it or any of its views
   std::vector<bool> graph_output; // per root: the graph returns it or one of its views
+  std::vector<NodeKind> kind;     // per node
 };
 GPUSIM_API GraphIndex index_graph(const Graph& g);
 

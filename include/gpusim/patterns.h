@@ -33,13 +33,11 @@
 
 namespace gpusim {
 
-// How a node runs as a kernel, for fusion legality: one main loop (a GEMM, a convolution as
-// implicit GEMM, attention), a pass over rows (reductions, normalizations over rows), or
-// pointwise (elementwise ops, data movement, per-element normalizations such as inference
-// BatchNorm, pools, depthwise and tiny convolutions, which run as streaming kernels).
-enum class NodeKind { kNone, kPointwise, kMainLoop, kRowwise };
+// How a node runs as a kernel (NodeKind, kernel_work.h; GraphIndex::kind holds it per node).
 GPUSIM_API std::string_view node_kind_name(NodeKind k);  // "pointwise", "main-loop", "rowwise", "none"
 GPUSIM_API NodeKind node_kind(const Graph& g, const Node& n);
+// The same from the node's work, when the caller has it (node_work(g, n)).
+GPUSIM_API NodeKind node_kind(const Node& n, const std::optional<KernelWork>& work);
 
 // One node of a pattern.
 struct GPUSIM_API NodeSelector {
@@ -99,6 +97,8 @@ struct GPUSIM_API PatternMatch {
 class GPUSIM_API PatternMatcher {
  public:
   explicit PatternMatcher(const Graph& g);
+  // With the graph's index already built (index_graph(g)): no node is priced again.
+  PatternMatcher(const Graph& g, GraphIndex idx);
 
   const Graph& graph() const { return g_; }
   const GraphIndex& index() const { return idx_; }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "gpusim/graph.h"
+#include "gpusim/kernel_work.h"
 #include "gpusim/tile.h"
 #include "gpusim/result.h"
 
@@ -109,15 +110,19 @@ GPUSIM_API bool runs_on_device(const Graph& g, const Node& n);
 // The one rule for views: a node that is not folded at import and launches no kernel (Reshape,
 // Squeeze, Flatten, ...) makes its outputs alias its first input. view_roots gives, per tensor,
 // the tensor whose memory it is (itself where it is no view).
-// `views`, when given, receives is_view per node (the rule costs a node's work; callers that
-// need both ask once).
+// `views`, when given, receives is_view per node, and `kinds` each node's NodeKind (the rule
+// costs a node's work; callers that need them ask once: index_graph does).
 GPUSIM_API bool is_view(const Graph& g, const Node& n);
-GPUSIM_API std::vector<TensorId> view_roots(const Graph& g, std::vector<bool>* views = nullptr);
+GPUSIM_API std::vector<TensorId> view_roots(const Graph& g, std::vector<bool>* views = nullptr,
+                                            std::vector<NodeKind>* kinds = nullptr);
 
 struct GraphIndex;
 // The kind of a kernel of `nodes` (anchor: a position in it); `attention` when the attention
 // fusion built it.
 GPUSIM_API KernelKind kernel_kind(const Graph& g, const std::vector<int>& nodes, int anchor, bool attention);
+// The same with the nodes' kinds from the graph's index (no node priced again).
+GPUSIM_API KernelKind kernel_kind(const Graph& g, const GraphIndex& idx, const std::vector<int>& nodes, int anchor,
+                                  bool attention);
 // Sets k.kind and k.operands from its nodes, anchor and fusions (the "attention" fusion makes an
 // attention kernel). `idx` is index_graph(g) (kernel_work.h), built once per graph by the caller.
 GPUSIM_API void classify_kernel(const Graph& g, const GraphIndex& idx, PlanKernel& k);

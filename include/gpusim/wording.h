@@ -43,6 +43,12 @@ GPUSIM_API bool is_api_switch(std::string_view name);
 // "--dim batch=N" for the CLI). Return an empty string to keep the API's wording.
 using OptionSpelling = std::string (*)(std::string_view name, std::string_view value);
 
+// The spelling the service and Python share, in their two syntaxes: a keyword and its value
+// (`dims batch=N` -> "dims": {"batch": N} or dims={"batch": N}; `dtype fp16` -> "dtype": "fp16" or
+// dtype="fp16"; a switch -> "force": true or force=True; an option alone -> "gpu" or gpu).
+enum class KeywordSyntax { kJson, kPython };
+GPUSIM_API std::string keyword_spelling(std::string_view name, std::string_view value, KeywordSyntax syntax);
+
 // `message` with every backquoted option (`name` or `name value`, name an API option) spelled
 // by `spell`; other backquoted text (a command such as `gpusim profiles list`) is left as it is.
 GPUSIM_API std::string reword_options(std::string_view message, OptionSpelling spell);

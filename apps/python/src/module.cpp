@@ -32,14 +32,7 @@ using gpusim::ErrorCode;
 // An API option as a keyword argument: `dims batch=N` -> dims={"batch": N}, `dtype fp16` ->
 // dtype="fp16", `beam_width` -> beam_width.
 std::string python_spelling(std::string_view name, std::string_view value) {
-  std::string s(name);
-  if (value.empty()) return gpusim::is_api_switch(name) ? s + "=True" : s;
-  const size_t eq = value.find('=');
-  if (name == "dims" && eq != std::string_view::npos) {
-    return s + "={\"" + std::string(value.substr(0, eq)) + "\": " + std::string(value.substr(eq + 1)) + "}";
-  }
-  const bool number = value.find_first_not_of("0123456789.-e") == std::string_view::npos;
-  return s + "=" + (number ? std::string(value) : "\"" + std::string(value) + "\"");
+  return gpusim::keyword_spelling(name, value, gpusim::KeywordSyntax::kPython);
 }
 
 // Raises gpusim.Error(message, code), the message in Python's words. Called with the GIL held.

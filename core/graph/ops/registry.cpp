@@ -124,17 +124,29 @@ Value make_value(DType t, Shape s) {
 
 namespace {
 
-std::string key_of(std::string_view domain, std::string_view op) {
-  if (domain == "ai.onnx") domain = "";
-  return fmt::format("{}:{}", domain, op);
-}
+std::string_view norm_domain(std::string_view domain) { return domain == "ai.onnx" ? std::string_view{} : domain; }
 
-const std::unordered_map<std::string, OpDef>& table() {
-  static const std::unordered_map<std::string, OpDef> t = [] {
-    std::unordered_map<std::string, OpDef> m;
+// Op type -> its definitions (one per domain that defines it), looked up without building a key:
+// every cost, kind and class query of every node asks, many times per plan.
+struct NameHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+using Table = std::unordered_map<std::string, std::vector<OpDef>, NameHash, std::equal_to<>>;
+
+const Table& table() {
+  static const Table t = [] {
+    Table m;
     for (auto family : {elementwise_ops, gemm_conv_ops, reduction_ops, normalization_ops, data_movement_ops,
                         sequence_ops, attention_ops}) {
-      for (const OpDef& d : family()) m.emplace(key_of(d.domain, d.op_type), d);
+      for (const OpDef& d : family()) {
+        std::vector<OpDef>& defs = m[std::string(d.op_type)];
+        // The first definition of a (domain, op) pair wins, as with one map keyed by both.
+        const bool seen = std::any_of(defs.begin(), defs.end(), [&](const OpDef& e) {
+          return norm_domain(e.domain) == norm_domain(d.domain);
+        });
+        if (!seen) defs.push_back(d);
+      }
     }
     return m;
   }();
@@ -145,8 +157,13 @@ const std::unordered_map<std::string, OpDef>& table() {
 
 const OpDef* find_op(std::string_view domain, std::string_view op_type) {
   const auto& t = table();
-  auto it = t.find(key_of(domain, op_type));
-  return it == t.end() ? nullptr : &it->second;
+  auto it = t.find(op_type);
+  if (it == t.end()) return nullptr;
+  domain = norm_domain(domain);
+  for (const OpDef& d : it->second) {
+    if (norm_domain(d.domain) == domain) return &d;
+  }
+  return nullptr;
 }
 
 }  // namespace gpusim::ops

@@ -43,6 +43,19 @@ TEST_CASE("reword_options spells the options a message names, and nothing else",
   CHECK(is_api_switch("force"));
   CHECK_FALSE(is_api_switch("dims"));
   CHECK_FALSE(is_api_option("beam-width"));
+  // The service's and Python's shared spelling.
+  const auto json = [](std::string_view n, std::string_view v) { return keyword_spelling(n, v, KeywordSyntax::kJson); };
+  const auto py = [](std::string_view n, std::string_view v) { return keyword_spelling(n, v, KeywordSyntax::kPython); };
+  CHECK(json("dims", "batch=N") == "\"dims\": {\"batch\": N}");
+  CHECK(py("dims", "batch=N") == "dims={\"batch\": N}");
+  CHECK(json("dtype", "fp16") == "\"dtype\": \"fp16\"");
+  CHECK(py("dtype", "fp16") == "dtype=\"fp16\"");
+  CHECK(json("top_k", "0") == "\"top_k\": 0");
+  CHECK(py("top_k", "0") == "top_k=0");
+  CHECK(json("force", "") == "\"force\": true");
+  CHECK(py("force", "") == "force=True");
+  CHECK(json("gpu", "") == "\"gpu\"");
+  CHECK(py("gpu", "") == "gpu");
 }
 
 TEST_CASE("the library's messages name options as the API spells them, never as CLI flags", "[wording]") {
