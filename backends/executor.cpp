@@ -105,11 +105,10 @@ class Runner {
   }
   static uint64_t host_bytes(const Tensor& t) { return static_cast<uint64_t>(std::max<int64_t>(1, t.elements())) * 8; }
 
-  // The lower bound, before compiling anything: weights on the device, and on the host the fp64
-  // values of the weights and inputs it seeds (held ones stay where they are, converted through
-  // one staging buffer at a time).
-  Status check_weights_fit() const {
-    uint64_t device = 0, host = 0, staging = 0;
+  // What the host holds of the weights and inputs: the fp64 values of those it seeds until they
+  // are uploaded, and one staging buffer for the held ones (converted one at a time).
+  uint64_t host_weight_and_input_bytes() const {
+    uint64_t host = 0, staging = 0;
     for (size_t t = 0; t < g_.tensors.size(); ++t) {
       const Tensor& tt = g_.tensors[t];
       if (tt.dtype == DType::kString || (tt.role != TensorRole::kWeight && tt.role != TensorRole::kInput)) continue;
@@ -119,9 +118,19 @@ class Runner {
       } else {
         host += host_bytes(tt);
       }
-      if (tt.role == TensorRole::kWeight) device += device_bytes(id);
     }
-    return check_memory(device, host + staging, 0, false);
+    return host + staging;
+  }
+
+  // The lower bound, before compiling anything: weights on the device, and the host's share of the
+  // weights and inputs.
+  Status check_weights_fit() const {
+    uint64_t device = 0;
+    for (size_t t = 0; t < g_.tensors.size(); ++t) {
+      const Tensor& tt = g_.tensors[t];
+      if (tt.dtype != DType::kString && tt.role == TensorRole::kWeight) device += device_bytes(static_cast<TensorId>(t));
+    }
+    return check_memory(device, host_weight_and_input_bytes(), 0, false);
   }
 
   Result<RunResult> run(const Plan& plan, const std::vector<ConstTensorView>& inputs) {
@@ -561,20 +570,8 @@ class Runner {
     has_buf_ = std::move(has_buf);
     uint64_t shared = 0;
     for (uint64_t b : slot_bytes_) shared += b;
-    // The host: seeded weights and inputs in fp64 until uploaded, one staging buffer for the held
-    // ones, plus the most one host node holds.
-    uint64_t host = 0, node_peak = 0, staging = 0;
-    for (size_t ti = 0; ti < nt; ++ti) {
-      const Tensor& t = g_.tensors[ti];
-      if (t.dtype == DType::kString || (t.role != TensorRole::kWeight && t.role != TensorRole::kInput)) continue;
-      const auto id = static_cast<TensorId>(ti);
-      if (held(id)) {
-        staging = std::max(staging, device_bytes(id));
-      } else {
-        host += host_bytes(t);
-      }
-    }
-    host += staging;
+    // The host: its share of the weights and inputs, plus the most one host node holds.
+    uint64_t host = host_weight_and_input_bytes(), node_peak = 0;
     for (const Unit& u : units_) {
       if (u.device) continue;
       uint64_t b = 0;

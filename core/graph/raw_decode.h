@@ -63,35 +63,18 @@ inline uint16_t float_to_bf16(float f) {
 
 // Element k of packed little-endian elements of type `t` at `p`, as a double (floating types) or an
 // int64 (integers, bool). The type must have a fixed width of whole bytes (raw_decode's types).
-inline double load_real(const void* p, DType t, int64_t k) {
+template <typename R>
+R load_element(const void* p, DType t, int64_t k) {
   const auto* b = static_cast<const unsigned char*>(p) + k * (dtype_bits(t) / 8);
   const auto load = [b](auto v) {
     std::memcpy(&v, b, sizeof(v));
-    return v;
+    return static_cast<R>(v);
   };
   switch (t) {
     case DType::kFloat32: return load(float{});
     case DType::kFloat64: return load(double{});
-    case DType::kFloat16: return half_to_double(load(uint16_t{}));
-    case DType::kBFloat16: return bf16_to_double(load(uint16_t{}));
-    case DType::kInt8: return load(int8_t{});
-    case DType::kUInt8: case DType::kBool: return load(uint8_t{});
-    case DType::kInt16: return load(int16_t{});
-    case DType::kUInt16: return load(uint16_t{});
-    case DType::kInt32: return load(int32_t{});
-    case DType::kUInt32: return load(uint32_t{});
-    case DType::kInt64: return static_cast<double>(load(int64_t{}));
-    case DType::kUInt64: return static_cast<double>(load(uint64_t{}));
-    default: return NAN;
-  }
-}
-inline int64_t load_integer(const void* p, DType t, int64_t k) {
-  const auto* b = static_cast<const unsigned char*>(p) + k * (dtype_bits(t) / 8);
-  const auto load = [b](auto v) {
-    std::memcpy(&v, b, sizeof(v));
-    return v;
-  };
-  switch (t) {
+    case DType::kFloat16: return static_cast<R>(half_to_double(load(uint16_t{})));
+    case DType::kBFloat16: return static_cast<R>(bf16_to_double(load(uint16_t{})));
     case DType::kInt8: return load(int8_t{});
     case DType::kUInt8: case DType::kBool: return load(uint8_t{});
     case DType::kInt16: return load(int16_t{});
@@ -99,10 +82,12 @@ inline int64_t load_integer(const void* p, DType t, int64_t k) {
     case DType::kInt32: return load(int32_t{});
     case DType::kUInt32: return load(uint32_t{});
     case DType::kInt64: return load(int64_t{});
-    case DType::kUInt64: return static_cast<int64_t>(load(uint64_t{}));
-    default: return static_cast<int64_t>(load_real(p, t, k));
+    case DType::kUInt64: return load(uint64_t{});
+    default: return R{};
   }
 }
+inline double load_real(const void* p, DType t, int64_t k) { return load_element<double>(p, t, k); }
+inline int64_t load_integer(const void* p, DType t, int64_t k) { return load_element<int64_t>(p, t, k); }
 
 // Stores element k of type `t` at `p` (packed little-endian): a double for floating types, an int64
 // for integers and bool (truncated to the type's width, as a C cast does).

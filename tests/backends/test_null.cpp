@@ -12,6 +12,7 @@
 #include "gpusim/onnx_import.h"
 #include "gpusim/gpusim.h"
 #include "null/null_backend.h"
+#include "support/device_check.h"
 #include "support/onnx_builder.h"
 #include "support/run_cli.h"
 
@@ -171,23 +172,6 @@ TEST_CASE("a device and the CPU reference run behind one Executor interface", "[
   for (const exec::KernelTiming& k : once->kernels) CHECK(k.samples_us.size() == 1);
 }
 
-namespace {
-
-// One plan kernel per node that runs on a device.
-Plan kernel_per_node(const Graph& g) {
-  Plan plan;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (!runs_on_device(g, g.nodes[i])) continue;
-    PlanKernel k;
-    k.nodes = {static_cast<int>(i)};
-    plan.kernels.push_back(k);
-  }
-  classify_kernels(g, plan);
-  return plan;
-}
-
-}  // namespace
-
 TEST_CASE("the run path carries buffers in their own dtype: the caller's bytes reach the device and come back as they are",
           "[executor][null]") {
   // y is a view of x, and a kernel reads x: x's device buffer is y's, so y comes back as the
@@ -239,11 +223,11 @@ TEST_CASE("integers beyond the device's int32 are refused naming the element, an
   const std::vector<int64_t> ok = {-5, 0, 7}, big = {1, int64_t{1} << 40, 2};
   exec::RunOptions o;
   o.repeat = 1;
-  auto r = exec::run_plan(*dev, *g, kernel_per_node(*g), {{DType::kInt64, {3}, ok.data(), 24}}, o);
+  auto r = exec::run_plan(*dev, *g, test::one_kernel_per_op(*g), {{DType::kInt64, {3}, ok.data(), 24}}, o);
   REQUIRE(r);
   REQUIRE(r->outputs.at(0).buffer);  // int64 again, widened from the device's int32
   CHECK(r->outputs[0].buffer->bytes.size() == 24);
-  auto e = exec::run_plan(*dev, *g, kernel_per_node(*g), {{DType::kInt64, {3}, big.data(), 24}}, o);
+  auto e = exec::run_plan(*dev, *g, test::one_kernel_per_op(*g), {{DType::kInt64, {3}, big.data(), 24}}, o);
   REQUIRE_FALSE(e);
   CHECK(e.error().code == ErrorCode::kUnsupported);
   CHECK_THAT(e.error().message, Catch::Contains("tensor \"i\" element 1 is 1099511627776, outside the int32 range the "
@@ -267,12 +251,12 @@ TEST_CASE("integers beyond the device's int32 are refused naming the element, an
   o.weights = &*weights;
   o.max_host_bytes = 24 << 20;
   const std::vector<float> x(1024, 1.0f);
-  auto fits = exec::run_plan(*dev, *wg, kernel_per_node(*wg), {{DType::kFloat32, {1, 1024}, x.data(), 4096}}, o);
+  auto fits = exec::run_plan(*dev, *wg, test::one_kernel_per_op(*wg), {{DType::kFloat32, {1, 1024}, x.data(), 4096}}, o);
   INFO((fits ? std::string() : fits.error().message));
   REQUIRE(fits);
   CHECK(fits->outputs.at(0).buffer->bytes.size() == 4096 * 4);
   o.max_host_bytes = 12 << 20;  // 20.4 MB in all: not the weight and its staging
-  auto over = exec::run_plan(*dev, *wg, kernel_per_node(*wg), {{DType::kFloat32, {1, 1024}, x.data(), 4096}}, o);
+  auto over = exec::run_plan(*dev, *wg, test::one_kernel_per_op(*wg), {{DType::kFloat32, {1, 1024}, x.data(), 4096}}, o);
   REQUIRE_FALSE(over);
   CHECK(over.error().code == ErrorCode::kLimit);
 }
