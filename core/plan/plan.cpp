@@ -157,8 +157,13 @@ void classify_kernel(const Graph& g, const GraphIndex& idx, PlanKernel& k) {
   if (k.nodes.empty() || k.anchor < 0 || k.anchor >= static_cast<int>(k.nodes.size())) return;
   auto root = [&](TensorId t) { return idx.root[static_cast<size_t>(t)]; };
   auto node = [&](int ni) -> const Node& { return g.nodes[static_cast<size_t>(ni)]; };
-  // Roots written inside the kernel (kernels are small: a list, not a map).
-  std::vector<TensorId> written;
+  // Scratch reused across calls (every eager kernel of a million-node graph is classified): the
+  // roots written inside the kernel (kernels are small: a list, not a map) and the operands, which
+  // the kernel then keeps in one exact allocation.
+  thread_local std::vector<TensorId> written;
+  thread_local std::vector<KernelOperand> ops;
+  written.clear();
+  ops.clear();
   for (int ni : k.nodes) {
     for (TensorId t : node(ni).outputs) {
       if (t != kNoTensor) written.push_back(root(t));
@@ -215,14 +220,14 @@ void classify_kernel(const Graph& g, const GraphIndex& idx, PlanKernel& k) {
     return OperandRole::kInput;
   };
   auto listed = [&](TensorId r) {
-    return std::any_of(k.operands.begin(), k.operands.end(), [&](const KernelOperand& o) { return o.tensor == r; });
+    return std::any_of(ops.begin(), ops.end(), [&](const KernelOperand& o) { return o.tensor == r; });
   };
   for (int ni : k.nodes) {
     const Node& n = node(ni);
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       if (n.inputs[i] == kNoTensor) continue;
       const TensorId r = root(n.inputs[i]);
-      if (!has(written, r) && !listed(r)) k.operands.push_back({r, role_of(n, i)});
+      if (!has(written, r) && !listed(r)) ops.push_back({r, role_of(n, i)});
     }
   }
   // Outputs: what a reader outside the kernel, or the graph's caller, needs (a recomputed node's
@@ -237,9 +242,10 @@ void classify_kernel(const Graph& g, const GraphIndex& idx, PlanKernel& k) {
         for (TensorId u : node(nj).inputs) inside += static_cast<int>(u != kNoTensor && root(u) == r);
       }
       const bool needed = idx.graph_output[static_cast<size_t>(r)] || idx.readers[static_cast<size_t>(r)] > inside;
-      if (needed && !listed(r)) k.operands.push_back({r, OperandRole::kOutput});
+      if (needed && !listed(r)) ops.push_back({r, OperandRole::kOutput});
     }
   }
+  k.operands.assign(ops.begin(), ops.end());
 }
 
 void classify_kernels(const Graph& g, Plan& p) {
