@@ -82,29 +82,9 @@ Status check_inputs(const std::vector<TensorSpec>& want, const std::vector<Const
                                                                want.size()));
   }
   for (size_t k = 0; k < views.size(); ++k) {
-    const ConstTensorView& v = views[k];
-    const TensorSpec& w = want[k];
-    const std::string where = fmt::format("run: input {} \"{}\"", k, w.name);
-    // A float input may come in another float type (an fp32 file for an fp16 plan): the values
-    // convert. Anything else must match.
-    if (v.dtype != w.dtype && !(dtype_is_float(v.dtype) && dtype_is_float(w.dtype))) {
-      return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: dtype {} given, the model takes {}", where,
-                                                                 dtype_name(v.dtype), dtype_name(w.dtype)));
-    }
-    if (v.shape != w.shape) {
-      return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: shape {} given, the model takes {} (set symbolic "
-                                                                 "dims with ModelOptions::dims)",
-                                                                 where, shape_str(v.shape), shape_str(w.shape)));
-    }
-    if (!buffer_dtype(v.dtype)) {
-      return make_error(ErrorCode::kUnsupported, fmt::format("{}: dtype {} cannot be passed as a buffer", where,
-                                                             dtype_name(v.dtype)));
-    }
-    const size_t need = static_cast<size_t>(shape_elements(v.shape).value_or(0) * element_bytes(v.dtype));
-    if (v.size_bytes != need || (v.data == nullptr && need > 0)) {
-      return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: the buffer holds {} bytes, {} {} needs {}", where,
-                                                                 v.data ? v.size_bytes : 0, dtype_name(v.dtype),
-                                                                 shape_str(v.shape), need));
+    if (auto s = cpu::check_view(views[k], want[k].dtype, want[k].shape, fmt::format("run: input {} \"{}\"", k, want[k].name));
+        !s) {
+      return s;
     }
   }
   return Ok{};

@@ -211,20 +211,8 @@ class Runner {
     held_input_.assign(g_.tensors.size(), -1);
     held_weight_.assign(g_.tensors.size(), nullptr);
     for (size_t k = 0; k < inputs.size(); ++k) {
-      const ConstTensorView& v = inputs[k];
       const Tensor& t = g_.tensor(g_.inputs[k]);
-      const std::string where = fmt::format("input {} \"{}\"", k, t.name);
-      if (v.shape != t.shape) {
-        return make_error(ErrorCode::kInvalidArgument,
-                          fmt::format("{}: shape {} given, the graph takes {}", where, shape_str(v.shape), shape_str(t.shape)));
-      }
-      const int64_t n = shape_elements(v.shape).value_or(0);
-      if (!buffer_dtype(v.dtype) || dtype_is_float(v.dtype) != dtype_is_float(t.dtype) ||
-          static_cast<int64_t>(v.size_bytes) != n * (dtype_bits(v.dtype) / 8) || (v.data == nullptr && n > 0)) {
-        return make_error(ErrorCode::kInvalidArgument,
-                          fmt::format("{}: a buffer of {} bytes of {} does not hold its {} elements of {}", where,
-                                      v.size_bytes, dtype_name(v.dtype), n, dtype_name(t.dtype)));
-      }
+      if (auto s = cpu::check_view(inputs[k], t.dtype, t.shape, fmt::format("input {} \"{}\"", k, t.name)); !s) return s;
       held_input_[static_cast<size_t>(g_.inputs[k])] = static_cast<int>(k);
     }
     if (ropts_.weights) {
@@ -335,22 +323,12 @@ class Runner {
         b.bytes = std::move(*bytes);
       } else {
         b.bytes.resize(out_bytes);
-        for (int64_t k = 0; k < n; ++k) {
-          if (dtype_is_float(stored)) {
-            detail::store_real(b.bytes.data(), tt.dtype, k, detail::load_real(bytes->data(), stored, k));
-          } else {
-            detail::store_integer(b.bytes.data(), tt.dtype, k, detail::load_integer(bytes->data(), stored, k));
-          }
-        }
+        detail::convert_packed(bytes->data(), stored, b.bytes.data(), tt.dtype, n);
       }
-    } else if (held_input_[ri] >= 0) {
+    } else if (held_input_[ri] >= 0) {  // the caller's input, passed through (a float one maybe in another float type)
       const ConstTensorView& v = inputs_[static_cast<size_t>(held_input_[ri])];
       b.bytes.resize(out_bytes);
-      if (v.dtype == tt.dtype) {
-        if (out_bytes > 0) std::memcpy(b.bytes.data(), v.data, out_bytes);
-      } else {  // a float input given in another float type
-        for (int64_t k = 0; k < n; ++k) detail::store_real(b.bytes.data(), tt.dtype, k, detail::load_real(v.data, v.dtype, k));
-      }
+      detail::convert_packed(v.data, v.dtype, b.bytes.data(), tt.dtype, n);
     } else {
       if (auto s = ensure_host(t); !s) return s.error();
       o.host = st_.vals[static_cast<size_t>(t)];

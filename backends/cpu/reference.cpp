@@ -51,6 +51,29 @@ Result<HostTensor> from_view(const ConstTensorView& v, DType as, const std::stri
   return t;
 }
 
+Status check_view(const ConstTensorView& v, DType dtype, const Shape& shape, const std::string& where) {
+  if (v.dtype != dtype && !(dtype_is_float(v.dtype) && dtype_is_float(dtype))) {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: dtype {} given, the model takes {}", where,
+                                                               dtype_name(v.dtype), dtype_name(dtype)));
+  }
+  if (v.shape != shape) {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: shape {} given, the model takes {} (set symbolic "
+                                                               "dims with ModelOptions::dims)",
+                                                               where, shape_str(v.shape), shape_str(shape)));
+  }
+  if (!buffer_dtype(v.dtype)) {
+    return make_error(ErrorCode::kUnsupported, fmt::format("{}: dtype {} cannot be passed as a buffer", where,
+                                                           dtype_name(v.dtype)));
+  }
+  const auto need = static_cast<size_t>(shape_elements(v.shape).value_or(0) * (dtype_bits(v.dtype) / 8));
+  if (v.size_bytes != need || (v.data == nullptr && need > 0)) {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: the buffer holds {} bytes, {} {} needs {}", where,
+                                                               v.data ? v.size_bytes : 0, dtype_name(v.dtype),
+                                                               shape_str(v.shape), need));
+  }
+  return Ok{};
+}
+
 HostBuffer to_buffer(const HostTensor& t) {
   HostBuffer b;
   b.dtype = t.dtype;

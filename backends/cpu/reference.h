@@ -61,6 +61,10 @@ HostTensor from_value(const Value& v);
 // float type, converts; integers and bool likewise); an error naming `where` when the bytes do not
 // hold v.shape's elements or the kinds differ.
 Result<HostTensor> from_view(const ConstTensorView& v, DType as, const std::string& where);
+// Whether the caller's buffer `v` can feed a tensor of `dtype` and `shape`: the shape matches, a
+// float buffer feeds a float tensor (any float type: the values convert) and anything else must
+// match, the type fits a buffer, and the bytes hold the elements. Errors begin with `where`.
+Status check_view(const ConstTensorView& v, DType dtype, const Shape& shape, const std::string& where);
 // Host values as packed little-endian bytes of their dtype (no bytes for strings and sequences).
 HostBuffer to_buffer(const HostTensor& t);
 

@@ -118,6 +118,22 @@ inline void store_integer(void* p, DType t, int64_t k, int64_t v) {
   }
 }
 
+// `n` packed elements of type `from` at `src` as elements of type `to` at `dst`: copied as they
+// are when the types match, else each converted (floats through double, integers through int64).
+inline void convert_packed(const void* src, DType from, void* dst, DType to, int64_t n) {
+  if (from == to) {
+    if (n > 0) std::memcpy(dst, src, static_cast<size_t>(n * (dtype_bits(to) / 8)));
+    return;
+  }
+  for (int64_t k = 0; k < n; ++k) {
+    if (dtype_is_float(to)) {
+      store_real(dst, to, k, load_real(src, from, k));
+    } else {
+      store_integer(dst, to, k, load_integer(src, from, k));
+    }
+  }
+}
+
 // Appends the `n` elements of `raw` (type `t`, little-endian) to `reals` (floating types) or
 // `ints` (integers, bool). False when the size does not match or the type has no fixed width.
 bool decode_raw(const std::string& raw, DType t, int64_t n, std::vector<double>& reals, std::vector<int64_t>& ints);
