@@ -82,39 +82,55 @@ body 0 "{\"model_base64\": \"$b64\", \"gpu\": \"nvidia-t4\", \"dtpye\": \"fp16\"
 body 10 "{\"gpu\": \"nvidia-t4\"}" > "$seeds/serve/text_plain.bin"
 
 status=0
+# A finding's report, on stdout too (CI logs may keep only stdout).
+report() {
+  local t=$1 log=$2
+  echo "fuzz $t: FAILED; the input is in $build/crashes/$t/; the report:" | tee /dev/stderr
+  { grep -A30 -m1 -E "ERROR: |runtime error|deadly signal|out-of-memory|timeout" "$log" || tail -40 "$log"; } | tee /dev/stderr
+}
 run_one() {
   local t=$1
   mkdir -p "$build/corpus/$t" "$build/crashes/$t"
   local log=$build/fuzz_$t.log
+  rm -f "$log.slow"
   echo "fuzz $t: ${seconds}s (hang: ${timeout}s), corpus $(ls "$build/corpus/$t" | wc -l) + $(ls "$seeds/$t" | wc -l) seeds, log $log"
   if ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 UBSAN_OPTIONS=print_stacktrace=1 \
       "$build/fuzz/fuzz_$t" "$build/corpus/$t" "$seeds/$t" -max_total_time="$seconds" -timeout="$timeout" \
       -rss_limit_mb=4096 -malloc_limit_mb=2048 -max_len=4000000 -print_final_stats=1 \
       -artifact_prefix="$build/crashes/$t/" >"$log" 2>&1; then
     echo "fuzz $t: clean, $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$') inputs"
-  else
-    # A timeout on a busy machine is not a finding until the input is slow alone: replay it by
-    # itself with the same limit, and count it only if it times out (or fails) again.
-    local slow
-    slow=$(grep -o "Test unit written to .*timeout-[0-9a-f]*" "$log" | sed 's/Test unit written to //' | tail -1)
-    if grep -q "ERROR: libFuzzer: timeout after" "$log" && [[ -n $slow && -f $slow ]]; then
-      local t0 t1
-      t0=$(date +%s.%N)
-      if ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 UBSAN_OPTIONS=print_stacktrace=1 \
-          "$build/fuzz/fuzz_$t" -timeout="$timeout" -rss_limit_mb=4096 -malloc_limit_mb=2048 -runs=1 "$slow" \
-          >"$log.replay" 2>&1; then
-        t1=$(date +%s.%N)
-        echo "fuzz $t: clean, $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$') inputs;" \
-          "one input passed the ${timeout}s hang limit under load and replays alone in" \
-          "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')s: not a finding ($slow)"
-        return 0
-      fi
-      echo "fuzz $t: the input that timed out times out (or fails) alone too: $build/crashes/$t/" >&2
-    fi
-    echo "fuzz $t: FAILED; the input is in $build/crashes/$t/; the report:" >&2
-    grep -A30 -m1 -E "ERROR: |runtime error|deadly signal|out-of-memory|timeout" "$log" >&2 || tail -40 "$log" >&2
-    return 1
+    return 0
   fi
+  # A timeout on a busy machine is not a finding until the input is slow alone: it is replayed
+  # once every target has stopped (replay_slow), and counts only if it times out (or fails) again.
+  local slow
+  slow=$(grep -o "Test unit written to .*timeout-[0-9a-f]*" "$log" | sed 's/Test unit written to //' | tail -1)
+  if grep -q "ERROR: libFuzzer: timeout after" "$log" && [[ -n $slow && -f $slow ]]; then
+    echo "$slow" > "$log.slow"
+    echo "fuzz $t: one input passed the ${timeout}s hang limit; replayed alone when every target has stopped"
+    return 0
+  fi
+  report "$t" "$log"
+  return 1
+}
+replay_slow() {
+  local t=$1 log=$build/fuzz_$t.log
+  [[ -f $log.slow ]] || return 0
+  local slow t0 t1
+  slow=$(cat "$log.slow")
+  t0=$(date +%s.%N)
+  if ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 UBSAN_OPTIONS=print_stacktrace=1 \
+      "$build/fuzz/fuzz_$t" -timeout="$timeout" -rss_limit_mb=4096 -malloc_limit_mb=2048 -runs=1 "$slow" \
+      >"$log.replay" 2>&1; then
+    t1=$(date +%s.%N)
+    echo "fuzz $t: clean, $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$') inputs;" \
+      "one input passed the ${timeout}s hang limit under load and replays alone in" \
+      "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')s: not a finding ($slow)"
+    return 0
+  fi
+  echo "fuzz $t: the input that timed out times out (or fails) alone too: $slow" | tee /dev/stderr
+  report "$t" "$log.replay"
+  return 1
 }
 pids=()
 for t in "${targets[@]}"; do
@@ -123,4 +139,5 @@ for t in "${targets[@]}"; do
   if [[ ${#pids[@]} -ge $jobs ]]; then wait "${pids[0]}" || status=1; pids=("${pids[@]:1}"); fi
 done
 for p in "${pids[@]}"; do wait "$p" || status=1; done
+for t in "${targets[@]}"; do replay_slow "$t" || status=1; done
 exit $status
