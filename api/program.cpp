@@ -391,9 +391,9 @@ Result<Program> Session::compile(const Model& m, const CompileOptions& opts) con
         p.plan_source = "eager";
       }
       p.g = p.plan.dtype && *p.plan.dtype != DType::kFloat32 ? retype(g0, *p.plan.dtype) : g0;
-      // A plan's split-K is not generated, nor vector widths outside fused elementwise kernels
-      // (or ones that do not divide the kernel's elements), and codegen fits blocks, threads and
-      // stages to this device: price each tile as it runs.
+      // Vector widths outside fused elementwise kernels (or ones that do not divide the kernel's
+      // elements) are not generated, a split-K is fitted to the k-steps, and codegen fits blocks,
+      // threads and stages to this device: price each tile as it runs.
       const Plan as_given = p.plan;
       int regenerated = 0;
       const GraphIndex idx = index_graph(p.g);
@@ -405,8 +405,8 @@ Result<Program> Session::compile(const Model& m, const CompileOptions& opts) con
       }
       if (regenerated > 0) {
         std::string note = fmt::format("{} kernel(s) of the plan ask for a tile that codegen does not build as asked on "
-                                       "{} (split-K, a vector width its class and size do not take, or a block, threads "
-                                       "or stages it fits to the device): they run, and are predicted, with the tile "
+                                       "{} (a K split past its k-steps, a vector width its class and size do not take, or a "
+                                       "block, threads or stages it fits to the device): they run, and are predicted, with the tile "
                                        "that runs",
                                        regenerated, info.name);
         if (p.plan_source == "given" && p.gpu && !p.plan.gpu.empty() && p.plan.gpu != p.gpu->name) {

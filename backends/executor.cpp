@@ -42,6 +42,9 @@ DType stored_as(codegen::Storage s) {
   return DType::kUndefined;
 }
 
+// Unit::args entries that stand for the program's scratch (codegen.h: Scratch) instead of a tensor.
+constexpr TensorId kPartialsArg = -2, kCountersArg = -3;
+
 // One device launch, or one node on the host.
 struct Unit {
   int plan_kernel = 0;
@@ -49,7 +52,7 @@ struct Unit {
   backend::KernelHandle handle = 0;
   std::array<uint32_t, 3> groups{1, 1, 1};
   std::vector<TensorId> reads, writes;  // roots
-  std::vector<TensorId> args;           // roots, in binding order
+  std::vector<TensorId> args;           // roots, in binding order (kPartialsArg, kCountersArg: scratch)
   int node = -1;                        // host units
   std::string cls;
 };
@@ -414,12 +417,14 @@ class Runner {
     // lavapipe, GPT-2's 154 MB embedding) cannot run as this kernel: the caller falls back.
     const uint64_t max_bind = dev_.info().max_buffer_bytes;
     for (const codegen::Arg& a : k.args) {
-      const uint64_t bytes = static_cast<uint64_t>(std::max<int64_t>(1, g_.tensor(a.tensor).elements())) *
-                             static_cast<uint64_t>(codegen::storage_bytes(storage(a.tensor)));
+      const bool scratch = a.scratch != codegen::Scratch::kNone;
+      const uint64_t bytes = static_cast<uint64_t>(std::max<int64_t>(1, scratch ? a.elements : g_.tensor(a.tensor).elements())) *
+                             static_cast<uint64_t>(codegen::storage_bytes(scratch ? a.storage : storage(a.tensor)));
       if (bytes > max_bind) {
         return make_error(ErrorCode::kUnsupported,
-                          fmt::format("tensor \"{}\" is {} bytes and {} binds at most {} bytes per kernel argument",
-                                      g_.tensor(a.tensor).name, bytes, dev_.info().name, max_bind));
+                          fmt::format("{} is {} bytes and {} binds at most {} bytes per kernel argument",
+                                      scratch ? "the split-K partial sums" : fmt::format("tensor \"{}\"", g_.tensor(a.tensor).name),
+                                      bytes, dev_.info().name, max_bind));
       }
     }
     auto h = dev_.compile(src);
@@ -430,6 +435,13 @@ class Runner {
     u.groups = k.groups;
     u.cls = k.cls;
     for (const codegen::Arg& a : k.args) {
+      if (a.scratch != codegen::Scratch::kNone) {
+        const bool partials = a.scratch == codegen::Scratch::kPartials;
+        u.args.push_back(partials ? kPartialsArg : kCountersArg);
+        uint64_t& need = partials ? partials_bytes_ : counters_bytes_;
+        need = std::max(need, static_cast<uint64_t>(a.elements) * static_cast<uint64_t>(codegen::storage_bytes(a.storage)));
+        continue;
+      }
       u.args.push_back(a.tensor);
       (a.written ? u.writes : u.reads).push_back(a.tensor);
     }
@@ -464,7 +476,9 @@ class Runner {
     const int never = std::numeric_limits<int>::max();
     std::vector<bool> has_buf(nt, false);
     for (const Unit& u : units_) {
-      for (TensorId r : u.args) has_buf[static_cast<size_t>(r)] = true;
+      for (TensorId r : u.args) {
+        if (r >= 0) has_buf[static_cast<size_t>(r)] = true;
+      }
     }
     std::vector<int> first(nt, never), last(nt, -1);
     std::vector<bool> read_unwritten(nt, false);
@@ -504,7 +518,7 @@ class Runner {
       uint64_t bytes;
     };
     std::vector<Live> pooled;
-    uint64_t dedicated = 0;
+    uint64_t dedicated = partials_bytes_ + counters_bytes_;  // split-K scratch, one of each for every kernel
     for (size_t ri = 0; ri < nt; ++ri) {
       if (!has_buf[ri]) continue;
       const Tensor& t = g_.tensors[ri];
@@ -572,6 +586,19 @@ class Runner {
   }
 
   Status allocate() {
+    // Split-K scratch: the counters start at zero (each tile's last group sets its counter back).
+    if (partials_bytes_ > 0) {
+      auto p = dev_.allocate(partials_bytes_);
+      if (!p) return p.error();
+      partials_ = *p;
+      owned_.push_back(*p);
+      auto c = dev_.allocate(counters_bytes_);
+      if (!c) return c.error();
+      counters_ = *c;
+      owned_.push_back(*c);
+      const std::vector<uint8_t> zeros(counters_bytes_, 0);
+      if (auto s = dev_.upload(counters_, zeros.data(), zeros.size()); !s) return s;
+    }
     std::vector<backend::Buffer> slots(slot_bytes_.size());
     for (size_t k = 0; k < slot_bytes_.size(); ++k) {
       auto b = dev_.allocate(slot_bytes_[k]);
@@ -738,7 +765,7 @@ class Runner {
         for (TensorId r : u.reads) {
           if (auto s = ensure_device(r); !s) return s.error();
         }
-        for (TensorId r : u.args) args.push_back(bufs_.at(r));
+        for (TensorId r : u.args) args.push_back(r == kPartialsArg ? partials_ : r == kCountersArg ? counters_ : bufs_.at(r));
         auto slot = dev_.launch(u.handle, u.groups, args, true);
         if (!slot) return slot.error();
         if (*slot >= 0) {
@@ -802,6 +829,8 @@ class Runner {
   std::vector<const TensorData*> held_weight_;       // per tensor: its file data, or nullptr
   std::vector<bool> dev_valid_;
   std::map<TensorId, backend::Buffer> bufs_;  // per root with a buffer (a shared one under several)
+  uint64_t partials_bytes_ = 0, counters_bytes_ = 0;  // split-K scratch, the most any kernel uses
+  backend::Buffer partials_, counters_;
   std::vector<backend::Buffer> owned_;        // each buffer once, to release
   std::vector<bool> has_buf_;                 // per root: a device kernel binds it
   std::vector<int> slot_of_;                  // per root: its shared buffer, -1 for its own

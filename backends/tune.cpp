@@ -204,6 +204,8 @@ class Tuner {
     Status s = tune_kernel_on_buffers(pk, kt, r);
     for (auto& [t, b] : bufs_) dev_.release(b);
     bufs_.clear();
+    for (auto& [t, b] : scratch_) dev_.release(b);
+    scratch_.clear();
     return s;
   }
 
@@ -425,10 +427,21 @@ class Tuner {
   }
 
   Result<backend::Buffer> buffer(const codegen::Arg& a) {
-    const auto key = std::make_pair(a.tensor, static_cast<int>(a.storage));
-    if (auto it = bufs_.find(key); it != bufs_.end()) return it->second;
     const uint64_t bytes = static_cast<uint64_t>(std::max<int64_t>(1, a.elements)) *
                            static_cast<uint64_t>(codegen::storage_bytes(a.storage));
+    if (a.scratch != codegen::Scratch::kNone) {
+      // Split-K scratch, per size (candidates split differently); the counters start at zero.
+      const auto key = std::make_pair(static_cast<int>(a.scratch), bytes);
+      if (auto it = scratch_.find(key); it != scratch_.end()) return it->second;
+      auto b = dev_.allocate(bytes);
+      if (!b) return b.error();
+      scratch_[key] = *b;
+      const std::vector<uint8_t> zeros(bytes, 0);
+      if (auto s = dev_.upload(*b, zeros.data(), zeros.size()); !s) return s.error();
+      return *b;
+    }
+    const auto key = std::make_pair(a.tensor, static_cast<int>(a.storage));
+    if (auto it = bufs_.find(key); it != bufs_.end()) return it->second;
     auto b = dev_.allocate(bytes);
     if (!b) return b.error();
     bufs_[key] = *b;
@@ -540,6 +553,7 @@ class Tuner {
   std::string version_;
   std::mt19937_64 rng_;
   std::map<std::pair<TensorId, int>, backend::Buffer> bufs_;
+  std::map<std::pair<int, uint64_t>, backend::Buffer> scratch_;  // (Scratch kind, bytes)
   std::vector<Measurement> pending_;
   int progress_total_ = 0;
   Clock::time_point start_;  // when run() began: the budget counts from it

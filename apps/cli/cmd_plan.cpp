@@ -43,8 +43,8 @@ void add_plan(CLI::App& app, int& rc) {
   cmd->add_flag("--all", a->all, "List every decision of plan 1, not the 20 that save most");
   cmd->add_option("--tiles", a->tiles,
                   "The tile space ranked: generated (default: the tiles gpusim's code generator builds, so the plan "
-                  "runs with gpusim run --plan exactly as priced) or library (the cost model's whole menu, split-K and "
-                  "any vector width, as vendor libraries run kernels)");
+                  "runs with gpusim run --plan exactly as priced) or library (the cost model's whole menu, any vector "
+                  "width and matrix units codegen has no path to, as vendor libraries run kernels)");
   cmd->callback([a, &rc] {
     SearchOptions o;
     auto obj = parse_objective(a->objective, "--objective");

@@ -65,6 +65,7 @@ TileConfig TargetCapability::generated(const KernelWork& w, const TileConfig& as
       t.block_k = m.bk;
       t.threads = m.threads();
       t.stages = m.stages;
+      t.split_k = m.split;
     } else {
       const GemmTile g = fit_gemm_tile(asked, L, o_);
       t.block_m = g.bm;
@@ -72,7 +73,10 @@ TileConfig TargetCapability::generated(const KernelWork& w, const TileConfig& as
       t.block_k = g.bk;
       t.threads = g.threads;
       t.stages = g.stages;
+      t.split_k = g.split;
     }
+  } else if (gemm_like) {
+    t.split_k = 1;  // a direct convolution (fewer than 16 output or reduction channels): one loop a thread
   } else if (w.cls == OpClass::kElementwise) {
     t.threads = std::clamp(asked.threads > 0 ? asked.threads : 256, 32, std::min(1024, o_.max_threads));
     t.items_per_thread = std::clamp(asked.items_per_thread, 1, 8);

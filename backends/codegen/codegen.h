@@ -48,14 +48,22 @@ enum class Storage { kF32, kF16, kI32 };
 std::string_view storage_name(Storage s);  // "f32", "f16", "i32"
 int storage_bytes(Storage s);
 
+// Scratch a kernel needs beside the graph's tensors (Arg::scratch): a split-K GEMM's partial sums
+// (fp32, one slab per output tile and K slice) and its per-tile arrival counters (int32, zero
+// between launches: the last group of a tile sets its counter back to 0). The executor keeps one
+// buffer of each kind for every kernel of a program (launches run in order on one queue), and
+// zeroes the counters once when it allocates them.
+enum class Scratch { kNone = -1, kPartials = 0, kCounters = 1 };
+
 struct Arg {
-  TensorId tensor = -1;      // the graph tensor this buffer holds (a view root, see GraphIndex)
+  TensorId tensor = -1;      // the graph tensor this buffer holds (a view root, see GraphIndex); -1 for scratch
   Storage storage = Storage::kF32;
   int64_t elements = 0;
   bool written = false;      // outputs: written by the kernel (inputs are read-only)
   // Elements per vector access (2, 4 or 8: at most 16 bytes) where the kernel also reads or
   // writes the buffer in vectors through LDVk / STVk (dialect.h); 0: scalar access only.
   int vector = 0;
+  Scratch scratch = Scratch::kNone;  // scratch instead of a tensor: read and written coherently across groups
 };
 
 // The units a GEMM-like kernel's main loop (GEMM, implicit-GEMM convolution) runs on when the
@@ -122,8 +130,9 @@ Options target_options(const DeviceModel& d, bool fp16_storage);
 // GEMMs and implicit-GEMM convolutions as fit_gemm_tile / fit_mma_tile fit them (powers of two,
 // no larger than the problem, accumulators, threads and shared memory within the target; at most
 // 2 stages), attention as its generator fits its query and key blocks (one stage), elementwise
-// and row kernels with the threads and items the generators clamp to, split_k 1 and vector widths
-// as tile_as_generated. Fitting a fitted tile returns it unchanged. Convolutions with fewer than
+// and row kernels with the threads and items the generators clamp to, split_k (GEMMs and
+// implicit-GEMM convolutions: generated_split_k over the fitted block_k; 1 elsewhere) and vector
+// widths as tile_as_generated. Fitting a fitted tile returns it unchanged. Convolutions with fewer than
 // 16 output or reduction channels run as a direct loop that uses only the tile's threads; their
 // block fields are kept as asked (priced as the implicit GEMM).
 class TargetCapability final : public TileCapability {

@@ -55,6 +55,7 @@ constexpr const char* kGlslMath = R"(#define expf exp
 #define FN
 #define SHARED shared
 #define BARRIER() { memoryBarrierShared(); barrier(); }
+#define FENCE() memoryBarrierBuffer()
 #define LID_X int(gl_LocalInvocationID.x)
 #define LID_Y int(gl_LocalInvocationID.y)
 #define LID_Z int(gl_LocalInvocationID.z)
@@ -86,6 +87,7 @@ constexpr const char* kCudaCommon = R"(typedef unsigned int uint;
 #define FN __device__ inline
 #define SHARED __shared__
 #define BARRIER() __syncthreads()
+#define FENCE() __threadfence()
 #define LID_X int(threadIdx.x)
 #define LID_Y int(threadIdx.y)
 #define LID_Z int(threadIdx.z)
@@ -212,6 +214,16 @@ backend::KernelSource Kernel::source(backend::Language lang) const {
       macros += fmt::format("#define LD{0}(i) (b{0}[(i)])\n#define ST{0}(i, v) b{0}[(i)] = (v)\n", k);
     }
     if (a.vector > 1) macros += vector_macros(lang, a, k);
+    // Scratch by role: SPLIT_LD/SPLIT_ST the partial sums, SPLIT_ARRIVE(i) adds one to counter i
+    // and returns its value before, SPLIT_RESET(i) sets it back to 0.
+    if (a.scratch == Scratch::kPartials) {
+      macros += fmt::format("#define SPLIT_LD(i) LD{0}(i)\n#define SPLIT_ST(i, v) ST{0}(i, v)\n", k);
+    } else if (a.scratch == Scratch::kCounters) {
+      macros += lang == backend::Language::kGlsl
+                    ? fmt::format("#define SPLIT_ARRIVE(i) atomicAdd(b{0}[(i)], 1)\n", k)
+                    : fmt::format("#define SPLIT_ARRIVE(i) atomicAdd((int*)(b{0} + (i)), 1)\n", k);
+      macros += fmt::format("#define SPLIT_RESET(i) ST{0}(i, 0)\n", k);
+    }
   }
   if (lang == backend::Language::kGlsl) {
     code += fmt::format("layout(local_size_x = {}, local_size_y = {}, local_size_z = {}) in;\n", block[0], block[1],
@@ -220,7 +232,7 @@ backend::KernelSource Kernel::source(backend::Language lang) const {
       const Arg& a = args[k];
       const char* type = a.storage == Storage::kF32 ? "float" : a.storage == Storage::kF16 ? "float16_t" : "int";
       code += fmt::format("layout(std430, binding = {0}) {1}buffer B{0} {{ {2} b{0}[]; }};\n", k,
-                          a.written ? "" : "readonly ", type);
+                          a.scratch != Scratch::kNone ? "coherent " : a.written ? "" : "readonly ", type);
       if (a.vector > 1) {  // a second view of the same binding, for the vector accesses
         code += fmt::format("layout(std430, binding = {0}) {1}buffer BV{0} {{ {2} b{0}v[]; }};\n", k,
                             a.written ? "" : "readonly ", glsl_vector_type(a));
@@ -233,7 +245,10 @@ backend::KernelSource Kernel::source(backend::Language lang) const {
     for (size_t k = 0; k < args.size(); ++k) {
       const Arg& a = args[k];
       const char* type = a.storage == Storage::kF32 ? "float" : a.storage == Storage::kF16 ? "__half" : "int";
-      params += fmt::format("{}{}{}* __restrict__ b{}", k ? ", " : "", a.written ? "" : "const ", type, k);
+      // Scratch is shared between groups: volatile, so a group reads what others wrote after the fence.
+      params += a.scratch != Scratch::kNone
+                    ? fmt::format("{}volatile {}* b{}", k ? ", " : "", type, k)
+                    : fmt::format("{}{}{}* __restrict__ b{}", k ? ", " : "", a.written ? "" : "const ", type, k);
     }
     code += fmt::format("\nextern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", block[0] * block[1] * block[2],
                         name, params);

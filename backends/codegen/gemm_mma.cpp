@@ -178,27 +178,28 @@ MmaTile fit_mma_tile(const TileConfig& tc, const GemmLoop& L, const Options& opt
   }
   t.fm = t.bm / 16 / t.wr;
   t.fn = t.bn / 16 / t.wc;
+  t.split = generated_split_k(tc.split_k, L.k, t.bk);
   return t;
 }
 
 void emit_gemm_mma(const GemmLoop& L, const MmaTile& t, MatrixPath path, Kernel& k) {
   const int64_t tiles_m = (L.m + t.bm - 1) / t.bm, tiles_n = (L.n + t.bn - 1) / t.bn;
   const int64_t total = L.batch * tiles_m * tiles_n;
-  const int64_t ksteps = (L.k + t.bk - 1) / t.bk;
+  const SplitK sk = split_k_plan(L.k, t.bk, t.split);
   const int warps = t.wr * t.wc, per_lane = 256 / t.lanes;
   k.matrix = path;
   k.block = {static_cast<uint32_t>(t.threads()), 1, 1};
-  k.groups = groups_for(std::max<int64_t>(total, 1), 1);
+  k.groups = groups_for(std::max<int64_t>(total * sk.split, 1), 1);
   k.shared_bytes = t.shared_bytes();
   k.decls += fragment_macros(k.matrix, t);
   k.decls += fmt::format("SHARED MMA_ALIGN MMA_HALF sA[{}];\nSHARED MMA_ALIGN MMA_HALF sB[{}];\nSHARED MMA_ALIGN float sC[{}];\n",
                          t.stages * t.bm * t.lda(), t.stages * t.bk * t.ldb(), warps * 256);
   std::string& s = k.body;
   s += fmt::format("  // GEMM {} x [{} x {} x {}] on matrix units ({}), tile {}x{}x{}, {}x{} warps of {} lanes with {}x{} "
-                   "16x16 fragments, {} stage(s)\n",
+                   "16x16 fragments, {} stage(s){}\n",
                    L.batch, L.m, L.n, L.k, matrix_path_name(k.matrix), t.bm, t.bn, t.bk, t.wr, t.wc, t.lanes, t.fm, t.fn,
-                   t.stages);
-  s += fmt::format("  int tile = {};\n  if (tile >= {}) return;\n", kLinearGroup, total);
+                   t.stages, sk.split > 1 ? fmt::format(", K split {} ways", sk.split) : "");
+  s += split_k_header(sk, total, t.bk);
   s += fmt::format("  int n0 = (tile % {}) * {};\n", tiles_n, t.bn);
   s += fmt::format("  int m0 = ((tile / {}) % {}) * {};\n", tiles_n, tiles_m, t.bm);
   s += fmt::format("  int bz = tile / {};\n", tiles_n * tiles_m);
@@ -207,8 +208,34 @@ void emit_gemm_mma(const GemmLoop& L, const MmaTile& t, MatrixPath path, Kernel&
   s += L.setup;
   s += "  MMA_DECL\n";
   s += fmt::format("  MMA_UNROLL for (int f = 0; f < {}; ++f) MMA_ZERO(f)\n", t.fm * t.fn);
-  s += k_loop(ksteps, t.bk, t.stages, [&](const std::string& buf, const std::string& k0) { return load_tiles(L, t, buf, k0); },
+  s += k_loop(sk.split > 1 ? "ksteps_here" : std::to_string(sk.ksteps), t.bk, t.stages, sk.split > 1 ? "kb" : "",
+              [&](const std::string& buf, const std::string& k0) { return load_tiles(L, t, buf, k0); },
               [&](const std::string& buf) { return compute_tile(t, buf); });
+  if (sk.split > 1) {
+    // Partial sums through the warp's staging tile: value e of fragment f of warp w of slice ks of
+    // the tile at (((tile * split + ks) * F + f) * warps + w) * 256 + e. Then the last group of
+    // the tile adds the slices up and runs the epilogue per value, with no staging.
+    const int F = t.fm * t.fn;
+    const auto at = [&](const std::string& slice) {
+      return fmt::format("(((tile * {} + {}) * {} + i * {} + j) * {} + warp) * 256 + e", sk.split, slice, F, t.fn, warps);
+    };
+    s += fmt::format("  for (int i = 0; i < {}; ++i) {{\n    for (int j = 0; j < {}; ++j) {{\n", t.fm, t.fn);
+    s += fmt::format("      MMA_STORE(i * {} + j, warp * 256)\n      BARRIER();\n", t.fn);
+    s += fmt::format("      for (int q = 0; q < {}; ++q) {{\n        int e = q * {} + mma_l;\n", per_lane, t.lanes);
+    s += fmt::format("        SPLIT_ST({}, sC[warp * 256 + e]);\n      }}\n      BARRIER();\n    }}\n  }}\n", at("ks"));
+    s += split_k_arrive(sk);
+    s += fmt::format("  for (int i = 0; i < {}; ++i) {{\n    for (int j = 0; j < {}; ++j) {{\n", t.fm, t.fn);
+    s += fmt::format("      for (int q = 0; q < {}; ++q) {{\n        int e = q * {} + mma_l;\n", per_lane, t.lanes);
+    s += fmt::format("        int gm = m0 + (wy * {} + i) * 16 + e / 16;\n", t.fm);
+    s += fmt::format("        int gn = n0 + (wx * {} + j) * 16 + e % 16;\n", t.fn);
+    s += fmt::format("        if (gm < {} && gn < {}) {{\n", L.m, L.n);
+    s += fmt::format("          float acc_v = 0.0f;\n          for (int sl = 0; sl < {}; ++sl) acc_v += SPLIT_LD({});\n",
+                     sk.split, at("sl"));
+    s += "          {\n" + L.epilogue + "          }\n";
+    s += "        }\n      }\n    }\n  }\n";
+    add_split_scratch(k, total * sk.split * F * warps * 256, total);
+    return;
+  }
   // Epilogue: fragment by fragment through the warp's staging tile. The loops have the same trip
   // counts in every thread, so the barriers are in uniform control flow.
   s += fmt::format("  for (int i = 0; i < {}; ++i) {{\n", t.fm);

@@ -111,6 +111,7 @@ GemmTile fit_gemm_tile(const TileConfig& tc, const GemmLoop& L, const Options& o
     t.tn = t.bn;
     t.tm = e / t.bn;
   }
+  t.split = generated_split_k(tc.split_k, L.k, t.bk);
   return t;
 }
 
@@ -196,25 +197,41 @@ std::string compute_tile(const GemmLoop& L, const GemmTile& t, const std::string
 void emit_gemm(const GemmLoop& L, const GemmTile& t, Kernel& k) {
   const int64_t tiles_m = (L.m + t.bm - 1) / t.bm, tiles_n = (L.n + t.bn - 1) / t.bn;
   const int64_t total = L.batch * tiles_m * tiles_n;
-  const int64_t ksteps = (L.k + t.bk - 1) / t.bk;
+  const SplitK sk = split_k_plan(L.k, t.bk, t.split);
   const int rn = t.bn / t.tn, rm = t.bm / t.tm;
   k.block = {static_cast<uint32_t>(t.threads), 1, 1};
-  k.groups = groups_for(std::max<int64_t>(total, 1), 1);
+  k.groups = groups_for(std::max<int64_t>(total * sk.split, 1), 1);
   const int sa = t.stages * t.bk * lda(L, t), sb = t.stages * t.bk * ldb(L, t);
   k.shared_bytes = static_cast<uint64_t>(sa + sb) * 4;
   k.decls += fmt::format("SHARED float sA[{}];\nSHARED float sB[{}];\n", sa, sb);
   std::string& s = k.body;
-  s += fmt::format("  // GEMM {} x [{} x {} x {}], tile {}x{}x{}, {} threads of {}x{} outputs, {} stage(s)\n", L.batch, L.m,
-                   L.n, L.k, t.bm, t.bn, t.bk, t.threads, t.tm, t.tn, t.stages);
-  s += fmt::format("  int tile = {};\n  if (tile >= {}) return;\n", kLinearGroup, total);
+  s += fmt::format("  // GEMM {} x [{} x {} x {}], tile {}x{}x{}, {} threads of {}x{} outputs, {} stage(s){}\n", L.batch, L.m,
+                   L.n, L.k, t.bm, t.bn, t.bk, t.threads, t.tm, t.tn, t.stages,
+                   sk.split > 1 ? fmt::format(", K split {} ways", sk.split) : "");
+  s += split_k_header(sk, total, t.bk);
   s += fmt::format("  int n0 = (tile % {}) * {};\n", tiles_n, t.bn);
   s += fmt::format("  int m0 = ((tile / {}) % {}) * {};\n", tiles_n, tiles_m, t.bm);
   s += fmt::format("  int bz = tile / {};\n", tiles_n * tiles_m);
   s += fmt::format("  int tx = LID_X % {}; int ty = LID_X / {};\n", rn, rn);
   s += L.setup;
-  s += fmt::format("  float acc[{}];\n  for (int i = 0; i < {}; ++i) acc[i] = 0.0f;\n", t.tm * t.tn, t.tm * t.tn);
-  s += k_loop(ksteps, t.bk, t.stages, [&](const std::string& buf, const std::string& k0) { return load_tiles(L, t, buf, k0); },
+  const int acc_n = t.tm * t.tn;
+  s += fmt::format("  float acc[{}];\n  for (int i = 0; i < {}; ++i) acc[i] = 0.0f;\n", acc_n, acc_n);
+  s += k_loop(sk.split > 1 ? "ksteps_here" : std::to_string(sk.ksteps), t.bk, t.stages, sk.split > 1 ? "kb" : "",
+              [&](const std::string& buf, const std::string& k0) { return load_tiles(L, t, buf, k0); },
               [&](const std::string& buf) { return compute_tile(L, t, buf); });
+  if (sk.split > 1) {
+    // Partial sums: accumulator a of thread x of slice ks of the tile at ((tile * split + ks) *
+    // acc_n + a) * threads + x, so a warp's stores are consecutive.
+    const auto slab = [&](const std::string& slice) {
+      return fmt::format("((tile * {} + {}) * {} + a) * {} + LID_X", sk.split, slice, acc_n, t.threads);
+    };
+    s += fmt::format("  for (int a = 0; a < {}; ++a) SPLIT_ST({}, acc[a]);\n", acc_n, slab("ks"));
+    s += split_k_arrive(sk);
+    s += fmt::format("  for (int a = 0; a < {}; ++a) {{\n    float sum = 0.0f;\n", acc_n);
+    s += fmt::format("    for (int sl = 0; sl < {}; ++sl) sum += SPLIT_LD({});\n    acc[a] = sum;\n  }}\n", sk.split,
+                     slab("sl"));
+    add_split_scratch(k, total * sk.split * acc_n * t.threads, total);
+  }
   s += fmt::format("  for (int i = 0; i < {}; ++i) {{\n", t.tm);
   s += fmt::format("    int gm = m0 + ty + i * {};\n", rm);
   s += fmt::format("    if (gm >= {}) continue;\n", L.m);
@@ -226,27 +243,71 @@ void emit_gemm(const GemmLoop& L, const GemmTile& t, Kernel& k) {
   s += "    }\n  }\n";
 }
 
-std::string k_loop(int64_t ksteps, int bk, int stages, const std::function<std::string(const std::string&, const std::string&)>& load,
+std::string k_loop(const std::string& steps, int bk, int stages, const std::string& kbase,
+                   const std::function<std::string(const std::string&, const std::string&)>& load,
                    const std::function<std::string(const std::string&)>& compute) {
-  if (ksteps <= 0) return {};
+  if (steps.empty() || steps == "0") return {};
+  const std::string base = kbase.empty() ? "" : kbase + " + ";
   std::string s;
   if (stages == 1) {
-    s += fmt::format("  for (int kt = 0; kt < {}; ++kt) {{\n", ksteps);
-    s += load("0", fmt::format("kt * {}", bk));
+    s += fmt::format("  for (int kt = 0; kt < {}; ++kt) {{\n", steps);
+    s += load("0", fmt::format("{}kt * {}", base, bk));
     s += "    BARRIER();\n";
     s += compute("0");
     s += "    BARRIER();\n  }\n";
     return s;
   }
-  s += "  {\n" + load("0", "0") + "  }\n  BARRIER();\n";
-  s += fmt::format("  for (int kt = 0; kt < {}; ++kt) {{\n", ksteps);
+  s += "  {\n" + load("0", kbase.empty() ? "0" : kbase) + "  }\n  BARRIER();\n";
+  s += fmt::format("  for (int kt = 0; kt < {}; ++kt) {{\n", steps);
   s += "    int cur = kt & 1;\n";
-  s += fmt::format("    if (kt + 1 < {}) {{\n", ksteps);
-  s += load("(1 - cur)", fmt::format("(kt + 1) * {}", bk));
+  s += fmt::format("    if (kt + 1 < {}) {{\n", steps);
+  s += load("(1 - cur)", fmt::format("{}(kt + 1) * {}", base, bk));
   s += "    }\n";
   s += compute("cur");
   s += "    BARRIER();\n  }\n";
   return s;
+}
+
+SplitK split_k_plan(int64_t k, int bk, int split) {
+  SplitK s;
+  s.ksteps = (k + bk - 1) / bk;
+  s.split = generated_split_k(split, k, bk);
+  s.per = (s.ksteps + s.split - 1) / s.split;
+  return s;
+}
+
+std::string split_k_header(const SplitK& s, int64_t tiles, int bk) {
+  std::string h = fmt::format("  int tile = {};\n  if (tile >= {}) return;\n", kLinearGroup, tiles * s.split);
+  if (s.split <= 1) return h;
+  // A tile's slices are neighbouring groups, so they run at the same time.
+  h += fmt::format("  int ks = tile % {0};\n  tile = tile / {0};\n", s.split);
+  h += fmt::format("  int kb = ks * {};\n  int ksteps_here = min({}, {} - ks * {});\n", s.per * bk, s.per, s.ksteps, s.per);
+  return h;
+}
+
+std::string split_k_arrive(const SplitK& s) {
+  // The partial sums visible to every group (fence), all of this group's stored (barrier), then one
+  // arrival per group; the last sees split - 1 arrivals before its own.
+  return fmt::format(
+      "  FENCE();\n  BARRIER();\n  if (LID_X == 0) split_last = SPLIT_ARRIVE(tile) == {} ? 1 : 0;\n  BARRIER();\n"
+      "  if (split_last == 0) return;\n  FENCE();\n  if (LID_X == 0) SPLIT_RESET(tile);\n",
+      s.split - 1);
+}
+
+void add_split_scratch(Kernel& k, int64_t partial_floats, int64_t tiles) {
+  k.decls += "SHARED int split_last;\n";
+  Arg p;
+  p.scratch = Scratch::kPartials;
+  p.storage = Storage::kF32;
+  p.elements = partial_floats;
+  p.written = true;
+  k.args.push_back(p);
+  Arg c;
+  c.scratch = Scratch::kCounters;
+  c.storage = Storage::kI32;
+  c.elements = tiles;
+  c.written = true;
+  k.args.push_back(c);
 }
 
 std::string operand_index(const Operand& op, const std::string& pos) {

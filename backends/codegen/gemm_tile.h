@@ -62,17 +62,18 @@ std::string operand_tile_load(const GemmLoop& L, bool is_a, int p, int bk, int T
 
 // The tile actually generated: block_m x block_n outputs per group in a grid of
 // (block_m / tm) x (block_n / tn) threads, each accumulating a tm x tn micro-tile; block_k deep
-// k-steps; stages 1 or 2 (2: double-buffered shared memory, one barrier per k-step).
+// k-steps; stages 1 or 2 (2: double-buffered shared memory, one barrier per k-step); `split`
+// groups per output tile, each over its own slice of the k-steps (split_k_header).
 struct GemmTile {
-  int bm = 64, bn = 64, bk = 16, tm = 4, tn = 4, threads = 256, stages = 1;
+  int bm = 64, bn = 64, bk = 16, tm = 4, tn = 4, threads = 256, stages = 1, split = 1;
   uint64_t shared_bytes() const { return static_cast<uint64_t>(stages) * static_cast<uint64_t>(bk) * static_cast<uint64_t>(bm + bn + 2) * 4; }
 };
 
 // The plan's TileConfig made feasible: powers of two, 64x64x16/256 threads where the config is
 // empty, no larger than the problem (rounded up to a power of two), at most 64 accumulators per
 // thread, threads <= opts.max_threads, shared memory <= opts.max_shared_bytes (stages dropped
-// first, then block_k, then the larger of block_m/block_n). split_k and vector_width are not
-// used (see gen_gemm.cpp).
+// first, then block_k, then the larger of block_m/block_n), split as generated_split_k (tile.h)
+// over the fitted block_k. vector_width is not used (see gen_gemm.cpp).
 GemmTile fit_gemm_tile(const TileConfig& t, const GemmLoop& L, const Options& opts);
 
 // Writes the tiled kernel into k: decls (the shared tiles), body, block, groups, shared_bytes.
@@ -81,9 +82,9 @@ void emit_gemm(const GemmLoop& L, const GemmTile& t, Kernel& k);
 
 // The tile of a matrix-unit GEMM (gemm_mma.cpp): bm x bn outputs per group as 16x16 fragments,
 // a wr x wc grid of warps (`lanes` threads each: 64 for MFMA's wavefronts, else 32) each owning
-// fm x fn fragments; 16-deep slices of bk-deep k-steps; stages 1 or 2 as in GemmTile.
+// fm x fn fragments; 16-deep slices of bk-deep k-steps; stages 1 or 2 and split as in GemmTile.
 struct MmaTile {
-  int bm = 64, bn = 64, bk = 32, stages = 1, lanes = 32, wr = 2, wc = 2, fm = 2, fn = 2;
+  int bm = 64, bn = 64, bk = 32, stages = 1, lanes = 32, wr = 2, wc = 2, fm = 2, fn = 2, split = 1;
   int threads() const { return wr * wc * lanes; }
   int lda() const { return bk + 8; }  // fp16 elements; sA is [bm][bk + 8]
   int ldb() const { return bn + 8; }  // sB is [bk][bn + 8]
@@ -93,7 +94,7 @@ struct MmaTile {
 // The plan's TileConfig made feasible for opts.matrix: powers of two, at least one 16x16x16
 // fragment, no larger than the problem rounded up to a power of two, at most 128 accumulators
 // per lane, threads and shared memory within opts (stages dropped first, then block_k, then the
-// larger of block_m/block_n).
+// larger of block_m/block_n), split as generated_split_k over the fitted block_k.
 MmaTile fit_mma_tile(const TileConfig& t, const GemmLoop& L, const Options& opts);
 
 // Writes the matrix-unit kernel for `path` (kWmma, kMfma or kPortable) into k, as emit_gemm does.
@@ -115,13 +116,31 @@ struct AttentionTile {
 // opts, at most 64 accumulators a thread, shared memory within opts.
 AttentionTile fit_attention_tile(const TileConfig& tc, int64_t sq, int64_t skv, int64_t d, int64_t dv, const Options& opts);
 
-// The k-loop both main loops share: `ksteps` steps of `bk`; with one stage, load (into stage
-// "0", at k-offset "kt * bk"), barrier, compute, barrier; with two, the first tile is loaded up
+// The k-loop both main loops share: `steps` (an int expression, at least 1) steps of `bk` from
+// k-offset `kbase` (an int expression; "" for 0); with one stage, load (into stage "0", at
+// k-offset "kbase + kt * bk"), barrier, compute, barrier; with two, the first tile is loaded up
 // front and step kt loads tile kt + 1 into the other stage while computing its own, one barrier
 // per step. `load(buf, k0)` and `compute(buf)` return statements for stage `buf`.
-std::string k_loop(int64_t ksteps, int bk, int stages,
+std::string k_loop(const std::string& steps, int bk, int stages, const std::string& kbase,
                    const std::function<std::string(const std::string&, const std::string&)>& load,
                    const std::function<std::string(const std::string&)>& compute);
+
+// Split-K in one launch, shared by both main loops. With `split` > 1 the kernel has
+// tiles x split groups; split_k_header starts the body: `tile` (the output tile), `ks` (the
+// group's K slice), and `kb`/`ksteps_here` (its first k-offset and k-steps, `per` steps a slice of
+// `ksteps`), returning early past the grid. After the main loop each group stores its partial sums
+// (SPLIT_ST, fp32) and calls split_k_arrive: every group but the last of its tile to arrive
+// returns; the last (after a fence) adds the slices up with SPLIT_LD in slice order, so the sum is
+// the same whichever group came last, and runs the epilogue. add_split_scratch appends the two
+// scratch arguments (codegen.h: Scratch) the macros use; a generator puts its own args first.
+struct SplitK {
+  int split = 1;
+  int64_t ksteps = 0, per = 0;
+};
+SplitK split_k_plan(int64_t k, int bk, int split);
+std::string split_k_header(const SplitK& s, int64_t tiles, int bk);
+std::string split_k_arrive(const SplitK& s);
+void add_split_scratch(Kernel& k, int64_t partial_floats, int64_t tiles);
 
 // The GEMM kernel the generators emit: on matrix units (opts.matrix) when the floats are fp16,
 // else the SIMT loop.

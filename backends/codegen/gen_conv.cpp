@@ -183,7 +183,7 @@ Result<Kernel> gen_conv(const GenContext& c) {
       s.mg, s.out_sp, s.m, s.out_sp, s.out_sp, bias("co"), *epi);
   k.name = kernel_name("conv", n);
   emit_gemm_kernel(L, c.k.tile, c.opts, k);
-  k.args = std::move(args.args);
+  k.args.insert(k.args.begin(), args.args.begin(), args.args.end());  // the kernel's own first, then any scratch
   return k;
 }
 

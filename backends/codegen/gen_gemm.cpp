@@ -7,8 +7,9 @@
 // TileConfig honoured: block_m/n/k (as powers of two, fitted to the problem and the target),
 // threads, stages (2 or more: double-buffered shared memory), vector_width (MatMul and Gemm
 // operands whose fastest index is contiguous, with extents and strides the width divides, load
-// their tiles in vectors of up to 16 bytes; others, and Einsum's, load scalars). Not honoured:
-// split_k (each output is reduced by one group, so the fused epilogue sees the whole sum).
+// their tiles in vectors of up to 16 bytes; others, and Einsum's, load scalars), split_k (serial
+// split-K in one launch: the last group of a tile adds the slices' partial sums and runs the fused
+// epilogue on the whole sum, gemm_tile.h).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -290,7 +291,7 @@ Result<Kernel> gen_gemm(const GenContext& c) {
   k.name = kernel_name("gemm", n);
   k.cls = "gemm";
   emit_gemm_kernel(L, c.k.tile, c.opts, k);
-  k.args = std::move(args.args);
+  k.args.insert(k.args.begin(), args.args.begin(), args.args.end());  // the kernel's own first, then any scratch
   return k;
 }
 

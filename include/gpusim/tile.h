@@ -92,8 +92,16 @@ inline constexpr std::string_view kTileLegend =
 // until it divides `elements` (so every vector access is whole and aligned).
 GPUSIM_API int generated_vector_lanes(int vector_width, int64_t elements);
 
-// The rules every gpusim code generator follows whatever its target: split_k 1 (a GEMM reduces all
-// of K in one group, so its fused epilogue sees the whole sum); vector_width as
+// The K split codegen builds for a GEMM-like kernel asked for `asked` slices of a K of `k`
+// elements in `block_k`-deep steps: `asked` clamped to [1, min(64, k-steps)], then the fewest
+// slices that give each the same number of k-steps (the last may hold fewer; none is empty).
+// Fitting a fitted split returns it. Each slice is a group of its own; the last of a tile's groups
+// to finish adds the slices' partial sums up in a fixed order and runs the fused epilogue on the
+// whole sum (serial split-K in one launch: no second kernel, the same result on every run).
+GPUSIM_API int generated_split_k(int asked, int64_t k, int block_k);
+
+// The rules every gpusim code generator follows whatever its target: split_k as
+// generated_split_k for GEMMs and convolutions (1 for the other classes); vector_width as
 // generated_vector_lanes for fused elementwise kernels and (over the row length) for row
 // reductions and normalizations; a power of two up to 8 for GEMMs and convolutions (the widest
 // tile load, narrowed per operand); 1 for the other classes; the rest kept.

@@ -190,8 +190,10 @@ TEST_CASE("predict and plan's eager baseline are one number for one target", "[a
   for (const char* file : {"resnet50.onnx", "bert_base_seq128.onnx", "mobilenet_v2.onnx"}) {
     check_one_target(s, file, {"nvidia-h100-sxm", "nvidia-rtx-3060", "amd-mi300x", "apple-m3-max"});
   }
-  // The two tile spaces differ where codegen builds less than the menu holds (ResNet-50 fp32 on an
-  // H100: no split-K, no TF32), and each prediction says which it priced.
+  // The two tile spaces differ where codegen builds less than the menu holds; ResNet-50 fp32 at
+  // batch 1 on an H100 was 2.5x slower over codegen's tiles before codegen split K (its late
+  // convolutions and classifier leave most SMs idle unsplit), and is within 2% now. Each
+  // prediction says which space it priced.
   auto m = s.open_model(test::source_dir() + "/models/resnet50.onnx", {{"batch=1"}});
   REQUIRE(m);
   const GpuProfile h100 = *s.gpu("nvidia-h100-sxm");
@@ -199,9 +201,39 @@ TEST_CASE("predict and plan's eager baseline are one number for one target", "[a
   auto lib = s.predict(*m, s.target(h100, TileSpace::kLibrary));
   REQUIRE(gen);
   REQUIRE(lib);
-  CHECK(lib->total_us < gen->total_us);
+  CHECK(gen->total_us <= 1.02 * lib->total_us);
+  CHECK(gen->total_us >= 0.9 * lib->total_us);
   CHECK(gen->tiles.find("codegen") != std::string::npos);
   CHECK(lib->tiles == "library (the cost model's whole menu)");
+}
+
+TEST_CASE("the best plan is never slower than predict's eager figure: the eager plan is a candidate", "[api][target]") {
+  // The models and GPUs where a user found plans scored slower than eager (ResNet-50, ViT-B/16,
+  // MobileNetV2 on an H100 and an RTX 3060), and two other vendors.
+  const Session s;
+  for (const char* file : {"resnet50.onnx", "vit_b_16.onnx", "mobilenet_v2.onnx"}) {
+    auto m = s.open_model(test::source_dir() + "/models/" + file, {{"batch=1"}});
+    REQUIRE(m);
+    for (const char* name : {"nvidia-h100-sxm", "nvidia-rtx-3060", "amd-mi300x", "apple-m3-max"}) {
+      for (DType dt : {DType::kFloat32, DType::kFloat16}) {
+        INFO(file << " on " << name << " in " << dtype_name(dt));
+        const Target t = s.target(*s.gpu(name), TileSpace::kGenerated);
+        PredictRequest req;
+        req.dtype = dt;
+        auto p = s.predict(*m, t, req);
+        REQUIRE(p);
+        SearchOptions o;
+        o.dtype = dt;
+        auto r = s.plan(*m, t, o);
+        REQUIRE(r);
+        REQUIRE_FALSE(r->plans.empty());
+        CHECK(r->plans.front().prediction.total_us <= p->total_us * (1 + 1e-12));
+        for (size_t i = 1; i < r->plans.size(); ++i) {
+          CHECK(r->plans[i - 1].objective_value <= r->plans[i].objective_value);
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("predict and plan's eager baseline agree on every bundled model and GPU", "[api][target]") {

@@ -7,6 +7,9 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+#include <random>
+
 #include "codegen.h"
 #include "executor.h"
 #include "gemm_tile.h"
@@ -70,7 +73,7 @@ TEST_CASE("MatMul kernels match the reference for awkward shapes and tiles", "[c
   const TileConfig deflt{};
   const TileConfig big{128, 64, 8, 256, 2, 1, 1, 1};
   const TileConfig small{32, 32, 16, 64, 1, 1, 1, 1};
-  const TileConfig odd{48, 40, 12, 100, 3, 4, 4, 1};  // rounded to powers of two; split_k ignored
+  const TileConfig odd{48, 40, 12, 100, 3, 4, 4, 1};  // rounded to powers of two; K split 2 ways (2 k-steps)
   const TileConfig huge{256, 128, 32, 256, 3, 1, 1, 1};  // 128 outputs a thread: more threads
   struct Case {
     Dims d;
@@ -698,14 +701,15 @@ TEST_CASE("the capability query answers the tile codegen builds, for every menu 
         CHECK(ka->shared_bytes == kb->shared_bytes);
         CHECK(kb->shared_bytes <= opts.max_shared_bytes);
         // The kernel has the built tile's shape: its threads a group, and for GEMM-like and
-        // attention kernels one group per block_m x block_n output tile (per block_m queries),
+        // attention kernels one group per block_m x block_n output tile (per block_m queries;
+        // split_k groups a tile where K is split),
         // and a SIMT GEMM's shared memory is its stages of A and B tiles.
         const uint32_t threads = kb->block[0] * kb->block[1] * kb->block[2];
         const int64_t groups = int64_t{kb->groups[0]} * kb->groups[1] * kb->groups[2];
         auto ceil_div = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
         if (w.cls != OpClass::kReduction && w.cls != OpClass::kNormalization) CHECK(threads == static_cast<uint32_t>(built.threads));
         if (w.cls == OpClass::kGemm || w.cls == OpClass::kConv) {
-          CHECK(groups == w.batch * ceil_div(w.m, built.block_m) * ceil_div(w.n, built.block_n));
+          CHECK(groups == w.batch * ceil_div(w.m, built.block_m) * ceil_div(w.n, built.block_n) * built.split_k);
           if (opts.float_storage == codegen::Storage::kF32) {  // A and B tiles, rows padded by at most one
             const auto tiles = static_cast<uint64_t>(built.stages * built.block_k * 4);
             CHECK(kb->shared_bytes >= tiles * static_cast<uint64_t>(built.block_m + built.block_n));
@@ -718,4 +722,151 @@ TEST_CASE("the capability query answers the tile codegen builds, for every menu 
     }
   }
   CHECK(differed > 0);  // the menus ask for stages, blocks and threads the targets fit
+}
+
+TEST_CASE("split-K GEMMs and convolutions: each slice a group, the last of a tile sums them and runs the epilogue",
+          "[codegen][split]") {
+  // The split codegen builds: asked clamped to the k-steps (and 64), then no empty slice; fitting a
+  // fitted split returns it.
+  CHECK(generated_split_k(4, 64, 8) == 4);
+  CHECK(generated_split_k(8, 80, 8) == 5);   // 10 k-steps: 2 a slice gives 5 slices
+  CHECK(generated_split_k(16, 13, 8) == 2);  // 2 k-steps
+  CHECK(generated_split_k(0, 100, 8) == 1);
+  CHECK(generated_split_k(200, 100000, 8) == 64);
+  for (int64_t steps = 1; steps <= 70; ++steps) {
+    for (int asked = 1; asked <= 70; ++asked) {
+      const int s = generated_split_k(asked, steps * 16, 16);
+      INFO("k-steps " << steps << " asked " << asked);
+      CHECK(generated_split_k(s, steps * 16, 16) == s);
+      const int64_t per = (steps + s - 1) / s;
+      CHECK((s - 1) * per < steps);  // no empty slice
+    }
+  }
+
+  struct MmCase {
+    std::vector<int64_t> a, b;
+    TileConfig tile;
+    Compile compile;
+  };
+  const std::vector<MmCase> mms = {
+      // a classifier at batch 1 (the weight streamed by 16 x 8 groups), double-buffered
+      {{1, 300}, {300, 70}, {1, 32, 8, 32, 2, 8, 4, 1}, Compile::kCudaAndFp16},
+      // ragged slices (13 k-steps in 4 slices of 4, 4, 4, 1), one stage, several tiles
+      {{37, 100}, {100, 45}, {32, 32, 8, 64, 1, 4, 1, 1}, Compile::kCuda},
+      // batched and broadcast, more slices asked than k-steps
+      {{2, 3, 17, 19}, {2, 3, 19, 5}, {16, 16, 8, 64, 2, 16, 1, 1}, Compile::kVulkanOnly},
+  };
+  for (const MmCase& c : mms) {
+    INFO("a " << shape_str(c.a) << " b " << shape_str(c.b) << " split " << c.tile.split_k);
+    const Graph g = matmul_graph(c.a, c.b, true, c.b.back());
+    const PlanKernel pk = plan_kernel(g, {"mm", "add", "relu"}, "mm", c.tile);
+    auto k = codegen::generate(g, pk);
+    REQUIRE(k);
+    const backend::KernelSource src = k->source(backend::Language::kCudaCpp);
+    CHECK(src.code.find("SPLIT_ARRIVE(tile)") != std::string::npos);
+    int scratch = 0;
+    for (const codegen::Arg& a : k->args) scratch += a.scratch != codegen::Scratch::kNone ? 1 : 0;
+    CHECK(scratch == 2);
+    CHECK(k->args.back().scratch == codegen::Scratch::kCounters);
+    check(g, pk, c.compile);
+  }
+  // The classifier's groups: 3 tiles of 32 columns x 8 slices.
+  {
+    const Graph g = matmul_graph({1, 300}, {300, 70}, false);
+    auto k = codegen::generate(g, plan_kernel(g, {"mm"}, "mm", {1, 32, 8, 32, 2, 8, 4, 1}));
+    REQUIRE(k);
+    CHECK(k->groups[0] * k->groups[1] == 3u * 8u);
+    auto one = codegen::generate(g, plan_kernel(g, {"mm"}, "mm", {1, 32, 8, 32, 2, 1, 4, 1}));
+    REQUIRE(one);
+    CHECK(one->groups[0] * one->groups[1] == 3u);
+    for (const codegen::Arg& a : one->args) CHECK(a.scratch == codegen::Scratch::kNone);
+  }
+  // A convolution with a bias, K = 16 x 9 in 6 slices.
+  const ConvCase cc{{1, 16, 7, 13}, {32, 16, 3, 3}, 1, {}, {1, 1, 1, 1}, {}, "", true, Compile::kCudaAndFp16};
+  const Graph conv = conv_graph(cc, false);
+  const PlanKernel conv_pk = plan_kernel(conv, {"conv"}, "conv", {32, 32, 8, 128, 2, 6, 1, 1});
+  check(conv, conv_pk, cc.compile);
+  // The matrix kernels split too: wmma and MFMA texts compile (where NVRTC and hiprtc are).
+  const Graph mm = matmul_graph({1, 300}, {300, 70}, true, 70);
+  for (const auto& [g32, pk] : {std::pair{mm, plan_kernel(mm, {"mm", "add", "relu"}, "mm", {16, 32, 16, 64, 2, 8, 1, 1})},
+                                std::pair{conv, conv_pk}}) {
+    const Graph g = retype(g32, DType::kFloat16);
+    const backend::KernelSource wmma = matrix_source(g, pk, codegen::MatrixPath::kWmma);
+    CHECK(wmma.code.find("SPLIT_ARRIVE(tile)") != std::string::npos);
+    const backend::KernelSource mfma = matrix_source(g, pk, codegen::MatrixPath::kMfma);
+#ifdef GPUSIM_HAVE_CUDA
+    if (std::string why; backend::cuda::nvrtc_available(&why)) {
+      std::string log;
+      INFO(wmma.code);
+      CHECK(backend::cuda::compile_cuda(wmma, "sm_80", &log));
+      INFO(log);
+    }
+#endif
+#ifdef GPUSIM_HAVE_HIP
+    if (std::string why; backend::hip::hiprtc_available(&why)) {
+      std::string log;
+      auto bin = backend::hip::compile_hip(mfma, "gfx90a", &log);
+      INFO(mfma.code << "\n" << log);
+      CHECK(bin);
+    }
+#endif
+    (void)mfma;
+  }
+}
+
+TEST_CASE("split-K kernels through the executor in fp32 and fp16 and a second launch gives the same bits", "[codegen][split]") {
+  const Graph g32 = matmul_graph({3, 200}, {200, 40}, true, 40);
+  const PlanKernel pk = plan_kernel(g32, {"mm", "add", "relu"}, "mm", {16, 32, 16, 64, 2, 5, 1, 1});
+  Plan plan;
+  plan.kernels.push_back(pk);
+  for (auto& d : test::devices()) {
+    INFO(d.backend);
+    exec::RunOptions o;
+    o.seed = 5;
+    o.repeat = 1;
+    const test::PlanRun r = test::run_plan_against_reference(*d.dev, g32, plan, o);
+    for (const auto& k : r.run.kernels) CHECK(k.device);
+    for (double e : r.errors) CHECK(e <= 1e-5);
+    if (d.dev->info().fp16) run_fp16(*d.dev, g32, pk, codegen::MatrixPath::kPortable);
+
+    // The same kernel launched twice on the same scratch, the output wiped between: the last group
+    // of each tile set its counter back to 0, and the slices are summed in a fixed order.
+    backend::Backend& dev = *d.dev;
+    auto k = codegen::generate(g32, pk);
+    REQUIRE(k);
+    std::vector<backend::Buffer> bufs;
+    size_t out = 0;
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+    for (size_t ai = 0; ai < k->args.size(); ++ai) {
+      const codegen::Arg& a = k->args[ai];
+      auto b = dev.allocate(static_cast<uint64_t>(a.elements) * 4);
+      REQUIRE(b);
+      std::vector<float> data(static_cast<size_t>(a.elements));
+      if (a.scratch != codegen::Scratch::kNone) {
+        std::fill(data.begin(), data.end(), 0.0f);  // int zeros too
+      } else if (a.written) {
+        std::fill(data.begin(), data.end(), std::numeric_limits<float>::quiet_NaN());
+        out = ai;
+      } else {
+        for (float& v : data) v = uni(rng);
+      }
+      REQUIRE(dev.upload(*b, data.data(), data.size() * 4));
+      bufs.push_back(*b);
+    }
+    auto h = dev.compile(k->source(dev.info().language));
+    REQUIRE(h);
+    std::vector<std::vector<float>> got;
+    for (int run = 0; run < 2; ++run) {
+      std::vector<float> nan(static_cast<size_t>(k->args[out].elements), std::numeric_limits<float>::quiet_NaN());
+      REQUIRE(dev.upload(bufs[out], nan.data(), nan.size() * 4));
+      REQUIRE(dev.launch(*h, k->groups, bufs, false));
+      REQUIRE(dev.synchronize());
+      got.emplace_back(nan.size());
+      REQUIRE(dev.download(bufs[out], got.back().data(), got.back().size() * 4));
+    }
+    for (float v : got[0]) REQUIRE(!std::isnan(v));
+    CHECK(std::memcmp(got[0].data(), got[1].data(), got[0].size() * 4) == 0);
+    for (const auto& b : bufs) dev.release(b);
+  }
 }

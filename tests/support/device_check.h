@@ -184,18 +184,20 @@ inline void check_kernel_on_device(backend::Backend& dev, const Graph& g, const 
   std::vector<backend::Buffer> bufs;
   for (const codegen::Arg& a : k->args) {
     const bool is_int = a.storage == codegen::Storage::kI32;
-    std::vector<double> data(static_cast<size_t>(a.elements), std::numeric_limits<double>::quiet_NaN());
+    // Scratch (split-K partial sums and counters) starts at zero, as the executor allocates it.
+    const bool scratch = a.scratch != codegen::Scratch::kNone;
+    std::vector<double> data(static_cast<size_t>(a.elements), scratch ? 0.0 : std::numeric_limits<double>::quiet_NaN());
     bool known = a.written;
-    for (size_t i = 0; i < g.inputs.size(); ++i) {
+    for (size_t i = 0; i < g.inputs.size() && !scratch; ++i) {
       if (idx.root[static_cast<size_t>(g.inputs[i])] != a.tensor) continue;
       for (size_t e = 0; e < data.size(); ++e) data[e] = inputs[i].real(static_cast<int64_t>(e));
       known = true;
     }
-    if (const auto& v = g.tensor(a.tensor).value; v && !a.written) {
+    if (const auto& v = scratch ? std::nullopt : g.tensor(a.tensor).value; v && !a.written) {
       for (size_t e = 0; e < data.size() && static_cast<int64_t>(e) < v->size(); ++e) data[e] = v->as_real(static_cast<int64_t>(e));
       known = true;
     }
-    INFO("buffer of " << g.tensor(a.tensor).name);
+    INFO("buffer of " << (scratch ? std::string("scratch") : g.tensor(a.tensor).name));
     REQUIRE(known);  // a buffer the kernel reads is an input or a constant
     auto b = dev.allocate(static_cast<uint64_t>(std::max<int64_t>(a.elements, 1)) * 4);
     REQUIRE(b);
@@ -218,7 +220,7 @@ inline void check_kernel_on_device(backend::Backend& dev, const Graph& g, const 
   int compared = 0;
   for (size_t ai = 0; ai < k->args.size(); ++ai) {
     const codegen::Arg& a = k->args[ai];
-    if (!a.written) continue;
+    if (!a.written || a.scratch != codegen::Scratch::kNone) continue;
     for (size_t oi = 0; oi < g.outputs.size(); ++oi) {
       if (idx.root[static_cast<size_t>(g.outputs[oi])] != a.tensor) continue;
       const cpu::HostTensor& want = ref->outputs[oi];

@@ -555,15 +555,18 @@ TEST_CASE("plan search ranks only the tiles codegen generates unless asked for t
   REQUIRE(r);
   bool split = false;
   for (const PlanKernel& k : r->plans.front().plan.kernels) split = split || k.tile.split_k > 1;
-  CHECK(split);  // the whole menu: the cost model's split-K GEMM
+  CHECK(split);  // the whole menu: the cost model's split-K GEMM (generated too, checked below)
   // The tile space the planner, the tuner and codegen share: each tile as generated, no duplicates.
   const KernelWork w = *node_work(g, g.nodes[0]);
   const std::vector<TileConfig> tiles = generated_tiles(w, d, portable_capability());
   REQUIRE_FALSE(tiles.empty());
+  bool generated_split = false;
   for (size_t i = 0; i < tiles.size(); ++i) {
-    CHECK(tiles[i].split_k == 1);
+    CHECK(tiles[i].split_k == generated_split_k(tiles[i].split_k, w.k, tiles[i].block_k));
+    generated_split = generated_split || tiles[i].split_k > 1;
     for (size_t j = 0; j < i; ++j) CHECK_FALSE(tiles[i] == tiles[j]);
   }
-  CHECK(best_generated_tile(w, d, portable_capability()).split_k == 1);
+  CHECK(generated_split);  // codegen splits K too (serial split-K in one launch)
+  CHECK(best_generated_tile(w, d, portable_capability()).split_k > 1);
   for (const TileConfig& t : generated_tiles(w, d, *narrow)) CHECK(t.threads <= 128);
 }
