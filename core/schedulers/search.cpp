@@ -227,18 +227,21 @@ Result<SearchResult> search(const Graph& input, const Target& target, const Sear
   // Decisions that skip conflicting fusions can build the same plan: each built plan's kernel
   // boundaries, hashed (the boundaries of a million-kernel plan are megabytes of text).
   std::unordered_set<uint64_t> built;
+  const auto boundaries = [](const Plan& p) {
+    uint64_t shape = base::kFnvBasis;  // a seed for the mix (not FNV itself)
+    for (const PlanKernel& k : p.kernels) {
+      shape = schedulers::mix(shape ^ static_cast<uint64_t>(k.nodes.back()));
+      shape = schedulers::mix(shape ^ static_cast<uint64_t>(k.nodes.size()));
+    }
+    return shape;
+  };
   size_t taken = 0;
   for (const auto& [score, entry] : best.entries()) {
     if (taken >= full) break;
     check_cancelled();
     RankedPlan rp;
     rp.plan = space.build(entry.decision(), o.scheduler);
-    uint64_t shape = base::kFnvBasis;  // a seed for the mix (not FNV itself)
-    for (const PlanKernel& k : rp.plan.kernels) {
-      shape = schedulers::mix(shape ^ static_cast<uint64_t>(k.nodes.back()));
-      shape = schedulers::mix(shape ^ static_cast<uint64_t>(k.nodes.size()));
-    }
-    if (!built.insert(shape).second) continue;
+    if (!built.insert(boundaries(rp.plan)).second) continue;
     if (o.scheduler == SchedulerKind::kRandom) space.sample_tiles(rp.plan, o.seed + taken);  // tilings too, reproducibly
     ++taken;
     rp.plan.dtype = o.dtype;
@@ -257,9 +260,25 @@ Result<SearchResult> search(const Graph& input, const Target& target, const Sear
   }
   Plan eager = space.eager();
   eager.dtype = o.dtype;
+  eager.objective = o.objective;
   auto e = fit_memory(input, eager, gpu, budget);
   if (!e) return e.error();
   r.eager = std::move(*e);
+  // The eager plan is a candidate like the others: a fused plan the full prediction scores worse
+  // than it (the shortlist ranks by an estimate) is never ranked above it.
+  if (!built.count(boundaries(eager))) {
+    const double v = objective_value(o.objective, r.eager, batch);
+    const auto at = std::upper_bound(r.plans.begin(), r.plans.end(), v,
+                                     [](double x, const RankedPlan& p) { return x < p.objective_value; });
+    if (at - r.plans.begin() < o.top_k) {
+      RankedPlan rp;
+      rp.plan = std::move(eager);
+      rp.prediction = r.eager;
+      rp.objective_value = v;
+      r.plans.insert(at, std::move(rp));
+      if (r.plans.size() > static_cast<size_t>(o.top_k)) r.plans.pop_back();
+    }
+  }
   // Every plan, the eager baseline too, holds tiles of the target's space.
   r.eager.tiles = target.describe();
   for (RankedPlan& p : r.plans) p.prediction.tiles = r.eager.tiles;
