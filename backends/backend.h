@@ -18,6 +18,7 @@
 //   double us = (*dev)->read_timers()->at(*t);
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
@@ -29,6 +30,11 @@
 #include "gpusim/result.h"
 
 namespace gpusim::backend {
+
+// Shared memory a CUDA kernel may declare statically. The generated kernels declare theirs
+// statically (SHARED arrays); more needs dynamic shared memory and an opt-in attribute, which they
+// do not use. So a CUDA device's tiles, and an NVIDIA profile's (codegen::target_options), fit in this.
+inline constexpr uint64_t kCudaStaticSharedBytes = 48 * 1024;
 
 // The device backends gpusim has, built into this binary or not ("vulkan", "cuda", "hip"), and the
 // registered plugins: the one list every option that names a device backend is checked against.

@@ -30,6 +30,8 @@ Options target_options(const DeviceModel& d, bool fp16_storage) {
     const bool fp16_matrix = p.matrix_tflops(Precision::kFp16, Precision::kFp32).has_value();
     std::string vendor = p.vendor;
     std::transform(vendor.begin(), vendor.end(), vendor.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    // CUDA's static limit, as the CUDA backend reports it for a device (cuda_backend.cpp).
+    if (vendor == "nvidia") o.max_shared_bytes = std::min(o.max_shared_bytes, backend::kCudaStaticSharedBytes);
     if (fp16_matrix && vendor == "nvidia") {
       o.matrix = MatrixPath::kWmma;
     } else if (fp16_matrix && vendor == "amd" && p.architecture.rfind("CDNA", 0) == 0) {
@@ -77,9 +79,10 @@ TileConfig TargetCapability::generated(const KernelWork& w, const TileConfig& as
     }
   } else if (gemm_like) {
     t.split_k = 1;  // a direct convolution (fewer than 16 output or reduction channels): one loop a thread
-  } else if (w.cls == OpClass::kElementwise) {
+  } else if (w.cls == OpClass::kElementwise || w.cls == OpClass::kDataMovement) {
     t.threads = std::clamp(asked.threads > 0 ? asked.threads : 256, 32, std::min(1024, o_.max_threads));
-    t.items_per_thread = std::clamp(asked.items_per_thread, 1, 8);
+    // Data movement: one element a thread (gen_data.cpp).
+    t.items_per_thread = w.cls == OpClass::kElementwise ? std::clamp(asked.items_per_thread, 1, 8) : 1;
   } else if ((w.cls == OpClass::kReduction || w.cls == OpClass::kNormalization) && w.rows > 0) {
     const uint32_t cap = pow2_at_most(std::min(o_.max_threads, 1024));
     t.threads = static_cast<int>(std::min<uint32_t>(pow2_at_most(asked.threads > 0 ? asked.threads : 256), cap));

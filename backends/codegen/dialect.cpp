@@ -56,6 +56,7 @@ constexpr const char* kGlslMath = R"(#define expf exp
 #define SHARED shared
 #define BARRIER() { memoryBarrierShared(); barrier(); }
 #define FENCE() memoryBarrierBuffer()
+#define UNROLL
 #define LID_X int(gl_LocalInvocationID.x)
 #define LID_Y int(gl_LocalInvocationID.y)
 #define LID_Z int(gl_LocalInvocationID.z)
@@ -88,6 +89,7 @@ constexpr const char* kCudaCommon = R"(typedef unsigned int uint;
 #define SHARED __shared__
 #define BARRIER() __syncthreads()
 #define FENCE() __threadfence()
+#define UNROLL _Pragma("unroll")
 #define LID_X int(threadIdx.x)
 #define LID_Y int(threadIdx.y)
 #define LID_Z int(threadIdx.z)

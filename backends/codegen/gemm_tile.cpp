@@ -225,9 +225,10 @@ void emit_gemm(const GemmLoop& L, const GemmTile& t, Kernel& k) {
     const auto slab = [&](const std::string& slice) {
       return fmt::format("((tile * {} + {}) * {} + a) * {} + LID_X", sk.split, slice, acc_n, t.threads);
     };
-    s += fmt::format("  for (int a = 0; a < {}; ++a) SPLIT_ST({}, acc[a]);\n", acc_n, slab("ks"));
+    // Unrolled, so the accumulators stay in registers (an indexed array goes to local memory).
+    s += fmt::format("  UNROLL for (int a = 0; a < {}; ++a) SPLIT_ST({}, acc[a]);\n", acc_n, slab("ks"));
     s += split_k_arrive(sk);
-    s += fmt::format("  for (int a = 0; a < {}; ++a) {{\n    float sum = 0.0f;\n", acc_n);
+    s += fmt::format("  UNROLL for (int a = 0; a < {}; ++a) {{\n    float sum = 0.0f;\n", acc_n);
     s += fmt::format("    for (int sl = 0; sl < {}; ++sl) sum += SPLIT_LD({});\n    acc[a] = sum;\n  }}\n", sk.split,
                      slab("sl"));
     add_split_scratch(k, total * sk.split * acc_n * t.threads, total);

@@ -577,7 +577,9 @@ Result<Kernel> gen_data_movement(const GenContext& c) {
   Kernel k;
   k.name = short_name(c, "dm");
   k.cls = "data-movement";
-  const uint32_t block = std::min<uint32_t>(256, pow2_at_most(c.opts.max_threads));
+  // The tile's threads a group, as the elementwise generator takes them (and the capability says).
+  const uint32_t block = static_cast<uint32_t>(std::clamp(c.k.tile.threads > 0 ? c.k.tile.threads : 256, 32,
+                                                          std::min(1024, c.opts.max_threads)));
   k.block = {block, 1, 1};
   k.groups = groups_for(space, block);
   k.body = std::move(g.body);

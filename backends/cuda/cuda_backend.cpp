@@ -51,8 +51,8 @@ Result<DeviceInfo> describe(const CudaDriver& d, int index, CUdevice* out_dev) {
   info.max_threads_per_group = attribute(d, dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024);
   // The static limit: kernels declare their shared memory statically, and more than 48 KiB needs
   // dynamic shared memory and an opt-in attribute, which the generated kernels do not use.
-  info.max_shared_bytes = static_cast<uint64_t>(
-      std::min(attribute(d, dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 49152), 49152));
+  info.max_shared_bytes = std::min(static_cast<uint64_t>(attribute(d, dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 49152)),
+                                   kCudaStaticSharedBytes);
   info.max_groups = {static_cast<uint32_t>(attribute(d, dev, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, 2147483647)),
                      static_cast<uint32_t>(attribute(d, dev, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, 65535)),
                      static_cast<uint32_t>(attribute(d, dev, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, 65535))};
