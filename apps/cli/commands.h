@@ -19,5 +19,6 @@ void add_validate(CLI::App& app, int& rc);
 void add_truth(CLI::App& app, int& rc);
 void add_serve(CLI::App& app, int& rc);
 void add_dojo(CLI::App& app, int& rc);
+void add_codegen(CLI::App& app, int& rc);
 
 }  // namespace gpusim::cli

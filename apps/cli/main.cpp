@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
   gpusim::cli::add_profiles(app, rc);
   gpusim::cli::add_serve(app, rc);
   gpusim::cli::add_dojo(app, rc);
+  gpusim::cli::add_codegen(app, rc);
   for (CLI::App* sc : app.get_subcommands([](const CLI::App*) { return true; })) {
     const auto& codes = gpusim::cli::exit_codes();
     if (auto it = codes.find(sc->get_name()); it != codes.end()) {

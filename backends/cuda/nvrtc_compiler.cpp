@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <string_view>
 
 #include "gpu_common.h"
 
@@ -147,7 +148,122 @@ Result<NvrtcInfo> nvrtc_info() { return gpu::info_of<NvrtcInfo>(nvrtc()); }
 
 bool nvrtc_available(std::string* why) { return gpu::loaded(nvrtc(), why); }
 
+namespace {
+// compile_cuda with `extra` options after the architecture and the language standard.
+Result<std::string> compile_with(const KernelSource& src, const std::string& arch, const std::vector<std::string>& extra,
+                                 std::string* log);
+}  // namespace
+
 Result<std::string> compile_cuda(const KernelSource& src, const std::string& arch, std::string* log) {
+  return compile_with(src, arch, {}, log);
+}
+
+namespace {
+
+// The first integer after `key` in `line` (which must hold it), else -1.
+int int_after(const std::string& line, const std::string& key) {
+  const size_t at = line.find(key);
+  if (at == std::string::npos) return -1;
+  size_t i = at + key.size();
+  while (i < line.size() && line[i] == ' ') ++i;
+  int v = 0;
+  bool any = false;
+  while (i < line.size() && std::isdigit(static_cast<unsigned char>(line[i]))) {
+    v = v * 10 + (line[i++] - '0');
+    any = true;
+  }
+  return any ? v : -1;
+}
+
+// The integer just before `key` in `line` ("8448 bytes smem" -> 8448), else -1.
+int int_before(const std::string& line, const std::string& key) {
+  const size_t at = line.find(key);
+  if (at == std::string::npos) return -1;
+  size_t e = at;
+  while (e > 0 && line[e - 1] == ' ') --e;
+  size_t b = e;
+  while (b > 0 && std::isdigit(static_cast<unsigned char>(line[b - 1]))) --b;
+  if (b == e) return -1;
+  return std::stoi(line.substr(b, e - b));
+}
+
+}  // namespace
+
+bool parse_ptxas_log(const std::string& log, CudaResources& r) {
+  bool used = false;
+  size_t a = 0;
+  while (a < log.size()) {
+    size_t e = log.find('\n', a);
+    if (e == std::string::npos) e = log.size();
+    const std::string line = log.substr(a, e - a);
+    a = e + 1;
+    if (const int regs = int_after(line, "Used "); regs >= 0 && line.find("registers") != std::string::npos) {
+      used = true;
+      r.registers = regs;
+      if (const int b = int_after(line, "used "); b >= 0 && line.find("barriers") != std::string::npos) r.barriers = b;
+      if (const int sm = int_before(line, " bytes smem"); sm >= 0) r.static_smem_bytes = sm;
+    }
+    if (const int v = int_before(line, " bytes stack frame"); v >= 0) r.stack_bytes = v;
+    if (const int v = int_before(line, " bytes spill stores"); v >= 0) r.spill_store_bytes = v;
+    if (const int v = int_before(line, " bytes spill loads"); v >= 0) r.spill_load_bytes = v;
+  }
+  return used;
+}
+
+void count_ptx(const std::string& ptx, CudaResources& r) {
+  size_t a = 0;
+  while (a < ptx.size()) {
+    size_t e = ptx.find('\n', a);
+    if (e == std::string::npos) e = ptx.size();
+    size_t b = a;
+    while (b < e && (ptx[b] == ' ' || ptx[b] == '\t')) ++b;
+    if (b < e && ptx[b] == '@') {  // a predicate guard: "@%p1 ld.global..."
+      while (b < e && ptx[b] != ' ' && ptx[b] != '\t') ++b;
+      while (b < e && (ptx[b] == ' ' || ptx[b] == '\t')) ++b;
+    }
+    const std::string_view op(ptx.data() + b, e - b);
+    auto starts = [&](std::string_view p) { return op.substr(0, p.size()) == p; };
+    if (starts("wmma.mma")) ++r.wmma;
+    else if (starts("mma.sync")) ++r.mma;
+    else if (starts("ldmatrix")) ++r.ldmatrix;
+    else if (starts("cp.async") && !starts("cp.async.commit") && !starts("cp.async.wait")) ++r.cp_async;
+    else if (starts("ld.global")) ++r.ld_global;
+    else if (starts("st.global")) ++r.st_global;
+    else if (starts("ld.shared") || starts("ld.volatile.shared")) ++r.ld_shared;
+    else if (starts("st.shared") || starts("st.volatile.shared")) ++r.st_shared;
+    else if (starts("atom.global") || starts("red.global") || starts("atom.add") || starts("red.add")) ++r.atomics;
+    a = e + 1;
+  }
+}
+
+Result<CudaResources> cuda_resources(const KernelSource& src, const std::string& arch) {
+  if (arch.rfind("sm_", 0) != 0) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("kernel \"{}\": the compiled resources are read for a real architecture "
+                                  "(sm_XY), not \"{}\"",
+                                  src.name, arch));
+  }
+  CudaResources r;
+  r.arch = arch;
+  std::string log;
+  const std::vector<std::string> options = {"--ptxas-options=-v"};  // ptxas's resource report, in the log
+  auto cubin = compile_with(src, arch, options, &log);
+  if (!cubin) return cubin.error();
+  if (!parse_ptxas_log(log, r)) {
+    return make_error(ErrorCode::kDevice, fmt::format("kernel \"{}\": NVRTC compiled it for {} but its log holds no "
+                                                      "ptxas resource report:\n{}",
+                                                      src.name, arch, log));
+  }
+  const std::string virt = "compute_" + arch.substr(3);
+  auto ptx = compile_with(src, virt, {}, nullptr);
+  if (!ptx) return ptx.error();
+  count_ptx(*ptx, r);
+  return r;
+}
+
+namespace {
+Result<std::string> compile_with(const KernelSource& src, const std::string& arch, const std::vector<std::string>& extra,
+                                 std::string* log) {
   if (auto s = gpu::accept_cuda_cpp(src, log, "NVRTC compiles CUDA C++"); !s) return s.error();
   const auto& lib = nvrtc();
   if (!lib) return lib.error();
@@ -189,6 +305,7 @@ Result<std::string> compile_cuda(const KernelSource& src, const std::string& arc
   std::unique_ptr<_nvrtcProgram, ProgramDeleter> prog(raw, ProgramDeleter{n.destroy_program});
 
   std::vector<std::string> options = {"--gpu-architecture=" + arch, "--std=c++17"};
+  options.insert(options.end(), extra.begin(), extra.end());
   if (!n.info.include_dir.empty()) options.push_back("-I" + n.info.include_dir);
   std::vector<const char*> argv;
   for (const auto& o : options) argv.push_back(o.c_str());
@@ -223,5 +340,6 @@ Result<std::string> compile_cuda(const KernelSource& src, const std::string& arc
   }
   return out;
 }
+}  // namespace
 
 }  // namespace gpusim::backend::cuda

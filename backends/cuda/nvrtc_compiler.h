@@ -46,4 +46,30 @@ bool nvrtc_available(std::string* why);
 // target and carries the log).
 Result<std::string> compile_cuda(const KernelSource& src, const std::string& arch, std::string* log = nullptr);
 
+// What the compiler built for one kernel on one architecture, without a device: ptxas's resource
+// report (--ptxas-options=-v) of the cubin for "sm_XY", and static instruction counts from the PTX
+// (the lines of each kind in the text, not executions; loops count once).
+struct CudaResources {
+  std::string arch;
+  int registers = 0;  // per thread
+  int stack_bytes = 0, spill_store_bytes = 0, spill_load_bytes = 0;  // per thread
+  int static_smem_bytes = 0;  // per block (the source declares it all statically)
+  int barriers = 0;
+  int mma = 0;        // mma.sync (the warp-level matrix instruction, sm_80+ shapes included)
+  int wmma = 0;       // wmma.mma.sync (CUDA's wmma API, lowered to mma by ptxas)
+  int ldmatrix = 0;   // ldmatrix
+  int cp_async = 0;   // cp.async (asynchronous global-to-shared copies)
+  int ld_global = 0, st_global = 0, ld_shared = 0, st_shared = 0;
+  int atomics = 0;    // atom.* and red.* on global memory
+};
+
+// Compiles `src` for `arch` ("sm_XY") and reads the figures above; errors as compile_cuda.
+Result<CudaResources> cuda_resources(const KernelSource& src, const std::string& arch);
+
+// Parses ptxas -v output (the program log) into `r` (registers, stack, spills, smem, barriers);
+// false when it holds no "Used N registers" line.
+bool parse_ptxas_log(const std::string& log, CudaResources& r);
+// Counts the instruction kinds of CudaResources in PTX text.
+void count_ptx(const std::string& ptx, CudaResources& r);
+
 }  // namespace gpusim::backend::cuda

@@ -145,6 +145,21 @@ int gemm_registers(const KernelWork& w, const TileConfig& t) {
   return kRegisterBase + static_cast<int>(std::ceil(acc + frag));
 }
 
+int attention_registers(const KernelWork& w, const TileConfig& t) {
+  const double dv = static_cast<double>(w.v_head_dim);
+  return kRegisterBase + static_cast<int>(std::ceil((t.block_m * dv + t.block_m * t.block_n) / t.threads));
+}
+
+double attention_smem(const KernelWork& w, const TileConfig& t) {
+  const double dk = static_cast<double>(w.head_dim), dv = static_cast<double>(w.v_head_dim);
+  return t.stages * (t.block_m * dk + t.block_n * (dk + dv)) * elem_bytes(w.dtype);
+}
+
+double streaming_smem(const KernelWork& w, const TileConfig& t) {
+  const bool rowwise = (w.cls == OpClass::kReduction || w.cls == OpClass::kNormalization) && w.rows > 0;
+  return rowwise ? t.threads * 4.0 : 0.0;
+}
+
 double gemm_smem(const KernelWork& w, const TileConfig& t) {
   return t.stages * (static_cast<double>(t.block_m) * t.block_k + static_cast<double>(t.block_k) * t.block_n) *
          elem_bytes(w.dtype);
@@ -248,9 +263,7 @@ KernelCost attention_cost(const KernelWork& w, const TileConfig& t, const Device
   c.tile = t;
   const double eb = elem_bytes(w.dtype);
   const double dk = static_cast<double>(w.head_dim), dv = static_cast<double>(w.v_head_dim);
-  const int regs = kRegisterBase + static_cast<int>(std::ceil((t.block_m * dv + t.block_m * t.block_n) / t.threads));
-  const double smem = t.stages * (t.block_m * dk + t.block_n * (dk + dv)) * eb;
-  if (!place(c, d, t.threads, regs, smem)) return c;
+  if (!place(c, d, t.threads, attention_registers(w, t), attention_smem(w, t))) return c;
   c.ctas = w.batch * ceil_div(w.m, t.block_m);
   waves(c, d);
   const int warps = static_cast<int>(ceil_div(t.threads, d.warp_size));
@@ -294,8 +307,7 @@ KernelCost streaming_cost(const KernelWork& w, const TileConfig& t, const Device
   c.tile = t;
   const double eb = elem_bytes(w.dtype);
   const bool rowwise = (w.cls == OpClass::kReduction || w.cls == OpClass::kNormalization) && w.rows > 0;
-  const double smem = rowwise ? t.threads * 4.0 : 0.0;
-  if (!place(c, d, t.threads, kRegisterBase, smem)) return c;
+  if (!place(c, d, t.threads, kRegisterBase, streaming_smem(w, t))) return c;
   const int64_t per_cta = static_cast<int64_t>(t.threads) * t.vector_width * t.items_per_thread;
   int64_t rows_per_cta = 1;
   if (rowwise) {
@@ -485,6 +497,25 @@ std::string tile_feasibility(const KernelWork& w, const TileConfig& t, const Dev
     return fmt::format("{} threads per block exceed the limit of {}", t.threads, d.max_threads_per_block);
   }
   return {};
+}
+
+Residency residency(const DeviceModel& d, int threads, int registers, double smem_bytes) {
+  Residency r;
+  r.threads = threads;
+  r.registers = registers;
+  r.smem_bytes = smem_bytes;
+  const Occupancy o = occupancy(d, threads, registers, smem_bytes);
+  r.ctas_per_unit = o.infeasible ? 0 : o.ctas_per_unit;
+  r.limiter = o.infeasible ? o.infeasible : o.limiter;
+  return r;
+}
+
+Residency assumed_residency(const KernelWork& w, const TileConfig& t, const DeviceModel& d) {
+  if (w.cls == OpClass::kAttention && w.m > 0 && w.kv_seq > 0) {
+    return residency(d, t.threads, attention_registers(w, t), attention_smem(w, t));
+  }
+  if (is_gemm_like(w)) return residency(d, t.threads, gemm_registers(w, t), gemm_smem(w, t));
+  return residency(d, t.threads, kRegisterBase, streaming_smem(w, t));
 }
 
 KernelCost kernel_cost(const KernelWork& w, const TileConfig& t, const DeviceModel& d) {

@@ -120,6 +120,23 @@ GPUSIM_API std::string tile_feasibility(const KernelWork& w, const TileConfig& t
 // One evaluation. Allocation-free (the search calls it millions of times).
 GPUSIM_API KernelCost kernel_cost(const KernelWork& w, const TileConfig& t, const DeviceModel& d);
 
+// What a block holds and how many a unit keeps resident. The cost model assumes a kernel's
+// registers a thread from its tile (accumulators, operand fragments, a base for addressing and the
+// loop) and its shared memory from the tile's stages; `gpusim codegen report` checks that against
+// what the compiler builds (registers and shared memory read from the binary).
+struct GPUSIM_API Residency {
+  int threads = 0;
+  int registers = 0;         // per thread
+  double smem_bytes = 0;     // per block
+  int64_t ctas_per_unit = 0;  // 0: one block does not fit a unit
+  const char* limiter = "";   // "threads", "registers", "shared memory", "blocks", or why it does not fit
+};
+// The registers and shared memory kernel_cost assumes for work `w` with tile `t`, and the blocks
+// per unit that gives on `d`.
+GPUSIM_API Residency assumed_residency(const KernelWork& w, const TileConfig& t, const DeviceModel& d);
+// The blocks per unit of `threads` threads holding `registers` each and `smem_bytes` a block, on `d`.
+GPUSIM_API Residency residency(const DeviceModel& d, int threads, int registers, double smem_bytes);
+
 // The eager heuristic: the fastest feasible tile of a fixed menu per class (what a library's
 // heuristic table does), documented in core/sim/README.md.
 GPUSIM_API std::vector<TileConfig> tile_menu(const KernelWork& w, const DeviceModel& d);

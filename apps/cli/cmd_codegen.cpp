@@ -1,0 +1,159 @@
+// gpusim codegen report MODEL --gpu NAME|FILE [--dtype fp32|fp16] [--dim k=v]... [--arch sm_XY] [--json]
+// Compiled truth, without a device: every kernel of the eager plan over the tiles codegen builds
+// for the GPU, compiled with NVRTC for its architecture; registers, spills and shared memory from
+// the compiler against the cost model's assumptions, the blocks per SM each gives, and the
+// instruction mix from the PTX (backends/compile_report.h). Exit 0 when every kernel compiled (a
+// flagged mismatch is a finding, not a failure); exit codes in exit_codes.h.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+#include "commands.h"
+#include "common.h"
+#include "compile_report.h"
+#include "gpusim/gpusim.h"
+
+namespace gpusim::cli {
+namespace {
+
+nlohmann::json residency_json(const Residency& r) {
+  return {{"threads", r.threads},
+          {"registers", r.registers},
+          {"smem_bytes", r.smem_bytes},
+          {"ctas_per_sm", r.ctas_per_unit},
+          {"limiter", r.limiter}};
+}
+
+nlohmann::json report_json(const exec::CompiledReport& r, const std::string& model, DType dtype) {
+  nlohmann::json j;
+  j["schema"] = "gpusim.codegen-report/1";
+  j["model"] = model;
+  j["gpu"] = r.gpu;
+  j["dtype"] = std::string(dtype_name(dtype));
+  j["arch"] = r.arch;
+  j["compiler"] = r.compiler;
+  j["summary"] = {{"kernels", r.kernels.size()},
+                  {"compiled", r.compiled},
+                  {"occupancy_as_assumed", r.occupancy_as_assumed},
+                  {"spilling", r.spilling},
+                  {"missing_matrix_instructions", r.missing_matrix}};
+  j["kernels"] = nlohmann::json::array();
+  for (const auto& k : r.kernels) {
+    nlohmann::json e = {{"index", k.index},
+                        {"name", k.name},
+                        {"class", k.cls},
+                        {"tile", tile_notation(k.tile)},
+                        {"matrix_path", k.matrix_path},
+                        {"priced_on_matrix_units", k.priced_on_matrix_units},
+                        {"assumed", residency_json(k.assumed)},
+                        {"flags", k.flags}};
+    if (!k.skipped.empty()) {
+      e["skipped"] = k.skipped;
+    } else {
+      e["compiled"] = residency_json(k.compiled);
+      e["spills"] = {{"stack_bytes", k.stack_bytes}, {"store_bytes", k.spill_store_bytes}, {"load_bytes", k.spill_load_bytes}};
+      e["instructions"] = {{"mma", k.mma},           {"wmma", k.wmma},           {"ldmatrix", k.ldmatrix},
+                           {"cp_async", k.cp_async}, {"ld_global", k.ld_global}, {"st_global", k.st_global},
+                           {"ld_shared", k.ld_shared}, {"st_shared", k.st_shared}, {"atomics", k.atomics}};
+    }
+    j["kernels"].push_back(std::move(e));
+  }
+  return j;
+}
+
+void print_report(const exec::CompiledReport& r, const std::string& model, DType dtype) {
+  fmt::print("model    {}\n", model);
+  fmt::print("gpu      {}, {}; compiled for {} with {}\n", r.gpu, dtype_name(dtype), r.arch, r.compiler);
+  fmt::print("\n{:>4}  {:<34} {:<6} {:<22} {:>9} {:>7} {:>13} {:>9} {:>5}  {}\n", "#", "kernel", "class", "tile",
+             "regs a/c", "spill", "smem KB a/c", "CTAs a/c", "mma", "flags");
+  for (const auto& k : r.kernels) {
+    if (!k.skipped.empty()) {
+      fmt::print("{:>4}  {:<34} (not generated: runs on the host)\n", k.index, "");
+      continue;
+    }
+    fmt::print("{:>4}  {:<34} {:<6} {:<22} {:>4}/{:<4} {:>7} {:>6.1f}/{:<6.1f} {:>4}/{:<4} {:>5}  {}\n", k.index,
+               k.name.substr(0, 34), k.cls.substr(0, 6), tile_notation(k.tile), k.assumed.registers,
+               k.compiled.registers, k.spill_store_bytes + k.spill_load_bytes, k.assumed.smem_bytes / 1024.0,
+               k.compiled.smem_bytes / 1024.0, k.assumed.ctas_per_unit, k.compiled.ctas_per_unit, k.mma + k.wmma,
+               fmt::join(k.flags, ", "));
+  }
+  const double pct = r.compiled > 0 ? 100.0 * r.occupancy_as_assumed / r.compiled : 0.0;
+  fmt::print("\n{} of {} kernels compiled; blocks per SM as the cost model assumes for {} ({:.1f}%); {} spill; {} "
+             "priced on matrix units have no matrix instruction\n",
+             r.compiled, r.kernels.size(), r.occupancy_as_assumed, pct, r.spilling, r.missing_matrix);
+  fmt::print("(a/c: assumed by the cost model / compiled; spill: bytes a thread stores and loads to local memory)\n");
+}
+
+}  // namespace
+
+void add_codegen(CLI::App& app, int& rc) {
+  struct Args {
+    std::string model, gpu, dtype, arch;
+    std::vector<std::string> dims;
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cg = app.add_subcommand("codegen", "What gpusim's code generator builds");
+  cg->require_subcommand(1);
+  auto* cmd = cg->add_subcommand(
+      "report", "Compile every kernel of the eager plan for the GPU's architecture (NVRTC, no device needed) and "
+                "report registers, spills, shared memory and blocks per SM against the cost model's assumptions");
+  cmd->add_option("model", a->model, "The .onnx file")->required();
+  cmd->add_option("--gpu", a->gpu, "GPU profile name or YAML file (an NVIDIA GPU)")->required();
+  cmd->add_option("--dtype", a->dtype, "Re-type the graph's float tensors: fp32 or fp16 (the kernels' storage)");
+  cmd->add_option("--dim", a->dims, "Set a symbolic input dim: NAME=VALUE or INPUT:AXIS=VALUE (repeatable)");
+  cmd->add_option("--arch", a->arch, "Compile for this architecture (sm_XY) instead of the profile's");
+  cmd->add_flag("--json", a->json, "Print JSON (schema gpusim.codegen-report/1)");
+  cmd->callback([a, &rc] {
+    const Session s;
+    auto m = s.open_model(a->model, {a->dims});
+    if (!m) {
+      fmt::print(stderr, "gpusim codegen report: {}\n", say(m.error()));
+      rc = exit_code(m.error());
+      return;
+    }
+    auto gpu = s.gpu(a->gpu);
+    if (!gpu) {
+      fmt::print(stderr, "gpusim codegen report: --gpu: {}\n", say(gpu.error()));
+      rc = exit_code(gpu.error());
+      return;
+    }
+    DType dtype = DType::kFloat32;
+    if (!a->dtype.empty()) {
+      auto d = parse_dtype(a->dtype);
+      if (!d || (*d != DType::kFloat32 && *d != DType::kFloat16)) {
+        fmt::print(stderr, "gpusim codegen report: --dtype \"{}\": generated kernels store fp32 or fp16; use --dtype "
+                           "fp32 or --dtype fp16\n",
+                   a->dtype);
+        rc = 2;
+        return;
+      }
+      dtype = *d;
+    }
+    if (!a->arch.empty() && (a->arch.rfind("sm_", 0) != 0 || a->arch.size() < 5)) {
+      fmt::print(stderr, "gpusim codegen report: --arch \"{}\": give a real architecture, sm_XY (sm_80, sm_90, ...)\n",
+                 a->arch);
+      rc = 2;
+      return;
+    }
+    const Graph g = dtype == DType::kFloat32 ? m->graph() : retype(m->graph(), dtype);
+    exec::CompileReportOptions o;
+    o.arch = a->arch;
+    auto r = exec::compile_report(g, *gpu, o);
+    if (!r) {
+      const bool no_arch = r.error().code == ErrorCode::kInvalidArgument && a->arch.empty();
+      fmt::print(stderr, "gpusim codegen report: {}{}\n", say(r.error()), no_arch ? " with --arch sm_XY" : "");
+      rc = exit_code(r.error());
+      return;
+    }
+    if (a->json) {
+      fmt::print("{}\n", report_json(*r, a->model, dtype).dump(1));
+    } else {
+      print_report(*r, a->model, dtype);
+    }
+  });
+}
+
+}  // namespace gpusim::cli

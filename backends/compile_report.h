@@ -1,0 +1,62 @@
+// Compiled truth (issue 33): what the compiler builds for each kernel of a plan, read without a
+// device, against what the cost model assumes. Per kernel: the generated CUDA text compiled with
+// NVRTC for the GPU's architecture (registers a thread, spills, static shared memory from ptxas's
+// report; matrix-unit, ldmatrix, cp.async, global and shared memory instructions counted in the
+// PTX), the blocks a unit keeps resident with those figures and with the cost model's assumed ones
+// (kernel_cost.h: assumed_residency), and flags for each mismatch, spill, or matrix instruction
+// missing where the price assumes matrix units.
+//
+// Usage:
+//   auto r = gpusim::exec::compile_report(graph, profile, {});   // eager plan, the profile's sm_XY
+//   for (const auto& k : r->kernels) ... k.assumed.ctas_per_unit, k.compiled.ctas_per_unit, k.flags
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpusim/gpu_profile.h"
+#include "gpusim/graph.h"
+#include "gpusim/kernel_cost.h"
+#include "gpusim/plan.h"
+#include "gpusim/result.h"
+
+namespace gpusim::exec {
+
+struct CompiledKernel {
+  int index = 0;                 // in the plan
+  std::string name;              // the generated entry point
+  std::string cls;               // codegen's class ("gemm", "conv", "elementwise", ...)
+  TileConfig tile;
+  std::string matrix_path;       // "wmma", "mfma", "portable" or "none"
+  bool priced_on_matrix_units = false;  // kernel_cost's matrix_units
+  Residency assumed, compiled;   // compiled: the block's threads, the binary's registers and static shared memory
+  int stack_bytes = 0, spill_store_bytes = 0, spill_load_bytes = 0;
+  int mma = 0, wmma = 0, ldmatrix = 0, cp_async = 0, ld_global = 0, st_global = 0, ld_shared = 0, st_shared = 0,
+      atomics = 0;
+  std::vector<std::string> flags;  // "occupancy", "spills", "no matrix instructions"
+  std::string skipped;             // why it was not compiled (no generator: it runs on the host)
+};
+
+struct CompiledReport {
+  std::string gpu, arch, compiler;  // compiler: "NVRTC 13.0"
+  std::vector<CompiledKernel> kernels;
+  int compiled = 0, occupancy_as_assumed = 0, spilling = 0, missing_matrix = 0;
+};
+
+struct CompileReportOptions {
+  std::string arch;           // "sm_XY"; empty: from the profile's compute capability
+  std::optional<Plan> plan;   // empty: the eager plan over the tiles codegen builds for the profile
+  int threads = 0;            // compiles in parallel (0: the machine's cores)
+};
+
+// The architecture NVRTC compiles for a profile: "sm_XY" from its "(CC X.Y)"; kInvalidArgument
+// naming the profile when it has none (not an NVIDIA GPU).
+Result<std::string> cuda_arch_of(const GpuProfile& gpu);
+
+// `g` in the float type its kernels store (retype it first for fp16). kUnavailable without NVRTC,
+// kInvalidArgument for a GPU with no CUDA architecture; a kernel that fails to compile fails the
+// report (a codegen bug), naming it.
+Result<CompiledReport> compile_report(const Graph& g, const GpuProfile& gpu, const CompileReportOptions& o);
+
+}  // namespace gpusim::exec

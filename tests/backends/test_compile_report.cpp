@@ -1,0 +1,203 @@
+// Compiled truth (backends/compile_report.h): ptxas's resource report and the PTX instruction
+// counts parsed from known text (no compiler needed); the CUDA architecture of a profile; and,
+// where NVRTC is present ([compile]), every kernel of a small plan compiled, its registers and
+// shared memory read back and set against the cost model's assumptions, fp16 GEMMs with their
+// matrix instructions, and `gpusim codegen report` as users call it.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "codegen.h"
+#include "compile_report.h"
+#include "gpusim/gpusim.h"
+#include "support/fixtures.h"
+#include "support/onnx_builder.h"
+#include "support/run_cli.h"
+#ifdef GPUSIM_HAVE_CUDA
+#include "cuda/nvrtc_compiler.h"
+#endif
+
+using namespace gpusim;
+using Catch::Matchers::Contains;
+constexpr int kF32 = onnx::TensorProto::FLOAT;
+
+namespace {
+
+// y = relu(a @ w + b), then a 3x3 convolution: a GEMM with an epilogue and an implicit GEMM.
+std::string small_model() {
+  test::OnnxBuilder b;
+  b.input("x", kF32, {test::Dim{int64_t{1}}, test::Dim{int64_t{16}}, test::Dim{int64_t{14}}, test::Dim{int64_t{14}}});
+  b.initializer("cw", kF32, {32, 16, 3, 3});
+  b.node("Conv", {"x", "cw"}, {"c"}, "conv").ints("pads", {1, 1, 1, 1});
+  b.node("Relu", {"c"}, {"r"}, "relu");
+  b.node("Flatten", {"r"}, {"f"}, "flatten");
+  b.initializer("w", kF32, {32 * 14 * 14, 64});
+  b.node("MatMul", {"f", "w"}, {"y"}, "mm");
+  b.output("y");
+  return b.write("compile_report.onnx");
+}
+
+}  // namespace
+
+TEST_CASE("ptxas resource reports and PTX instruction counts are read from the compiler's text", "[codegen][report]") {
+#ifdef GPUSIM_HAVE_CUDA
+  const std::string log =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'gemm_mm' for 'sm_90'\n"
+      "ptxas info    : Function properties for gemm_mm\n"
+      "    24 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads\n"
+      "ptxas info    : Used 168 registers, used 1 barriers, 16640 bytes smem, 400 bytes cmem[0]\n";
+  backend::cuda::CudaResources r;
+  REQUIRE(backend::cuda::parse_ptxas_log(log, r));
+  CHECK(r.registers == 168);
+  CHECK(r.barriers == 1);
+  CHECK(r.static_smem_bytes == 16640);
+  CHECK(r.stack_bytes == 24);
+  CHECK(r.spill_store_bytes == 8);
+  CHECK(r.spill_load_bytes == 12);
+  backend::cuda::CudaResources none;
+  CHECK_FALSE(backend::cuda::parse_ptxas_log("ptxas info    : 0 bytes gmem\n", none));
+  const std::string ptx =
+      "\tld.global.nc.v4.f32 {%f1, %f2, %f3, %f4}, [%rd4];\n"
+      "\t@%p1 ld.global.f32 %f5, [%rd5];\n"
+      "\tst.shared.f32 [%r3], %f1;\n"
+      "\tld.shared.v2.f32 {%f6, %f7}, [%r4];\n"
+      "\twmma.mma.sync.aligned.row.row.m16n16k16.f32.f32 {%f8}, {%r1}, {%r2}, {%f9};\n"
+      "\tmma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1}, {%r1}, {%r2}, {%f1};\n"
+      "\tldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1, %r2, %r3, %r4}, [%r5];\n"
+      "\tcp.async.cg.shared.global [%r1], [%rd1], 16;\n"
+      "\tcp.async.commit_group;\n"
+      "\tatom.global.add.u32 %r9, [%rd9], 1;\n"
+      "\tst.global.f32 [%rd6], %f2;\n";
+  backend::cuda::CudaResources c;
+  backend::cuda::count_ptx(ptx, c);
+  CHECK(c.ld_global == 2);
+  CHECK(c.st_global == 1);
+  CHECK(c.ld_shared == 1);
+  CHECK(c.st_shared == 1);
+  CHECK(c.wmma == 1);
+  CHECK(c.mma == 1);
+  CHECK(c.ldmatrix == 1);
+  CHECK(c.cp_async == 1);
+  CHECK(c.atomics == 1);
+#else
+  WARN("built without the CUDA backend: nothing to parse with");
+#endif
+}
+
+TEST_CASE("an NVIDIA profile's generated tiles fit CUDA's static shared memory, as a CUDA device's do", "[codegen][report]") {
+  // The H100 allows 227 KiB a block with an opt-in; generated kernels declare theirs statically.
+  const codegen::Options o = codegen::target_options(make_device(test::gpu("nvidia-h100-sxm")), true);
+  CHECK(o.max_shared_bytes == backend::kCudaStaticSharedBytes);
+  CHECK(codegen::target_options(make_device(test::gpu("amd-mi300x")), true).max_shared_bytes == 64u * 1024);
+}
+
+TEST_CASE("a profile's CUDA architecture comes from its compute capability", "[codegen][report]") {
+  CHECK(*exec::cuda_arch_of(test::gpu("nvidia-h100-sxm")) == "sm_90");
+  CHECK(*exec::cuda_arch_of(test::gpu("nvidia-rtx-3060")) == "sm_86");
+  CHECK(*exec::cuda_arch_of(test::gpu("nvidia-rtx-4090")) == "sm_89");
+  auto amd = exec::cuda_arch_of(test::gpu("amd-mi300x"));
+  REQUIRE_FALSE(amd);
+  CHECK(amd.error().code == ErrorCode::kInvalidArgument);
+  CHECK_THAT(amd.error().message, Contains("amd-mi300x") && Contains("sm_XY"));
+}
+
+TEST_CASE("the compiled report reads what NVRTC builds for every kernel and sets it against the cost model",
+          "[codegen][report][compile]") {
+#ifdef GPUSIM_HAVE_CUDA
+  if (std::string why; !backend::cuda::nvrtc_available(&why)) {
+    WARN("NVRTC unavailable: " << why);
+    return;
+  }
+  const Session s;
+  auto m = s.open_model(small_model());
+  REQUIRE(m);
+  const GpuProfile h100 = test::gpu("nvidia-h100-sxm");
+  auto r = exec::compile_report(m->graph(), h100, {});
+  REQUIRE(r);
+  CHECK(r->arch == "sm_90");
+  CHECK_THAT(r->compiler, Contains("NVRTC"));
+  REQUIRE(r->kernels.size() >= 2);
+  CHECK(r->compiled == static_cast<int>(r->kernels.size()));
+  int gemm_like = 0;
+  for (const auto& k : r->kernels) {
+    INFO(k.name);
+    CHECK(k.skipped.empty());
+    CHECK(k.compiled.registers > 0);
+    CHECK(k.compiled.registers <= 255);
+    CHECK(k.assumed.registers > 0);
+    CHECK(k.compiled.threads > 0);
+    CHECK(k.compiled.ctas_per_unit > 0);
+    CHECK(k.ld_global + k.st_global > 0);
+    if (k.cls == "gemm" || k.cls == "conv") {
+      ++gemm_like;
+      CHECK(k.compiled.smem_bytes > 0);  // the operand tiles
+      CHECK(k.ld_shared > 0);
+    }
+    const bool flagged = std::find(k.flags.begin(), k.flags.end(), "occupancy") != k.flags.end();
+    CHECK(flagged == (k.compiled.ctas_per_unit != k.assumed.ctas_per_unit));
+  }
+  CHECK(gemm_like == 2);
+  // fp16 on an H100: the GEMMs are priced on matrix units, and the binary has them (wmma).
+  auto h = exec::compile_report(retype(m->graph(), DType::kFloat16), h100, {});
+  INFO((h ? std::string() : h.error().message));
+  REQUIRE(h);
+  for (const auto& k : h->kernels) {
+    if (k.cls != "gemm" && k.cls != "conv") continue;
+    INFO(k.name);
+    CHECK(k.matrix_path == "wmma");
+    CHECK(k.priced_on_matrix_units);
+    CHECK(k.wmma > 0);
+  }
+  CHECK(h->missing_matrix == 0);
+  // Another architecture on request.
+  exec::CompileReportOptions o;
+  o.arch = "sm_80";
+  auto a = exec::compile_report(m->graph(), h100, o);
+  REQUIRE(a);
+  CHECK(a->arch == "sm_80");
+#else
+  WARN("built without the CUDA backend");
+#endif
+}
+
+TEST_CASE("gpusim codegen report prints per kernel figures and JSON, and refuses what it cannot compile for",
+          "[codegen][report][compile][cli]") {
+  const std::string model = small_model();
+  {
+    const test::Run r = test::run_gpusim("codegen report " + model + " --gpu amd-mi300x");
+    CHECK(r.rc == 2);
+    CHECK_THAT(r.out, Contains("amd-mi300x") && Contains("--arch"));
+  }
+  {
+    const test::Run r = test::run_gpusim("codegen report " + model + " --gpu nvidia-h100-sxm --dtype bf16");
+    CHECK(r.rc == 2);
+    CHECK_THAT(r.out, Contains("--dtype fp16"));
+  }
+  {
+    const test::Run r = test::run_gpusim("codegen report " + model + " --gpu nvidia-h100-sxm --arch compute_90");
+    CHECK(r.rc == 2);
+    CHECK_THAT(r.out, Contains("sm_XY"));
+  }
+#ifdef GPUSIM_HAVE_CUDA
+  if (std::string why; !backend::cuda::nvrtc_available(&why)) {
+    WARN("NVRTC unavailable: " << why);
+    return;
+  }
+  const test::Run r = test::run_gpusim("codegen report " + model + " --gpu nvidia-rtx-3060 --json");
+  INFO(r.out);
+  REQUIRE(r.rc == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["schema"] == "gpusim.codegen-report/1");
+  CHECK(j["arch"] == "sm_86");
+  CHECK(j["summary"]["compiled"].get<int>() == static_cast<int>(j["kernels"].size()));
+  for (const auto& k : j["kernels"]) {
+    CHECK(k["compiled"]["registers"].get<int>() > 0);
+    CHECK(k["assumed"].contains("ctas_per_sm"));
+    CHECK(k["instructions"].contains("mma"));
+  }
+  const test::Run t = test::run_gpusim("codegen report " + model + " --gpu nvidia-rtx-3060");
+  REQUIRE(t.rc == 0);
+  CHECK_THAT(t.out, Contains("compiled for sm_86") && Contains("blocks per SM as the cost model assumes"));
+#endif
+}
