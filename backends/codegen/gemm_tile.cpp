@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include "gemm_tile.h"
 
@@ -297,18 +298,15 @@ std::string split_k_arrive(const SplitK& s) {
 
 void add_split_scratch(Kernel& k, int64_t partial_floats, int64_t tiles) {
   k.decls += "SHARED int split_last;\n";
-  Arg p;
-  p.scratch = Scratch::kPartials;
-  p.storage = Storage::kF32;
-  p.elements = partial_floats;
-  p.written = true;
-  k.args.push_back(p);
-  Arg c;
-  c.scratch = Scratch::kCounters;
-  c.storage = Storage::kI32;
-  c.elements = tiles;
-  c.written = true;
-  k.args.push_back(c);
+  for (const auto& [kind, storage, elements] :
+       {std::tuple{Scratch::kPartials, Storage::kF32, partial_floats}, std::tuple{Scratch::kCounters, Storage::kI32, tiles}}) {
+    Arg a;
+    a.scratch = kind;
+    a.storage = storage;
+    a.elements = elements;
+    a.written = true;
+    k.args.push_back(a);
+  }
 }
 
 std::string operand_index(const Operand& op, const std::string& pos) {

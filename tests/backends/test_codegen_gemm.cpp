@@ -549,6 +549,39 @@ void run_fp16(backend::Backend& dev, const Graph& g32, const PlanKernel& pk, cod
   for (double e : r.errors) CHECK(e <= 5e-3);
 }
 
+// The wmma text compiled with NVRTC for each of `archs`, the MFMA text with hiprtc for gfx90a,
+// where each compiler is (a WARN says which is not).
+void compile_matrix_texts(const backend::KernelSource& wmma, const backend::KernelSource& mfma,
+                          std::initializer_list<const char*> archs) {
+#ifdef GPUSIM_HAVE_CUDA
+  if (std::string why; backend::cuda::nvrtc_available(&why)) {
+    for (const char* arch : archs) {
+      std::string log;
+      INFO(arch << "\n" << wmma.code);
+      CHECK(backend::cuda::compile_cuda(wmma, arch, &log));
+      INFO(log);
+    }
+  } else {
+    WARN("NVRTC unavailable, wmma kernels not compiled: " << why);
+  }
+#else
+  (void)wmma;
+  (void)archs;
+#endif
+#ifdef GPUSIM_HAVE_HIP
+  if (std::string why; backend::hip::hiprtc_available(&why)) {
+    std::string log;
+    auto bin = backend::hip::compile_hip(mfma, "gfx90a", &log);
+    INFO(mfma.code << "\n" << log);
+    CHECK(bin);
+  } else {
+    WARN("hiprtc unavailable, MFMA kernels not compiled: " << why);
+  }
+#else
+  (void)mfma;
+#endif
+}
+
 }  // namespace
 
 TEST_CASE("fp16 GEMMs and convolutions on matrix units: wmma and MFMA compile and the portable path matches the reference",
@@ -586,28 +619,7 @@ TEST_CASE("fp16 GEMMs and convolutions on matrix units: wmma and MFMA compile an
     CHECK(wmma.code.find("#include <mma.h>") != std::string::npos);
     const backend::KernelSource mfma = matrix_source(g, pk, codegen::MatrixPath::kMfma);
     CHECK(mfma.code.find("__builtin_amdgcn_mfma_f32_16x16x16f16") != std::string::npos);
-#ifdef GPUSIM_HAVE_CUDA
-    if (std::string why; backend::cuda::nvrtc_available(&why)) {
-      for (const char* arch : {"sm_80", "sm_90"}) {
-        std::string log;
-        INFO(arch << "\n" << wmma.code);
-        CHECK(backend::cuda::compile_cuda(wmma, arch, &log));
-        INFO(log);
-      }
-    } else {
-      WARN("NVRTC unavailable, wmma kernels not compiled: " << why);
-    }
-#endif
-#ifdef GPUSIM_HAVE_HIP
-    if (std::string why; backend::hip::hiprtc_available(&why)) {
-      std::string log;
-      auto bin = backend::hip::compile_hip(mfma, "gfx90a", &log);
-      INFO(mfma.code << "\n" << log);
-      CHECK(bin);
-    } else {
-      WARN("hiprtc unavailable, MFMA kernels not compiled: " << why);
-    }
-#endif
+    compile_matrix_texts(wmma, mfma, {"sm_80", "sm_90"});
     for (auto& d : test::devices()) {
       if (!d.dev->info().fp16) {
         WARN(d.backend << ": no fp16 storage on " << d.dev->info().name << "; matrix kernels not run");
@@ -794,23 +806,7 @@ TEST_CASE("split-K GEMMs and convolutions: each slice a group, the last of a til
     const backend::KernelSource wmma = matrix_source(g, pk, codegen::MatrixPath::kWmma);
     CHECK(wmma.code.find("SPLIT_ARRIVE(tile)") != std::string::npos);
     const backend::KernelSource mfma = matrix_source(g, pk, codegen::MatrixPath::kMfma);
-#ifdef GPUSIM_HAVE_CUDA
-    if (std::string why; backend::cuda::nvrtc_available(&why)) {
-      std::string log;
-      INFO(wmma.code);
-      CHECK(backend::cuda::compile_cuda(wmma, "sm_80", &log));
-      INFO(log);
-    }
-#endif
-#ifdef GPUSIM_HAVE_HIP
-    if (std::string why; backend::hip::hiprtc_available(&why)) {
-      std::string log;
-      auto bin = backend::hip::compile_hip(mfma, "gfx90a", &log);
-      INFO(mfma.code << "\n" << log);
-      CHECK(bin);
-    }
-#endif
-    (void)mfma;
+    compile_matrix_texts(wmma, mfma, {"sm_80"});
   }
 }
 
