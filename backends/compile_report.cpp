@@ -3,14 +3,14 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <map>
-#include <mutex>
 
 #include "base/parallel.h"
 #include "codegen/codegen.h"
 #include "gpusim/device_plan.h"
 #include "gpusim/kernel_work.h"
-#include "gpusim/target.h"
+#include "gpusim/wording.h"
 #ifdef GPUSIM_HAVE_CUDA
 #include "cuda/nvrtc_compiler.h"
 #endif
@@ -30,38 +30,45 @@ Result<std::string> cuda_arch_of(const GpuProfile& gpu) {
   }
   return make_error(ErrorCode::kInvalidArgument,
                     fmt::format("GPU {} ({}) has no CUDA compute capability in its architecture (\"{}\"): the "
-                                "compiled report reads NVRTC's figures, for NVIDIA GPUs; name one, or the "
-                                "architecture to compile for (sm_XY)",
-                                gpu.name, gpu.vendor, a));
+                                "compiled report reads NVRTC's figures, for NVIDIA GPUs; name one, or give {}",
+                                gpu.name, gpu.vendor, a, option_ref("arch", "sm_XY")));
 }
 
-Result<CompiledReport> compile_report(const Graph& g, const GpuProfile& gpu, const CompileReportOptions& o) {
-#ifndef GPUSIM_HAVE_CUDA
-  (void)g;
-  (void)gpu;
-  (void)o;
-  return make_error(ErrorCode::kUnavailable,
-                    "this gpusim was built without the CUDA backend (the CUDA toolkit's headers were absent at "
-                    "configure time), so it has no NVRTC to compile with");
-#else
+Result<CompiledReport> compile_report(const Graph& g, const Target& target, const CompileReportOptions& o) {
+  const GpuProfile& gpu = target.gpu();
+  if (target.space != TileSpace::kGenerated) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("the compiled report compiles the tiles codegen builds; {} is the library menu: "
+                                  "give {}",
+                                  target.describe(), option_ref("tiles", "generated")));
+  }
   std::string arch = o.arch;
   if (arch.empty()) {
     auto a = cuda_arch_of(gpu);
     if (!a) return a.error();
     arch = *a;
+  } else if (arch.rfind("sm_", 0) != 0 || arch.size() < 5) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: \"{}\" is not a real architecture; the compiled figures are read for one, "
+                                  "sm_XY (sm_80, sm_90, ...)",
+                                  option_ref("arch"), arch));
   }
+#ifndef GPUSIM_HAVE_CUDA
+  (void)g;
+  return make_error(ErrorCode::kUnavailable,
+                    "this gpusim was built without the CUDA backend (the CUDA toolkit's headers were absent at "
+                    "configure time), so it has no NVRTC to compile with");
+#else
   auto info = backend::cuda::nvrtc_info();
   if (!info) return info.error();
   CompiledReport r;
   r.gpu = gpu.name;
   r.arch = arch;
   r.compiler = "NVRTC " + info->version;
-  const DeviceModel d = make_device(gpu);
+  const DeviceModel& d = target.device;
   bool fp16 = false;
   for (const Tensor& t : g.tensors) fp16 = fp16 || t.dtype == DType::kFloat16;
   const codegen::Options opts = codegen::target_options(d, fp16);
-  Target target = make_target(gpu, nullptr, TileSpace::kGenerated);
-  target.tiles = std::make_shared<codegen::TargetCapability>(opts);
   const GraphIndex idx = index_graph(g);
   const Plan plan = o.plan ? *o.plan : eager_plan(g, target, idx);
   r.kernels.resize(plan.kernels.size());

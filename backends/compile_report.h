@@ -7,7 +7,7 @@
 // missing where the price assumes matrix units.
 //
 // Usage:
-//   auto r = gpusim::exec::compile_report(graph, profile, {});   // eager plan, the profile's sm_XY
+//   auto r = gpusim::exec::compile_report(graph, session.target(gpu, gpusim::TileSpace::kGenerated), {});
 //   for (const auto& k : r->kernels) ... k.assumed.ctas_per_unit, k.compiled.ctas_per_unit, k.flags
 #pragma once
 
@@ -20,6 +20,7 @@
 #include "gpusim/kernel_cost.h"
 #include "gpusim/plan.h"
 #include "gpusim/result.h"
+#include "gpusim/target.h"
 
 namespace gpusim::exec {
 
@@ -45,8 +46,8 @@ struct CompiledReport {
 };
 
 struct CompileReportOptions {
-  std::string arch;           // "sm_XY"; empty: from the profile's compute capability
-  std::optional<Plan> plan;   // empty: the eager plan over the tiles codegen builds for the profile
+  std::string arch;           // `arch`: "sm_XY"; empty: from the profile's compute capability
+  std::optional<Plan> plan;   // empty: the target's eager plan
   int threads = 0;            // compiles in parallel (0: the machine's cores)
 };
 
@@ -54,9 +55,10 @@ struct CompileReportOptions {
 // naming the profile when it has none (not an NVIDIA GPU).
 Result<std::string> cuda_arch_of(const GpuProfile& gpu);
 
-// `g` in the float type its kernels store (retype it first for fp16). kUnavailable without NVRTC,
-// kInvalidArgument for a GPU with no CUDA architecture; a kernel that fails to compile fails the
-// report (a codegen bug), naming it.
-Result<CompiledReport> compile_report(const Graph& g, const GpuProfile& gpu, const CompileReportOptions& o);
+// `g` in the float type its kernels store (retype it first for fp16), on a generated `target` (the
+// tiles codegen builds: what predict prices and run executes). kInvalidArgument for a library
+// target, an `arch` that is not sm_XY, or a GPU with no CUDA architecture; kUnavailable without
+// NVRTC; a kernel that fails to compile fails the report (a codegen bug), naming it.
+Result<CompiledReport> compile_report(const Graph& g, const Target& target, const CompileReportOptions& o);
 
 }  // namespace gpusim::exec

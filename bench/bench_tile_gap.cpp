@@ -12,15 +12,15 @@
 #include <gpusim/gpusim.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include "base/parallel.h"
 
 namespace fs = std::filesystem;
 using namespace gpusim;
@@ -66,19 +66,6 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-// Runs f(i) for i < n on `threads` threads.
-template <class F>
-void parallel(size_t n, unsigned threads, F f) {
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < std::max(1u, threads); ++t) {
-    pool.emplace_back([&] {
-      for (size_t i; (i = next++) < n;) f(i);
-    });
-  }
-  for (auto& th : pool) th.join();
-}
-
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -92,7 +79,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> gpus;
   std::string csv;
   bool plans = false;
-  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  int threads = base::core_count();
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -111,7 +98,7 @@ int main(int argc, char** argv) {
     } else if (a == "--plans") {
       plans = true;
     } else if (a == "--threads") {
-      threads = static_cast<unsigned>(std::max(1, std::atoi(value().c_str())));
+      threads = std::max(1, std::atoi(value().c_str()));
     } else {
       std::fprintf(stderr,
                    "usage: bench_tile_gap [--models DIR]... [--gpus a,b,...] [--csv FILE] [--plans] [--threads N]\n");
@@ -173,7 +160,7 @@ int main(int argc, char** argv) {
   const DType dtypes[] = {DType::kFloat32, DType::kFloat16};
   std::vector<Row> rows(files.size() * profiles.size() * 2);
   const auto t0 = std::chrono::steady_clock::now();
-  parallel(rows.size(), threads, [&](size_t i) {
+  base::for_each_index(rows.size(), threads, [&](size_t i) {
     const size_t mi = i / (profiles.size() * 2), gi = (i / 2) % profiles.size(), di = i % 2;
     Row& r = rows[i];
     r.model = fs::path(files[mi]).stem().string();
@@ -211,7 +198,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  std::printf("%zu models x %zu GPUs x 2 dtypes: %zu pairs of predictions in %.1f s on %u threads\n\n", files.size(),
+  std::printf("%zu models x %zu GPUs x 2 dtypes: %zu pairs of predictions in %.1f s on %d threads\n\n", files.size(),
               gpus.size(), rows.size(), predict_s, threads);
   std::printf("| class | dtype | pairs | median generated/library | worst | worst model (GPU) | within 10%% | within 25%% |\n");
   std::printf("|---|---|---:|---:|---:|---|---:|---:|\n");
@@ -258,7 +245,7 @@ int main(int argc, char** argv) {
   }
   std::vector<PlanRow> prow(bundled.size() * profiles.size() * 2);
   // One search at a time, so each one's wall time is its own.
-  parallel(prow.size(), 1, [&](size_t i) {
+  base::for_each_index(prow.size(), 1, [&](size_t i) {
     const size_t mi = i / (profiles.size() * 2), gi = (i / 2) % profiles.size(), di = i % 2;
     PlanRow& r = prow[i];
     r.model = fs::path(bundled[mi]).stem().string();

@@ -132,19 +132,12 @@ void add_codegen(CLI::App& app, int& rc) {
       }
       dtype = *d;
     }
-    if (!a->arch.empty() && (a->arch.rfind("sm_", 0) != 0 || a->arch.size() < 5)) {
-      fmt::print(stderr, "gpusim codegen report: --arch \"{}\": give a real architecture, sm_XY (sm_80, sm_90, ...)\n",
-                 a->arch);
-      rc = 2;
-      return;
-    }
     const Graph g = dtype == DType::kFloat32 ? m->graph() : retype(m->graph(), dtype);
     exec::CompileReportOptions o;
     o.arch = a->arch;
-    auto r = exec::compile_report(g, *gpu, o);
+    auto r = exec::compile_report(g, s.target(*gpu, TileSpace::kGenerated), o);
     if (!r) {
-      const bool no_arch = r.error().code == ErrorCode::kInvalidArgument && a->arch.empty();
-      fmt::print(stderr, "gpusim codegen report: {}{}\n", say(r.error()), no_arch ? " with --arch sm_XY" : "");
+      fmt::print(stderr, "gpusim codegen report: {}\n", say(r.error()));
       rc = exit_code(r.error());
       return;
     }

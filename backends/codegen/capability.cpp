@@ -43,7 +43,7 @@ Options target_options(const DeviceModel& d, bool fp16_storage) {
 
 TileConfig TargetCapability::generated(const KernelWork& w, const TileConfig& asked) const {
   TileConfig t = tile_as_generated(asked, w);
-  const bool gemm_like = (w.cls == OpClass::kGemm || w.cls == OpClass::kConv) && w.m > 0 && w.n > 0 && w.k > 0;
+  const bool gemm_like = has_gemm_view(w);
   if (w.cls == OpClass::kAttention && w.m > 0 && w.kv_seq > 0) {
     const AttentionTile a = fit_attention_tile(asked, w.m, w.kv_seq, w.head_dim, w.v_head_dim, o_);
     t.block_m = a.bq;

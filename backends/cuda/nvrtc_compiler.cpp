@@ -160,6 +160,17 @@ Result<std::string> compile_cuda(const KernelSource& src, const std::string& arc
 
 namespace {
 
+// f(line) for each line of `text`, without its newline.
+template <typename F>
+void for_each_line(std::string_view text, F&& f) {
+  for (size_t a = 0; a < text.size();) {
+    size_t e = text.find('\n', a);
+    if (e == std::string_view::npos) e = text.size();
+    f(text.substr(a, e - a));
+    a = e + 1;
+  }
+}
+
 // The first integer after `key` in `line` (which must hold it), else -1.
 int int_after(const std::string& line, const std::string& key) {
   const size_t at = line.find(key);
@@ -191,12 +202,8 @@ int int_before(const std::string& line, const std::string& key) {
 
 bool parse_ptxas_log(const std::string& log, CudaResources& r) {
   bool used = false;
-  size_t a = 0;
-  while (a < log.size()) {
-    size_t e = log.find('\n', a);
-    if (e == std::string::npos) e = log.size();
-    const std::string line = log.substr(a, e - a);
-    a = e + 1;
+  for_each_line(log, [&](std::string_view view) {
+    const std::string line(view);
     if (const int regs = int_after(line, "Used "); regs >= 0 && line.find("registers") != std::string::npos) {
       used = true;
       r.registers = regs;
@@ -206,22 +213,20 @@ bool parse_ptxas_log(const std::string& log, CudaResources& r) {
     if (const int v = int_before(line, " bytes stack frame"); v >= 0) r.stack_bytes = v;
     if (const int v = int_before(line, " bytes spill stores"); v >= 0) r.spill_store_bytes = v;
     if (const int v = int_before(line, " bytes spill loads"); v >= 0) r.spill_load_bytes = v;
-  }
+  });
   return used;
 }
 
 void count_ptx(const std::string& ptx, CudaResources& r) {
-  size_t a = 0;
-  while (a < ptx.size()) {
-    size_t e = ptx.find('\n', a);
-    if (e == std::string::npos) e = ptx.size();
-    size_t b = a;
-    while (b < e && (ptx[b] == ' ' || ptx[b] == '\t')) ++b;
-    if (b < e && ptx[b] == '@') {  // a predicate guard: "@%p1 ld.global..."
-      while (b < e && ptx[b] != ' ' && ptx[b] != '\t') ++b;
-      while (b < e && (ptx[b] == ' ' || ptx[b] == '\t')) ++b;
+  for_each_line(ptx, [&](std::string_view line) {
+    size_t b = line.find_first_not_of(" \t");
+    if (b == std::string_view::npos) return;
+    if (line[b] == '@') {  // a predicate guard: "@%p1 ld.global..."
+      b = line.find_first_of(" \t", b);
+      b = b == std::string_view::npos ? line.size() : line.find_first_not_of(" \t", b);
+      if (b == std::string_view::npos) return;
     }
-    const std::string_view op(ptx.data() + b, e - b);
+    const std::string_view op = line.substr(b);
     auto starts = [&](std::string_view p) { return op.substr(0, p.size()) == p; };
     if (starts("wmma.mma")) ++r.wmma;
     else if (starts("mma.sync")) ++r.mma;
@@ -232,8 +237,7 @@ void count_ptx(const std::string& ptx, CudaResources& r) {
     else if (starts("ld.shared") || starts("ld.volatile.shared")) ++r.ld_shared;
     else if (starts("st.shared") || starts("st.volatile.shared")) ++r.st_shared;
     else if (starts("atom.global") || starts("red.global") || starts("atom.add") || starts("red.add")) ++r.atomics;
-    a = e + 1;
-  }
+  });
 }
 
 Result<CudaResources> cuda_resources(const KernelSource& src, const std::string& arch) {

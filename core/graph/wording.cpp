@@ -8,8 +8,8 @@ namespace {
 
 // Every option a library message names, as the API spells it (the fields of ImportOptions,
 // PredictOptions, SearchOptions, RunOptions, TuneOptions, the calibration and Dojo configs).
-constexpr std::array<std::string_view, 36> kOptions = {
-    "autocast", "backend",  "base",           "beam_width",     "budget_s", "check",   "clear",
+constexpr std::array<std::string_view, 37> kOptions = {
+    "arch",     "autocast", "backend",  "base",           "beam_width",     "budget_s", "check",   "clear",
     "dims",     "dtype",    "force",          "format",         "gpu",      "layout",  "memory_budget_gb",
     "memory_fraction",      "objective",      "out",            "plan",     "plans",   "power_fraction",
     "profile_for",          "profiles",       "quick",          "runtime",  "samples", "scheduler",

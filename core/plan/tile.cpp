@@ -22,6 +22,10 @@ int generated_vector_lanes(int vector_width, int64_t elements) {
   return w;
 }
 
+bool has_gemm_view(const KernelWork& w) {
+  return (w.cls == OpClass::kGemm || w.cls == OpClass::kConv) && w.m > 0 && w.n > 0 && w.k > 0;
+}
+
 int generated_split_k(int asked, int64_t k, int block_k) {
   const int64_t steps = block_k > 0 && k > 0 ? (k + block_k - 1) / block_k : 1;
   const int64_t s = std::clamp<int64_t>(asked, 1, std::min<int64_t>(64, steps));
@@ -30,8 +34,7 @@ int generated_split_k(int asked, int64_t k, int block_k) {
 }
 
 TileConfig tile_as_generated(TileConfig t, const KernelWork& w) {
-  const bool gemm_like = (w.cls == OpClass::kGemm || w.cls == OpClass::kConv) && w.m > 0 && w.n > 0 && w.k > 0;
-  t.split_k = gemm_like ? generated_split_k(t.split_k, w.k, t.block_k) : 1;
+  t.split_k = has_gemm_view(w) ? generated_split_k(t.split_k, w.k, t.block_k) : 1;
   if (w.cls == OpClass::kElementwise) {
     t.vector_width = generated_vector_lanes(t.vector_width, w.elements);
   } else if ((w.cls == OpClass::kReduction || w.cls == OpClass::kNormalization) && w.rows > 0) {

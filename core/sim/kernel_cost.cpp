@@ -27,10 +27,6 @@ int64_t ceil_div(int64_t a, int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
 double sector_round(double bytes) { return std::ceil(bytes / kSectorBytes) * kSectorBytes; }
 double elem_bytes(DType t) { return std::max(0.5, dtype_bits(t) / 8.0); }
 
-bool is_gemm_like(const KernelWork& w) {
-  return (w.cls == OpClass::kGemm || w.cls == OpClass::kConv) && w.m > 0 && w.n > 0 && w.k > 0;
-}
-
 struct Occupancy {
   int64_t ctas_per_unit = 0;
   const char* limiter = "";
@@ -473,7 +469,7 @@ std::string tile_feasibility(const KernelWork& w, const TileConfig& t, const Dev
   }
   if (t.rows_per_block < 0) return fmt::format("tile.rows_per_block is {}; it must be 0 (automatic) or more", t.rows_per_block);
   const bool attention = w.cls == OpClass::kAttention && w.m > 0 && w.kv_seq > 0;
-  if (is_gemm_like(w) || attention) {
+  if (has_gemm_view(w) || attention) {
     const std::pair<const char*, int> blocks[] = {{"block_m", t.block_m}, {"block_n", t.block_n}, {"block_k", t.block_k}};
     for (const auto& [name, v] : blocks) {
       if (v < 1 && !(attention && std::string_view(name) == "block_k")) {
@@ -482,7 +478,7 @@ std::string tile_feasibility(const KernelWork& w, const TileConfig& t, const Dev
       }
     }
   }
-  if (!is_gemm_like(w)) return {};
+  if (!has_gemm_view(w)) return {};
   const double smem = gemm_smem(w, t);
   if (smem > d.smem_per_block_bytes) {
     return fmt::format("tile {}x{}x{} with {} stages needs {:.0f} KiB shared memory, a block may use {:.0f} KiB",
@@ -514,13 +510,13 @@ Residency assumed_residency(const KernelWork& w, const TileConfig& t, const Devi
   if (w.cls == OpClass::kAttention && w.m > 0 && w.kv_seq > 0) {
     return residency(d, t.threads, attention_registers(w, t), attention_smem(w, t));
   }
-  if (is_gemm_like(w)) return residency(d, t.threads, gemm_registers(w, t), gemm_smem(w, t));
+  if (has_gemm_view(w)) return residency(d, t.threads, gemm_registers(w, t), gemm_smem(w, t));
   return residency(d, t.threads, kRegisterBase, streaming_smem(w, t));
 }
 
 KernelCost kernel_cost(const KernelWork& w, const TileConfig& t, const DeviceModel& d) {
   if (w.cls == OpClass::kAttention && w.m > 0 && w.kv_seq > 0) return attention_cost(w, t, d);
-  if (is_gemm_like(w)) return gemm_cost(w, t, d);
+  if (has_gemm_view(w)) return gemm_cost(w, t, d);
   return streaming_cost(w, t, d);
 }
 
@@ -537,7 +533,7 @@ std::vector<TileConfig> tile_menu(const KernelWork& w, const DeviceModel& d) {
     }
     return menu;
   }
-  if (is_gemm_like(w)) {
+  if (has_gemm_view(w)) {
     bool matrix = false;
     double peak = 0;
     gemm_rate(w, d, &matrix, &peak);

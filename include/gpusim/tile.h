@@ -92,6 +92,10 @@ inline constexpr std::string_view kTileLegend =
 // until it divides `elements` (so every vector access is whole and aligned).
 GPUSIM_API int generated_vector_lanes(int vector_width, int64_t elements);
 
+// GEMM-like work with its GEMM view set (a MatMul, Gemm or convolution with m, n and k): what a
+// tiled main loop runs, with block_m/n/k, stages and split_k.
+GPUSIM_API bool has_gemm_view(const KernelWork& w);
+
 // The K split codegen builds for a GEMM-like kernel asked for `asked` slices of a K of `k`
 // elements in `block_k`-deep steps: `asked` clamped to [1, min(64, k-steps)], then the fewest
 // slices that give each the same number of k-steps (the last may hold fewer; none is empty).

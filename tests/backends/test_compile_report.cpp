@@ -113,7 +113,8 @@ TEST_CASE("the compiled report reads what NVRTC builds for every kernel and sets
   auto m = s.open_model(small_model());
   REQUIRE(m);
   const GpuProfile h100 = test::gpu("nvidia-h100-sxm");
-  auto r = exec::compile_report(m->graph(), h100, {});
+  const Target t = s.target(h100, TileSpace::kGenerated);
+  auto r = exec::compile_report(m->graph(), t, {});
   REQUIRE(r);
   CHECK(r->arch == "sm_90");
   CHECK_THAT(r->compiler, Contains("NVRTC"));
@@ -139,7 +140,7 @@ TEST_CASE("the compiled report reads what NVRTC builds for every kernel and sets
   }
   CHECK(gemm_like == 2);
   // fp16 on an H100: the GEMMs are priced on matrix units, and the binary has them (wmma).
-  auto h = exec::compile_report(retype(m->graph(), DType::kFloat16), h100, {});
+  auto h = exec::compile_report(retype(m->graph(), DType::kFloat16), t, {});
   INFO((h ? std::string() : h.error().message));
   REQUIRE(h);
   for (const auto& k : h->kernels) {
@@ -150,10 +151,15 @@ TEST_CASE("the compiled report reads what NVRTC builds for every kernel and sets
     CHECK(k.wmma > 0);
   }
   CHECK(h->missing_matrix == 0);
+  // Only the tiles codegen builds are compiled: the library menu is refused, naming the option.
+  auto lib = exec::compile_report(m->graph(), s.target(h100, TileSpace::kLibrary), {});
+  REQUIRE_FALSE(lib);
+  CHECK(lib.error().code == ErrorCode::kInvalidArgument);
+  CHECK_THAT(lib.error().message, Contains("`tiles generated`"));
   // Another architecture on request.
   exec::CompileReportOptions o;
   o.arch = "sm_80";
-  auto a = exec::compile_report(m->graph(), h100, o);
+  auto a = exec::compile_report(m->graph(), t, o);
   REQUIRE(a);
   CHECK(a->arch == "sm_80");
 #else

@@ -193,8 +193,10 @@ inline void check_kernel_on_device(backend::Backend& dev, const Graph& g, const 
       for (size_t e = 0; e < data.size(); ++e) data[e] = inputs[i].real(static_cast<int64_t>(e));
       known = true;
     }
-    if (const auto& v = scratch ? std::nullopt : g.tensor(a.tensor).value; v && !a.written) {
-      for (size_t e = 0; e < data.size() && static_cast<int64_t>(e) < v->size(); ++e) data[e] = v->as_real(static_cast<int64_t>(e));
+    if (const auto* v = scratch ? nullptr : &g.tensor(a.tensor).value; v && *v && !a.written) {
+      for (size_t e = 0; e < data.size() && static_cast<int64_t>(e) < (*v)->size(); ++e) {
+        data[e] = (*v)->as_real(static_cast<int64_t>(e));
+      }
       known = true;
     }
     INFO("buffer of " << (scratch ? std::string("scratch") : g.tensor(a.tensor).name));
