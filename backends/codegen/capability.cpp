@@ -83,7 +83,8 @@ TileConfig TargetCapability::generated(const KernelWork& w, const TileConfig& as
     t.threads = std::clamp(asked.threads > 0 ? asked.threads : 256, 32, std::min(1024, o_.max_threads));
     // Data movement: one element a thread (gen_data.cpp).
     t.items_per_thread = w.cls == OpClass::kElementwise ? std::clamp(asked.items_per_thread, 1, 8) : 1;
-  } else if ((w.cls == OpClass::kReduction || w.cls == OpClass::kNormalization) && w.rows > 0) {
+  } else if (w.cls == OpClass::kReduction || w.cls == OpClass::kNormalization) {
+    // Row kernels (gen_reduce.cpp) and pooling and per-element normalizations (gen_pool.cpp) alike.
     const uint32_t cap = pow2_at_most(std::min(o_.max_threads, 1024));
     t.threads = static_cast<int>(std::min<uint32_t>(pow2_at_most(asked.threads > 0 ? asked.threads : 256), cap));
   }

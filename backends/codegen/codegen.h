@@ -7,7 +7,8 @@
 // argument order, loads and stores go through per-buffer macros `LD0(i)` / `ST1(i, v)` (which hide
 // fp16 storage; `LDV0` / `STV1` move up to 16 bytes of consecutive elements at once), thread and
 // group ids are `LID_X`, `GRP_X`, ..., `BARRIER()` syncs a group, `FENCE()` orders a thread's
-// global memory accesses for other groups, `UNROLL` asks that the next loop be unrolled (CUDA/HIP),
+// global memory accesses for other groups, `UNROLL` asks that the next loop be unrolled (CUDA/HIP;
+// `UNROLL2` two iterations at a time),
 // `SHARED` declares group memory at file scope, `FN` marks helper functions, and math uses the
 // CUDA float names (expf, erff, fmaxf, rsqrtf, ...). Shapes and strides are baked into the text
 // as constants: each kernel is specialized to its shapes, like other JIT code generators, and the

@@ -57,6 +57,7 @@ constexpr const char* kGlslMath = R"(#define expf exp
 #define BARRIER() { memoryBarrierShared(); barrier(); }
 #define FENCE() memoryBarrierBuffer()
 #define UNROLL
+#define UNROLL2
 #define LID_X int(gl_LocalInvocationID.x)
 #define LID_Y int(gl_LocalInvocationID.y)
 #define LID_Z int(gl_LocalInvocationID.z)
@@ -90,6 +91,7 @@ constexpr const char* kCudaCommon = R"(typedef unsigned int uint;
 #define BARRIER() __syncthreads()
 #define FENCE() __threadfence()
 #define UNROLL _Pragma("unroll")
+#define UNROLL2 _Pragma("unroll 2")
 #define LID_X int(threadIdx.x)
 #define LID_Y int(threadIdx.y)
 #define LID_Z int(threadIdx.z)

@@ -219,7 +219,8 @@ void emit_gemm_mma(const GemmLoop& L, const MmaTile& t, MatrixPath path, Kernel&
     const auto at = [&](const std::string& slice) {
       return fmt::format("(((tile * {} + {}) * {} + i * {} + j) * {} + warp) * 256 + e", sk.split, slice, F, t.fn, warps);
     };
-    s += fmt::format("  for (int i = 0; i < {}; ++i) {{\n    for (int j = 0; j < {}; ++j) {{\n", t.fm, t.fn);
+    // Unrolled, as every loop naming a fragment: an indexed fragment array goes to local memory.
+    s += fmt::format("  MMA_UNROLL for (int i = 0; i < {}; ++i) {{\n    MMA_UNROLL for (int j = 0; j < {}; ++j) {{\n", t.fm, t.fn);
     s += fmt::format("      MMA_STORE(i * {} + j, warp * 256)\n      BARRIER();\n", t.fn);
     s += fmt::format("      for (int q = 0; q < {}; ++q) {{\n        int e = q * {} + mma_l;\n", per_lane, t.lanes);
     s += fmt::format("        SPLIT_ST({}, sC[warp * 256 + e]);\n      }}\n      BARRIER();\n    }}\n  }}\n", at("ks"));
@@ -237,9 +238,11 @@ void emit_gemm_mma(const GemmLoop& L, const MmaTile& t, MatrixPath path, Kernel&
     return;
   }
   // Epilogue: fragment by fragment through the warp's staging tile. The loops have the same trip
-  // counts in every thread, so the barriers are in uniform control flow.
-  s += fmt::format("  for (int i = 0; i < {}; ++i) {{\n", t.fm);
-  s += fmt::format("    for (int j = 0; j < {}; ++j) {{\n", t.fn);
+  // counts in every thread, so the barriers are in uniform control flow; they are unrolled, so the
+  // fragments stay in registers (not unrolled, a 256x128 tile's 16 fragments a warp went to 528
+  // bytes of local memory).
+  s += fmt::format("  MMA_UNROLL for (int i = 0; i < {}; ++i) {{\n", t.fm);
+  s += fmt::format("    MMA_UNROLL for (int j = 0; j < {}; ++j) {{\n", t.fn);
   s += fmt::format("      MMA_STORE(i * {} + j, warp * 256)\n", t.fn);
   s += "      BARRIER();\n";
   s += fmt::format("      for (int q = 0; q < {}; ++q) {{\n", per_lane);

@@ -133,9 +133,12 @@ std::string operand_tile_load(const GemmLoop& L, bool is_a, int p, int bk, int T
   const int64_t extent = is_a ? L.m : L.n;
   int vec = std::max(1, is_a ? L.a_vec : L.b_vec);
   while (vec > (p_fastest ? p : bk)) vec /= 2;  // the tile's extent along the fastest index (powers of two)
+  // Two loads a thread in flight (UNROLL2): left to itself the compiler unrolled these loops four
+  // times or more, holding every gather's address and value at once: 15-27 registers a thread more
+  // than the cost model's figure for the tile (bench/RESULTS.md "Compiled truth"), and spills.
   std::string s;
   if (vec <= 1) {
-    s += fmt::format("    for (int e = LID_X; e < {}; e += {}) {{\n", p * bk, T);
+    s += fmt::format("    UNROLL2 for (int e = LID_X; e < {}; e += {}) {{\n", p * bk, T);
     s += p_fastest ? fmt::format("      int {} = e % {}; int kk = e / {};\n", pv, p, p)
                    : fmt::format("      int {} = e / {}; int kk = e % {};\n", pv, bk, bk);
     s += fmt::format("      int {} = {} + {}; int gk = {} + kk;\n", gv, base, pv, k0);
@@ -147,7 +150,7 @@ std::string operand_tile_load(const GemmLoop& L, bool is_a, int p, int bk, int T
   // vec consecutive elements a thread along the fastest index; the extent along it is a multiple
   // of vec, so a vector starting inside the matrix lies wholly inside it.
   const int per = (p_fastest ? p : bk) / vec;
-  s += fmt::format("    for (int e = LID_X; e < {}; e += {}) {{\n", p * bk / vec, T);
+  s += fmt::format("    UNROLL2 for (int e = LID_X; e < {}; e += {}) {{\n", p * bk / vec, T);
   s += p_fastest ? fmt::format("      int {} = (e % {}) * {}; int kk = e / {};\n", pv, per, vec, per)
                  : fmt::format("      int {} = e / {}; int kk = (e % {}) * {};\n", pv, per, per, vec);
   s += fmt::format("      int {} = {} + {}; int gk = {} + kk;\n", gv, base, pv, k0);
@@ -229,9 +232,6 @@ void emit_gemm(const GemmLoop& L, const GemmTile& t, Kernel& k) {
     // Unrolled, so the accumulators stay in registers (an indexed array goes to local memory).
     s += fmt::format("  UNROLL for (int a = 0; a < {}; ++a) SPLIT_ST({}, acc[a]);\n", acc_n, slab("ks"));
     s += split_k_arrive(sk);
-    s += fmt::format("  UNROLL for (int a = 0; a < {}; ++a) {{\n    float sum = 0.0f;\n", acc_n);
-    s += fmt::format("    for (int sl = 0; sl < {}; ++sl) sum += SPLIT_LD({});\n    acc[a] = sum;\n  }}\n", sk.split,
-                     slab("sl"));
     add_split_scratch(k, total * sk.split * acc_n * t.threads, total);
   }
   s += fmt::format("  for (int i = 0; i < {}; ++i) {{\n", t.tm);
@@ -240,7 +240,16 @@ void emit_gemm(const GemmLoop& L, const GemmTile& t, Kernel& k) {
   s += fmt::format("    for (int j = 0; j < {}; ++j) {{\n", t.tn);
   s += fmt::format("      int gn = n0 + tx + j * {};\n", rn);
   s += fmt::format("      if (gn >= {}) continue;\n", L.n);
-  s += fmt::format("      float acc_v = acc[i * {} + j];\n", t.tn);
+  if (sk.split > 1) {
+    // The last group of the tile: each output is the slices' sum, in slice order, read where the
+    // epilogue needs it (the accumulators are dead after the partials went out: rebuilding them
+    // first, in an unrolled loop over the slices, spilled).
+    s += fmt::format("      int acc_i = i * {} + j;\n      float acc_v = 0.0f;\n", t.tn);
+    s += fmt::format("      for (int sl = 0; sl < {}; ++sl) acc_v += SPLIT_LD({});\n", sk.split,
+                     fmt::format("((tile * {} + sl) * {} + acc_i) * {} + LID_X", sk.split, acc_n, t.threads));
+  } else {
+    s += fmt::format("      float acc_v = acc[i * {} + j];\n", t.tn);
+  }
   s += "      {\n" + L.epilogue + "      }\n";
   s += "    }\n  }\n";
 }

@@ -230,6 +230,29 @@ Result<Kernel> gen_gemm(const GenContext& c) {
     if (L.batch * L.m * L.n != c.tensor(yt).elements()) {
       return c.unsupported(n, fmt::format("output {} does not match the operands", shape_str(ys)));
     }
+    if (rb == 0 && L.batch > 1) {
+      // One B for every batch: A's batch dims and its rows are one M when they are laid out as one
+      // (each stride the next dim's extent times its stride, size-1 dims aside), so the kernel is
+      // one GEMM of batch x m rows, as the cost model prices it, not `batch` GEMMs of m rows each
+      // reading all of B (ViT's [197, 1, 768] attention input: 197 GEMMs of one row).
+      std::vector<std::pair<int64_t, int64_t>> dims;  // extent, stride
+      for (size_t j = 0; j <= ra; ++j) {
+        if (as[j] != 1) dims.emplace_back(as[j], ast[j]);
+      }
+      bool one = true;
+      for (size_t j = 0; j + 1 < dims.size(); ++j) one = one && dims[j].second == dims[j + 1].first * dims[j + 1].second;
+      if (one) {
+        ast[ra] = dims.empty() ? ast[ra] : dims.back().second;
+        as[ra] = L.batch * L.m;
+        for (size_t j = 0; j < ra; ++j) {
+          as[j] = 1;
+          ast[j] = 0;
+        }
+        L.m = as[ra];
+        L.batch = 1;
+        std::fill(batch.begin(), batch.end(), 1);
+      }
+    }
     const Shape ab(as.begin(), as.begin() + static_cast<std::ptrdiff_t>(ra));
     const Shape bb(bs.begin(), bs.begin() + static_cast<std::ptrdiff_t>(rb));
     L.setup = fmt::format("  int a_off = {};\n  int b_off = {};\n", batch_offset(batch, ab, ast, "bz"),

@@ -124,7 +124,9 @@ Result<Kernel> gen_pool(const GenContext& c) {
   Kernel kn;
   kn.name = short_name(c, "pool");
   kn.cls = "reduction";
-  const uint32_t block = std::min<uint32_t>(256, pow2_at_most(c.opts.max_threads));
+  // The tile's threads, as priced (the capability rounds them to a power of two).
+  const uint32_t block = std::min<uint32_t>(pow2_at_most(c.k.tile.threads > 0 ? c.k.tile.threads : 256),
+                                            pow2_at_most(std::min(c.opts.max_threads, 1024)));
   kn.block = {block, 1, 1};
   kn.groups = groups_for(n_out, block);
   kn.body = b;
@@ -180,7 +182,9 @@ Result<Kernel> gen_pointwise_norm(const GenContext& c) {
   Kernel kn;
   kn.name = short_name(c, "norm");
   kn.cls = "normalization";
-  const uint32_t block = std::min<uint32_t>(256, pow2_at_most(c.opts.max_threads));
+  // The tile's threads, as priced (the capability rounds them to a power of two).
+  const uint32_t block = std::min<uint32_t>(pow2_at_most(c.k.tile.threads > 0 ? c.k.tile.threads : 256),
+                                            pow2_at_most(std::min(c.opts.max_threads, 1024)));
   kn.block = {block, 1, 1};
   kn.groups = groups_for(total, block);
   kn.body = b;

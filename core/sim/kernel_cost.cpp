@@ -17,7 +17,7 @@ constexpr double kWarpsToSaturate = 4;         // one warp per scheduler (4 per 
 constexpr double kLoadsInFlightPerThread = 2;  // streaming kernels keep two loads outstanding
 constexpr double kTranscendentalSlots = 4;     // special-function ops issue at 1/4 the FMA rate
 constexpr double kL2ReuseFraction = 0.5;       // share of the L2 a kernel's re-read operands can use
-constexpr int kRegisterBase = 32;              // addressing, loop and epilogue registers per thread
+constexpr int kRegisterBase = 20;              // addressing, loop and epilogue registers per thread
 // Board power (TDP) from which a card holds its boost clock under sustained load; below it, the
 // clock falls from boost toward the base clock (the vendor's guaranteed clock at TDP) in
 // proportion (core/sim/README.md). 70 W cards (T4, L4, P4) sit about halfway.

@@ -179,6 +179,37 @@ TEST_CASE("a Transpose fused into a MatMul is read through strides", "[codegen]"
   }
 }
 
+TEST_CASE("a MatMul with one B for every batch is one GEMM over the batch's rows where A's layout allows", "[codegen]") {
+  // ViT's attention input: [1, S, E] transposed to [S, 1, E], times a 2-D weight. The cost model
+  // prices one GEMM of S rows; the kernel is that GEMM, not S GEMMs of one row.
+  auto graph = [](const std::vector<int64_t>& x, const std::vector<int64_t>& perm) {
+    test::OnnxBuilder b;
+    b.input("x", kF32, std::vector<test::Dim>(x.begin(), x.end()));
+    b.input("w", kF32, {x.back(), int64_t{5}});
+    b.node("Transpose", {"x"}, {"xt"}, "tr").ints("perm", perm);
+    b.node("MatMul", {"xt", "w"}, {"y"}, "mm");
+    b.output("y");
+    return build_graph(b, "mm_fold.onnx");
+  };
+  const struct {
+    std::vector<int64_t> x, perm;
+    const char* gemm;  // the kernel's own description of its loop
+  } cases[] = {
+      {{1, 9, 13}, {1, 0, 2}, "GEMM 1 x [9 x 5 x 13]"},  // [9, 1, 13]: rows 13 apart, one row a batch
+      {{2, 3, 13}, {0, 1, 2}, "GEMM 1 x [6 x 5 x 13]"},  // plain row-major [2, 3, 13]
+      {{3, 4, 13}, {1, 0, 2}, "GEMM 4 x [3 x 5 x 13]"},  // [4, 3, 13] with rows 52 apart: stays batched
+  };
+  for (const auto& c : cases) {
+    INFO(shape_str(c.x) << " perm " << shape_str(c.perm));
+    const Graph g = graph(c.x, c.perm);
+    const PlanKernel pk = plan_kernel(g, {"tr", "mm"}, "mm", {32, 32, 8, 64, 2, 1, 1, 1}, {"transpose-into-gemm"});
+    auto k = codegen::generate(g, pk);
+    REQUIRE(k);
+    CHECK_THAT(k->body, Contains(c.gemm));
+    check(g, pk);
+  }
+}
+
 namespace {
 
 struct ConvCase {

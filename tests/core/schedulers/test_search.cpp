@@ -144,6 +144,7 @@ TEST_CASE("every scheduler gives valid plans never slower than eager on every bu
         o.beam_width = 2;
         o.samples = 8;
         auto r = search(g, test::portable(p), o);
+        INFO((r ? std::string() : r.error().message));
         REQUIRE(r);
         REQUIRE(!r->plans.empty());
         const RankedPlan& best = r->plans.front();
