@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
+#include <functional>
 #include <map>
 
 #include "base/parallel.h"
@@ -14,8 +16,100 @@
 #ifdef GPUSIM_HAVE_CUDA
 #include "cuda/nvrtc_compiler.h"
 #endif
+#ifdef GPUSIM_HAVE_HIP
+#include "hip/hiprtc_compiler.h"
+#endif
 
 namespace gpusim::exec {
+namespace {
+
+// What one compiler says of one kernel, in the report's terms.
+struct Figures {
+  int registers = 0, smem_bytes = 0;
+  CompiledKernel k;  // spills and instruction counts only
+};
+
+using Compile = std::function<Result<Figures>(const backend::KernelSource&)>;
+
+// The memory instruction counts both compilers' figures have (CudaResources, HipResources).
+template <typename Resources>
+void memory_counts(const Resources& c, CompiledKernel& k) {
+  k.ld_global = c.ld_global;
+  k.st_global = c.st_global;
+  k.ld_shared = c.ld_shared;
+  k.st_shared = c.st_shared;
+  k.atomics = c.atomics;
+}
+
+Compile nvrtc_compile(const std::string& arch, std::string* compiler, Status* available) {
+#ifdef GPUSIM_HAVE_CUDA
+  auto info = backend::cuda::nvrtc_info();
+  if (!info) {
+    *available = info.error();
+    return {};
+  }
+  *compiler = "NVRTC " + info->version;
+  return [arch](const backend::KernelSource& src) -> Result<Figures> {
+    auto c = backend::cuda::cuda_resources(src, arch);
+    if (!c) return c.error();
+    Figures f;
+    f.registers = c->registers;
+    f.smem_bytes = c->static_smem_bytes;
+    CompiledKernel& k = f.k;
+    k.stack_bytes = c->stack_bytes;
+    k.spill_store_bytes = c->spill_store_bytes;
+    k.spill_load_bytes = c->spill_load_bytes;
+    k.mma = c->mma;
+    k.wmma = c->wmma;
+    k.ldmatrix = c->ldmatrix;
+    k.cp_async = c->cp_async;
+    memory_counts(*c, k);
+    return f;
+  };
+#else
+  (void)arch;
+  (void)compiler;
+  *available = make_error(ErrorCode::kUnavailable,
+                          "this gpusim was built without the CUDA backend (the CUDA toolkit's headers were absent at "
+                          "configure time), so it has no NVRTC to compile with");
+  return {};
+#endif
+}
+
+Compile hiprtc_compile(const std::string& arch, std::string* compiler, Status* available) {
+#ifdef GPUSIM_HAVE_HIP
+  auto info = backend::hip::hiprtc_info();
+  if (!info) {
+    *available = info.error();
+    return {};
+  }
+  *compiler = "hiprtc (ROCm " + info->version + ")";
+  return [arch](const backend::KernelSource& src) -> Result<Figures> {
+    auto c = backend::hip::hip_resources(src, arch);
+    if (!c) return c.error();
+    Figures f;
+    f.registers = c->vgprs;
+    f.smem_bytes = c->lds_bytes;
+    CompiledKernel& k = f.k;
+    k.stack_bytes = c->scratch_bytes;
+    k.spilled_registers = c->vgpr_spills + c->sgpr_spills;
+    k.instructions_read = !c->disassembler.empty();
+    k.wmma = c->wmma;
+    k.mfma = c->mfma;
+    memory_counts(*c, k);
+    return f;
+  };
+#else
+  (void)arch;
+  (void)compiler;
+  *available = make_error(ErrorCode::kUnavailable,
+                          "this gpusim was built without the HIP backend (the HIP headers were absent at configure "
+                          "time), so it has no hiprtc to compile with");
+  return {};
+#endif
+}
+
+}  // namespace
 
 Result<std::string> cuda_arch_of(const GpuProfile& gpu) {
   const std::string& a = gpu.architecture;
@@ -34,6 +128,20 @@ Result<std::string> cuda_arch_of(const GpuProfile& gpu) {
                                 gpu.name, gpu.vendor, a, option_ref("arch", "sm_XY")));
 }
 
+Result<std::string> hip_arch_of(const GpuProfile& gpu) {
+  const std::string& a = gpu.architecture;
+  const size_t at = a.find("gfx");
+  if (at != std::string::npos) {
+    size_t end = at + 3;
+    while (end < a.size() && std::isxdigit(static_cast<unsigned char>(a[end]))) ++end;
+    if (end > at + 3) return a.substr(at, end - at);
+  }
+  return make_error(ErrorCode::kInvalidArgument,
+                    fmt::format("GPU {} ({}) names no AMD target in its architecture (\"{}\"): the compiled report "
+                                "reads hiprtc's figures for a gfxNNN target; name one, or give {}",
+                                gpu.name, gpu.vendor, a, option_ref("arch", "gfxNNN")));
+}
+
 Result<CompiledReport> compile_report(const Graph& g, const Target& target, const CompileReportOptions& o) {
   const GpuProfile& gpu = target.gpu();
   if (target.space != TileSpace::kGenerated) {
@@ -42,29 +150,38 @@ Result<CompiledReport> compile_report(const Graph& g, const Target& target, cons
                                   "give {}",
                                   target.describe(), option_ref("tiles", "generated")));
   }
+  std::string vendor = gpu.vendor;
+  std::transform(vendor.begin(), vendor.end(), vendor.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const bool amd = vendor == "amd";
   std::string arch = o.arch;
   if (arch.empty()) {
-    auto a = cuda_arch_of(gpu);
+    auto a = amd ? hip_arch_of(gpu) : cuda_arch_of(gpu);
     if (!a) return a.error();
     arch = *a;
-  } else if (arch.rfind("sm_", 0) != 0 || arch.size() < 5) {
+  }
+  const bool cuda = arch.rfind("sm_", 0) == 0 && arch.size() >= 5 &&
+                    std::all_of(arch.begin() + 3, arch.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  const bool hip = arch.rfind("gfx", 0) == 0 && arch.size() >= 6;
+  if (!cuda && !hip) {
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("{}: \"{}\" is not a real architecture; the compiled figures are read for one, "
-                                  "sm_XY (sm_80, sm_90, ...)",
+                                  "sm_XY for NVIDIA (sm_80, sm_90, ...) or gfxNNN for AMD (gfx90a, gfx1030, ...)",
                                   option_ref("arch"), arch));
   }
-#ifndef GPUSIM_HAVE_CUDA
-  (void)g;
-  return make_error(ErrorCode::kUnavailable,
-                    "this gpusim was built without the CUDA backend (the CUDA toolkit's headers were absent at "
-                    "configure time), so it has no NVRTC to compile with");
-#else
-  auto info = backend::cuda::nvrtc_info();
-  if (!info) return info.error();
+  if (hip != amd) {
+    // The kernels are generated for the GPU's own matrix path (wmma on NVIDIA, MFMA on CDNA).
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: {} is an {} architecture, and GPU {} is {}'s: its kernels are generated for "
+                                  "it; give {} for {}, or a profile of the other vendor",
+                                  option_ref("arch"), arch, hip ? "AMD" : "NVIDIA", gpu.name, gpu.vendor,
+                                  hip ? "sm_XY" : "gfxNNN", gpu.name));
+  }
   CompiledReport r;
+  Status available = Ok{};
+  const Compile compile = cuda ? nvrtc_compile(arch, &r.compiler, &available) : hiprtc_compile(arch, &r.compiler, &available);
+  if (!available) return available.error();
   r.gpu = gpu.name;
   r.arch = arch;
-  r.compiler = "NVRTC " + info->version;
   const DeviceModel& d = target.device;
   bool fp16 = false;
   for (const Tensor& t : g.tensors) fp16 = fp16 || t.dtype == DType::kFloat16;
@@ -102,45 +219,40 @@ Result<CompiledReport> compile_report(const Graph& g, const Target& target, cons
     same[i] = it->second;
     if (added) unique.push_back(i);
   }
-  std::vector<Result<backend::cuda::CudaResources>> res(sources.size(), make_error(ErrorCode::kInternal, ""));
-  base::for_each_index(unique.size(), o.threads,
-                       [&](size_t u) { res[unique[u]] = backend::cuda::cuda_resources(sources[unique[u]], arch); });
+  std::vector<Result<Figures>> res(sources.size(), make_error(ErrorCode::kInternal, ""));
+  base::for_each_index(unique.size(), o.threads, [&](size_t u) { res[unique[u]] = compile(sources[unique[u]]); });
   for (size_t i = 0; i < sources.size(); ++i) {
     CompiledKernel& k = r.kernels[i];
     if (sources[i].code.empty()) continue;
     const auto& got = res[same[i]];
     if (!got) return got.error();
-    const backend::cuda::CudaResources& c = *got;
-    k.compiled = residency(d, k.compiled.threads, c.registers, c.static_smem_bytes);
-    k.stack_bytes = c.stack_bytes;
-    k.spill_store_bytes = c.spill_store_bytes;
-    k.spill_load_bytes = c.spill_load_bytes;
-    k.mma = c.mma;
-    k.wmma = c.wmma;
-    k.ldmatrix = c.ldmatrix;
-    k.cp_async = c.cp_async;
-    k.ld_global = c.ld_global;
-    k.st_global = c.st_global;
-    k.ld_shared = c.ld_shared;
-    k.st_shared = c.st_shared;
-    k.atomics = c.atomics;
+    CompiledKernel c = got->k;
+    c.index = k.index;
+    c.name = std::move(k.name);
+    c.cls = std::move(k.cls);
+    c.tile = k.tile;
+    c.matrix_path = std::move(k.matrix_path);
+    c.priced_on_matrix_units = k.priced_on_matrix_units;
+    c.assumed = k.assumed;
+    if (o.keep_sources) c.source = sources[i].code;
+    c.compiled = residency(d, k.compiled.threads, got->registers, got->smem_bytes);
+    k = std::move(c);
     ++r.compiled;
     if (k.compiled.ctas_per_unit == k.assumed.ctas_per_unit) {
       ++r.occupancy_as_assumed;
     } else {
       k.flags.push_back("occupancy");
     }
-    if (k.spill_store_bytes > 0 || k.spill_load_bytes > 0) {
+    if (k.spill_store_bytes > 0 || k.spill_load_bytes > 0 || k.spilled_registers > 0) {
       k.flags.push_back("spills");
       ++r.spilling;
     }
-    if (k.priced_on_matrix_units && k.mma + k.wmma == 0) {
+    if (k.instructions_read && k.priced_on_matrix_units && k.mma + k.wmma + k.mfma == 0) {
       k.flags.push_back("no matrix instructions");
       ++r.missing_matrix;
     }
   }
   return r;
-#endif
 }
 
 }  // namespace gpusim::exec

@@ -1,10 +1,12 @@
 // Compiled truth (issue 33): what the compiler builds for each kernel of a plan, read without a
 // device, against what the cost model assumes. Per kernel: the generated CUDA text compiled with
-// NVRTC for the GPU's architecture (registers a thread, spills, static shared memory from ptxas's
-// report; matrix-unit, ldmatrix, cp.async, global and shared memory instructions counted in the
-// PTX), the blocks a unit keeps resident with those figures and with the cost model's assumed ones
-// (kernel_cost.h: assumed_residency), and flags for each mismatch, spill, or matrix instruction
-// missing where the price assumes matrix units.
+// NVRTC for an NVIDIA GPU's architecture (registers a thread, spills and static shared memory from
+// ptxas's report; matrix-unit, ldmatrix, cp.async, global and shared memory instructions counted in
+// the PTX) or with hiprtc for an AMD one (VGPRs, spills, LDS and scratch from the code object's
+// metadata; MFMA/WMMA and memory instructions in its disassembly), the blocks a unit keeps
+// resident with those figures and with the cost model's assumed ones (kernel_cost.h:
+// assumed_residency), and flags for each mismatch, spill, or matrix instruction missing where the
+// price assumes matrix units.
 //
 // Usage:
 //   auto r = gpusim::exec::compile_report(graph, session.target(gpu, gpusim::TileSpace::kGenerated), {});
@@ -33,32 +35,43 @@ struct CompiledKernel {
   bool priced_on_matrix_units = false;  // kernel_cost's matrix_units
   Residency assumed, compiled;   // compiled: the block's threads, the binary's registers and static shared memory
   int stack_bytes = 0, spill_store_bytes = 0, spill_load_bytes = 0;
-  int mma = 0, wmma = 0, ldmatrix = 0, cp_async = 0, ld_global = 0, st_global = 0, ld_shared = 0, st_shared = 0,
-      atomics = 0;
+  int spilled_registers = 0;      // AMD: VGPRs and SGPRs spilled (the code object's counts)
+  bool instructions_read = true;  // false: no disassembler for the target, the counts below are not known
+  int mma = 0, wmma = 0, mfma = 0, ldmatrix = 0, cp_async = 0, ld_global = 0, st_global = 0, ld_shared = 0,
+      st_shared = 0, atomics = 0;
   std::vector<std::string> flags;  // "occupancy", "spills", "no matrix instructions"
   std::string skipped;             // why it was not compiled (no generator: it runs on the host)
+  std::string source;              // the text compiled (CompileReportOptions::keep_sources)
 };
 
 struct CompiledReport {
-  std::string gpu, arch, compiler;  // compiler: "NVRTC 13.0"
+  std::string gpu, arch, compiler;  // compiler: "NVRTC 13.0", "hiprtc (ROCm 5.2.21153)"
   std::vector<CompiledKernel> kernels;
   int compiled = 0, occupancy_as_assumed = 0, spilling = 0, missing_matrix = 0;
 };
 
 struct CompileReportOptions {
-  std::string arch;           // `arch`: "sm_XY"; empty: from the profile's compute capability
+  std::string arch;           // `arch`: "sm_XY" or "gfxNNN"; empty: the profile's own
   std::optional<Plan> plan;   // empty: the target's eager plan
   int threads = 0;            // compiles in parallel (0: the machine's cores)
+  bool keep_sources = false;  // keep each kernel's CUDA C++ text in CompiledKernel::source
 };
 
 // The architecture NVRTC compiles for a profile: "sm_XY" from its "(CC X.Y)"; kInvalidArgument
 // naming the profile when it has none (not an NVIDIA GPU).
 Result<std::string> cuda_arch_of(const GpuProfile& gpu);
 
+// The AMD target hiprtc compiles for a profile: "gfxNNN" from its architecture ("CDNA2 (gfx90a)");
+// kInvalidArgument naming the profile when it has none.
+Result<std::string> hip_arch_of(const GpuProfile& gpu);
+
 // `g` in the float type its kernels store (retype it first for fp16), on a generated `target` (the
-// tiles codegen builds: what predict prices and run executes). kInvalidArgument for a library
-// target, an `arch` that is not sm_XY, or a GPU with no CUDA architecture; kUnavailable without
-// NVRTC; a kernel that fails to compile fails the report (a codegen bug), naming it.
+// tiles codegen builds: what predict prices and run executes). An sm_XY architecture compiles with
+// NVRTC (ptxas's report, the PTX's instructions), a gfxNNN one with hiprtc (the code object's
+// metadata, the disassembly's instructions where llvm-objdump is installed). kInvalidArgument for a
+// library target, an `arch` that is neither, or a GPU with no architecture of either kind;
+// kUnavailable without the compiler; kUnsupported for a target the installed compiler does not
+// know; a kernel that fails to compile fails the report (a codegen bug), naming it.
 Result<CompiledReport> compile_report(const Graph& g, const Target& target, const CompileReportOptions& o);
 
 }  // namespace gpusim::exec

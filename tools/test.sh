@@ -11,6 +11,11 @@
 #             OpenAPI check
 #   sanitize  build-sanitize/ (clang, AddressSanitizer + UBSan, every library instrumented): the
 #             suite, then 30 s of each fuzz target (fuzz/run.sh) from the same build
+#   compile   build-test/'s gpusim compiles every kernel of the bundled ResNet-50, MobileNetV2 and
+#             ViT-B/16 eager plans for sm_80, sm_86, sm_90 (NVRTC), gfx90a and gfx1030 (hiprtc), no
+#             GPU (tools/compile_tier.py: `gpusim codegen report`); fails when a kernel does not
+#             compile, when an NVIDIA kernel spills, or when fewer than 95% of the NVIDIA kernels keep
+#             the blocks per SM the cost model assumed
 # Other tiers, run when named:
 #   slow      the [slow] tests (the complete NVRTC/hiprtc structure compile, ...)
 #   tsan      build-tsan/ (ThreadSanitizer): the tests that share a Session or a Service across threads
@@ -18,7 +23,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tiers=("$@")
-[[ ${#tiers[@]} -gt 0 ]] || tiers=(default package sanitize)
+[[ ${#tiers[@]} -gt 0 ]] || tiers=(default compile package sanitize)
 jobs=$(nproc)
 tools/install-deps.sh
 
@@ -36,6 +41,10 @@ for tier in "${tiers[@]}"; do
       # Tests that measure speed (calibration on lavapipe) run alone, on an otherwise idle machine:
       # beside a 77 s compile test their measurements were too noisy to fit.
       ctest --test-dir build-test --output-on-failure -L timing ;;
+    compile)
+      build_default
+      python3 tools/compile_tier.py --gpusim build-test/bin/gpusim --models resnet50,mobilenet_v2,vit_b_16 \
+        --min-as-assumed 95 --max-spilling 0 ;;
     slow)
       build_default
       ctest --test-dir build-test --output-on-failure -j"$jobs" -L slow ;;
@@ -65,7 +74,7 @@ for tier in "${tiers[@]}"; do
       cmake --build build-tsan -j"$jobs" --target gpusim_tests gpusim
       TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/gpusim_tests "[threads],[serve]" ;;
     *)
-      echo "tools/test.sh: unknown tier \"$tier\"; tiers: default slow package sanitize tsan" >&2
+      echo "tools/test.sh: unknown tier \"$tier\"; tiers: default compile slow package sanitize tsan" >&2
       exit 2 ;;
   esac
 done

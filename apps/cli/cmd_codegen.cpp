@@ -1,14 +1,19 @@
-// gpusim codegen report MODEL --gpu NAME|FILE [--dtype fp32|fp16] [--dim k=v]... [--arch sm_XY] [--json]
+// gpusim codegen report MODEL --gpu NAME|FILE [--dtype fp32|fp16] [--dim k=v]... [--arch sm_XY|gfxNNN] [--json]
 // Compiled truth, without a device: every kernel of the eager plan over the tiles codegen builds
-// for the GPU, compiled with NVRTC for its architecture; registers, spills and shared memory from
-// the compiler against the cost model's assumptions, the blocks per SM each gives, and the
-// instruction mix from the PTX (backends/compile_report.h). Exit 0 when every kernel compiled (a
+// for the GPU, compiled with NVRTC (NVIDIA) or hiprtc (AMD) for its architecture; registers, spills
+// and shared memory from the compiler against the cost model's assumptions, the blocks per SM or
+// CU each gives, and the instruction mix from the PTX or the disassembly
+// (backends/compile_report.h). Exit 0 when every kernel compiled (a
 // flagged mismatch is a finding, not a failure); exit codes in exit_codes.h.
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include "commands.h"
 #include "common.h"
@@ -53,10 +58,18 @@ nlohmann::json report_json(const exec::CompiledReport& r, const std::string& mod
       e["skipped"] = k.skipped;
     } else {
       e["compiled"] = residency_json(k.compiled);
-      e["spills"] = {{"stack_bytes", k.stack_bytes}, {"store_bytes", k.spill_store_bytes}, {"load_bytes", k.spill_load_bytes}};
-      e["instructions"] = {{"mma", k.mma},           {"wmma", k.wmma},           {"ldmatrix", k.ldmatrix},
-                           {"cp_async", k.cp_async}, {"ld_global", k.ld_global}, {"st_global", k.st_global},
-                           {"ld_shared", k.ld_shared}, {"st_shared", k.st_shared}, {"atomics", k.atomics}};
+      e["spills"] = {{"stack_bytes", k.stack_bytes},
+                     {"store_bytes", k.spill_store_bytes},
+                     {"load_bytes", k.spill_load_bytes},
+                     {"registers", k.spilled_registers}};
+      if (k.instructions_read) {
+        e["instructions"] = {{"mma", k.mma},           {"wmma", k.wmma},           {"mfma", k.mfma},
+                             {"ldmatrix", k.ldmatrix}, {"cp_async", k.cp_async}, {"ld_global", k.ld_global},
+                             {"st_global", k.st_global}, {"ld_shared", k.ld_shared}, {"st_shared", k.st_shared},
+                             {"atomics", k.atomics}};
+      } else {
+        e["instructions"] = nullptr;  // no disassembler for this target
+      }
     }
     j["kernels"].push_back(std::move(e));
   }
@@ -75,22 +88,25 @@ void print_report(const exec::CompiledReport& r, const std::string& model, DType
     }
     fmt::print("{:>4}  {:<34} {:<6} {:<22} {:>4}/{:<4} {:>7} {:>6.1f}/{:<6.1f} {:>4}/{:<4} {:>5}  {}\n", k.index,
                k.name.substr(0, 34), k.cls.substr(0, 6), tile_notation(k.tile), k.assumed.registers,
-               k.compiled.registers, k.spill_store_bytes + k.spill_load_bytes, k.assumed.smem_bytes / 1024.0,
-               k.compiled.smem_bytes / 1024.0, k.assumed.ctas_per_unit, k.compiled.ctas_per_unit, k.mma + k.wmma,
+               k.compiled.registers, k.spill_store_bytes + k.spill_load_bytes + k.spilled_registers, k.assumed.smem_bytes / 1024.0,
+               k.compiled.smem_bytes / 1024.0, k.assumed.ctas_per_unit, k.compiled.ctas_per_unit,
+               k.instructions_read ? fmt::format("{}", k.mma + k.wmma + k.mfma) : std::string("?"),
                fmt::join(k.flags, ", "));
   }
   const double pct = r.compiled > 0 ? 100.0 * r.occupancy_as_assumed / r.compiled : 0.0;
   fmt::print("\n{} of {} kernels compiled; blocks per SM as the cost model assumes for {} ({:.1f}%); {} spill; {} "
              "priced on matrix units have no matrix instruction\n",
              r.compiled, r.kernels.size(), r.occupancy_as_assumed, pct, r.spilling, r.missing_matrix);
-  fmt::print("(a/c: assumed by the cost model / compiled; spill: bytes a thread stores and loads to local memory)\n");
+  fmt::print("(a/c: assumed by the cost model / compiled; spill: bytes a thread stores and loads to local memory, or "
+             "on AMD registers spilled; CTAs: blocks per SM or CU; mma: matrix instructions, ? where no disassembler "
+             "read them)\n");
 }
 
 }  // namespace
 
 void add_codegen(CLI::App& app, int& rc) {
   struct Args {
-    std::string model, gpu, dtype, arch;
+    std::string model, gpu, dtype, arch, sources;
     std::vector<std::string> dims;
     bool json = false;
   };
@@ -98,13 +114,15 @@ void add_codegen(CLI::App& app, int& rc) {
   auto* cg = app.add_subcommand("codegen", "What gpusim's code generator builds");
   cg->require_subcommand(1);
   auto* cmd = cg->add_subcommand(
-      "report", "Compile every kernel of the eager plan for the GPU's architecture (NVRTC, no device needed) and "
-                "report registers, spills, shared memory and blocks per SM against the cost model's assumptions");
+      "report", "Compile every kernel of the eager plan for the GPU's architecture (NVRTC for NVIDIA, hiprtc for AMD; "
+                "no device needed) and report registers, spills, shared memory and blocks per SM or CU against the "
+                "cost model's assumptions");
   cmd->add_option("model", a->model, "The .onnx file")->required();
-  cmd->add_option("--gpu", a->gpu, "GPU profile name or YAML file (an NVIDIA GPU)")->required();
+  cmd->add_option("--gpu", a->gpu, "GPU profile name or YAML file (an NVIDIA or AMD GPU)")->required();
   cmd->add_option("--dtype", a->dtype, "Re-type the graph's float tensors: fp32 or fp16 (the kernels' storage)");
   cmd->add_option("--dim", a->dims, "Set a symbolic input dim: NAME=VALUE or INPUT:AXIS=VALUE (repeatable)");
-  cmd->add_option("--arch", a->arch, "Compile for this architecture (sm_XY) instead of the profile's");
+  cmd->add_option("--arch", a->arch, "Compile for this architecture (sm_XY or gfxNNN) instead of the profile's");
+  cmd->add_option("--sources", a->sources, "Also write each kernel's CUDA C++ text to this folder (INDEX_NAME.cu)");
   cmd->add_flag("--json", a->json, "Print JSON (schema gpusim.codegen-report/1)");
   cmd->callback([a, &rc] {
     const Session s;
@@ -135,11 +153,28 @@ void add_codegen(CLI::App& app, int& rc) {
     const Graph g = dtype == DType::kFloat32 ? m->graph() : retype(m->graph(), dtype);
     exec::CompileReportOptions o;
     o.arch = a->arch;
+    o.keep_sources = !a->sources.empty();
     auto r = exec::compile_report(g, s.target(*gpu, TileSpace::kGenerated), o);
     if (!r) {
       fmt::print(stderr, "gpusim codegen report: {}\n", say(r.error()));
       rc = exit_code(r.error());
       return;
+    }
+    if (!a->sources.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(a->sources, ec);
+      for (const auto& k : r->kernels) {
+        if (k.source.empty()) continue;
+        const std::string path = fmt::format("{}/{}_{}.cu", a->sources, k.index, k.name);
+        std::ofstream out(path);
+        out << k.source;
+        if (!out) {
+          fmt::print(stderr, "gpusim codegen report: --sources: cannot write {}: {}; give a folder you can write to\n",
+                     path, std::strerror(errno));
+          rc = 1;
+          return;
+        }
+      }
     }
     if (a->json) {
       fmt::print("{}\n", report_json(*r, a->model, dtype).dump(1));

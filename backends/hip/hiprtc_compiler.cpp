@@ -5,11 +5,17 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 #include <hip/hiprtc.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
 
@@ -262,6 +268,201 @@ Result<std::string> compile_hip(const KernelSource& src, const std::string& arch
                                                       src.name, h.info.version, arch));
   }
   return a.code;
+}
+
+}  // namespace gpusim::backend::hip
+
+// ---- What the compiler built: the code object's metadata note and its disassembly ----
+
+namespace gpusim::backend::hip {
+namespace {
+
+template <typename T>
+bool read_le(std::string_view b, size_t at, T& v) {
+  if (at > b.size() || b.size() - at < sizeof(T)) return false;
+  v = 0;
+  for (size_t i = 0; i < sizeof(T); ++i) v |= static_cast<T>(static_cast<unsigned char>(b[at + i])) << (8 * i);
+  return true;
+}
+
+// The msgpack document of the NT_AMDGPU_METADATA note (type 32, owner "AMDGPU"), or empty.
+std::string_view metadata_note(std::string_view elf) {
+  uint64_t shoff = 0;
+  uint16_t shentsize = 0, shnum = 0;
+  if (!read_le(elf, 0x28, shoff) || !read_le(elf, 0x3A, shentsize) || !read_le(elf, 0x3C, shnum)) return {};
+  if (shentsize < 0x28) return {};
+  for (uint16_t i = 0; i < shnum; ++i) {
+    const size_t sh = static_cast<size_t>(shoff) + static_cast<size_t>(i) * shentsize;
+    uint32_t type = 0;
+    uint64_t off = 0, size = 0;
+    if (!read_le(elf, sh + 4, type) || !read_le(elf, sh + 0x18, off) || !read_le(elf, sh + 0x20, size)) return {};
+    if (type != 7 /* SHT_NOTE */ || off > elf.size() || size > elf.size() - off) continue;
+    const std::string_view notes = elf.substr(static_cast<size_t>(off), static_cast<size_t>(size));
+    size_t at = 0;
+    while (at + 12 <= notes.size()) {
+      uint32_t namesz = 0, descsz = 0, ntype = 0;
+      read_le(notes, at, namesz);
+      read_le(notes, at + 4, descsz);
+      read_le(notes, at + 8, ntype);
+      const size_t name_at = at + 12;
+      const size_t desc_at = name_at + ((static_cast<size_t>(namesz) + 3) / 4) * 4;
+      if (desc_at > notes.size() || descsz > notes.size() - desc_at) break;
+      const std::string_view name = notes.substr(name_at, std::min<size_t>(namesz, notes.size() - name_at));
+      if (ntype == 32 && name.rfind("AMDGPU", 0) == 0) return notes.substr(desc_at, descsz);
+      at = desc_at + ((static_cast<size_t>(descsz) + 3) / 4) * 4;
+    }
+  }
+  return {};
+}
+
+int int_field(const nlohmann::json& k, const char* key) {
+  const auto it = k.find(key);
+  return it != k.end() && it->is_number_integer() ? it->get<int>() : 0;
+}
+
+// llvm-objdump: $GPUSIM_LLVM_OBJDUMP, ROCm's own, or one on PATH; empty when none is installed.
+const std::string& disassembler() {
+  static const std::string found = [] {
+    if (const char* env = std::getenv("GPUSIM_LLVM_OBJDUMP"); env != nullptr && *env != '\0') return std::string(env);
+    std::vector<std::string> dirs = {"/opt/rocm/llvm/bin"};
+    if (const char* path = std::getenv("PATH"); path != nullptr) {
+      std::string_view p(path);
+      while (!p.empty()) {
+        const size_t colon = p.find(':');
+        dirs.emplace_back(p.substr(0, colon));
+        p = colon == std::string_view::npos ? std::string_view{} : p.substr(colon + 1);
+      }
+    }
+    for (const std::string& dir : dirs) {
+      for (const char* name : {"llvm-objdump", "llvm-objdump-18", "llvm-objdump-17", "llvm-objdump-16",
+                               "llvm-objdump-15", "llvm-objdump-14"}) {
+        const std::filesystem::path f = std::filesystem::path(dir) / name;
+        std::error_code ec;
+        if (!dir.empty() && std::filesystem::is_regular_file(f, ec)) return f.string();
+      }
+    }
+    return std::string();
+  }();
+  return found;
+}
+
+// The disassembly of `code` for `arch` by `tool`, or empty when it cannot be had.
+std::string disassemble(const std::string& tool, const std::string& code, const std::string& arch) {
+  static std::atomic<uint64_t> counter{0};
+  std::error_code ec;
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path(ec) /
+      fmt::format("gpusim-{}-{}.co", static_cast<long>(::getpid()), counter.fetch_add(1));
+  if (ec) return {};
+  {
+    std::ofstream out(file, std::ios::binary);
+    out.write(code.data(), static_cast<std::streamsize>(code.size()));
+    if (!out) return {};
+  }
+  // The architecture is checked (gfx + hex digits, features after ':'), the paths are ours.
+  const std::vector<std::string> options = {"-d", "--mcpu=" + arch.substr(0, arch.find(':'))};
+  std::string cmd = "'" + tool + "'";
+  for (const std::string& o : options) cmd += " " + o;
+  cmd += " '" + file.string() + "' 2>/dev/null";
+  std::string text;
+  if (FILE* p = ::popen(cmd.c_str(), "r"); p != nullptr) {
+    char buf[1 << 14];
+    size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) text.append(buf, n);
+    ::pclose(p);
+  }
+  std::filesystem::remove(file, ec);
+  return text;
+}
+
+}  // namespace
+
+Result<HipResources> read_code_object(std::string_view elf, const std::string& kernel) {
+  if (elf.size() < 0x40 || elf.substr(0, 4) != "\x7f" "ELF" || elf[4] != 2 /* 64-bit */ || elf[5] != 1 /* LE */) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("kernel \"{}\": the code object is not a 64-bit little-endian ELF ({} bytes); "
+                                  "hiprtc returns one for an AMD target",
+                                  kernel, elf.size()));
+  }
+  const std::string_view note = metadata_note(elf);
+  if (note.empty()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("kernel \"{}\": the code object has no AMDGPU metadata note (NT_AMDGPU_METADATA); "
+                                  "it holds the registers and memory the kernel uses (code object v3 or later)",
+                                  kernel));
+  }
+  const nlohmann::json md = nlohmann::json::from_msgpack(note.begin(), note.end(), true, false);
+  if (md.is_discarded() || !md.is_object() || !md.contains("amdhsa.kernels") || !md["amdhsa.kernels"].is_array()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("kernel \"{}\": the code object's metadata note is not a msgpack map with "
+                                  "amdhsa.kernels",
+                                  kernel));
+  }
+  for (const nlohmann::json& k : md["amdhsa.kernels"]) {
+    if (!k.is_object() || k.value(".name", std::string()) != kernel) continue;
+    HipResources r;
+    r.vgprs = int_field(k, ".vgpr_count");
+    r.agprs = int_field(k, ".agpr_count");
+    r.sgprs = int_field(k, ".sgpr_count");
+    r.vgpr_spills = int_field(k, ".vgpr_spill_count");
+    r.sgpr_spills = int_field(k, ".sgpr_spill_count");
+    r.scratch_bytes = int_field(k, ".private_segment_fixed_size");
+    r.lds_bytes = int_field(k, ".group_segment_fixed_size");
+    r.wavefront = int_field(k, ".wavefront_size");
+    if (md.contains("amdhsa.target") && md["amdhsa.target"].is_string()) {
+      const std::string t = md["amdhsa.target"].get<std::string>();
+      r.arch = t.substr(t.rfind('-') == std::string::npos ? 0 : t.rfind('-') + 1);
+    }
+    return r;
+  }
+  return make_error(ErrorCode::kInvalidArgument,
+                    fmt::format("kernel \"{}\": the code object's metadata lists no kernel of that name", kernel));
+}
+
+void count_amdgcn(const std::string& disassembly, HipResources& r) {
+  size_t at = 0;
+  while (at < disassembly.size()) {
+    size_t end = disassembly.find('\n', at);
+    if (end == std::string::npos) end = disassembly.size();
+    std::string_view line(disassembly.data() + at, end - at);
+    at = end + 1;
+    const size_t first = line.find_first_not_of(" \t");
+    if (first == std::string_view::npos) continue;
+    line = line.substr(first);
+    const std::string_view op = line.substr(0, line.find_first_of(" \t"));
+    auto starts = [&](std::string_view p) { return op.rfind(p, 0) == 0; };
+    if (starts("v_mfma")) {
+      ++r.mfma;
+    } else if (starts("v_wmma")) {
+      ++r.wmma;
+    } else if (starts("global_atomic") || starts("buffer_atomic") || starts("flat_atomic")) {
+      ++r.atomics;
+    } else if (starts("global_load") || starts("buffer_load") || starts("flat_load")) {
+      ++r.ld_global;
+    } else if (starts("global_store") || starts("buffer_store") || starts("flat_store")) {
+      ++r.st_global;
+    } else if (starts("ds_read") || starts("ds_load")) {
+      ++r.ld_shared;
+    } else if (starts("ds_write") || starts("ds_store")) {
+      ++r.st_shared;
+    }
+  }
+}
+
+Result<HipResources> hip_resources(const KernelSource& src, const std::string& arch) {
+  auto code = compile_hip(src, arch);
+  if (!code) return code.error();
+  auto r = read_code_object(*code, src.name);
+  if (!r) return r.error();
+  if (r->arch.empty()) r->arch = arch;
+  if (const std::string& tool = disassembler(); !tool.empty()) {
+    const std::string text = disassemble(tool, *code, arch);
+    if (!text.empty()) {
+      r->disassembler = tool;
+      count_amdgcn(text, *r);
+    }
+  }
+  return r;
 }
 
 }  // namespace gpusim::backend::hip

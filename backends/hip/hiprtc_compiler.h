@@ -20,6 +20,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend.h"
@@ -45,5 +46,33 @@ bool hiprtc_available(std::string* why);
 // target this ROCm's compiler does not know), kDevice (the source does not compile: the message
 // names the kernel, the target and carries the log).
 Result<std::string> compile_hip(const KernelSource& src, const std::string& arch, std::string* log = nullptr);
+
+// What the compiler built for one kernel on one AMD target, without a device: the code object's
+// metadata note (NT_AMDGPU_METADATA, the figures the runtime and occupancy use) and, where an LLVM
+// disassembler is installed (llvm-objdump; $GPUSIM_LLVM_OBJDUMP names one), static instruction
+// counts of its machine code (the lines of each kind, not executions; loops count once).
+struct HipResources {
+  std::string arch;
+  // .vgpr_count: the vector registers a lane holds as occupancy counts them (on gfx90a and gfx94x
+  // the unified file: architectural VGPRs aligned to 4 plus AGPRs; on gfx908 the larger of the two).
+  int vgprs = 0;
+  int agprs = 0, sgprs = 0;                // .agpr_count, .sgpr_count
+  int vgpr_spills = 0, sgpr_spills = 0;    // registers spilled (.vgpr_spill_count, .sgpr_spill_count)
+  int scratch_bytes = 0;                   // .private_segment_fixed_size: private memory a lane
+  int lds_bytes = 0;                       // .group_segment_fixed_size: static LDS a workgroup
+  int wavefront = 0;                       // .wavefront_size
+  std::string disassembler;                // empty: not installed, the counts below are not read
+  int mfma = 0, wmma = 0;                  // v_mfma_*, v_wmma_* (matrix units: CDNA, RDNA3)
+  int ld_global = 0, st_global = 0, ld_shared = 0, st_shared = 0, atomics = 0;
+};
+
+// Compiles `src` for `arch` ("gfx90a") and reads the figures above; errors as compile_hip.
+Result<HipResources> hip_resources(const KernelSource& src, const std::string& arch);
+
+// Reads kernel `kernel`'s figures from a code object (an AMDGPU ELF). kInvalidArgument naming
+// what is wrong when it is not one, has no metadata note, or does not hold the kernel.
+Result<HipResources> read_code_object(std::string_view elf, const std::string& kernel);
+// Counts the instruction kinds of HipResources in llvm-objdump's disassembly.
+void count_amdgcn(const std::string& disassembly, HipResources& r);
 
 }  // namespace gpusim::backend::hip

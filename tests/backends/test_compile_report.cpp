@@ -1,11 +1,16 @@
-// Compiled truth (backends/compile_report.h): ptxas's resource report and the PTX instruction
-// counts parsed from known text (no compiler needed); the CUDA architecture of a profile; and,
-// where NVRTC is present ([compile]), every kernel of a small plan compiled, its registers and
-// shared memory read back and set against the cost model's assumptions, fp16 GEMMs with their
-// matrix instructions, and `gpusim codegen report` as users call it.
+// Compiled truth (backends/compile_report.h): ptxas's resource report, the PTX instruction counts
+// and an AMD disassembly parsed from known text, and code objects that are not one (no compiler
+// needed); the CUDA and AMD architectures of a profile; and, where NVRTC or hiprtc is present
+// ([compile]), every kernel of a small
+// plan compiled, its registers and shared memory read back and set against the cost model's
+// assumptions, fp16 GEMMs with their matrix instructions, and `gpusim codegen report` as users
+// call it.
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
 
 #include "codegen.h"
 #include "compile_report.h"
@@ -15,6 +20,9 @@
 #include "support/run_cli.h"
 #ifdef GPUSIM_HAVE_CUDA
 #include "cuda/nvrtc_compiler.h"
+#endif
+#ifdef GPUSIM_HAVE_HIP
+#include "hip/hiprtc_compiler.h"
 #endif
 
 using namespace gpusim;
@@ -102,6 +110,94 @@ TEST_CASE("a profile's CUDA architecture comes from its compute capability", "[c
   CHECK_THAT(amd.error().message, Contains("amd-mi300x") && Contains("sm_XY"));
 }
 
+TEST_CASE("a profile's AMD target comes from its architecture", "[codegen][report]") {
+  CHECK(*exec::hip_arch_of(test::gpu("amd-mi250x")) == "gfx90a");
+  CHECK(*exec::hip_arch_of(test::gpu("amd-mi300x")) == "gfx942");
+  CHECK(*exec::hip_arch_of(test::gpu("amd-rx-6800-xt")) == "gfx1030");
+  auto nv = exec::hip_arch_of(test::gpu("nvidia-h100-sxm"));
+  REQUIRE_FALSE(nv);
+  CHECK(nv.error().code == ErrorCode::kInvalidArgument);
+  CHECK_THAT(nv.error().message, Contains("nvidia-h100-sxm") && Contains("gfxNNN"));
+}
+
+TEST_CASE("AMD code objects are read from their metadata note, and what is not one is named", "[codegen][report]") {
+#ifdef GPUSIM_HAVE_HIP
+  for (const std::string& bad : {std::string("not an elf"), std::string("\x7f" "ELF") + std::string(60, '\0')}) {
+    auto r = backend::hip::read_code_object(bad, "k");
+    REQUIRE_FALSE(r);
+    CHECK(r.error().code == ErrorCode::kInvalidArgument);
+    CHECK_THAT(r.error().message, Contains("kernel \"k\"") && (Contains("ELF") || Contains("metadata note")));
+  }
+  // A 64-bit little-endian ELF header with no sections: no metadata note.
+  std::string empty(64, '\0');
+  empty.replace(0, 6, std::string("\x7f" "ELF\x02\x01", 6));
+  auto none = backend::hip::read_code_object(empty, "k");
+  REQUIRE_FALSE(none);
+  CHECK_THAT(none.error().message, Contains("NT_AMDGPU_METADATA"));
+  // llvm-objdump's lines: the mnemonic is the first word; comments and labels count nothing.
+  backend::hip::HipResources r;
+  backend::hip::count_amdgcn(
+      "0000000000001500 <k>:\n"
+      "\tglobal_load_dwordx4 v[4:7], v[2:3], off offset:12  // 000000001530: DC5C800C\n"
+      "\tbuffer_load_dword v1, off, s[0:3], 0\n"
+      "\tds_read_b128 v[8:11], v0\n\tds_write_b64 v0, v[2:3]\n\tds_store_b32 v0, v1\n"
+      "\tv_mfma_f32_32x32x8f16 a[0:15], v[0:1], v[2:3], a[0:15]\n\tv_wmma_f32_16x16x16_f16 v[0:7], v[8:15], v[16:23], v[0:7]\n"
+      "\tglobal_store_dword v[0:1], v2, off\n\tglobal_atomic_add v[0:1], v2, off\n\ts_endpgm\n",
+      r);
+  CHECK(r.ld_global == 2);
+  CHECK(r.st_global == 1);
+  CHECK(r.ld_shared == 1);
+  CHECK(r.st_shared == 2);
+  CHECK(r.mfma == 1);
+  CHECK(r.wmma == 1);
+  CHECK(r.atomics == 1);
+#else
+  WARN("built without the HIP backend");
+#endif
+}
+
+TEST_CASE("the compiled report reads what hiprtc builds for an AMD GPU", "[codegen][report][compile]") {
+#ifdef GPUSIM_HAVE_HIP
+  if (std::string why; !backend::hip::hiprtc_available(&why)) {
+    WARN("hiprtc unavailable: " << why);
+    return;
+  }
+  const Session s;
+  auto m = s.open_model(small_model());
+  REQUIRE(m);
+  const Target t = s.target(test::gpu("amd-mi250x"), TileSpace::kGenerated);
+  auto r = exec::compile_report(retype(m->graph(), DType::kFloat16), t, {});
+  INFO((r ? std::string() : r.error().message));
+  REQUIRE(r);
+  CHECK(r->arch == "gfx90a");
+  CHECK_THAT(r->compiler, Contains("hiprtc"));
+  CHECK(r->compiled == static_cast<int>(r->kernels.size()));
+  for (const auto& k : r->kernels) {
+    INFO(k.name);
+    CHECK(k.compiled.registers > 0);
+    CHECK(k.compiled.registers <= 512);
+    CHECK(k.compiled.ctas_per_unit > 0);
+    if (k.cls == "gemm" || k.cls == "conv") {
+      CHECK(k.matrix_path == "mfma");
+      CHECK(k.compiled.smem_bytes > 0);
+      if (k.instructions_read) {
+        CHECK(k.mfma > 0);
+        CHECK(k.ld_shared > 0);
+      }
+    }
+  }
+  CHECK(r->missing_matrix == 0);
+  // A target this ROCm's compiler does not know is refused before it is compiled, naming it.
+  exec::CompileReportOptions o;
+  o.arch = "gfx9999";
+  auto u = exec::compile_report(m->graph(), t, o);
+  REQUIRE_FALSE(u);
+  CHECK_THAT(u.error().message, Contains("gfx9999"));
+#else
+  WARN("built without the HIP backend");
+#endif
+}
+
 TEST_CASE("the compiled report reads what NVRTC builds for every kernel and sets it against the cost model",
           "[codegen][report][compile]") {
 #ifdef GPUSIM_HAVE_CUDA
@@ -156,12 +252,18 @@ TEST_CASE("the compiled report reads what NVRTC builds for every kernel and sets
   REQUIRE_FALSE(lib);
   CHECK(lib.error().code == ErrorCode::kInvalidArgument);
   CHECK_THAT(lib.error().message, Contains("`tiles generated`"));
-  // Another architecture on request.
+  // Another architecture on request; not another vendor's (the kernels are generated for wmma).
   exec::CompileReportOptions o;
   o.arch = "sm_80";
   auto a = exec::compile_report(m->graph(), t, o);
   REQUIRE(a);
   CHECK(a->arch == "sm_80");
+  o.arch = "gfx90a";
+  auto other = exec::compile_report(m->graph(), t, o);
+  REQUIRE_FALSE(other);
+  CHECK(other.error().code == ErrorCode::kInvalidArgument);
+  CHECK_THAT(other.error().message, Contains("gfx90a is an AMD architecture") && Contains("nvidia-h100-sxm") &&
+                                        Contains("give sm_XY"));
 #else
   WARN("built without the CUDA backend");
 #endif
@@ -171,9 +273,9 @@ TEST_CASE("gpusim codegen report prints per kernel figures and JSON, and refuses
           "[codegen][report][compile][cli]") {
   const std::string model = small_model();
   {
-    const test::Run r = test::run_gpusim("codegen report " + model + " --gpu amd-mi300x");
+    const test::Run r = test::run_gpusim("codegen report " + model + " --gpu apple-m3-max");
     CHECK(r.rc == 2);
-    CHECK_THAT(r.out, Contains("amd-mi300x") && Contains("--arch"));
+    CHECK_THAT(r.out, Contains("apple-m3-max") && Contains("--arch sm_XY"));
   }
   {
     const test::Run r = test::run_gpusim("codegen report " + model + " --gpu nvidia-h100-sxm --dtype bf16");
@@ -205,5 +307,38 @@ TEST_CASE("gpusim codegen report prints per kernel figures and JSON, and refuses
   const test::Run t = test::run_gpusim("codegen report " + model + " --gpu nvidia-rtx-3060");
   REQUIRE(t.rc == 0);
   CHECK_THAT(t.out, Contains("compiled for sm_86") && Contains("blocks per SM as the cost model assumes"));
+  // --sources: each kernel's text, as compiled.
+  const std::string dir = test::temp_dir() + "/codegen-sources";
+  const test::Run w = test::run_gpusim("codegen report " + model + " --gpu nvidia-rtx-3060 --sources " + dir);
+  REQUIRE(w.rc == 0);
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    ++files;
+    CHECK_THAT(test::file_bytes(e.path().string()), Contains("__global__ void __launch_bounds__"));
+  }
+  CHECK(files >= 2);
+  const test::Run bad = test::run_gpusim("codegen report " + model + " --gpu nvidia-rtx-3060 --sources /proc/nope");
+  CHECK(bad.rc == 1);
+  CHECK_THAT(bad.out, Contains("--sources") && Contains("/proc/nope"));
+#endif
+#ifdef GPUSIM_HAVE_HIP
+  if (std::string why; !backend::hip::hiprtc_available(&why)) {
+    WARN("hiprtc unavailable: " << why);
+    return;
+  }
+  const test::Run amd = test::run_gpusim("codegen report " + model + " --gpu amd-mi250x --dtype fp16 --json");
+  INFO(amd.out);
+  REQUIRE(amd.rc == 0);
+  const auto aj = nlohmann::json::parse(amd.out);
+  CHECK(aj["arch"] == "gfx90a");
+  CHECK_THAT(aj["compiler"].get<std::string>(), Contains("hiprtc"));
+  // A target the installed ROCm's compiler does not know: named, exit 1 (not a bad argument).
+  const auto info = backend::hip::hiprtc_info();
+  REQUIRE(info);
+  if (!info->archs.empty() && std::find(info->archs.begin(), info->archs.end(), "gfx942") == info->archs.end()) {
+    const test::Run old = test::run_gpusim("codegen report " + model + " --gpu amd-mi300x");
+    CHECK(old.rc == 1);
+    CHECK_THAT(old.out, Contains("gfx942"));
+  }
 #endif
 }

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""The compile tier: every kernel of each bundled model's eager plan compiled for three NVIDIA and two
+AMD architectures with `gpusim codegen report` (NVRTC and hiprtc, no GPU), and the compiled figures
+set against the cost model's assumptions.
+
+Fails when a report fails (a kernel that does not compile, a compiler that is missing), when the
+share of NVIDIA kernels whose blocks per SM are as the cost model assumed falls under
+--min-as-assumed, or when more NVIDIA kernels spill than --max-spilling. AMD targets are compiled
+and reported but not held to either: the cost model's register count for MFMA kernels is not
+there yet (bench/RESULTS.md "Compiled truth"). Prints one row per report and the totals per
+architecture as Markdown tables.
+
+Usage: tools/compile_tier.py [--gpusim build-test/bin/gpusim] [--models m1,m2] [--targets gpu:dtype,...]
+                             [--min-as-assumed 95] [--max-spilling 0] [--json-dir DIR]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+# One GPU per architecture, each compiled for its own: sm_80, sm_86, sm_90; gfx90a (CDNA2), gfx1030
+# (RDNA2). fp16 where the GPU has matrix units the generated kernels use (wmma, MFMA), fp32 beside.
+TARGETS = [
+    ("nvidia-a100-40gb", "fp16"),
+    ("nvidia-rtx-3060", "fp32"),
+    ("nvidia-h100-sxm", "fp16"),
+    ("amd-mi250x", "fp16"),
+    ("amd-rx-6800-xt", "fp32"),
+]
+MODELS = ["resnet50", "mobilenet_v2", "bert_base_seq128", "gpt2_prefill_seq512", "vit_b_16",
+          "sd15_vae_decoder_512", "sd15_unet_64x64"]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--gpusim", default="build-test/bin/gpusim")
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--targets", default=",".join(f"{g}:{d}" for g, d in TARGETS))
+    ap.add_argument("--min-as-assumed", type=float, default=None,
+                    help="fail when fewer NVIDIA kernels than this percentage keep the blocks per SM assumed")
+    ap.add_argument("--max-spilling", type=int, default=None, help="fail when more NVIDIA kernels than this spill")
+    ap.add_argument("--json-dir", default=None, help="keep each report's JSON here")
+    a = ap.parse_args()
+    targets = []
+    for t in a.targets.split(","):
+        gpu, _, dtype = t.partition(":")
+        if not gpu or dtype not in ("fp32", "fp16"):
+            print(f"compile_tier: --targets: \"{t}\" is not GPU:DTYPE with DTYPE fp32 or fp16 "
+                  f"(nvidia-h100-sxm:fp16)", file=sys.stderr)
+            return 2
+        targets.append((gpu, dtype))
+    models = [m for m in a.models.split(",") if m]
+    for m in models:
+        if not os.path.exists(f"models/{m}.onnx"):
+            print(f"compile_tier: --models: models/{m}.onnx does not exist; the bundled models are in models/",
+                  file=sys.stderr)
+            return 2
+    if a.json_dir:
+        os.makedirs(a.json_dir, exist_ok=True)
+
+    failed = []
+    totals = {}
+    print("| GPU | arch | dtype | model | kernels compiled | as assumed | spilling | no matrix instr. | s |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|")
+    for gpu, dtype in targets:
+        for m in models:
+            cmd = [a.gpusim, "codegen", "report", f"models/{m}.onnx", "--gpu", gpu, "--dim", "batch=1",
+                   "--dtype", dtype, "--json"]
+            t0 = time.time()
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            wall = time.time() - t0
+            if p.returncode != 0:
+                failed.append(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()[:2000]}")
+                print(f"| {gpu} | ? | {dtype} | {m} | failed (exit {p.returncode}) | | | | {wall:.0f} |", flush=True)
+                continue
+            r = json.loads(p.stdout)
+            if a.json_dir:
+                with open(os.path.join(a.json_dir, f"{gpu}.{dtype}.{m}.json"), "w") as f:
+                    f.write(p.stdout)
+            s = r["summary"]
+            key = (gpu, r["arch"], dtype)
+            tot = totals.setdefault(key, {"compiled": 0, "as": 0, "spilling": 0, "missing": 0, "compiler": r["compiler"]})
+            tot["compiled"] += s["compiled"]
+            tot["as"] += s["occupancy_as_assumed"]
+            tot["spilling"] += s["spilling"]
+            tot["missing"] += s["missing_matrix_instructions"]
+            pct = 100.0 * s["occupancy_as_assumed"] / max(1, s["compiled"])
+            print(f"| {gpu} | {r['arch']} | {dtype} | {m} | {s['compiled']} | {s['occupancy_as_assumed']} "
+                  f"({pct:.1f}%) | {s['spilling']} | {s['missing_matrix_instructions']} | {wall:.0f} |", flush=True)
+
+    print()
+    print("| GPU | arch | dtype | compiler | kernels compiled | as assumed | spilling | no matrix instr. |")
+    print("|---|---|---|---|---:|---:|---:|---:|")
+    sums = {}  # "NVIDIA", "AMD": compiled, as assumed, spilling
+    for (gpu, arch, dtype), t in totals.items():
+        pct = 100.0 * t["as"] / max(1, t["compiled"])
+        print(f"| {gpu} | {arch} | {dtype} | {t['compiler']} | {t['compiled']} | {t['as']} ({pct:.1f}%) | "
+              f"{t['spilling']} | {t['missing']} |")
+        v = sums.setdefault("NVIDIA" if arch.startswith("sm_") else "AMD", [0, 0, 0])
+        v[0] += t["compiled"]
+        v[1] += t["as"]
+        v[2] += t["spilling"]
+    for vendor, (c, n, sp) in sums.items():
+        print(f"| all {vendor} | | | | {c} | {n} ({100.0 * n / max(1, c):.1f}%) | {sp} | |")
+
+    c, n, sp = sums.get("NVIDIA", [0, 0, 0])
+    pct = 100.0 * n / max(1, c)
+    if a.min_as_assumed is not None and c > 0 and pct < a.min_as_assumed:
+        failed.append(f"blocks per SM as assumed for {pct:.1f}% of the NVIDIA kernels, under --min-as-assumed "
+                      f"{a.min_as_assumed:g}% (the kernels flagged \"occupancy\" in each report say which)")
+    if a.max_spilling is not None and sp > a.max_spilling:
+        failed.append(f"{sp} NVIDIA kernels spill, more than --max-spilling {a.max_spilling} (flagged \"spills\")")
+    for f in failed:
+        print(f"compile_tier: {f}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
