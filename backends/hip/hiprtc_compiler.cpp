@@ -399,7 +399,9 @@ Result<HipResources> read_code_object(std::string_view elf, const std::string& k
                                   kernel));
   }
   for (const nlohmann::json& k : md["amdhsa.kernels"]) {
-    if (!k.is_object() || k.value(".name", std::string()) != kernel) continue;
+    if (!k.is_object() || !k.contains(".name") || !k[".name"].is_string() || k[".name"].get<std::string>() != kernel) {
+      continue;
+    }
     HipResources r;
     r.vgprs = int_field(k, ".vgpr_count");
     r.agprs = int_field(k, ".agpr_count");

@@ -10,7 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "codegen.h"
 #include "compile_report.h"
@@ -134,6 +137,63 @@ TEST_CASE("AMD code objects are read from their metadata note, and what is not o
   auto none = backend::hip::read_code_object(empty, "k");
   REQUIRE_FALSE(none);
   CHECK_THAT(none.error().message, Contains("NT_AMDGPU_METADATA"));
+  // A code object made here: an ELF64 header, one SHT_NOTE section holding the AMDGPU metadata.
+  auto code_object = [](const nlohmann::json& md) {
+    const std::vector<uint8_t> desc = nlohmann::json::to_msgpack(md);
+    std::string note;
+    auto u32 = [&](uint32_t v) { for (int i = 0; i < 4; ++i) note += static_cast<char>((v >> (8 * i)) & 0xff); };
+    u32(7);  // "AMDGPU\0"
+    u32(static_cast<uint32_t>(desc.size()));
+    u32(32);  // NT_AMDGPU_METADATA
+    note += std::string("AMDGPU\0\0", 8);
+    note.append(desc.begin(), desc.end());
+    while (note.size() % 4 != 0) note += '\0';
+    std::string elf(64, '\0');
+    elf.replace(0, 6, std::string("\x7f" "ELF\x02\x01", 6));
+    const uint64_t note_at = 64, sh_at = 64 + note.size();
+    auto put = [&](size_t at, uint64_t v, int bytes) {
+      for (int i = 0; i < bytes; ++i) elf[at + static_cast<size_t>(i)] = static_cast<char>((v >> (8 * i)) & 0xff);
+    };
+    put(0x28, sh_at, 8);  // e_shoff
+    put(0x3A, 64, 2);     // e_shentsize
+    put(0x3C, 1, 2);      // e_shnum
+    elf += note;
+    std::string sh(64, '\0');
+    for (int i = 0; i < 4; ++i) sh[4 + static_cast<size_t>(i)] = static_cast<char>((7u >> (8 * i)) & 0xff);  // SHT_NOTE
+    for (int i = 0; i < 8; ++i) {
+      sh[0x18 + static_cast<size_t>(i)] = static_cast<char>((note_at >> (8 * i)) & 0xff);
+      sh[0x20 + static_cast<size_t>(i)] = static_cast<char>((uint64_t{note.size()} >> (8 * i)) & 0xff);
+    }
+    return elf + sh;
+  };
+  const nlohmann::json md = {{"amdhsa.target", "amdgcn-amd-amdhsa--gfx90a"},
+                             {"amdhsa.kernels",
+                              {{{".name", 7}},  // not a string: skipped, not thrown
+                               {{".name", "k"},
+                                {".vgpr_count", 68},
+                                {".agpr_count", 4},
+                                {".sgpr_count", 66},
+                                {".vgpr_spill_count", 2},
+                                {".group_segment_fixed_size", 8192},
+                                {".private_segment_fixed_size", 16},
+                                {".wavefront_size", 64}}}}};
+  auto read = backend::hip::read_code_object(code_object(md), "k");
+  INFO((read ? std::string() : read.error().message));
+  REQUIRE(read);
+  CHECK(read->arch == "gfx90a");
+  CHECK(read->vgprs == 68);
+  CHECK(read->agprs == 4);
+  CHECK(read->sgprs == 66);
+  CHECK(read->vgpr_spills == 2);
+  CHECK(read->lds_bytes == 8192);
+  CHECK(read->scratch_bytes == 16);
+  CHECK(read->wavefront == 64);
+  auto missing = backend::hip::read_code_object(code_object(md), "other");
+  REQUIRE_FALSE(missing);
+  CHECK_THAT(missing.error().message, Contains("lists no kernel of that name"));
+  auto not_md = backend::hip::read_code_object(code_object(nlohmann::json::array({1, 2})), "k");
+  REQUIRE_FALSE(not_md);
+  CHECK_THAT(not_md.error().message, Contains("amdhsa.kernels"));
   // llvm-objdump's lines: the mnemonic is the first word; comments and labels count nothing.
   backend::hip::HipResources r;
   backend::hip::count_amdgcn(
