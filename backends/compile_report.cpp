@@ -26,14 +26,14 @@ namespace {
 // What one compiler says of one kernel, in the report's terms.
 struct Figures {
   int registers = 0, smem_bytes = 0;
-  CompiledKernel k;  // spills and instruction counts only
+  BinaryFigures binary;
 };
 
 using Compile = std::function<Result<Figures>(const backend::KernelSource&)>;
 
 // The memory instruction counts both compilers' figures have (CudaResources, HipResources).
 template <typename Resources>
-void memory_counts(const Resources& c, CompiledKernel& k) {
+void memory_counts(const Resources& c, BinaryFigures& k) {
   k.ld_global = c.ld_global;
   k.st_global = c.st_global;
   k.ld_shared = c.ld_shared;
@@ -55,7 +55,7 @@ Compile nvrtc_compile(const std::string& arch, std::string* compiler, Status* av
     Figures f;
     f.registers = c->registers;
     f.smem_bytes = c->static_smem_bytes;
-    CompiledKernel& k = f.k;
+    BinaryFigures& k = f.binary;
     k.stack_bytes = c->stack_bytes;
     k.spill_store_bytes = c->spill_store_bytes;
     k.spill_load_bytes = c->spill_load_bytes;
@@ -90,7 +90,7 @@ Compile hiprtc_compile(const std::string& arch, std::string* compiler, Status* a
     Figures f;
     f.registers = c->vgprs;
     f.smem_bytes = c->lds_bytes;
-    CompiledKernel& k = f.k;
+    BinaryFigures& k = f.binary;
     k.stack_bytes = c->scratch_bytes;
     k.spilled_registers = c->vgpr_spills + c->sgpr_spills;
     k.instructions_read = !c->disassembler.empty();
@@ -150,9 +150,7 @@ Result<CompiledReport> compile_report(const Graph& g, const Target& target, cons
                                   "give {}",
                                   target.describe(), option_ref("tiles", "generated")));
   }
-  std::string vendor = gpu.vendor;
-  std::transform(vendor.begin(), vendor.end(), vendor.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  const bool amd = vendor == "amd";
+  const bool amd = codegen::profile_vendor(gpu) == "amd";
   std::string arch = o.arch;
   if (arch.empty()) {
     auto a = amd ? hip_arch_of(gpu) : cuda_arch_of(gpu);
@@ -226,28 +224,20 @@ Result<CompiledReport> compile_report(const Graph& g, const Target& target, cons
     if (sources[i].code.empty()) continue;
     const auto& got = res[same[i]];
     if (!got) return got.error();
-    CompiledKernel c = got->k;
-    c.index = k.index;
-    c.name = std::move(k.name);
-    c.cls = std::move(k.cls);
-    c.tile = k.tile;
-    c.matrix_path = std::move(k.matrix_path);
-    c.priced_on_matrix_units = k.priced_on_matrix_units;
-    c.assumed = k.assumed;
-    if (o.keep_sources) c.source = sources[i].code;
-    c.compiled = residency(d, k.compiled.threads, got->registers, got->smem_bytes);
-    k = std::move(c);
+    k.binary = got->binary;
+    if (o.keep_sources) k.source = sources[i].code;
+    k.compiled = residency(d, k.compiled.threads, got->registers, got->smem_bytes);
     ++r.compiled;
     if (k.compiled.ctas_per_unit == k.assumed.ctas_per_unit) {
       ++r.occupancy_as_assumed;
     } else {
       k.flags.push_back("occupancy");
     }
-    if (k.spill_store_bytes > 0 || k.spill_load_bytes > 0 || k.spilled_registers > 0) {
+    if (k.binary.spill_store_bytes > 0 || k.binary.spill_load_bytes > 0 || k.binary.spilled_registers > 0) {
       k.flags.push_back("spills");
       ++r.spilling;
     }
-    if (k.instructions_read && k.priced_on_matrix_units && k.mma + k.wmma + k.mfma == 0) {
+    if (k.binary.instructions_read && k.priced_on_matrix_units && k.binary.mma + k.binary.wmma + k.binary.mfma == 0) {
       k.flags.push_back("no matrix instructions");
       ++r.missing_matrix;
     }

@@ -26,6 +26,17 @@
 
 namespace gpusim::exec {
 
+// What the compiler reports of one kernel's binary beyond its registers and shared memory (those
+// are in CompiledKernel::compiled): ptxas's report and the PTX, or the AMD code object's metadata
+// and its disassembly.
+struct BinaryFigures {
+  int stack_bytes = 0, spill_store_bytes = 0, spill_load_bytes = 0;  // a thread's
+  int spilled_registers = 0;      // AMD: VGPRs and SGPRs spilled (the code object's counts)
+  bool instructions_read = true;  // false: no disassembler for the target, the counts below are not known
+  int mma = 0, wmma = 0, mfma = 0, ldmatrix = 0, cp_async = 0, ld_global = 0, st_global = 0, ld_shared = 0,
+      st_shared = 0, atomics = 0;
+};
+
 struct CompiledKernel {
   int index = 0;                 // in the plan
   std::string name;              // the generated entry point
@@ -34,11 +45,7 @@ struct CompiledKernel {
   std::string matrix_path;       // "wmma", "mfma", "portable" or "none"
   bool priced_on_matrix_units = false;  // kernel_cost's matrix_units
   Residency assumed, compiled;   // compiled: the block's threads, the binary's registers and static shared memory
-  int stack_bytes = 0, spill_store_bytes = 0, spill_load_bytes = 0;
-  int spilled_registers = 0;      // AMD: VGPRs and SGPRs spilled (the code object's counts)
-  bool instructions_read = true;  // false: no disassembler for the target, the counts below are not known
-  int mma = 0, wmma = 0, mfma = 0, ldmatrix = 0, cp_async = 0, ld_global = 0, st_global = 0, ld_shared = 0,
-      st_shared = 0, atomics = 0;
+  BinaryFigures binary;
   std::vector<std::string> flags;  // "occupancy", "spills", "no matrix instructions"
   std::string skipped;             // why it was not compiled (no generator: it runs on the host)
   std::string source;              // the text compiled (CompileReportOptions::keep_sources)

@@ -58,15 +58,15 @@ nlohmann::json report_json(const exec::CompiledReport& r, const std::string& mod
       e["skipped"] = k.skipped;
     } else {
       e["compiled"] = residency_json(k.compiled);
-      e["spills"] = {{"stack_bytes", k.stack_bytes},
-                     {"store_bytes", k.spill_store_bytes},
-                     {"load_bytes", k.spill_load_bytes},
-                     {"registers", k.spilled_registers}};
-      if (k.instructions_read) {
-        e["instructions"] = {{"mma", k.mma},           {"wmma", k.wmma},           {"mfma", k.mfma},
-                             {"ldmatrix", k.ldmatrix}, {"cp_async", k.cp_async}, {"ld_global", k.ld_global},
-                             {"st_global", k.st_global}, {"ld_shared", k.ld_shared}, {"st_shared", k.st_shared},
-                             {"atomics", k.atomics}};
+      e["spills"] = {{"stack_bytes", k.binary.stack_bytes},
+                     {"store_bytes", k.binary.spill_store_bytes},
+                     {"load_bytes", k.binary.spill_load_bytes},
+                     {"registers", k.binary.spilled_registers}};
+      if (k.binary.instructions_read) {
+        e["instructions"] = {{"mma", k.binary.mma},           {"wmma", k.binary.wmma},           {"mfma", k.binary.mfma},
+                             {"ldmatrix", k.binary.ldmatrix}, {"cp_async", k.binary.cp_async}, {"ld_global", k.binary.ld_global},
+                             {"st_global", k.binary.st_global}, {"ld_shared", k.binary.ld_shared}, {"st_shared", k.binary.st_shared},
+                             {"atomics", k.binary.atomics}};
       } else {
         e["instructions"] = nullptr;  // no disassembler for this target
       }
@@ -88,9 +88,9 @@ void print_report(const exec::CompiledReport& r, const std::string& model, DType
     }
     fmt::print("{:>4}  {:<34} {:<6} {:<22} {:>4}/{:<4} {:>7} {:>6.1f}/{:<6.1f} {:>4}/{:<4} {:>5}  {}\n", k.index,
                k.name.substr(0, 34), k.cls.substr(0, 6), tile_notation(k.tile), k.assumed.registers,
-               k.compiled.registers, k.spill_store_bytes + k.spill_load_bytes + k.spilled_registers, k.assumed.smem_bytes / 1024.0,
+               k.compiled.registers, k.binary.spill_store_bytes + k.binary.spill_load_bytes + k.binary.spilled_registers, k.assumed.smem_bytes / 1024.0,
                k.compiled.smem_bytes / 1024.0, k.assumed.ctas_per_unit, k.compiled.ctas_per_unit,
-               k.instructions_read ? fmt::format("{}", k.mma + k.wmma + k.mfma) : std::string("?"),
+               k.binary.instructions_read ? fmt::format("{}", k.binary.mma + k.binary.wmma + k.binary.mfma) : std::string("?"),
                fmt::join(k.flags, ", "));
   }
   const double pct = r.compiled > 0 ? 100.0 * r.occupancy_as_assumed / r.compiled : 0.0;

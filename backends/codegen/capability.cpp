@@ -19,6 +19,12 @@ Options target_options(const backend::DeviceInfo& d, bool fp16_storage, std::opt
   return o;
 }
 
+std::string profile_vendor(const GpuProfile& p) {
+  std::string vendor = p.vendor;
+  std::transform(vendor.begin(), vendor.end(), vendor.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return vendor;
+}
+
 Options target_options(const DeviceModel& d, bool fp16_storage) {
   Options o;
   o.float_storage = fp16_storage ? Storage::kF16 : Storage::kF32;
@@ -28,8 +34,7 @@ Options target_options(const DeviceModel& d, bool fp16_storage) {
   if (d.profile) {
     const GpuProfile& p = *d.profile;
     const bool fp16_matrix = p.matrix_tflops(Precision::kFp16, Precision::kFp32).has_value();
-    std::string vendor = p.vendor;
-    std::transform(vendor.begin(), vendor.end(), vendor.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::string vendor = profile_vendor(p);
     // CUDA's static limit, as the CUDA backend reports it for a device (cuda_backend.cpp).
     if (vendor == "nvidia") o.max_shared_bytes = std::min(o.max_shared_bytes, backend::kCudaStaticSharedBytes);
     if (fp16_matrix && vendor == "nvidia") {

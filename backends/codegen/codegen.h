@@ -126,6 +126,9 @@ Options target_options(const backend::DeviceInfo& d, bool fp16_storage, std::opt
 // memory a block, and the matrix path its vendor's backend takes (wmma on NVIDIA cards with fp16
 // matrix units, mfma on AMD CDNA, none elsewhere).
 Options target_options(const DeviceModel& d, bool fp16_storage);
+// A profile's vendor in lower case ("nvidia", "amd", "apple", "intel"): whose compiler and matrix
+// path its kernels are generated for.
+std::string profile_vendor(const GpuProfile& p);
 
 // Codegen's answer to the planner's capability query (tile.h: TileCapability) on one target:
 // asked for tile `t` for work `w`, the tile the generators build, by the same fitting they use —

@@ -240,9 +240,9 @@ TEST_CASE("the compiled report reads what hiprtc builds for an AMD GPU", "[codeg
     if (k.cls == "gemm" || k.cls == "conv") {
       CHECK(k.matrix_path == "mfma");
       CHECK(k.compiled.smem_bytes > 0);
-      if (k.instructions_read) {
-        CHECK(k.mfma > 0);
-        CHECK(k.ld_shared > 0);
+      if (k.binary.instructions_read) {
+        CHECK(k.binary.mfma > 0);
+        CHECK(k.binary.ld_shared > 0);
       }
     }
   }
@@ -285,11 +285,11 @@ TEST_CASE("the compiled report reads what NVRTC builds for every kernel and sets
     CHECK(k.assumed.registers > 0);
     CHECK(k.compiled.threads > 0);
     CHECK(k.compiled.ctas_per_unit > 0);
-    CHECK(k.ld_global + k.st_global > 0);
+    CHECK(k.binary.ld_global + k.binary.st_global > 0);
     if (k.cls == "gemm" || k.cls == "conv") {
       ++gemm_like;
       CHECK(k.compiled.smem_bytes > 0);  // the operand tiles
-      CHECK(k.ld_shared > 0);
+      CHECK(k.binary.ld_shared > 0);
     }
     const bool flagged = std::find(k.flags.begin(), k.flags.end(), "occupancy") != k.flags.end();
     CHECK(flagged == (k.compiled.ctas_per_unit != k.assumed.ctas_per_unit));
@@ -304,7 +304,7 @@ TEST_CASE("the compiled report reads what NVRTC builds for every kernel and sets
     INFO(k.name);
     CHECK(k.matrix_path == "wmma");
     CHECK(k.priced_on_matrix_units);
-    CHECK(k.wmma > 0);
+    CHECK(k.binary.wmma > 0);
   }
   CHECK(h->missing_matrix == 0);
   // Only the tiles codegen builds are compiled: the library menu is refused, naming the option.
