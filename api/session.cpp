@@ -10,6 +10,8 @@
 
 #include "base/hash.h"
 #include "codegen.h"
+#include "compile_report.h"
+#include "compiled_figures.h"
 #include "gpusim/gpusim.h"
 #include "gpusim/onnx_import.h"
 #include "gpusim/runtime.h"
@@ -186,7 +188,12 @@ TargetMaker Session::target_maker() {
     // Codegen's answer for the profile's threads, shared memory and matrix path (the float
     // storage follows each kernel's type).
     Target t = make_target(gpu, nullptr, TileSpace::kGenerated);
-    t.tiles = std::make_shared<codegen::TargetCapability>(codegen::target_options(t.device, false));
+    // With the compiled figures `gpusim codegen report` stored for the profile's architecture.
+    const std::string vendor = codegen::profile_vendor(gpu);
+    auto arch = vendor == "amd" ? exec::hip_arch_of(gpu) : exec::cuda_arch_of(gpu);
+    std::shared_ptr<const codegen::CompiledFigureTable> figures;
+    if (arch && (vendor == "amd" || vendor == "nvidia")) figures = codegen::load_compiled_figures(*arch);
+    t.tiles = std::make_shared<codegen::TargetCapability>(codegen::target_options(t.device, false), std::move(figures));
     return t;
   };
 }

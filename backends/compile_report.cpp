@@ -10,6 +10,7 @@
 
 #include "base/parallel.h"
 #include "codegen/codegen.h"
+#include "codegen/compiled_figures.h"
 #include "gpusim/device_plan.h"
 #include "gpusim/kernel_work.h"
 #include "gpusim/wording.h"
@@ -188,6 +189,8 @@ Result<CompiledReport> compile_report(const Graph& g, const Target& target, cons
   const Plan plan = o.plan ? *o.plan : eager_plan(g, target, idx);
   r.kernels.resize(plan.kernels.size());
   std::vector<backend::KernelSource> sources(plan.kernels.size());
+  std::vector<std::string> keys(plan.kernels.size());
+  codegen::CompiledFigureTable figures(arch);
   for (size_t i = 0; i < plan.kernels.size(); ++i) {
     const PlanKernel& pk = plan.kernels[i];
     CompiledKernel& k = r.kernels[i];
@@ -195,7 +198,11 @@ Result<CompiledReport> compile_report(const Graph& g, const Target& target, cons
     k.tile = pk.tile;
     const KernelWork w = plan_kernel_work(g, idx, pk);
     k.priced_on_matrix_units = kernel_cost(w, pk.tile, d).matrix_units;
-    k.assumed = assumed_residency(w, pk.tile, d);
+    // The model's own estimate, not a compiled figure an earlier report stored for the tile.
+    TileConfig estimated = pk.tile;
+    estimated.registers = 0;
+    k.assumed = assumed_residency(w, estimated, d);
+    keys[i] = codegen::compiled_figures_key(w, pk.tile, opts);
     auto gen = codegen::generate(g, idx, pk, opts);
     if (!gen) {
       k.skipped = gen.error().message;
@@ -227,6 +234,8 @@ Result<CompiledReport> compile_report(const Graph& g, const Target& target, cons
     k.binary = got->binary;
     if (o.keep_sources) k.source = sources[i].code;
     k.compiled = residency(d, k.compiled.threads, got->registers, got->smem_bytes);
+    if (got->registers > 0) figures.put(keys[i], {got->registers, got->smem_bytes,
+                          k.binary.spill_store_bytes + k.binary.spill_load_bytes + 4 * k.binary.spilled_registers, r.compiler});
     ++r.compiled;
     if (k.compiled.ctas_per_unit == k.assumed.ctas_per_unit) {
       ++r.occupancy_as_assumed;
@@ -240,6 +249,14 @@ Result<CompiledReport> compile_report(const Graph& g, const Target& target, cons
     if (k.binary.instructions_read && k.priced_on_matrix_units && k.binary.mma + k.binary.wmma + k.binary.mfma == 0) {
       k.flags.push_back("no matrix instructions");
       ++r.missing_matrix;
+    }
+  }
+  if (o.store_figures) {
+    auto stored = codegen::store_compiled_figures(figures);
+    if (stored) {
+      r.figures_path = stored->string();
+    } else {
+      r.figures_not_stored = stored.error().message;
     }
   }
   return r;

@@ -4,9 +4,10 @@
 // ptxas's report; matrix-unit, ldmatrix, cp.async, global and shared memory instructions counted in
 // the PTX) or with hiprtc for an AMD one (VGPRs, spills, LDS and scratch from the code object's
 // metadata; MFMA/WMMA and memory instructions in its disassembly), the blocks a unit keeps
-// resident with those figures and with the cost model's assumed ones (kernel_cost.h:
-// assumed_residency), and flags for each mismatch, spill, or matrix instruction missing where the
-// price assumes matrix units.
+// resident with those figures and with the cost model's own estimates (kernel_cost.h:
+// assumed_residency of the tile without compiled figures), and flags for each mismatch, spill, or
+// matrix instruction missing where the price assumes matrix units. With store_figures the figures
+// go into the kernel cache (codegen/compiled_figures.h), where the cost model finds them.
 //
 // Usage:
 //   auto r = gpusim::exec::compile_report(graph, session.target(gpu, gpusim::TileSpace::kGenerated), {});
@@ -55,6 +56,9 @@ struct CompiledReport {
   std::string gpu, arch, compiler;  // compiler: "NVRTC 13.0", "hiprtc (ROCm 5.2.21153)"
   std::vector<CompiledKernel> kernels;
   int compiled = 0, occupancy_as_assumed = 0, spilling = 0, missing_matrix = 0;
+  // CompileReportOptions::store_figures: the file the compiled figures went to (codegen/
+  // compiled_figures.h), or why they were not stored.
+  std::string figures_path, figures_not_stored;
 };
 
 struct CompileReportOptions {
@@ -62,6 +66,9 @@ struct CompileReportOptions {
   std::optional<Plan> plan;   // empty: the target's eager plan
   int threads = 0;            // compiles in parallel (0: the machine's cores)
   bool keep_sources = false;  // keep each kernel's CUDA C++ text in CompiledKernel::source
+  // Add each kernel's compiled figures (registers, shared memory, spills) to the kernel cache's
+  // table for the architecture, which generated targets price those kernels with from then on.
+  bool store_figures = false;
 };
 
 // The architecture NVRTC compiles for a profile: "sm_XY" from its "(CC X.Y)"; kInvalidArgument

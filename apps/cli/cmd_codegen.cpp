@@ -1,4 +1,4 @@
-// gpusim codegen report MODEL --gpu NAME|FILE [--dtype fp32|fp16] [--dim k=v]... [--arch sm_XY|gfxNNN] [--json]
+// gpusim codegen report MODEL --gpu NAME|FILE [--dtype fp32|fp16] [--dim k=v]... [--arch sm_XY|gfxNNN] [--no-store] [--json]
 // Compiled truth, without a device: every kernel of the eager plan over the tiles codegen builds
 // for the GPU, compiled with NVRTC (NVIDIA) or hiprtc (AMD) for its architecture; registers, spills
 // and shared memory from the compiler against the cost model's assumptions, the blocks per SM or
@@ -39,6 +39,8 @@ nlohmann::json report_json(const exec::CompiledReport& r, const std::string& mod
   j["dtype"] = std::string(dtype_name(dtype));
   j["arch"] = r.arch;
   j["compiler"] = r.compiler;
+  j["figures_stored"] = r.figures_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.figures_path);
+  if (!r.figures_not_stored.empty()) j["figures_not_stored"] = r.figures_not_stored;
   j["summary"] = {{"kernels", r.kernels.size()},
                   {"compiled", r.compiled},
                   {"occupancy_as_assumed", r.occupancy_as_assumed},
@@ -100,6 +102,13 @@ void print_report(const exec::CompiledReport& r, const std::string& model, DType
   fmt::print("(a/c: assumed by the cost model / compiled; spill: bytes a thread stores and loads to local memory, or "
              "on AMD registers spilled; CTAs: blocks per SM or CU; mma: matrix instructions, ? where no disassembler "
              "read them)\n");
+  if (!r.figures_path.empty()) {
+    fmt::print("compiled figures stored in {}: predict and plan price these kernels with them from now on "
+               "(--no-store leaves them out)\n",
+               r.figures_path);
+  } else if (!r.figures_not_stored.empty()) {
+    fmt::print("compiled figures not stored: {}\n", r.figures_not_stored);
+  }
 }
 
 }  // namespace
@@ -108,7 +117,7 @@ void add_codegen(CLI::App& app, int& rc) {
   struct Args {
     std::string model, gpu, dtype, arch, sources;
     std::vector<std::string> dims;
-    bool json = false;
+    bool json = false, no_store = false;
   };
   auto a = std::make_shared<Args>();
   auto* cg = app.add_subcommand("codegen", "What gpusim's code generator builds");
@@ -123,6 +132,9 @@ void add_codegen(CLI::App& app, int& rc) {
   cmd->add_option("--dim", a->dims, "Set a symbolic input dim: NAME=VALUE or INPUT:AXIS=VALUE (repeatable)");
   cmd->add_option("--arch", a->arch, "Compile for this architecture (sm_XY or gfxNNN) instead of the profile's");
   cmd->add_option("--sources", a->sources, "Also write each kernel's CUDA C++ text to this folder (INDEX_NAME.cu)");
+  cmd->add_flag("--no-store", a->no_store,
+                "Do not add the compiled figures to the kernel cache (by default the cost model prices these kernels "
+                "with them from then on)");
   cmd->add_flag("--json", a->json, "Print JSON (schema gpusim.codegen-report/1)");
   cmd->callback([a, &rc] {
     const Session s;
@@ -154,6 +166,7 @@ void add_codegen(CLI::App& app, int& rc) {
     exec::CompileReportOptions o;
     o.arch = a->arch;
     o.keep_sources = !a->sources.empty();
+    o.store_figures = !a->no_store;
     auto r = exec::compile_report(g, s.target(*gpu, TileSpace::kGenerated), o);
     if (!r) {
       fmt::print(stderr, "gpusim codegen report: {}\n", say(r.error()));

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "codegen.h"
+#include "compiled_figures.h"
 #include "gemm_tile.h"
 #include "gen_rows.h"
 
@@ -56,6 +57,7 @@ TileConfig TargetCapability::generated(const KernelWork& w, const TileConfig& as
     t.block_k = 0;
     t.threads = a.threads;
     t.stages = 1;
+    t.smem_bytes = static_cast<int>(a.shared_floats() * 4);
   } else if (gemm_like && !(w.cls == OpClass::kConv && (w.n < 16 || w.k < 16))) {
     GemmLoop L;
     L.batch = w.batch;
@@ -73,6 +75,7 @@ TileConfig TargetCapability::generated(const KernelWork& w, const TileConfig& as
       t.threads = m.threads();
       t.stages = m.stages;
       t.split_k = m.split;
+      t.smem_bytes = static_cast<int>(m.shared_bytes() + (m.split > 1 ? kSplitFlagBytes : 0));  // padded fp16 tiles and a staging tile per warp
     } else {
       const GemmTile g = fit_gemm_tile(asked, L, o_);
       t.block_m = g.bm;
@@ -81,6 +84,7 @@ TileConfig TargetCapability::generated(const KernelWork& w, const TileConfig& as
       t.threads = g.threads;
       t.stages = g.stages;
       t.split_k = g.split;
+      t.smem_bytes = static_cast<int>(g.shared_bytes() + (g.split > 1 ? kSplitFlagBytes : 0));  // fp32 tiles, a float of padding a k-row
     }
   } else if (gemm_like) {
     t.split_k = 1;  // a direct convolution (fewer than 16 output or reduction channels): one loop a thread
@@ -93,13 +97,20 @@ TileConfig TargetCapability::generated(const KernelWork& w, const TileConfig& as
     const uint32_t cap = pow2_at_most(std::min(o_.max_threads, 1024));
     t.threads = static_cast<int>(std::min<uint32_t>(pow2_at_most(asked.threads > 0 ? asked.threads : 256), cap));
   }
+  t.registers = 0;
+  if (figures_ && !figures_->empty()) {
+    if (const CompiledFigures* f = figures_->find(compiled_figures_key(w, t, o_))) t.registers = f->registers;
+  }
   return t;
 }
 
 std::string TargetCapability::describe() const {
-  return fmt::format("codegen: {} threads a group, {} KiB shared memory, matrix path {}{}", o_.max_threads,
+  return fmt::format("codegen: {} threads a group, {} KiB shared memory, matrix path {}{}{}", o_.max_threads,
                      o_.max_shared_bytes / 1024, matrix_path_name(o_.matrix),
-                     o_.float_storage == Storage::kF16 ? ", fp16 storage" : "");
+                     o_.float_storage == Storage::kF16 ? ", fp16 storage" : "",
+                     figures_ && !figures_->empty()
+                         ? fmt::format(", compiled figures of {} kernels for {}", figures_->size(), figures_->arch())
+                         : "");
 }
 
 }  // namespace gpusim::codegen

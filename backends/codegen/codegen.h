@@ -28,6 +28,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,8 @@
 #include "gpusim/tile.h"
 
 namespace gpusim::codegen {
+
+class CompiledFigureTable;
 
 // How a tensor is stored in a device buffer. Floats are fp32 or fp16 (computed in fp32); integer
 // and bool tensors are int32 on the device (the executor converts int64 data on upload and
@@ -143,12 +146,17 @@ std::string profile_vendor(const GpuProfile& p);
 class TargetCapability final : public TileCapability {
  public:
   explicit TargetCapability(Options o) : o_(o) {}
+  // With the compiled figures of the target's architecture (compiled_figures.h): a tile whose
+  // kernel was compiled before carries the compiler's registers a thread.
+  TargetCapability(Options o, std::shared_ptr<const CompiledFigureTable> figures) : o_(o), figures_(std::move(figures)) {}
   TileConfig generated(const KernelWork& w, const TileConfig& t) const override;
   std::string describe() const override;
   const Options& options() const { return o_; }
+  const CompiledFigureTable* figures() const { return figures_.get(); }
 
  private:
   Options o_;
+  std::shared_ptr<const CompiledFigureTable> figures_;
 };
 
 // Storage of a graph tensor under these options.

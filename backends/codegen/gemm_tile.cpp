@@ -307,6 +307,7 @@ std::string split_k_arrive(const SplitK& s) {
 
 void add_split_scratch(Kernel& k, int64_t partial_floats, int64_t tiles) {
   k.decls += "SHARED int split_last;\n";
+  k.shared_bytes += kSplitFlagBytes;
   for (const auto& [kind, storage, elements] :
        {std::tuple{Scratch::kPartials, Storage::kF32, partial_floats}, std::tuple{Scratch::kCounters, Storage::kI32, tiles}}) {
     Arg a;

@@ -125,6 +125,9 @@ std::string k_loop(const std::string& steps, int bk, int stages, const std::stri
                    const std::function<std::string(const std::string&, const std::string&)>& load,
                    const std::function<std::string(const std::string&)>& compute);
 
+// Shared memory a split-K kernel adds to its tiles: the flag that tells the last group of a tile.
+constexpr uint64_t kSplitFlagBytes = 4;
+
 // Split-K in one launch, shared by both main loops. With `split` > 1 the kernel has
 // tiles x split groups; split_k_header starts the body: `tile` (the output tile), `ks` (the
 // group's K slice), and `kb`/`ksteps_here` (its first k-offset and k-steps, `per` steps a slice of

@@ -20,9 +20,13 @@ const char* kSchema = "gpusim.plan/1";
 constexpr int64_t kMaxStreams = 1024;
 
 json tile_json(const TileConfig& t) {
-  return {{"block_m", t.block_m}, {"block_n", t.block_n}, {"block_k", t.block_k}, {"threads", t.threads},
-          {"stages", t.stages},   {"split_k", t.split_k}, {"vector_width", t.vector_width},
-          {"items_per_thread", t.items_per_thread}};
+  json j = {{"block_m", t.block_m}, {"block_n", t.block_n}, {"block_k", t.block_k}, {"threads", t.threads},
+            {"stages", t.stages},   {"split_k", t.split_k}, {"vector_width", t.vector_width},
+            {"items_per_thread", t.items_per_thread}};
+  // Derived figures the plan was priced with (tile.h), kept so the file prices the same.
+  if (t.smem_bytes > 0) j["smem_bytes"] = t.smem_bytes;
+  if (t.registers > 0) j["registers"] = t.registers;
+  return j;
 }
 
 class Reader {
@@ -230,11 +234,13 @@ class Reader {
       const char* key;
       int* slot;
       int lo;
+      int64_t hi = 65536;
     };
     const Field fields[] = {{"block_m", &k.tile.block_m, 0},   {"block_n", &k.tile.block_n, 0},
                             {"block_k", &k.tile.block_k, 0},   {"threads", &k.tile.threads, 1},
                             {"stages", &k.tile.stages, 1},     {"split_k", &k.tile.split_k, 1},
-                            {"vector_width", &k.tile.vector_width, 1}, {"items_per_thread", &k.tile.items_per_thread, 1}};
+                            {"vector_width", &k.tile.vector_width, 1}, {"items_per_thread", &k.tile.items_per_thread, 1},
+                            {"smem_bytes", &k.tile.smem_bytes, 0, int64_t{1} << 24}, {"registers", &k.tile.registers, 0, 1024}};
     for (const auto& [key, v] : j["tile"].items()) {
       const Field* f = nullptr;
       for (const Field& c : fields) {
@@ -242,9 +248,9 @@ class Reader {
       }
       if (!f) {
         return fail(at + ".tile." + key, "unknown key; allowed: block_m, block_n, block_k, threads, stages, split_k, "
-                                         "vector_width, items_per_thread");
+                                         "vector_width, items_per_thread, smem_bytes, registers");
       }
-      auto x = integer(v, at + ".tile." + key, f->lo, 65536);
+      auto x = integer(v, at + ".tile." + key, f->lo, f->hi);
       if (!x) return x.error();
       *f->slot = static_cast<int>(*x);
     }

@@ -33,6 +33,13 @@ int generated_split_k(int asked, int64_t k, int block_k) {
   return static_cast<int>((steps + per - 1) / per);
 }
 
+bool same_schedule(const TileConfig& a, const TileConfig& b) {
+  TileConfig x = a, y = b;
+  x.smem_bytes = y.smem_bytes = 0;
+  x.registers = y.registers = 0;
+  return x == y;
+}
+
 TileConfig tile_as_generated(TileConfig t, const KernelWork& w) {
   t.split_k = has_gemm_view(w) ? generated_split_k(t.split_k, w.k, t.block_k) : 1;
   if (w.cls == OpClass::kElementwise) {

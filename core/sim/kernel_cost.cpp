@@ -135,6 +135,7 @@ void waves(KernelCost& c, const DeviceModel& d) {
 }
 
 int gemm_registers(const KernelWork& w, const TileConfig& t) {
+  if (t.registers > 0) return t.registers;  // the compiler's figure
   const double eb = elem_bytes(w.dtype);
   const double acc = static_cast<double>(t.block_m) * t.block_n / t.threads;
   const double frag = (t.block_m + t.block_n) * t.block_k * eb / (4.0 * t.threads);
@@ -142,21 +143,27 @@ int gemm_registers(const KernelWork& w, const TileConfig& t) {
 }
 
 int attention_registers(const KernelWork& w, const TileConfig& t) {
+  if (t.registers > 0) return t.registers;
   const double dv = static_cast<double>(w.v_head_dim);
   return kRegisterBase + static_cast<int>(std::ceil((t.block_m * dv + t.block_m * t.block_n) / t.threads));
 }
 
 double attention_smem(const KernelWork& w, const TileConfig& t) {
+  if (t.smem_bytes > 0) return t.smem_bytes;  // the generator's own layout
   const double dk = static_cast<double>(w.head_dim), dv = static_cast<double>(w.v_head_dim);
   return t.stages * (t.block_m * dk + t.block_n * (dk + dv)) * elem_bytes(w.dtype);
 }
 
+int streaming_registers(const TileConfig& t) { return t.registers > 0 ? t.registers : kRegisterBase; }
+
 double streaming_smem(const KernelWork& w, const TileConfig& t) {
+  if (t.smem_bytes > 0) return t.smem_bytes;
   const bool rowwise = (w.cls == OpClass::kReduction || w.cls == OpClass::kNormalization) && w.rows > 0;
   return rowwise ? t.threads * 4.0 : 0.0;
 }
 
 double gemm_smem(const KernelWork& w, const TileConfig& t) {
+  if (t.smem_bytes > 0) return t.smem_bytes;  // the generator's own layout (padding, staging)
   return t.stages * (static_cast<double>(t.block_m) * t.block_k + static_cast<double>(t.block_k) * t.block_n) *
          elem_bytes(w.dtype);
 }
@@ -303,7 +310,7 @@ KernelCost streaming_cost(const KernelWork& w, const TileConfig& t, const Device
   c.tile = t;
   const double eb = elem_bytes(w.dtype);
   const bool rowwise = (w.cls == OpClass::kReduction || w.cls == OpClass::kNormalization) && w.rows > 0;
-  if (!place(c, d, t.threads, kRegisterBase, streaming_smem(w, t))) return c;
+  if (!place(c, d, t.threads, streaming_registers(t), streaming_smem(w, t))) return c;
   const int64_t per_cta = static_cast<int64_t>(t.threads) * t.vector_width * t.items_per_thread;
   int64_t rows_per_cta = 1;
   if (rowwise) {
@@ -468,6 +475,8 @@ std::string tile_feasibility(const KernelWork& w, const TileConfig& t, const Dev
     if (v < 1) return fmt::format("tile.{} is {}; it must be at least 1", name, v);
   }
   if (t.rows_per_block < 0) return fmt::format("tile.rows_per_block is {}; it must be 0 (automatic) or more", t.rows_per_block);
+  if (t.smem_bytes < 0) return fmt::format("tile.smem_bytes is {}; it must be 0 (estimated from the tile) or more", t.smem_bytes);
+  if (t.registers < 0) return fmt::format("tile.registers is {}; it must be 0 (estimated from the tile) or more", t.registers);
   const bool attention = w.cls == OpClass::kAttention && w.m > 0 && w.kv_seq > 0;
   if (has_gemm_view(w) || attention) {
     const std::pair<const char*, int> blocks[] = {{"block_m", t.block_m}, {"block_n", t.block_n}, {"block_k", t.block_k}};
@@ -511,7 +520,7 @@ Residency assumed_residency(const KernelWork& w, const TileConfig& t, const Devi
     return residency(d, t.threads, attention_registers(w, t), attention_smem(w, t));
   }
   if (has_gemm_view(w)) return residency(d, t.threads, gemm_registers(w, t), gemm_smem(w, t));
-  return residency(d, t.threads, kRegisterBase, streaming_smem(w, t));
+  return residency(d, t.threads, streaming_registers(t), streaming_smem(w, t));
 }
 
 KernelCost kernel_cost(const KernelWork& w, const TileConfig& t, const DeviceModel& d) {

@@ -342,6 +342,13 @@ void note_tiles(Prediction& p, const Target& target) {
                              target.capability().describe(), target.space == TileSpace::kGenerated
                                  ? "; the library tile space is the menu vendor libraries choose from"
                                  : ""));
+  const auto compiled = std::count_if(p.kernels.begin(), p.kernels.end(),
+                                      [](const PlannedKernel& k) { return k.cost.tile.registers > 0; });
+  if (compiled > 0) {
+    p.notes.push_back(fmt::format("{} of {} kernels are priced with the registers their compiled binaries hold (compiled "
+                                  "figures `gpusim codegen report` stored); the others with the cost model's estimate",
+                                  compiled, p.kernels.size()));
+  }
 }
 }  // namespace
 

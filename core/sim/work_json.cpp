@@ -33,6 +33,8 @@ nlohmann::json tile_to_json(const TileConfig& t) {
                       {"stages", t.stages}, {"split_k", t.split_k}, {"vector_width", t.vector_width},
                       {"items_per_thread", t.items_per_thread}};
   if (t.rows_per_block > 0) j["rows_per_block"] = t.rows_per_block;
+  if (t.smem_bytes > 0) j["smem_bytes"] = t.smem_bytes;
+  if (t.registers > 0) j["registers"] = t.registers;
   return j;
 }
 
@@ -106,6 +108,8 @@ Result<TileConfig> tile_from_json(const nlohmann::json& j, std::string_view wher
     t.vector_width = j.value("vector_width", 1);
     t.items_per_thread = j.value("items_per_thread", 1);
     t.rows_per_block = j.value("rows_per_block", 0);
+    t.smem_bytes = j.value("smem_bytes", 0);
+    t.registers = j.value("registers", 0);
   } catch (const nlohmann::json::exception& e) {
     return bad(where, "tile", fmt::format("a field has the wrong type ({})", e.what()));
   }
@@ -113,6 +117,18 @@ Result<TileConfig> tile_from_json(const nlohmann::json& j, std::string_view wher
   if (t.rows_per_block < 0) {
     return bad(where, "tile.rows_per_block",
                fmt::format("{} is negative; expected 0 (as many as the block holds) or a row count", t.rows_per_block));
+  }
+  if (t.smem_bytes < 0) {
+    return bad(where, "tile.smem_bytes",
+               fmt::format("{} is negative; expected 0 (the cost model estimates it from the tile) or the bytes of shared "
+                           "memory a block holds",
+                           t.smem_bytes));
+  }
+  if (t.registers < 0) {
+    return bad(where, "tile.registers",
+               fmt::format("{} is negative; expected 0 (the cost model estimates it from the tile) or the registers a "
+                           "thread holds",
+                           t.registers));
   }
   return t;
 }

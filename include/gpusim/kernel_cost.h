@@ -122,7 +122,8 @@ GPUSIM_API KernelCost kernel_cost(const KernelWork& w, const TileConfig& t, cons
 
 // What a block holds and how many a unit keeps resident. The cost model assumes a kernel's
 // registers a thread from its tile (accumulators, operand fragments, a base for addressing and the
-// loop) and its shared memory from the tile's stages; `gpusim codegen report` checks that against
+// loop) and its shared memory from the tile's stages, or the generator's own figure where the tile
+// carries one (TileConfig::smem_bytes: padding and staging included); `gpusim codegen report` checks that against
 // what the compiler builds (registers and shared memory read from the binary).
 struct GPUSIM_API Residency {
   int threads = 0;

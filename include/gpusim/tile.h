@@ -38,9 +38,24 @@ struct GPUSIM_API TileConfig {
   // Row kernels: rows each block reduces. 0: as many as the block holds (gpusim's codegen packs
   // short rows); a library kernel's launch may fix it (PyTorch's LayerNorm runs a block per row).
   int rows_per_block = 0;
+  // Shared memory a block of the kernel as built holds, in bytes, where its generator knows its
+  // layout (codegen's padded operand tiles, per-warp staging tiles, attention's score rows): the
+  // cost model's occupancy uses it. 0: unknown (a library's kernel), and the model estimates it
+  // from the tile (stages x (block_m + block_n) x block_k elements). A derived figure, not a
+  // choice: codegen's capability sets it, plan files leave it out, and a plan's tiles regain it
+  // when they are fitted to a target.
+  int smem_bytes = 0;
+  // Registers a thread of the kernel as compiled, where the compiler's figure for it is known
+  // (codegen's compiled figures, backends/codegen/compiled_figures.h): the cost model's occupancy
+  // uses it. 0: the model estimates it from the tile. Derived like smem_bytes.
+  int registers = 0;
 
   bool operator==(const TileConfig&) const = default;
 };
+
+// Whether two tiles schedule a kernel alike: equal but for the derived smem_bytes and registers
+// (a plan file's tile against the same tile fitted to a target).
+GPUSIM_API bool same_schedule(const TileConfig& a, const TileConfig& b);
 
 // What the kernel computes, independent of how it is tiled.
 struct GPUSIM_API KernelWork {

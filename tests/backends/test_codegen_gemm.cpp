@@ -751,6 +751,20 @@ TEST_CASE("the capability query answers the tile codegen builds, for every menu 
         const int64_t groups = int64_t{kb->groups[0]} * kb->groups[1] * kb->groups[2];
         auto ceil_div = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
         if (w.cls != OpClass::kReduction && w.cls != OpClass::kNormalization) CHECK(threads == static_cast<uint32_t>(built.threads));
+        // The shared memory the cost model prices the tile's occupancy with is the kernel's: exact
+        // for matrix-unit and attention tiles, and for SIMT tiles at most the two floats of
+        // padding a k-row a layout can add.
+        if (w.cls == OpClass::kGemm || w.cls == OpClass::kConv || w.cls == OpClass::kAttention) {
+          REQUIRE(built.smem_bytes > 0);
+          CHECK(kb->shared_bytes <= static_cast<uint64_t>(built.smem_bytes));
+          CHECK(static_cast<uint64_t>(built.smem_bytes) - kb->shared_bytes <= static_cast<uint64_t>(built.stages * built.block_k * 8));
+          CHECK(assumed_residency(w, built, h100).smem_bytes == built.smem_bytes);
+          if (w.cls == OpClass::kAttention || kb->matrix != codegen::MatrixPath::kNone) {
+            CHECK(kb->shared_bytes == static_cast<uint64_t>(built.smem_bytes));
+          }
+        } else {
+          CHECK(built.smem_bytes == 0);
+        }
         if (w.cls == OpClass::kGemm || w.cls == OpClass::kConv) {
           CHECK(groups == w.batch * ceil_div(w.m, built.block_m) * ceil_div(w.n, built.block_n) * built.split_k);
           if (opts.float_storage == codegen::Storage::kF32) {  // A and B tiles, rows padded by at most one

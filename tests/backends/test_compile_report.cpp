@@ -12,11 +12,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "codegen.h"
 #include "compile_report.h"
+#include "compiled_figures.h"
 #include "gpusim/gpusim.h"
 #include "support/fixtures.h"
 #include "support/onnx_builder.h"
@@ -258,6 +260,140 @@ TEST_CASE("the compiled report reads what hiprtc builds for an AMD GPU", "[codeg
 #endif
 }
 
+TEST_CASE("compiled figures are kept per architecture in the kernel cache and the cost model prices with them",
+          "[codegen][report]") {
+  const std::string dir = test::temp_dir() + "/figures-cache";
+  std::filesystem::remove_all(dir);
+  const test::ScopedEnv cache("GPUSIM_KERNEL_CACHE_DIR", dir);
+  const DeviceModel h100 = make_device(test::gpu("nvidia-h100-sxm"));
+  const codegen::Options opts = codegen::target_options(h100, false);
+  const KernelWork w = gemm_work(DType::kFloat32, 1, 512, 512, 512);
+  const codegen::TargetCapability plain(opts);
+  const TileConfig t = plain.generated(w, choose_tile(w, h100));
+  CHECK(t.registers == 0);  // no figures: the model's estimate
+  CHECK(t.smem_bytes > 0);  // the generator's own layout, always
+  // The key: the work, the schedule, the storage and the matrix path; not the derived figures.
+  const std::string key = codegen::compiled_figures_key(w, t, opts);
+  CHECK(key.size() == 16);
+  TileConfig with = t;
+  with.registers = 99;
+  CHECK(codegen::compiled_figures_key(w, with, opts) == key);
+  codegen::Options f16 = opts;
+  f16.float_storage = codegen::Storage::kF16;
+  CHECK(codegen::compiled_figures_key(w, t, f16) != key);
+  TileConfig other = t;
+  other.stages = t.stages == 1 ? 2 : 1;
+  CHECK(codegen::compiled_figures_key(w, other, opts) != key);
+
+  // Nothing stored yet: an empty table, and the cache's file name for the architecture.
+  CHECK(codegen::load_compiled_figures("sm_90")->empty());
+  CHECK(codegen::compiled_figures_path("sm_90") == std::filesystem::path(dir) / "figures" / "sm_90.json");
+  // A register-heavy compile: the block count per SM the model prices drops with it.
+  codegen::CompiledFigureTable table("sm_90");
+  table.put(key, {200, t.smem_bytes, 0, "NVRTC test"});
+  auto stored = codegen::store_compiled_figures(table);
+  REQUIRE(stored);
+  CHECK(*stored == codegen::compiled_figures_path("sm_90"));
+  const auto loaded = codegen::load_compiled_figures("sm_90");
+  REQUIRE(loaded->size() == 1);
+  CHECK(loaded->find(key)->registers == 200);
+  CHECK(loaded->find(key)->compiler == "NVRTC test");
+  CHECK(codegen::load_compiled_figures("sm_80")->empty());  // another architecture's table
+  const codegen::TargetCapability cap(opts, loaded);
+  const TileConfig priced = cap.generated(w, choose_tile(w, h100));
+  CHECK(same_schedule(priced, t));
+  CHECK(priced.registers == 200);
+  CHECK_THAT(cap.describe(), Contains("compiled figures of 1 kernels for sm_90"));
+  const Residency est = assumed_residency(w, t, h100), got = assumed_residency(w, priced, h100);
+  CHECK(got.registers == 200);
+  CHECK(est.registers < 200);
+  CHECK(got.ctas_per_unit < est.ctas_per_unit);
+  CHECK(kernel_cost(w, priced, h100).ctas_per_unit == got.ctas_per_unit);
+  // A generated target of a profile of that architecture finds them (Session::target).
+  const Session s;
+  const Target gt = s.target(test::gpu("nvidia-h100-sxm"), TileSpace::kGenerated);
+  CHECK(gt.capability().generated(w, choose_tile(w, h100)).registers == 200);
+  CHECK(s.target(test::gpu("nvidia-a100-40gb"), TileSpace::kGenerated).capability().generated(w, t).registers == 0);
+  // Storing more keeps what was there (the new entry wins where both hold a key).
+  codegen::CompiledFigureTable more("sm_90");
+  more.put("0123456789abcdef", {40, 0, 0, "NVRTC test"});
+  REQUIRE(codegen::store_compiled_figures(more));
+  CHECK(codegen::load_compiled_figures("sm_90")->size() == 2);
+
+  // A damaged table is no table: the estimates stand. Each bad field is named.
+  const std::string bad_cases[][2] = {
+      {"not json", "is not JSON"},
+      {R"({"schema": "gpusim.compiled_figures/0", "arch": "sm_90", "kernels": {}})", "schema is \"gpusim.compiled_figures/0\""},
+      {R"({"schema": "gpusim.compiled_figures/1", "arch": "sm_90", "kernels": {"k": {"registers": -1, "smem_bytes": 0, "spill_bytes": 0}}})",
+       "kernels.k.registers is -1"},
+      {R"({"schema": "gpusim.compiled_figures/1", "arch": "sm_90", "kernels": {"k": {"registers": 0, "smem_bytes": 0, "spill_bytes": 0}}})",
+       "kernels.k.registers is 0"},
+      {R"({"schema": "gpusim.compiled_figures/1", "arch": "sm_90", "kernels": {"k": {"registers": 8, "spill_bytes": 0}}})",
+       "kernels.k.smem_bytes is absent"},
+      {R"({"schema": "gpusim.compiled_figures/1", "arch": 90, "kernels": {}})", "arch is not a string"},
+  };
+  for (const auto& [text, says] : bad_cases) {
+    INFO(text);
+    auto r = codegen::CompiledFigureTable::from_json(text, "figures/sm_90.json");
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.error().message, Contains("figures/sm_90.json") && Contains(says) && Contains("gpusim codegen report"));
+    std::ofstream(codegen::compiled_figures_path("sm_90"), std::ios::trunc) << text;
+    CHECK(codegen::load_compiled_figures("sm_90")->empty());
+  }
+  // The cache off: nothing is read, and storing says why it did not.
+  const test::ScopedEnv off("GPUSIM_KERNEL_CACHE_DIR", "off");
+  CHECK(codegen::load_compiled_figures("sm_90")->empty());
+  auto not_stored = codegen::store_compiled_figures(table);
+  REQUIRE_FALSE(not_stored);
+  CHECK(not_stored.error().code == ErrorCode::kUnavailable);
+  CHECK_THAT(not_stored.error().message, Contains("GPUSIM_KERNEL_CACHE_DIR=off"));
+}
+
+TEST_CASE("the compiled report stores its figures, and predictions then price those kernels with them",
+          "[codegen][report][compile]") {
+#ifdef GPUSIM_HAVE_CUDA
+  if (std::string why; !backend::cuda::nvrtc_available(&why)) {
+    WARN("NVRTC unavailable: " << why);
+    return;
+  }
+  const std::string dir = test::temp_dir() + "/figures-report-cache";
+  std::filesystem::remove_all(dir);
+  const test::ScopedEnv cache("GPUSIM_KERNEL_CACHE_DIR", dir);
+  const Session s;
+  auto m = s.open_model(small_model());
+  REQUIRE(m);
+  const GpuProfile h100 = test::gpu("nvidia-h100-sxm");
+  exec::CompileReportOptions o;
+  o.store_figures = true;
+  auto first = exec::compile_report(m->graph(), s.target(h100, TileSpace::kGenerated), o);
+  REQUIRE(first);
+  INFO(first->figures_not_stored);
+  CHECK(first->figures_path == codegen::compiled_figures_path("sm_90").string());
+  // The next target prices each kernel with its compiled registers...
+  const Target t = s.target(h100, TileSpace::kGenerated);
+  auto p = s.predict(*m, t, {});
+  REQUIRE(p);
+  REQUIRE(p->kernels.size() == first->kernels.size());
+  for (size_t i = 0; i < p->kernels.size(); ++i) {
+    INFO(first->kernels[i].name);
+    CHECK(p->kernels[i].cost.tile.registers == first->kernels[i].compiled.registers);
+  }
+  bool noted = false;
+  for (const auto& n : p->notes) noted = noted || n.find("priced with the registers their compiled binaries hold") != std::string::npos;
+  CHECK(noted);
+  // ...and the report's "assumed" stays the model's estimate: it keeps checking the model.
+  auto second = exec::compile_report(m->graph(), t, {});
+  REQUIRE(second);
+  for (size_t i = 0; i < second->kernels.size(); ++i) {
+    CHECK(second->kernels[i].assumed.registers == first->kernels[i].assumed.registers);
+    CHECK(second->kernels[i].compiled.registers == first->kernels[i].compiled.registers);
+  }
+  CHECK(second->figures_path.empty());  // not asked to store
+#else
+  WARN("built without the CUDA backend");
+#endif
+}
+
 TEST_CASE("the compiled report reads what NVRTC builds for every kernel and sets it against the cost model",
           "[codegen][report][compile]") {
 #ifdef GPUSIM_HAVE_CUDA
@@ -332,6 +468,9 @@ TEST_CASE("the compiled report reads what NVRTC builds for every kernel and sets
 TEST_CASE("gpusim codegen report prints per kernel figures and JSON, and refuses what it cannot compile for",
           "[codegen][report][compile][cli]") {
   const std::string model = small_model();
+  const std::string dir0 = test::temp_dir() + "/figures-cli-cache";
+  std::filesystem::remove_all(dir0);
+  const test::ScopedEnv cache("GPUSIM_KERNEL_CACHE_DIR", dir0);
   {
     const test::Run r = test::run_gpusim("codegen report " + model + " --gpu apple-m3-max");
     CHECK(r.rc == 2);
@@ -366,7 +505,14 @@ TEST_CASE("gpusim codegen report prints per kernel figures and JSON, and refuses
   }
   const test::Run t = test::run_gpusim("codegen report " + model + " --gpu nvidia-rtx-3060");
   REQUIRE(t.rc == 0);
-  CHECK_THAT(t.out, Contains("compiled for sm_86") && Contains("blocks per SM as the cost model assumes"));
+  CHECK_THAT(t.out, Contains("compiled for sm_86") && Contains("blocks per SM as the cost model assumes") &&
+                        Contains("compiled figures stored in " + dir0 + "/figures/sm_86.json"));
+  CHECK(j["figures_stored"] == dir0 + "/figures/sm_86.json");
+  std::filesystem::remove_all(dir0);
+  const test::Run ns = test::run_gpusim("codegen report " + model + " --gpu nvidia-rtx-3060 --no-store --json");
+  REQUIRE(ns.rc == 0);
+  CHECK(nlohmann::json::parse(ns.out)["figures_stored"].is_null());
+  CHECK_FALSE(std::filesystem::exists(dir0 + "/figures"));
   // --sources: each kernel's text, as compiled.
   const std::string dir = test::temp_dir() + "/codegen-sources";
   const test::Run w = test::run_gpusim("codegen report " + model + " --gpu nvidia-rtx-3060 --sources " + dir);

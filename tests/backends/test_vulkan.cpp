@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "support/fixtures.h"
 #include "support/onnx_builder.h"
 #include "support/skip.h"
 
@@ -79,28 +80,6 @@ void main() {{
 }
 
 uint32_t groups_for(uint32_t n) { return (n + 63) / 64; }
-
-// Sets an environment variable for a scope, restoring the old value after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 // y = a * 2 + b over n elements on `dev`; true when every element is exact.
 bool axpb_runs(Backend& dev, KernelHandle k, uint32_t n) {
@@ -246,7 +225,7 @@ TEST_CASE("vulkan launches in one batch see each other's writes", "[vulkan]") {
 }
 
 TEST_CASE("vulkan compile cache answers the second compile of the same source", "[vulkan]") {
-  const ScopedEnv no_disk("GPUSIM_KERNEL_CACHE_DIR", "off");  // counts compiles in this process only
+  const test::ScopedEnv no_disk("GPUSIM_KERNEL_CACHE_DIR", "off");  // counts compiles in this process only
   auto dev = open_or_skip();
   if (!dev) return;
   auto k1 = dev->compile(axpb(10));
@@ -542,7 +521,7 @@ TEST_CASE("vulkan kernels compiled by one run load from the disk cache in the ne
   char tmpl[] = "/tmp/gpusim-spv-cache-XXXXXX";
   REQUIRE(mkdtemp(tmpl) != nullptr);
   const fs::path dir(tmpl);
-  const ScopedEnv cache("GPUSIM_KERNEL_CACHE_DIR", dir.string());
+  const test::ScopedEnv cache("GPUSIM_KERNEL_CACHE_DIR", dir.string());
   const uint32_t n = 77;
   {
     auto dev = open("vulkan", 0);

@@ -5,7 +5,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "gpusim/gpu_profile.h"
@@ -49,5 +51,27 @@ inline Graph build_graph(const OnnxBuilder& b, const std::string& file) {
   if (!g) FAIL(g.error().message);
   return std::move(*g);
 }
+
+// Sets an environment variable for a scope, restoring the old value after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
 
 }  // namespace gpusim::test

@@ -137,7 +137,11 @@ TEST_CASE("malformed plan files are rejected naming the field", "[plan][errors]"
         "bad.json: kernels[0].tile.block_m: -64 is not an integer in [0, 65536]");
   CHECK(err(R"({"schema": "gpusim.plan/1", "kernels": [{"nodes": ["mm1"], "tile": {"warps": 4}}]})") ==
         "bad.json: kernels[0].tile.warps: unknown key; allowed: block_m, block_n, block_k, threads, stages, split_k, "
-        "vector_width, items_per_thread");
+        "vector_width, items_per_thread, smem_bytes, registers");
+  CHECK(err(R"({"schema": "gpusim.plan/1", "kernels": [{"nodes": ["mm1"], "tile": {"smem_bytes": -1}}]})") ==
+        "bad.json: kernels[0].tile.smem_bytes: -1 is not an integer in [0, 16777216]");
+  CHECK(err(R"({"schema": "gpusim.plan/1", "kernels": [{"nodes": ["mm1"], "tile": {"registers": 4096}}]})") ==
+        "bad.json: kernels[0].tile.registers: 4096 is not an integer in [0, 1024]");
   CHECK(err(R"({"schema": "gpusim.plan/1", "kernels": [{"nodes": ["mm1"]}]})") ==
         "bad.json: kernels[0].tile: missing; expected {block_m, ...}");
   CHECK(err(R"({"schema": "gpusim.plan/1", "kernels": [], "offloaded": ["x"]})") ==

@@ -348,6 +348,33 @@ TEST_CASE("rows per block round-trips through tile JSON and is range-checked", "
   CHECK_THAT(bad.error().message, Catch::Contains("tile.rows_per_block") && Catch::Contains("-2 is negative"));
 }
 
+TEST_CASE("a tile's derived shared memory and registers round-trip through tile JSON and are range-checked", "[truth][sim]") {
+  TileConfig t;
+  t.block_m = t.block_n = 64;
+  t.block_k = 32;
+  t.smem_bytes = 41472;
+  t.registers = 72;
+  auto back = tile_from_json(tile_to_json(t), "test");
+  REQUIRE(back);
+  CHECK(*back == t);
+  CHECK_FALSE(tile_to_json(TileConfig{}).contains("smem_bytes"));
+  CHECK_FALSE(tile_to_json(TileConfig{}).contains("registers"));
+  // Derived, not a schedule: a tile without them schedules alike.
+  TileConfig plain = t;
+  plain.smem_bytes = plain.registers = 0;
+  CHECK(same_schedule(t, plain));
+  plain.stages = 2;
+  CHECK_FALSE(same_schedule(t, plain));
+  for (const char* field : {"smem_bytes", "registers"}) {
+    auto j = tile_to_json(t);
+    j[field] = -4;
+    auto bad = tile_from_json(j, "run.json kernels[3]");
+    REQUIRE_FALSE(bad);
+    CHECK_THAT(bad.error().message, Catch::Contains(std::string("tile.") + field) && Catch::Contains("-4 is negative") &&
+                                        Catch::Contains("run.json kernels[3]"));
+  }
+}
+
 TEST_CASE("runtimes: host time overlaps the kernels back to back, and bad files are named", "[truth]") {
   auto rt = find_runtime("pytorch-eager", default_runtime_dirs());
   REQUIRE(rt);
