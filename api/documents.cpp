@@ -38,7 +38,7 @@ json kernel_json(const Prediction& p, const PlannedKernel& k) {
           {"occupancy", c.occupancy},
           {"waves", c.waves},
           {"last_wave_fraction", c.last_wave_fraction},
-          {"matrix_units", c.matrix_units},
+          {"matrix_units", c.matrix_units}, {"tf32", c.tf32},
           {"peak_tflops", c.peak_tflops},
           {"achieved_tflops", p.achieved_tflops(k)},
           {"achieved_gbps", p.achieved_gbps(k)},

@@ -45,6 +45,23 @@ struct Program::Impl {
   std::optional<double> predict_kernels_us;
   std::string predict_differs;
   std::vector<TensorSpec> inputs, outputs;
+
+  // The matrix path the options name (unset: the device's own).
+  std::optional<codegen::MatrixPath> matrix() const {
+    if (opts.matrix_path == "none") return codegen::MatrixPath::kNone;
+    if (opts.matrix_path == "portable") return codegen::MatrixPath::kPortable;
+    return std::nullopt;
+  }
+  // The executor's options for this program's kernels: storage, matrix path and TF32 as compiled.
+  exec::RunOptions run_options() const {
+    exec::RunOptions eo;
+    eo.weights = &weights;
+    eo.seed = opts.seed;
+    eo.fp16_storage = opts.dtype == DType::kFloat16;
+    eo.matrix = matrix();
+    eo.allow_tf32 = opts.allow_tf32;
+    return eo;
+  }
 };
 
 Program::Program(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -190,12 +207,9 @@ Status Program::run(const std::vector<ConstTensorView>& inputs, const std::vecto
                                                                  outputs.size(), p.outputs.size()));
     }
     if (auto s = check_inputs(p.inputs, inputs); !s) return s;
-    exec::RunOptions eo;
-    eo.weights = &p.weights;
-    eo.seed = p.opts.seed;
+    exec::RunOptions eo = p.run_options();
     eo.repeat = 0;  // one run, for its outputs
     eo.poison = false;
-    eo.fp16_storage = p.opts.dtype == DType::kFloat16;
     auto r = p.exec->run(p.g, p.plan, inputs, eo);
     if (!r) return r.error();
     for (size_t k = 0; k < outputs.size(); ++k) {
@@ -229,11 +243,8 @@ Result<RunReport> Program::time(const std::vector<ConstTensorView>& inputs, cons
     rep.device_driver = info.driver;
     rep.device_arch = info.arch;
     rep.device_is_cpu = info.is_cpu;
-    exec::RunOptions eo;
-    eo.weights = &p.weights;
-    eo.seed = p.opts.seed;
+    exec::RunOptions eo = p.run_options();
     eo.repeat = opts.repeat;
-    eo.fp16_storage = p.opts.dtype == DType::kFloat16;
     if (opts.progress) {
       eo.progress = [&](std::string_view phase, int run, int done, int total) {
         opts.progress(Progress{phase, ex.progress_units(phase), run, opts.repeat, done, total});
@@ -258,7 +269,8 @@ Result<RunReport> Program::time(const std::vector<ConstTensorView>& inputs, cons
       if (!in) return in.error();
       auto ref = reference(p, *in, opts.progress, "check", 0, opts.repeat);
       if (!ref) return make_error(ref.error().code, "`check`: the CPU reference failed: " + ref.error().message);
-      const double tol = p.opts.dtype == DType::kFloat16 ? 2e-2 : 1e-3;
+      // fp16 storage, or fp32 products of operands rounded to TF32's 10-bit mantissas.
+      const double tol = p.opts.dtype == DType::kFloat16 ? 2e-2 : p.opts.allow_tf32 ? 1e-2 : 1e-3;
       for (size_t k = 0; k < r->outputs.size(); ++k) {
         const double err = exec::relative_l2(r->outputs[k], ref->outputs[k]);
         rep.checks.push_back({p.g.tensor(p.g.outputs[k]).name, err, tol, err <= tol});  // NaN fails
@@ -320,6 +332,13 @@ Status check_compile_options(const CompileOptions& opts) noexcept {
                         fmt::format("`dtype {}` is not supported by the backends yet; use fp32 or fp16",
                                     dtype_name(opts.dtype)));
     }
+    if (!opts.matrix_path.empty() && opts.matrix_path != "none" && opts.matrix_path != "portable") {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("`matrix_path` \"{}\" is not a path to choose; use none (the SIMT loop) or portable "
+                                    "(the matrix kernels computed by each warp's threads, on any device), or leave it "
+                                    "unset for the device's own",
+                                    opts.matrix_path));
+    }
     return Ok{};
   });
 }
@@ -351,7 +370,8 @@ Result<Program> Session::compile(const Model& m, const CompileOptions& opts) con
       p.exec = exec::device_executor(std::move(*dev));
       const backend::DeviceInfo& info = p.exec->info();
       // What this device's generators build of a tile (the capability query the plan is fitted by).
-      auto cap = std::make_shared<codegen::TargetCapability>(codegen::target_options(info, dtype == DType::kFloat16));
+      auto cap = std::make_shared<codegen::TargetCapability>(
+          codegen::target_options(info, dtype == DType::kFloat16, p.matrix(), opts.allow_tf32));
       if (opts.gpu) {
         p.gpu = *opts.gpu;
       } else {
@@ -370,13 +390,15 @@ Result<Program> Session::compile(const Model& m, const CompileOptions& opts) con
       // when there is one, else each generator's default).
       if (opts.plan) {
         p.plan = *opts.plan;
+        p.plan.allow_tf32 = p.plan.allow_tf32 || opts.allow_tf32;
         p.plan_source = "given";
         if (dtype != DType::kFloat32 || !p.plan.dtype) p.plan.dtype = dtype;
       } else if (p.gpu) {
         // Each kernel gets the cost model's best tile among those codegen builds on this device as
         // asked (the capability query), so the prediction prices the kernel that runs.
-        p.plan = eager_plan(dtype == DType::kFloat32 ? g0 : retype(g0, dtype),
-                            make_target(*p.gpu, cap, TileSpace::kGenerated));
+        Target target = make_target(*p.gpu, cap, TileSpace::kGenerated);
+        target.device.allow_tf32 = opts.allow_tf32;
+        p.plan = eager_plan(dtype == DType::kFloat32 ? g0 : retype(g0, dtype), target);
         p.plan.dtype = dtype;
         p.plan_source = "eager";
       } else {
@@ -493,6 +515,8 @@ Result<TuneReport> Program::tune(const TuneOptions& opts) noexcept {
     o.top_k = opts.top_k;
     o.budget_s = opts.budget_s;
     o.fp16_storage = p.opts.dtype == DType::kFloat16;
+    o.matrix = p.matrix();
+    o.allow_tf32 = p.opts.allow_tf32;
     o.store = store ? &*store : nullptr;
     o.use_cache = opts.use_cache;
     o.command = opts.command.empty() ? fmt::format("gpusim tune {}", p.model) : opts.command;

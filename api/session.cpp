@@ -167,6 +167,7 @@ Result<Prediction> predict_impl(const Graph& g, const Target& target, const Pred
     }
   }
   if (req.dtype) plan.dtype = req.dtype;
+  plan.allow_tf32 = plan.allow_tf32 || target.device.allow_tf32;  // the plan's, or the target's TF32
   // The structure here; predict_plan prices each kernel once and says when a tile cannot run.
   if (auto v = validate_plan(plan, plan.dtype ? retype(g, *plan.dtype) : g, make_device(gpu), PlanCheck::kStructure); !v) {
     return v.error();
@@ -180,22 +181,33 @@ Result<Prediction> predict_impl(const Graph& g, const Target& target, const Pred
 
 }  // namespace
 
-Target Session::target(const GpuProfile& gpu, TileSpace tiles) const noexcept { return target_maker()(gpu, tiles); }
+namespace {
+
+// Session::target's: the library menu, or codegen's answer for the profile's threads, shared
+// memory and matrix path (the float storage follows each kernel's type) with the compiled
+// figures `gpusim codegen report` stored for the profile's architecture.
+Target make_session_target(const GpuProfile& gpu, TileSpace tiles, const TargetOptions& opts) {
+  if (tiles == TileSpace::kLibrary) return library_target(gpu, opts);
+  Target t = make_target(gpu, nullptr, TileSpace::kGenerated);
+  t.device.allow_tf32 = opts.allow_tf32;  // codegen builds fp32 GEMMs as TF32 where it can
+  const std::string vendor = codegen::profile_vendor(gpu);
+  auto arch = vendor == "amd" ? exec::hip_arch_of(gpu) : exec::cuda_arch_of(gpu);
+  std::shared_ptr<const codegen::CompiledFigureTable> figures;
+  if (arch && (vendor == "amd" || vendor == "nvidia")) figures = codegen::load_compiled_figures(*arch);
+  t.tiles = std::make_shared<codegen::TargetCapability>(codegen::target_options(t.device, false), std::move(figures));
+  return t;
+}
+
+}  // namespace
+
+Target Session::target(const GpuProfile& gpu, TileSpace tiles) const noexcept { return target(gpu, tiles, {}); }
+
+Target Session::target(const GpuProfile& gpu, TileSpace tiles, const TargetOptions& opts) const noexcept {
+  return make_session_target(gpu, tiles, opts);
+}
 
 TargetMaker Session::target_maker() {
-  return [](const GpuProfile& gpu, TileSpace tiles) -> Target {
-    if (tiles == TileSpace::kLibrary) return library_target(gpu);
-    // Codegen's answer for the profile's threads, shared memory and matrix path (the float
-    // storage follows each kernel's type).
-    Target t = make_target(gpu, nullptr, TileSpace::kGenerated);
-    // With the compiled figures `gpusim codegen report` stored for the profile's architecture.
-    const std::string vendor = codegen::profile_vendor(gpu);
-    auto arch = vendor == "amd" ? exec::hip_arch_of(gpu) : exec::cuda_arch_of(gpu);
-    std::shared_ptr<const codegen::CompiledFigureTable> figures;
-    if (arch && (vendor == "amd" || vendor == "nvidia")) figures = codegen::load_compiled_figures(*arch);
-    t.tiles = std::make_shared<codegen::TargetCapability>(codegen::target_options(t.device, false), std::move(figures));
-    return t;
-  };
+  return [](const GpuProfile& gpu, TileSpace tiles) -> Target { return make_session_target(gpu, tiles, {}); };
 }
 
 Result<TileSpace> Session::runtime_tiles(const std::string& runtime) const noexcept {
@@ -215,7 +227,7 @@ Result<Prediction> Session::predict(const Model& m, const Target& target, const 
 }
 
 Result<std::vector<ComparedGpu>> Session::compare(const Model& m, const std::vector<std::string>& gpus, TileSpace tiles,
-                                                  const PredictRequest& req) const noexcept {
+                                                  const PredictRequest& req, const TargetOptions& target_opts) const noexcept {
   return guarded("compare", [&]() -> Result<std::vector<ComparedGpu>> {
     if (!m.valid()) return invalid_model_handle("compare");
     if (gpus.empty()) return make_error(ErrorCode::kInvalidArgument, "compare: no GPUs given; name at least one profile");
@@ -227,7 +239,7 @@ Result<std::vector<ComparedGpu>> Session::compare(const Model& m, const std::vec
       rows.push_back({std::move(*p), {}});
     }
     for (ComparedGpu& r : rows) {
-      auto p = predict_impl(m.graph(), target(r.gpu, tiles), req, runtime_dirs_);
+      auto p = predict_impl(m.graph(), target(r.gpu, tiles, target_opts), req, runtime_dirs_);
       if (!p) return p.error();
       r.prediction = std::move(*p);
     }

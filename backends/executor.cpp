@@ -64,7 +64,7 @@ class Runner {
     ropts_.weights = o.weights;
     ropts_.seed = o.seed;
     ropts_.max_host_bytes = o.max_host_bytes;
-    copts_ = codegen::target_options(dev.info(), o.fp16_storage, o.matrix);
+    copts_ = codegen::target_options(dev.info(), o.fp16_storage, o.matrix, o.allow_tf32);
     lang_ = dev.info().language;
   }
   ~Runner() {

@@ -50,6 +50,8 @@ struct RunOptions {
   int64_t max_host_bytes = 0;
   // The matrix units fp16 GEMM-like kernels use; unset: codegen::matrix_path_for(the device).
   std::optional<codegen::MatrixPath> matrix;
+  // fp32 GEMM-like kernels as TF32 where the matrix path has it (codegen::target_options).
+  bool allow_tf32 = false;
   // Called before every run after the warm-up, with the device idle (calibration flushes the
   // caches here); an error stops the run.
   std::function<Status()> before_timed_run;

@@ -85,7 +85,7 @@ class Tuner {
  public:
   Tuner(backend::Backend& dev, const Graph& g, const DeviceModel& d, const Options& o)
       : dev_(dev), g_(g), idx_(index_graph(g)), d_(d), o_(o), rng_(7) {
-    copts_ = codegen::target_options(dev.info(), o.fp16_storage, o.matrix);
+    copts_ = codegen::target_options(dev.info(), o.fp16_storage, o.matrix, o.allow_tf32);
     cap_ = codegen::TargetCapability(copts_);
     lang_ = dev.info().language;
     version_ = GPUSIM_TUNE_VERSION;

@@ -48,6 +48,7 @@ struct Options {
   double target_ms = 20;   // time each candidate about this long per round (at least 5 launches, at most 200)
   bool fp16_storage = false;
   std::optional<codegen::MatrixPath> matrix;  // unset: codegen::matrix_path_for(the device)
+  bool allow_tf32 = false;                    // fp32 GEMM-like kernels as TF32 where the path has it
   MeasurementStore* store = nullptr;  // cache and records; nullptr: neither read nor written
   bool use_cache = true;              // false: measure even what the cache holds (and overwrite it)
   std::string command;                // recorded with the measurements ("gpusim tune model.onnx ...")

@@ -1,7 +1,7 @@
 // The gap between the tiles gpusim's code generator builds and the cost model's whole menu (issue
 // 33): for every model and GPU, the predicted eager time over the generated tiles (what `gpusim run`
 // executes) against the predicted eager time over the library menu (what a vendor library might
-// run), in fp32 and fp16; and, for the bundled models, the best plan `gpusim plan` finds against
+// run), in fp32, fp32 with TF32 allowed (both sides) and fp16; and, for the bundled models, the best plan `gpusim plan` finds against
 // predict's eager figure on the same target, with the search's wall time.
 //
 //   bench_tile_gap [--models DIR]... [--gpus a,b,...] [--csv FILE] [--plans] [--threads N]
@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -157,24 +158,32 @@ int main(int argc, char** argv) {
       open_error[i] = m.error().message;
     }
   }
-  const DType dtypes[] = {DType::kFloat32, DType::kFloat16};
-  std::vector<Row> rows(files.size() * profiles.size() * 2);
+  // fp32 (TF32 off, PyTorch's default), fp32 with TF32 allowed on both sides, fp16.
+  struct Variant {
+    DType dtype;
+    bool tf32;
+    const char* name;
+  };
+  const Variant variants[] = {{DType::kFloat32, false, "fp32"}, {DType::kFloat32, true, "tf32"}, {DType::kFloat16, false, "fp16"}};
+  constexpr size_t kVariants = std::size(variants);
+  std::vector<Row> rows(files.size() * profiles.size() * kVariants);
   const auto t0 = std::chrono::steady_clock::now();
   base::for_each_index(rows.size(), threads, [&](size_t i) {
-    const size_t mi = i / (profiles.size() * 2), gi = (i / 2) % profiles.size(), di = i % 2;
+    const size_t mi = i / (profiles.size() * kVariants), gi = (i / kVariants) % profiles.size(), di = i % kVariants;
     Row& r = rows[i];
     r.model = fs::path(files[mi]).stem().string();
     r.gpu = gpus[gi];
     r.cls = class_of.count(r.gpu) ? class_of[r.gpu] : "other";
-    r.dtype = std::string(dtype_name(dtypes[di]));
+    r.dtype = variants[di].name;
     if (!open_error[mi].empty()) {
       r.error = open_error[mi];
       return;
     }
     PredictRequest req;
-    req.dtype = dtypes[di];
-    auto gen = s.predict(models[mi], s.target(profiles[gi], TileSpace::kGenerated), req);
-    auto lib = s.predict(models[mi], s.target(profiles[gi], TileSpace::kLibrary), req);
+    req.dtype = variants[di].dtype;
+    const TargetOptions to{variants[di].tf32};
+    auto gen = s.predict(models[mi], s.target(profiles[gi], TileSpace::kGenerated, to), req);
+    auto lib = s.predict(models[mi], s.target(profiles[gi], TileSpace::kLibrary, to), req);
     if (!gen || !lib) {
       r.error = !gen ? gen.error().message : lib.error().message;
       return;
@@ -198,18 +207,18 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  std::printf("%zu models x %zu GPUs x 2 dtypes: %zu pairs of predictions in %.1f s on %d threads\n\n", files.size(),
+  std::printf("%zu models x %zu GPUs x 3 types (fp32, fp32 with TF32 allowed, fp16): %zu pairs of predictions in %.1f s on %d threads\n\n", files.size(),
               gpus.size(), rows.size(), predict_s, threads);
   std::printf("| class | dtype | pairs | median generated/library | worst | worst model (GPU) | within 10%% | within 25%% |\n");
   std::printf("|---|---|---:|---:|---:|---|---:|---:|\n");
   int failures = 0;
   for (const auto& c : kClasses) {
-    for (const DType dt : dtypes) {
+    for (const Variant& v : variants) {
       std::vector<double> ratios;
       const Row* worst = nullptr;
       int within10 = 0, within25 = 0;
       for (const Row& r : rows) {
-        if (r.cls != c.cls || r.dtype != dtype_name(dt)) continue;
+        if (r.cls != c.cls || r.dtype != v.name) continue;
         if (!r.error.empty()) {
           ++failures;
           continue;
@@ -221,7 +230,7 @@ int main(int argc, char** argv) {
         if (!worst || q > worst->generated_us / worst->library_us) worst = &r;
       }
       if (ratios.empty()) continue;
-      std::printf("| %s | %s | %zu | %.3f | %.3f | %s (%s) | %d | %d |\n", c.cls, std::string(dtype_name(dt)).c_str(),
+      std::printf("| %s | %s | %zu | %.3f | %.3f | %s (%s) | %d | %d |\n", c.cls, v.name,
                   ratios.size(), median(ratios), worst->generated_us / worst->library_us, worst->model.c_str(),
                   worst->gpu.c_str(), within10, within25);
     }
@@ -243,25 +252,25 @@ int main(int argc, char** argv) {
       bundled.push_back(files[i]);
     }
   }
-  std::vector<PlanRow> prow(bundled.size() * profiles.size() * 2);
+  std::vector<PlanRow> prow(bundled.size() * profiles.size() * kVariants);
   // One search at a time, so each one's wall time is its own.
   base::for_each_index(prow.size(), 1, [&](size_t i) {
-    const size_t mi = i / (profiles.size() * 2), gi = (i / 2) % profiles.size(), di = i % 2;
+    const size_t mi = i / (profiles.size() * kVariants), gi = (i / kVariants) % profiles.size(), di = i % kVariants;
     PlanRow& r = prow[i];
     r.model = fs::path(bundled[mi]).stem().string();
     r.gpu = gpus[gi];
-    r.dtype = std::string(dtype_name(dtypes[di]));
+    r.dtype = variants[di].name;
     auto m = s.open_model(bundled[mi], {{"batch=1"}});
     if (!m) {
       r.error = m.error().message;
       return;
     }
-    const Target target = s.target(profiles[gi], TileSpace::kGenerated);
+    const Target target = s.target(profiles[gi], TileSpace::kGenerated, {variants[di].tf32});
     PredictRequest req;
-    req.dtype = dtypes[di];
+    req.dtype = variants[di].dtype;
     auto eager = s.predict(*m, target, req);
     SearchOptions so;
-    so.dtype = dtypes[di];
+    so.dtype = variants[di].dtype;
     const auto a = std::chrono::steady_clock::now();
     auto found = s.plan(*m, target, so);
     r.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
@@ -277,13 +286,13 @@ int main(int argc, char** argv) {
   int slower = 0;
   for (const auto& f : bundled) {
     const std::string name = fs::path(f).stem().string();
-    for (const DType dt : dtypes) {
+    for (const Variant& v : variants) {
       double worst = 0;
       std::string worst_gpu;
       int n = 0, here_slower = 0;
       std::vector<double> secs;
       for (const PlanRow& r : prow) {
-        if (r.model != name || r.dtype != dtype_name(dt)) continue;
+        if (r.model != name || r.dtype != v.name) continue;
         if (!r.error.empty()) {
           std::printf("  %s on %s (%s): %s\n", r.model.c_str(), r.gpu.c_str(), r.dtype.c_str(), r.error.c_str());
           continue;
@@ -298,7 +307,7 @@ int main(int argc, char** argv) {
         here_slower += r.best_us > r.eager_us * (1 + 1e-9) ? 1 : 0;
       }
       slower += here_slower;
-      std::printf("| %s | %s | %d | %.3f (%s) | %d | %.2f, %.2f |\n", name.c_str(), std::string(dtype_name(dt)).c_str(), n,
+      std::printf("| %s | %s | %d | %.3f (%s) | %d | %.2f, %.2f |\n", name.c_str(), v.name, n,
                   worst, worst_gpu.c_str(), here_slower, median(secs),
                   secs.empty() ? 0.0 : *std::max_element(secs.begin(), secs.end()));
     }

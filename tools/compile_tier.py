@@ -6,9 +6,9 @@ set against the cost model's assumptions.
 Fails when a report fails (a kernel that does not compile, a compiler that is missing), when the
 share of NVIDIA kernels whose blocks per SM are as the cost model assumed falls under
 --min-as-assumed, or when more NVIDIA kernels spill than --max-spilling. AMD targets are compiled
-and reported but not held to either: the cost model's register count for MFMA kernels is not
-there yet (bench/RESULTS.md "Compiled truth"). Prints one row per report and the totals per
-architecture as Markdown tables.
+and reported but not held to either (bench/RESULTS.md "Compiled truth" has their figures). A
+target's dtype is fp32, fp16, or tf32 (fp32 with --allow-tf32: GEMMs and convolutions on wmma's
+TF32 fragments). Prints one row per report and the totals per architecture as Markdown tables.
 
 Usage: tools/compile_tier.py [--gpusim build-test/bin/gpusim] [--models m1,m2] [--targets gpu:dtype,...]
                              [--min-as-assumed 95] [--max-spilling 0] [--json-dir DIR]
@@ -21,12 +21,15 @@ import sys
 import time
 
 # One GPU per architecture, each compiled for its own: sm_80, sm_86, sm_90; gfx90a (CDNA2), gfx1030
-# (RDNA2). fp16 where the GPU has matrix units the generated kernels use (wmma, MFMA), fp32 beside.
+# (RDNA2). fp16 where the GPU has matrix units the generated kernels use (wmma, MFMA), fp32 beside;
+# the fp32 matrix kernels too: TF32 on sm_80, fp32 MFMA on gfx90a.
 TARGETS = [
     ("nvidia-a100-40gb", "fp16"),
+    ("nvidia-a100-40gb", "tf32"),
     ("nvidia-rtx-3060", "fp32"),
     ("nvidia-h100-sxm", "fp16"),
     ("amd-mi250x", "fp16"),
+    ("amd-mi250x", "fp32"),
     ("amd-rx-6800-xt", "fp32"),
 ]
 MODELS = ["resnet50", "mobilenet_v2", "bert_base_seq128", "gpt2_prefill_seq512", "vit_b_16",
@@ -46,8 +49,8 @@ def main() -> int:
     targets = []
     for t in a.targets.split(","):
         gpu, _, dtype = t.partition(":")
-        if not gpu or dtype not in ("fp32", "fp16"):
-            print(f"compile_tier: --targets: \"{t}\" is not GPU:DTYPE with DTYPE fp32 or fp16 "
+        if not gpu or dtype not in ("fp32", "fp16", "tf32"):
+            print(f"compile_tier: --targets: \"{t}\" is not GPU:DTYPE with DTYPE fp32, fp16 or tf32 "
                   f"(nvidia-h100-sxm:fp16)", file=sys.stderr)
             return 2
         targets.append((gpu, dtype))
@@ -67,7 +70,9 @@ def main() -> int:
     for gpu, dtype in targets:
         for m in models:
             cmd = [a.gpusim, "codegen", "report", f"models/{m}.onnx", "--gpu", gpu, "--dim", "batch=1",
-                   "--dtype", dtype, "--json", "--no-store"]  # a check: the user's kernel cache is left as it was
+                   "--dtype", "fp32" if dtype == "tf32" else dtype, "--json", "--no-store"]
+            if dtype == "tf32":
+                cmd.append("--allow-tf32")  # a check: the user's kernel cache is left as it was
             t0 = time.time()
             p = subprocess.run(cmd, capture_output=True, text=True)
             wall = time.time() - t0

@@ -1,4 +1,5 @@
-// gpusim codegen report MODEL --gpu NAME|FILE [--dtype fp32|fp16] [--dim k=v]... [--arch sm_XY|gfxNNN] [--no-store] [--json]
+// gpusim codegen report MODEL --gpu NAME|FILE [--dtype fp32|fp16] [--dim k=v]... [--arch sm_XY|gfxNNN]
+//                      [--allow-tf32] [--no-store] [--json]
 // Compiled truth, without a device: every kernel of the eager plan over the tiles codegen builds
 // for the GPU, compiled with NVRTC (NVIDIA) or hiprtc (AMD) for its architecture; registers, spills
 // and shared memory from the compiler against the cost model's assumptions, the blocks per SM or
@@ -117,7 +118,7 @@ void add_codegen(CLI::App& app, int& rc) {
   struct Args {
     std::string model, gpu, dtype, arch, sources;
     std::vector<std::string> dims;
-    bool json = false, no_store = false;
+    bool json = false, no_store = false, allow_tf32 = false;
   };
   auto a = std::make_shared<Args>();
   auto* cg = app.add_subcommand("codegen", "What gpusim's code generator builds");
@@ -135,6 +136,8 @@ void add_codegen(CLI::App& app, int& rc) {
   cmd->add_flag("--no-store", a->no_store,
                 "Do not add the compiled figures to the kernel cache (by default the cost model prices these kernels "
                 "with them from then on)");
+  cmd->add_flag("--allow-tf32", a->allow_tf32,
+                "fp32 GEMMs and convolutions as TF32 on the matrix units (wmma tf32 fragments, sm_80 and newer)");
   cmd->add_flag("--json", a->json, "Print JSON (schema gpusim.codegen-report/1)");
   cmd->callback([a, &rc] {
     const Session s;
@@ -167,7 +170,7 @@ void add_codegen(CLI::App& app, int& rc) {
     o.arch = a->arch;
     o.keep_sources = !a->sources.empty();
     o.store_figures = !a->no_store;
-    auto r = exec::compile_report(g, s.target(*gpu, TileSpace::kGenerated), o);
+    auto r = exec::compile_report(g, s.target(*gpu, TileSpace::kGenerated, {a->allow_tf32}), o);
     if (!r) {
       fmt::print(stderr, "gpusim codegen report: {}\n", say(r.error()));
       rc = exit_code(r.error());

@@ -21,7 +21,7 @@ void add_plan(CLI::App& app, int& rc) {
     int top = 3, beam_width = 8, samples = 64;
     uint64_t seed = 1;
     double memory_budget_gb = 0;
-    bool json = false, all = false;
+    bool json = false, all = false, allow_tf32 = false;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("plan", "Search fusion and tiling plans with the simulator and report the best");
@@ -45,6 +45,9 @@ void add_plan(CLI::App& app, int& rc) {
                   "The tile space ranked: generated (default: the tiles gpusim's code generator builds, so the plan "
                   "runs with gpusim run --plan exactly as priced) or library (the cost model's whole menu, any vector "
                   "width and matrix units codegen has no path to, as vendor libraries run kernels)");
+  cmd->add_flag("--allow-tf32", a->allow_tf32,
+                "fp32 GEMMs and convolutions on the matrix units as TF32 where the GPU has them (PyTorch's "
+                "torch.backends.cuda.matmul.allow_tf32; off by default, as there)");
   cmd->callback([a, &rc] {
     SearchOptions o;
     auto obj = parse_objective(a->objective, "--objective");
@@ -114,7 +117,7 @@ void add_plan(CLI::App& app, int& rc) {
       rc = 1;
       return;
     }
-    auto r = session.plan(*m, session.target(*gpu, *tiles), o);
+    auto r = session.plan(*m, session.target(*gpu, *tiles, {a->allow_tf32}), o);
     if (!r) {
       fmt::print(stderr, "gpusim plan: {}\n", say(r.error()));
       rc = exit_code(r.error());

@@ -35,6 +35,7 @@ struct Args {
   std::vector<std::string> skip;
   bool on_device = false;
   std::string tiles;
+  bool allow_tf32 = false;
 };
 
 // A kernel as the table names it: the runtime pattern or fusion that made it, else its op(s).
@@ -68,14 +69,14 @@ void print_text(const Prediction& p, const GpuProfile& gpu, bool all) {
     const KernelCost& c = k.cost;
     fmt::print("{:>10.1f} {:>5.1f}% {:<8} {:>9.2f} {:>8.1f} {:>7} {:>6} {:>5.2f} {:<22} {:<22} {}\n", c.total_us,
                100 * c.total_us / p.kernels_us, bound_name(c.bound), p.achieved_tflops(k), p.achieved_gbps(k), c.ctas,
-               c.waves, c.occupancy, tile_notation(c.tile), kernel_label(k) + (c.matrix_units ? " [mma]" : ""),
+               c.waves, c.occupancy, tile_notation(c.tile), kernel_label(k) + (c.tf32 ? " [tf32]" : c.matrix_units ? " [mma]" : ""),
                k.name + (k.node_names.size() > 1 ? fmt::format(" +{} more", k.node_names.size() - 1) : ""));
     if (all && k.node_names.size() > 1) {
       for (size_t n = 1; n < k.node_names.size(); ++n) fmt::print("{:>108} {}\n", "", k.node_names[n]);
     }
   }
   if (shown < order.size()) fmt::print("... {} more kernels (--all lists every one)\n", order.size() - shown);
-  fmt::print("{}; [mma] = on the matrix units\n", kTileLegend);
+  fmt::print("{}; [mma] = on the matrix units; [tf32] = fp32 on the matrix units as TF32\n", kTileLegend);
   // Time by class and bound.
   std::map<std::string, double> by_class, by_bound;
   for (const auto& k : p.kernels) {
@@ -114,6 +115,9 @@ void add_common(CLI::App* cmd, Args& a, std::string_view schema) {
                   "The tile space kernels are priced in: generated (the kernels gpusim's code generator builds, as "
                   "gpusim plan and run use; the default for gpusim's runtimes) or library (the cost model's whole "
                   "menu, as vendor libraries run kernels; the default for framework runtimes)");
+  cmd->add_flag("--allow-tf32", a.allow_tf32,
+                "fp32 GEMMs and convolutions on the matrix units as TF32 where the GPU has them (PyTorch's "
+                "torch.backends.cuda.matmul.allow_tf32; off by default, as there)");
 }
 
 // The session, the model, the request (--dtype, --runtime) and the tile space (--tiles, else the
@@ -207,7 +211,7 @@ void add_predict(CLI::App& app, int& rc) {
       }
       req.plan = std::move(*plan);
     }
-    auto p = session.predict(*m, session.target(*gpu, tiles), req);
+    auto p = session.predict(*m, session.target(*gpu, tiles, {a->allow_tf32}), req);
     if (!p) {
       fmt::print(stderr, "gpusim predict: {}\n", say(p.error()));
       rc = exit_code(p.error());
@@ -258,7 +262,7 @@ void add_compare(CLI::App& app, int& rc) {
         if (profile) gpus.push_back(entry.path);
       }
     }
-    auto rows = session.compare(*m, gpus, tiles, req);
+    auto rows = session.compare(*m, gpus, tiles, req, {a->allow_tf32});
     if (!rows) {
       fmt::print(stderr, "gpusim compare: {}\n", say(rows.error()));
       rc = exit_code(rows.error());

@@ -1,5 +1,6 @@
 // gpusim run MODEL --backend cpu|vulkan|cuda|hip [--device N] [--plan plan.json | --gpu NAME]
-//                  [--dtype fp32|fp16] [--check] [--repeat N] [--json] [--input FILE.pb]... [--dim k=v]...
+//                  [--dtype fp32|fp16] [--allow-tf32] [--matrix-path none|portable] [--check] [--repeat N]
+//                  [--json] [--input FILE.pb]... [--dim k=v]...
 // Runs a model for real. Inputs come from .pb files or the seed; weights a shape-only file lacks
 // come from the seed, which the run says. The cpu backend is the reference (fp64 accumulation) and
 // times every node. A device backend runs a plan — the given one, or the eager plan — through
@@ -104,6 +105,8 @@ std::optional<Program> open_program(const RunArgs& a, std::string_view command, 
   co.backend = a.backend;
   co.device = a.device;
   co.seed = a.seed;
+  co.allow_tf32 = a.allow_tf32;
+  co.matrix_path = a.matrix_path;
   if (a.backend != "cpu" && !a.dtype.empty()) {
     auto dtype = parse_dtype(a.dtype);
     if (!dtype) {
@@ -245,6 +248,12 @@ void add_run(CLI::App& app, int& rc) {
   cmd->add_option("--gpu", a->gpu, "Profile for predictions and tiles (default: the one matching the device)");
   cmd->add_option("--profiles", a->profile_dirs, "Extra directories of GPU profiles");
   cmd->add_option("--dtype", a->dtype, "fp32 or fp16: the float type kernels store (default: the model's own; fp32 for a bf16 model)");
+  cmd->add_flag("--allow-tf32", a->allow_tf32,
+                "fp32 GEMMs and convolutions on the matrix units as TF32 where the device's path has them (CUDA "
+                "sm_80 and newer); --check then allows 1e-2");
+  cmd->add_option("--matrix-path", a->matrix_path,
+                  "GEMM-like kernels' main loop: none (SIMT) or portable (the matrix kernels computed by each warp's "
+                  "threads, on any device: checks them on lavapipe); default: the device's own");
   cmd->add_option("--input", a->inputs, "A serialized TensorProto (.pb) per graph input, in order (repeatable)");
   cmd->add_option("--dim", a->dims, "Set a symbolic input dim: NAME=VALUE or INPUT:AXIS=VALUE (repeatable)");
   cmd->add_option("--seed", a->seed, "Fills inputs and missing weights (default 1)");

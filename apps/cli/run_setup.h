@@ -20,6 +20,8 @@ struct RunArgs {
   uint64_t seed = 1;
   int repeat = 3;
   bool json = false, check = false, quiet = false, progress = false;
+  bool allow_tf32 = false;
+  std::string matrix_path;  // "" the device's own
   // Tuning (gpusim tune, gpusim run --tune).
   bool tune = false;
   int top_k = 8;

@@ -345,13 +345,15 @@ bool same_token(const std::string& a, const std::string& b) {
 const std::vector<std::string>& fields_of(const std::string& path) {
   static const std::vector<std::string> models = {"model_name", "dims", "dim"};
   static const std::vector<std::string> predict = {"model_id", "model_base64", "model_name", "dims",    "dim",  "gpu",
-                                                   "gpu_yaml", "dtype",        "tiles",      "runtime", "plan"};
+                                                   "gpu_yaml", "dtype",        "tiles",      "runtime", "plan",
+                                                   "allow_tf32"};
   static const std::vector<std::string> compare = {"model_id", "model_base64", "model_name", "dims",    "dim",
-                                                   "gpus",     "dtype",        "tiles",      "runtime", "plan"};
+                                                   "gpus",     "dtype",        "tiles",      "runtime", "plan",
+                                                   "allow_tf32"};
   static const std::vector<std::string> plan = {"model_id",  "model_base64", "model_name", "dims",      "dim",
                                                 "gpu",       "gpu_yaml",     "dtype",      "tiles",     "scheduler",
                                                 "objective", "top",          "beam_width", "samples",   "seed",
-                                                "memory_budget_gb"};
+                                                "memory_budget_gb", "allow_tf32"};
   static const std::vector<std::string> validate = {"gpus", "runtime", "runs"};
   static const std::vector<std::string> none;
   if (path == "/v1/models") return models;
@@ -515,6 +517,12 @@ struct Service::Impl {
           }
           r.body[k] = n;
           names.push_back(k);
+        } else if (k == "allow_tf32") {
+          if (v != "true" && v != "false") {
+            return bad_request(fmt::format("query parameter {}=\"{}\" is not true or false", k, v.substr(0, 64)));
+          }
+          r.body[k] = v == "true";
+          names.push_back(k);
         } else if (k == "memory_budget_gb") {
           char* end = nullptr;
           const double x = std::strtod(v.c_str(), &end);
@@ -552,6 +560,17 @@ struct Service::Impl {
       return bad_request(fmt::format("\"{}\" must be a string, got a {}", key, b[key].type_name()));
     }
     return b[key].get<std::string>();
+  }
+
+  // "allow_tf32": fp32 GEMMs and convolutions as TF32 (TargetOptions); unset: false.
+  static Result<TargetOptions> target_options(const json& b) {
+    TargetOptions o;
+    if (!b.contains("allow_tf32")) return o;
+    if (!b["allow_tf32"].is_boolean()) {
+      return bad_request(fmt::format("\"allow_tf32\" must be true or false, got a {}", b["allow_tf32"].type_name()));
+    }
+    o.allow_tf32 = b["allow_tf32"].get<bool>();
+    return o;
   }
 
   static Result<std::vector<std::string>> strings(const json& b, const char* key) {
@@ -790,7 +809,9 @@ struct Service::Impl {
     if (!req) return req.error();
     auto t = tiles(r.body, req->runtime);
     if (!t) return t.error();
-    auto p = session.predict(*m, session.target(*g, *t), *req);
+    auto to = target_options(r.body);
+    if (!to) return to.error();
+    auto p = session.predict(*m, session.target(*g, *t, *to), *req);
     if (!p) return p.error();
     return prediction_document(*p, *g);
   }
@@ -809,7 +830,9 @@ struct Service::Impl {
     if (!req) return req.error();
     auto t = tiles(r.body, req->runtime);
     if (!t) return t.error();
-    auto rows = session.compare(*m, *gpus, *t, *req);
+    auto to = target_options(r.body);
+    if (!to) return to.error();
+    auto rows = session.compare(*m, *gpus, *t, *req, *to);
     if (!rows) return rows.error();
     return compare_document(m->source(), *rows);
   }
@@ -861,7 +884,9 @@ struct Service::Impl {
     }
     auto t = tiles(b, "");
     if (!t) return t.error();
-    auto res = session.plan(*m, session.target(*g, *t), o);
+    auto to = target_options(b);
+    if (!to) return to.error();
+    auto res = session.plan(*m, session.target(*g, *t, *to), o);
     if (!res) return res.error();
     return plan_search_document(m->source(), m->graph(), *g, o, *res);
   }

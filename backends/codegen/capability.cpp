@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 
 #include "codegen.h"
 #include "compiled_figures.h"
@@ -11,12 +13,18 @@
 
 namespace gpusim::codegen {
 
-Options target_options(const backend::DeviceInfo& d, bool fp16_storage, std::optional<MatrixPath> matrix) {
+Options target_options(const backend::DeviceInfo& d, bool fp16_storage, std::optional<MatrixPath> matrix, bool allow_tf32) {
   Options o;
   o.float_storage = fp16_storage ? Storage::kF16 : Storage::kF32;
   o.max_threads = d.max_threads_per_group;
   o.max_shared_bytes = d.max_shared_bytes;
   o.matrix = matrix ? *matrix : matrix_path_for(d);
+  // wmma's tf32 fragments need sm_80; the portable path rounds the same way on any device.
+  const bool ampere = d.backend == "cuda" && d.arch.rfind("sm_", 0) == 0 && d.arch.size() > 3 &&
+                      std::isdigit(static_cast<unsigned char>(d.arch[3])) && std::atoi(d.arch.c_str() + 3) >= 80;
+  o.tf32 = allow_tf32 && ((o.matrix == MatrixPath::kWmma && ampere) || o.matrix == MatrixPath::kPortable);
+  // CDNA's fp32 MFMA; the portable path runs the same structure in exact fp32.
+  o.fp32_matrix = o.matrix == MatrixPath::kMfma || o.matrix == MatrixPath::kPortable;
   return o;
 }
 
@@ -40,8 +48,12 @@ Options target_options(const DeviceModel& d, bool fp16_storage) {
     if (vendor == "nvidia") o.max_shared_bytes = std::min(o.max_shared_bytes, backend::kCudaStaticSharedBytes);
     if (fp16_matrix && vendor == "nvidia") {
       o.matrix = MatrixPath::kWmma;
+      // TF32 where the target allows it and the GPU has a TF32 rate (Ampere and newer).
+      o.tf32 = d.allow_tf32 && p.matrix_tflops(Precision::kTf32, Precision::kFp32).has_value();
     } else if (fp16_matrix && vendor == "amd" && p.architecture.rfind("CDNA", 0) == 0) {
       o.matrix = MatrixPath::kMfma;
+      // fp32 MFMA, as rocBLAS runs fp32 GEMMs and the cost model prices them.
+      o.fp32_matrix = p.matrix_tflops(Precision::kFp32, Precision::kFp32).has_value();
     }
   }
   return o;
@@ -58,6 +70,7 @@ TileConfig TargetCapability::generated(const KernelWork& w, const TileConfig& as
     t.threads = a.threads;
     t.stages = 1;
     t.smem_bytes = static_cast<int>(a.shared_floats() * 4);
+    t.main_loop = MainLoop::kVector;  // scores and products on the vector units (gen_attention.cpp)
   } else if (gemm_like && !(w.cls == OpClass::kConv && (w.n < 16 || w.k < 16))) {
     GemmLoop L;
     L.batch = w.batch;
@@ -67,8 +80,9 @@ TileConfig TargetCapability::generated(const KernelWork& w, const TileConfig& as
     // fp16 kernels are stored in fp16 whatever the options say (a target made for a profile
     // serves plans of every float type).
     const bool f16 = o_.float_storage == Storage::kF16 || w.dtype == DType::kFloat16;
-    if (o_.matrix != MatrixPath::kNone && f16) {
-      const MmaTile m = fit_mma_tile(asked, L, o_);
+    if (const auto op = mma_operand(o_, f16)) {
+      const MmaTile m = fit_mma_tile(asked, L, o_, *op);
+      t.main_loop = *op == MmaOperand::kTf32 ? MainLoop::kTf32 : MainLoop::kMatrix;
       t.block_m = m.bm;
       t.block_n = m.bn;
       t.block_k = m.bk;
@@ -85,9 +99,11 @@ TileConfig TargetCapability::generated(const KernelWork& w, const TileConfig& as
       t.stages = g.stages;
       t.split_k = g.split;
       t.smem_bytes = static_cast<int>(g.shared_bytes() + (g.split > 1 ? kSplitFlagBytes : 0));  // fp32 tiles, a float of padding a k-row
+      t.main_loop = MainLoop::kVector;
     }
   } else if (gemm_like) {
     t.split_k = 1;  // a direct convolution (fewer than 16 output or reduction channels): one loop a thread
+    t.main_loop = MainLoop::kVector;
   } else if (w.cls == OpClass::kElementwise || w.cls == OpClass::kDataMovement) {
     t.threads = std::clamp(asked.threads > 0 ? asked.threads : 256, 32, std::min(1024, o_.max_threads));
     // Data movement: one element a thread (gen_data.cpp).
@@ -105,8 +121,9 @@ TileConfig TargetCapability::generated(const KernelWork& w, const TileConfig& as
 }
 
 std::string TargetCapability::describe() const {
-  return fmt::format("codegen: {} threads a group, {} KiB shared memory, matrix path {}{}{}", o_.max_threads,
-                     o_.max_shared_bytes / 1024, matrix_path_name(o_.matrix),
+  return fmt::format("codegen: {} threads a group, {} KiB shared memory, matrix path {}{}{}{}{}", o_.max_threads,
+                     o_.max_shared_bytes / 1024, matrix_path_name(o_.matrix), o_.tf32 ? " (fp32 as TF32)" : "",
+                     o_.fp32_matrix ? " (fp32 on fp32 matrix instructions)" : "",
                      o_.float_storage == Storage::kF16 ? ", fp16 storage" : "",
                      figures_ && !figures_->empty()
                          ? fmt::format(", compiled figures of {} kernels for {}", figures_->size(), figures_->arch())

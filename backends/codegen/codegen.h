@@ -73,7 +73,8 @@ struct Arg {
 
 // The units a GEMM-like kernel's main loop (GEMM, implicit-GEMM convolution) runs on when the
 // plan is fp16: fp16 products accumulated in fp32, as the simulator prices matrix units. fp32
-// plans stay on the vector units, as the simulator prices them (TF32 is opt-in in every library).
+// plans stay on the vector units unless the target allows TF32 (Options::tf32: wmma's tf32
+// fragments) or has fp32 matrix instructions (Options::fp32_matrix: CDNA's fp32 MFMA).
 //  kNone      SIMT register micro-tiles, every target.
 //  kWmma      CUDA warp matrix functions (nvcuda::wmma, m16n16k16 fp16 -> fp32), sm_70 and later.
 //  kMfma      AMD CDNA matrix cores (v_mfma_f32_16x16x16f16, wave64): gfx908, gfx90a, gfx94x.
@@ -89,8 +90,16 @@ MatrixPath matrix_path_for(const backend::DeviceInfo& d);
 
 struct Options {
   Storage float_storage = Storage::kF32;  // fp16 storage when the plan runs in fp16
-  // Matrix units for GEMM-like kernels; used only with fp16 storage.
+  // Matrix units for GEMM-like kernels: fp16 kernels use them whenever a path is set; fp32 ones
+  // as below (MmaOperand in gemm_tile.h).
   MatrixPath matrix = MatrixPath::kNone;
+  // fp32 GEMM-like kernels on the matrix path as TF32 (operands rounded to 10-bit mantissas,
+  // fp32 accumulation): wmma's m16n16k8 tf32 fragments on sm_80 and newer, or the portable path
+  // rounding the same way. Set where the target allows TF32 (TargetOptions::allow_tf32).
+  bool tf32 = false;
+  // fp32 GEMM-like kernels on fp32-input matrix instructions (CDNA's v_mfma_f32_16x16x4f32, or
+  // the portable path in exact fp32): what rocBLAS runs by default, and the cost model prices.
+  bool fp32_matrix = false;
   // Largest threads per group and shared memory the target allows (tiles are clamped to fit).
   int max_threads = 1024;
   uint64_t max_shared_bytes = 48 * 1024;
@@ -124,7 +133,10 @@ int vector_lanes(int vector_width, int64_t elements);
 
 // The options codegen uses on a backend's device: its threads a group and shared memory, its
 // matrix path (or `matrix` where the caller names one), fp16 storage when the plan runs in fp16.
-Options target_options(const backend::DeviceInfo& d, bool fp16_storage, std::optional<MatrixPath> matrix = std::nullopt);
+// With `allow_tf32`, fp32 GEMM-like kernels run as TF32 where the device's path has it (CUDA sm_80
+// and newer); CDNA's fp32 MFMA is used whatever it says (as rocBLAS does).
+Options target_options(const backend::DeviceInfo& d, bool fp16_storage, std::optional<MatrixPath> matrix = std::nullopt,
+                       bool allow_tf32 = false);
 // The same for a GPU profile before any device is opened: the profile's threads and shared
 // memory a block, and the matrix path its vendor's backend takes (wmma on NVIDIA cards with fp16
 // matrix units, mfma on AMD CDNA, none elsewhere).

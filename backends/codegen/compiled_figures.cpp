@@ -11,6 +11,7 @@
 
 #include "base/hash.h"
 #include "codegen.h"
+#include "gemm_tile.h"
 #include "kernel_disk_cache.h"
 #include "sim/work_json.h"
 
@@ -87,9 +88,11 @@ std::string compiled_figures_key(const KernelWork& w, const TileConfig& t, const
   TileConfig schedule = t;
   schedule.smem_bytes = 0;
   schedule.registers = 0;
+  schedule.main_loop = MainLoop::kAny;
   base::Fnv1a h;
   h.field(work_to_json(w).dump()).field(tile_to_json(schedule).dump()).field(f16 ? "f16" : "f32");
-  h.field(matrix_path_name(f16 ? opts.matrix : MatrixPath::kNone));
+  const auto op = mma_operand(opts, f16);
+  h.field(op ? std::string(matrix_path_name(opts.matrix)) + "/" + std::string(mma_operand_name(*op)) : std::string("simt"));
   return base::hex64(h.h);
 }
 

@@ -64,7 +64,8 @@ class CompiledFigureTable {
 };
 
 // The key of a generated kernel: 16 hex digits over the work, the tile's schedule (its derived
-// smem_bytes and registers left out), the float storage and the matrix path of `opts`.
+// smem_bytes, registers and main_loop left out), the float storage, and the matrix path and operands
+// its main loop has under `opts` (or none: the SIMT loop).
 std::string compiled_figures_key(const KernelWork& w, const TileConfig& t, const Options& opts);
 
 // <kernel cache>/figures/<arch>.json; empty when the cache is off or has no folder.

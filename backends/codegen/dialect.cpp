@@ -52,6 +52,7 @@ constexpr const char* kGlslMath = R"(#define expf exp
 #define log2f log2
 #define INF_F uintBitsToFloat(0x7F800000u)
 #define NAN_F uintBitsToFloat(0x7FC00000u)
+#define TF32_ROUND(x) uintBitsToFloat((floatBitsToUint(x) + 0x1000u) & 0xFFFFE000u)
 #define FN
 #define SHARED shared
 #define BARRIER() { memoryBarrierShared(); barrier(); }
@@ -103,6 +104,7 @@ constexpr const char* kCudaCommon = R"(typedef unsigned int uint;
 #define NGRP_Z int(gridDim.z)
 #define INF_F __int_as_float(0x7f800000)
 #define NAN_F __int_as_float(0x7fc00000)
+#define TF32_ROUND(x) __uint_as_float((__float_as_uint(x) + 0x1000u) & 0xFFFFE000u)
 )";
 
 // LDVk(i, a, o) loads the arg's `vector` consecutive elements from element i (a multiple of

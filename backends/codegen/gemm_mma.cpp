@@ -37,50 +37,89 @@ constexpr int kMaxAccPerLane = 128;
 
 int lanes_of(MatrixPath p) { return p == MatrixPath::kMfma ? 64 : 32; }
 
-// The fragment macros of a path, for a tile with F = fm * fn accumulators.
+// The fragment macros of a path, for a tile with F = fm * fn accumulators, its operands and
+// depth D (MMA_K: the k of one product).
 std::string fragment_macros(MatrixPath p, const MmaTile& t) {
   const int F = t.fm * t.fn;
-  std::string s = fmt::format("#define MMA_LDA {}\n#define MMA_LDB {}\n", t.lda(), t.ldb());
+  const MmaOperand op = t.operand;
+  std::string s = fmt::format("#define MMA_LDA {}\n#define MMA_LDB {}\n#define MMA_K {}\n", t.lda(), t.ldb(), t.depth());
+  // The loop over a k-step's slices: rolled for wmma's TF32 fragments (unrolled, ptxas kept 80
+  // registers and spilled 8 bytes in 64x128x16 convolutions; rolled, none), as ptxas likes elsewhere.
+  s += fmt::format("#define MMA_SLICES{}\n", p == MatrixPath::kWmma && op == MmaOperand::kTf32 ? " _Pragma(\"unroll 1\")" : "");
   switch (p) {
     case MatrixPath::kWmma:
-      s += "#define MMA_HALF __half\n#define MMA_TO_HALF(x) __float2half(x)\n#define MMA_ALIGN __align__(32)\n";
-      s += fmt::format(
-          "#define MMA_DECL nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> mma_acc[{}]; "
-          "nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, __half, nvcuda::wmma::row_major> mma_a[{}]; "
-          "nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 16, __half, nvcuda::wmma::row_major> mma_b[{}];\n",
-          F, t.fm, t.fn);
+      if (op == MmaOperand::kTf32) {
+        // fp32 in shared memory, each element rounded to TF32 as it is stored there (the conversion
+        // wmma asks for; without it the products use the fp32 bits truncated). Once a block, not
+        // once per fragment load: converting each loaded fragment cost ptxas 8 bytes of spills.
+        s += "#define MMA_HALF float\n#define MMA_TO_HALF(x) nvcuda::wmma::__float_to_tf32(x)\n#define MMA_ALIGN __align__(32)\n";
+        s += fmt::format(
+            "#define MMA_DECL nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 8, float> mma_acc[{}]; "
+            "nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 8, nvcuda::wmma::precision::tf32, nvcuda::wmma::row_major> mma_a[{}]; "
+            "nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 8, nvcuda::wmma::precision::tf32, nvcuda::wmma::row_major> mma_b[{}];\n",
+            F, t.fm, t.fn);
+        s += "#define MMA_LOAD_A(fi, fo) nvcuda::wmma::load_matrix_sync(mma_a[fi], sA + (fo), MMA_LDA);\n";
+        s += "#define MMA_LOAD_B(fj, fo) nvcuda::wmma::load_matrix_sync(mma_b[fj], sB + (fo), MMA_LDB);\n";
+      } else {
+        s += "#define MMA_HALF __half\n#define MMA_TO_HALF(x) __float2half(x)\n#define MMA_ALIGN __align__(32)\n";
+        s += fmt::format(
+            "#define MMA_DECL nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> mma_acc[{}]; "
+            "nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, __half, nvcuda::wmma::row_major> mma_a[{}]; "
+            "nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 16, __half, nvcuda::wmma::row_major> mma_b[{}];\n",
+            F, t.fm, t.fn);
+        s += "#define MMA_LOAD_A(fi, fo) nvcuda::wmma::load_matrix_sync(mma_a[fi], sA + (fo), MMA_LDA);\n";
+        s += "#define MMA_LOAD_B(fj, fo) nvcuda::wmma::load_matrix_sync(mma_b[fj], sB + (fo), MMA_LDB);\n";
+      }
       s += "#define MMA_ZERO(f) nvcuda::wmma::fill_fragment(mma_acc[f], 0.0f);\n";
-      s += "#define MMA_LOAD_A(fi, fo) nvcuda::wmma::load_matrix_sync(mma_a[fi], sA + (fo), MMA_LDA);\n";
-      s += "#define MMA_LOAD_B(fj, fo) nvcuda::wmma::load_matrix_sync(mma_b[fj], sB + (fo), MMA_LDB);\n";
       s += "#define MMA_MMA(f, fi, fj) nvcuda::wmma::mma_sync(mma_acc[f], mma_a[fi], mma_b[fj], mma_acc[f]);\n";
       s += "#define MMA_STORE(f, co) nvcuda::wmma::store_matrix_sync(sC + (co), mma_acc[f], 16, nvcuda::wmma::mem_row_major);\n";
       s += "#define MMA_UNROLL _Pragma(\"unroll\")\n";
       break;
     case MatrixPath::kMfma:
-      s += "typedef _Float16 mma_h4 __attribute__((ext_vector_type(4)));\n";
       s += "typedef float mma_f4 __attribute__((ext_vector_type(4)));\n";
-      s += "#define MMA_HALF _Float16\n#define MMA_TO_HALF(x) ((_Float16)(x))\n#define MMA_ALIGN __attribute__((aligned(16)))\n";
-      s += fmt::format("#define MMA_DECL mma_f4 mma_acc[{}]; mma_h4 mma_a[{}]; mma_h4 mma_b[{}];\n", F, t.fm, t.fn);
+      if (op == MmaOperand::kF32) {
+        // v_mfma_f32_16x16x4f32: lane l holds A[l % 16][l / 16] and B[l / 16][l % 16] (one float
+        // each), D as the fp16 instruction's.
+        s += "#define MMA_HALF float\n#define MMA_TO_HALF(x) (x)\n#define MMA_ALIGN __attribute__((aligned(16)))\n";
+        s += fmt::format("#define MMA_DECL mma_f4 mma_acc[{}]; float mma_a[{}]; float mma_b[{}];\n", F, t.fm, t.fn);
+        s += "#define MMA_LOAD_A(fi, fo) mma_a[fi] = sA[(fo) + (mma_l % 16) * MMA_LDA + mma_l / 16];\n";
+        s += "#define MMA_LOAD_B(fj, fo) mma_b[fj] = sB[(fo) + (mma_l / 16) * MMA_LDB + mma_l % 16];\n";
+        s += "#define MMA_MMA(f, fi, fj) mma_acc[f] = __builtin_amdgcn_mfma_f32_16x16x4f32(mma_a[fi], mma_b[fj], mma_acc[f], 0, 0, 0);\n";
+      } else {
+        s += "typedef _Float16 mma_h4 __attribute__((ext_vector_type(4)));\n";
+        s += "#define MMA_HALF _Float16\n#define MMA_TO_HALF(x) ((_Float16)(x))\n#define MMA_ALIGN __attribute__((aligned(16)))\n";
+        s += fmt::format("#define MMA_DECL mma_f4 mma_acc[{}]; mma_h4 mma_a[{}]; mma_h4 mma_b[{}];\n", F, t.fm, t.fn);
+        s += "#define MMA_LOAD_A(fi, fo) { for (int mq = 0; mq < 4; ++mq) mma_a[fi][mq] = sA[(fo) + (mma_l % 16) * MMA_LDA + (mma_l / 16) * 4 + mq]; }\n";
+        s += "#define MMA_LOAD_B(fj, fo) { for (int mq = 0; mq < 4; ++mq) mma_b[fj][mq] = sB[(fo) + ((mma_l / 16) * 4 + mq) * MMA_LDB + mma_l % 16]; }\n";
+        s += "#define MMA_MMA(f, fi, fj) mma_acc[f] = __builtin_amdgcn_mfma_f32_16x16x16f16(mma_a[fi], mma_b[fj], mma_acc[f], 0, 0, 0);\n";
+      }
       s += "#define MMA_ZERO(f) { for (int mq = 0; mq < 4; ++mq) mma_acc[f][mq] = 0.0f; }\n";
-      s += "#define MMA_LOAD_A(fi, fo) { for (int mq = 0; mq < 4; ++mq) mma_a[fi][mq] = sA[(fo) + (mma_l % 16) * MMA_LDA + (mma_l / 16) * 4 + mq]; }\n";
-      s += "#define MMA_LOAD_B(fj, fo) { for (int mq = 0; mq < 4; ++mq) mma_b[fj][mq] = sB[(fo) + ((mma_l / 16) * 4 + mq) * MMA_LDB + mma_l % 16]; }\n";
-      s += "#define MMA_MMA(f, fi, fj) mma_acc[f] = __builtin_amdgcn_mfma_f32_16x16x16f16(mma_a[fi], mma_b[fj], mma_acc[f], 0, 0, 0);\n";
       s += "#define MMA_STORE(f, co) { for (int mq = 0; mq < 4; ++mq) sC[(co) + ((mma_l / 16) * 4 + mq) * 16 + mma_l % 16] = mma_acc[f][mq]; }\n";
       s += "#define MMA_UNROLL _Pragma(\"unroll\")\n";
       break;
     case MatrixPath::kPortable:
-    case MatrixPath::kNone:
-      s += "#define MMA_HALF HALF_T\n#define MMA_TO_HALF(x) TO_HALF(x)\n#define MMA_ALIGN\n";
+    case MatrixPath::kNone: {
+      // fp16 operands read back as float; TF32 rounded when stored to shared memory (each
+      // element once, as wmma rounds each fragment element once); fp32 as they are.
+      const char* from = op == MmaOperand::kF16 ? "FROM_HALF" : "";
+      if (op == MmaOperand::kF16) {
+        s += "#define MMA_HALF HALF_T\n#define MMA_TO_HALF(x) TO_HALF(x)\n#define MMA_ALIGN\n";
+      } else {
+        s += fmt::format("#define MMA_HALF float\n#define MMA_TO_HALF(x) {}\n#define MMA_ALIGN\n",
+                         op == MmaOperand::kTf32 ? "TF32_ROUND(x)" : "(x)");
+      }
       s += fmt::format("#define MMA_DECL float mma_acc[{}]; int mma_a[{}]; int mma_b[{}];\n", F * 8, t.fm, t.fn);
       s += "#define MMA_ZERO(f) { for (int mq = 0; mq < 8; ++mq) mma_acc[(f) * 8 + mq] = 0.0f; }\n";
       s += "#define MMA_LOAD_A(fi, fo) mma_a[fi] = (fo);\n";
       s += "#define MMA_LOAD_B(fj, fo) mma_b[fj] = (fo);\n";
-      s += "#define MMA_MMA(f, fi, fj) { for (int mq = 0; mq < 8; ++mq) { int mr = mq * 2 + mma_l / 16; int mc = mma_l % 16; "
-           "float ms = 0.0f; for (int mt = 0; mt < 16; ++mt) ms += FROM_HALF(sA[mma_a[fi] + mr * MMA_LDA + mt]) * "
-           "FROM_HALF(sB[mma_b[fj] + mt * MMA_LDB + mc]); mma_acc[(f) * 8 + mq] += ms; } }\n";
+      s += fmt::format("#define MMA_MMA(f, fi, fj) {{ for (int mq = 0; mq < 8; ++mq) {{ int mr = mq * 2 + mma_l / 16; int mc = mma_l % 16; "
+                       "float ms = 0.0f; for (int mt = 0; mt < MMA_K; ++mt) ms += {0}(sA[mma_a[fi] + mr * MMA_LDA + mt]) * "
+                       "{0}(sB[mma_b[fj] + mt * MMA_LDB + mc]); mma_acc[(f) * 8 + mq] += ms; }} }}\n",
+                       from);
       s += "#define MMA_STORE(f, co) { for (int mq = 0; mq < 8; ++mq) sC[(co) + mq * 32 + mma_l] = mma_acc[(f) * 8 + mq]; }\n";
       s += "#define MMA_UNROLL\n";
       break;
+    }
   }
   return s;
 }
@@ -100,11 +139,12 @@ std::string load_tiles(const GemmLoop& L, const MmaTile& t, const std::string& b
 // The matrix products of one k-step from stage `buf`.
 std::string compute_tile(const MmaTile& t, const std::string& buf) {
   std::string s;
-  s += fmt::format("    for (int ks = 0; ks < {}; ++ks) {{\n", t.bk / 16);
-  s += fmt::format("      MMA_UNROLL for (int i = 0; i < {}; ++i) MMA_LOAD_A(i, ({} * {} + (wy * {} + i) * 16) * {} + ks * 16)\n",
-                   t.fm, buf, t.bm, t.fm, t.lda());
-  s += fmt::format("      MMA_UNROLL for (int j = 0; j < {}; ++j) MMA_LOAD_B(j, ({} * {} + ks * 16) * {} + (wx * {} + j) * 16)\n",
-                   t.fn, buf, t.bk, t.ldb(), t.fn);
+  const int D = t.depth();
+  s += fmt::format("    MMA_SLICES for (int ks = 0; ks < {}; ++ks) {{\n", t.bk / D);
+  s += fmt::format("      MMA_UNROLL for (int i = 0; i < {}; ++i) MMA_LOAD_A(i, ({} * {} + (wy * {} + i) * 16) * {} + ks * {})\n",
+                   t.fm, buf, t.bm, t.fm, t.lda(), D);
+  s += fmt::format("      MMA_UNROLL for (int j = 0; j < {}; ++j) MMA_LOAD_B(j, ({} * {} + ks * {}) * {} + (wx * {} + j) * 16)\n",
+                   t.fn, buf, t.bk, D, t.ldb(), t.fn);
   s += fmt::format("      MMA_UNROLL for (int i = 0; i < {}; ++i) {{\n", t.fm);
   s += fmt::format("        MMA_UNROLL for (int j = 0; j < {}; ++j) MMA_MMA(i * {} + j, i, j)\n", t.fn, t.fn);
   s += "      }\n    }\n";
@@ -113,13 +153,26 @@ std::string compute_tile(const MmaTile& t, const std::string& buf) {
 
 }  // namespace
 
+std::string_view mma_operand_name(MmaOperand o) {
+  return o == MmaOperand::kF16 ? "fp16" : o == MmaOperand::kTf32 ? "tf32" : "fp32";
+}
+
+std::optional<MmaOperand> mma_operand(const Options& opts, bool f16) {
+  if (opts.matrix == MatrixPath::kNone) return std::nullopt;
+  if (f16) return MmaOperand::kF16;
+  if (opts.tf32 && (opts.matrix == MatrixPath::kWmma || opts.matrix == MatrixPath::kPortable)) return MmaOperand::kTf32;
+  if (opts.fp32_matrix && (opts.matrix == MatrixPath::kMfma || opts.matrix == MatrixPath::kPortable)) return MmaOperand::kF32;
+  return std::nullopt;
+}
+
 uint64_t MmaTile::shared_bytes() const {
-  const auto tiles = static_cast<uint64_t>(stages) * static_cast<uint64_t>(bm * lda() + bk * ldb()) * 2;
+  const auto tiles = static_cast<uint64_t>(stages) * static_cast<uint64_t>(bm * lda() + bk * ldb()) * static_cast<uint64_t>(elem_bytes());
   return tiles + static_cast<uint64_t>(wr * wc) * 256 * 4;
 }
 
-MmaTile fit_mma_tile(const TileConfig& tc, const GemmLoop& L, const Options& opts) {
+MmaTile fit_mma_tile(const TileConfig& tc, const GemmLoop& L, const Options& opts, MmaOperand operand) {
   MmaTile t;
+  t.operand = operand;
   t.lanes = lanes_of(opts.matrix);
   if (tc.block_m > 0 && tc.block_n > 0) {
     t.bm = pow2_floor(std::min(tc.block_m, 256));
@@ -195,9 +248,9 @@ void emit_gemm_mma(const GemmLoop& L, const MmaTile& t, MatrixPath path, Kernel&
   k.decls += fmt::format("SHARED MMA_ALIGN MMA_HALF sA[{}];\nSHARED MMA_ALIGN MMA_HALF sB[{}];\nSHARED MMA_ALIGN float sC[{}];\n",
                          t.stages * t.bm * t.lda(), t.stages * t.bk * t.ldb(), warps * 256);
   std::string& s = k.body;
-  s += fmt::format("  // GEMM {} x [{} x {} x {}] on matrix units ({}), tile {}x{}x{}, {}x{} warps of {} lanes with {}x{} "
+  s += fmt::format("  // GEMM {} x [{} x {} x {}] on matrix units ({}, {} operands), tile {}x{}x{}, {}x{} warps of {} lanes with {}x{} "
                    "16x16 fragments, {} stage(s){}\n",
-                   L.batch, L.m, L.n, L.k, matrix_path_name(k.matrix), t.bm, t.bn, t.bk, t.wr, t.wc, t.lanes, t.fm, t.fn,
+                   L.batch, L.m, L.n, L.k, matrix_path_name(k.matrix), mma_operand_name(t.operand), t.bm, t.bn, t.bk, t.wr, t.wc, t.lanes, t.fm, t.fn,
                    t.stages, sk.split > 1 ? fmt::format(", K split {} ways", sk.split) : "");
   s += split_k_header(sk, total, t.bk);
   s += fmt::format("  int n0 = (tile % {}) * {};\n", tiles_n, t.bn);
@@ -256,8 +309,8 @@ void emit_gemm_mma(const GemmLoop& L, const MmaTile& t, MatrixPath path, Kernel&
 }
 
 void emit_gemm_kernel(const GemmLoop& L, const TileConfig& tc, const Options& opts, Kernel& k) {
-  if (opts.matrix != MatrixPath::kNone && opts.float_storage == Storage::kF16) {
-    emit_gemm_mma(L, fit_mma_tile(tc, L, opts), opts.matrix, k);
+  if (const auto op = mma_operand(opts, opts.float_storage == Storage::kF16)) {
+    emit_gemm_mma(L, fit_mma_tile(tc, L, opts, *op), opts.matrix, k);
     return;
   }
   emit_gemm(L, fit_gemm_tile(tc, L, opts), k);

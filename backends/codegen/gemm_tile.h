@@ -17,7 +17,9 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "generators.h"
@@ -80,22 +82,36 @@ GemmTile fit_gemm_tile(const TileConfig& t, const GemmLoop& L, const Options& op
 // Tiles are spread over the groups linearly (x, then y past 65535 groups).
 void emit_gemm(const GemmLoop& L, const GemmTile& t, Kernel& k);
 
+// The operands a matrix-unit main loop multiplies: fp16 (16-deep fragments), fp32 rounded to
+// TF32 (wmma's m16n16k8 tf32, 8-deep), or fp32 (CDNA's v_mfma_f32_16x16x4f32, 4-deep).
+enum class MmaOperand { kF16, kTf32, kF32 };
+std::string_view mma_operand_name(MmaOperand o);  // "fp16", "tf32", "fp32"
+// The operands a GEMM-like kernel in fp16 (`f16`) or fp32 storage multiplies on opts.matrix, or
+// none where its main loop is the SIMT one: fp16 wherever a path is set; fp32 as TF32 with
+// opts.tf32 on wmma or portable, as fp32 with opts.fp32_matrix on MFMA or portable.
+std::optional<MmaOperand> mma_operand(const Options& opts, bool f16);
+
 // The tile of a matrix-unit GEMM (gemm_mma.cpp): bm x bn outputs per group as 16x16 fragments,
 // a wr x wc grid of warps (`lanes` threads each: 64 for MFMA's wavefronts, else 32) each owning
-// fm x fn fragments; 16-deep slices of bk-deep k-steps; stages 1 or 2 and split as in GemmTile.
+// fm x fn fragments; depth()-deep slices of bk-deep k-steps; stages 1 or 2 and split as in GemmTile.
 struct MmaTile {
   int bm = 64, bn = 64, bk = 32, stages = 1, lanes = 32, wr = 2, wc = 2, fm = 2, fn = 2, split = 1;
+  MmaOperand operand = MmaOperand::kF16;
   int threads() const { return wr * wc * lanes; }
-  int lda() const { return bk + 8; }  // fp16 elements; sA is [bm][bk + 8]
-  int ldb() const { return bn + 8; }  // sB is [bk][bn + 8]
-  uint64_t shared_bytes() const;      // the fp16 tiles per stage and a 16x16 fp32 staging tile per warp
+  int elem_bytes() const { return operand == MmaOperand::kF16 ? 2 : 4; }
+  int depth() const { return operand == MmaOperand::kF16 ? 16 : operand == MmaOperand::kTf32 ? 8 : 4; }
+  // Rows padded by 16 bytes (wmma's leading-dimension rule; it also spreads banks): sA is
+  // [bm][lda], sB [bk][ldb], in operand elements.
+  int lda() const { return bk + 16 / elem_bytes(); }
+  int ldb() const { return bn + 16 / elem_bytes(); }
+  uint64_t shared_bytes() const;      // the operand tiles per stage and a 16x16 fp32 staging tile per warp
 };
 
 // The plan's TileConfig made feasible for opts.matrix: powers of two, at least one 16x16x16
 // fragment, no larger than the problem rounded up to a power of two, at most 128 accumulators
 // per lane, threads and shared memory within opts (stages dropped first, then block_k, then the
 // larger of block_m/block_n), split as generated_split_k over the fitted block_k.
-MmaTile fit_mma_tile(const TileConfig& t, const GemmLoop& L, const Options& opts);
+MmaTile fit_mma_tile(const TileConfig& t, const GemmLoop& L, const Options& opts, MmaOperand operand = MmaOperand::kF16);
 
 // Writes the matrix-unit kernel for `path` (kWmma, kMfma or kPortable) into k, as emit_gemm does.
 void emit_gemm_mma(const GemmLoop& L, const MmaTile& t, MatrixPath path, Kernel& k);

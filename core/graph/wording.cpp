@@ -8,18 +8,18 @@ namespace {
 
 // Every option a library message names, as the API spells it (the fields of ImportOptions,
 // PredictOptions, SearchOptions, RunOptions, TuneOptions, the calibration and Dojo configs).
-constexpr std::array<std::string_view, 37> kOptions = {
-    "arch",     "autocast", "backend",  "base",           "beam_width",     "budget_s", "check",   "clear",
+constexpr std::array<std::string_view, 39> kOptions = {
+    "allow_tf32", "arch",   "autocast", "backend",  "base",           "beam_width",     "budget_s", "check",   "clear",
     "dims",     "dtype",    "force",          "format",         "gpu",      "layout",  "memory_budget_gb",
     "memory_fraction",      "objective",      "out",            "plan",     "plans",   "power_fraction",
     "profile_for",          "profiles",       "quick",          "runtime",  "samples", "scheduler",
     "seed",     "shard",    "skip_patterns",  "store",          "subgraphs", "tiles",  "top",
-    "top_k",    "virtual_gpus", "matrix"};
+    "top_k",    "virtual_gpus", "matrix", "matrix_path"};
 
 }  // namespace
 
 bool is_api_switch(std::string_view name) {
-  return name == "check" || name == "clear" || name == "force" || name == "quick";
+  return name == "check" || name == "clear" || name == "force" || name == "quick" || name == "allow_tf32";
 }
 
 bool is_api_option(std::string_view name) {

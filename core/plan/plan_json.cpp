@@ -26,6 +26,7 @@ json tile_json(const TileConfig& t) {
   // Derived figures the plan was priced with (tile.h), kept so the file prices the same.
   if (t.smem_bytes > 0) j["smem_bytes"] = t.smem_bytes;
   if (t.registers > 0) j["registers"] = t.registers;
+  if (t.main_loop != MainLoop::kAny) j["main_loop"] = std::string(main_loop_name(t.main_loop));
   return j;
 }
 
@@ -38,10 +39,10 @@ class Reader {
   Result<Plan> read(const json& j) {
     if (!j.is_object()) return fail("", "the file is not a JSON object; expected a gpusim.plan/1 document");
     for (const auto& [k, v] : j.items()) {
-      static const std::set<std::string> kKeys = {"schema", "model", "gpu", "dtype", "inputs", "scheduler",
+      static const std::set<std::string> kKeys = {"schema", "model", "gpu", "dtype", "allow_tf32", "inputs", "scheduler",
                                                   "objective", "kernels", "offloaded", "decisions", "predicted"};
       if (!kKeys.count(k)) {
-        return fail(k, "unknown key; allowed: schema, model, gpu, dtype, inputs, scheduler, objective, kernels, "
+        return fail(k, "unknown key; allowed: schema, model, gpu, dtype, allow_tf32, inputs, scheduler, objective, kernels, "
                        "offloaded, decisions, predicted");
       }
     }
@@ -69,6 +70,10 @@ class Reader {
       p.objective = *o;
     } else {
       return fail("objective", fmt::format("\"{}\" is not one of {}", objective, objective_names()));
+    }
+    if (j.contains("allow_tf32")) {
+      if (!j["allow_tf32"].is_boolean()) return fail("allow_tf32", fmt::format("{} is not true or false", brief(j["allow_tf32"])));
+      p.allow_tf32 = j["allow_tf32"].get<bool>();
     }
     if (j.contains("dtype") && !j["dtype"].is_null()) {
       const std::string d = j["dtype"].is_string() ? j["dtype"].get<std::string>() : brief(j["dtype"]);
@@ -242,13 +247,19 @@ class Reader {
                             {"vector_width", &k.tile.vector_width, 1}, {"items_per_thread", &k.tile.items_per_thread, 1},
                             {"smem_bytes", &k.tile.smem_bytes, 0, int64_t{1} << 24}, {"registers", &k.tile.registers, 0, 1024}};
     for (const auto& [key, v] : j["tile"].items()) {
+      if (key == "main_loop") {
+        if (!v.is_string() || !parse_main_loop(v.get<std::string>(), &k.tile.main_loop)) {
+          return fail(at + ".tile.main_loop", v.dump() + " is not \"any\", \"vector\", \"matrix\" or \"tf32\"");
+        }
+        continue;
+      }
       const Field* f = nullptr;
       for (const Field& c : fields) {
         if (key == c.key) f = &c;
       }
       if (!f) {
         return fail(at + ".tile." + key, "unknown key; allowed: block_m, block_n, block_k, threads, stages, split_k, "
-                                         "vector_width, items_per_thread, smem_bytes, registers");
+                                         "vector_width, items_per_thread, smem_bytes, registers, main_loop");
       }
       auto x = integer(v, at + ".tile." + key, f->lo, f->hi);
       if (!x) return x.error();
@@ -298,6 +309,7 @@ std::string plan_to_json(const Plan& p, const Graph& g) {
             {"kernels", kernels},
             {"offloaded", off},
             {"decisions", p.decisions}};
+  if (p.allow_tf32) j["allow_tf32"] = true;
   return j.dump(1, ' ', false, kInvalidUtf8);
 }
 

@@ -37,7 +37,28 @@ bool same_schedule(const TileConfig& a, const TileConfig& b) {
   TileConfig x = a, y = b;
   x.smem_bytes = y.smem_bytes = 0;
   x.registers = y.registers = 0;
+  x.main_loop = y.main_loop = MainLoop::kAny;
   return x == y;
+}
+
+bool parse_main_loop(std::string_view name, MainLoop* out) {
+  for (MainLoop m : {MainLoop::kAny, MainLoop::kVector, MainLoop::kMatrix, MainLoop::kTf32}) {
+    if (main_loop_name(m) == name) {
+      *out = m;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string_view main_loop_name(MainLoop m) {
+  switch (m) {
+    case MainLoop::kVector: return "vector";
+    case MainLoop::kMatrix: return "matrix";
+    case MainLoop::kTf32: return "tf32";
+    case MainLoop::kAny: break;
+  }
+  return "any";
 }
 
 TileConfig tile_as_generated(TileConfig t, const KernelWork& w) {

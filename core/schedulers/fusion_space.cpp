@@ -597,6 +597,7 @@ Plan FusionSpace::build(const Decision& d, SchedulerKind scheduler) const {
   Plan p;
   p.model = g_.source_path;
   p.gpu = dev_.profile ? dev_.profile->name : "";
+  p.allow_tf32 = dev_.allow_tf32;
   p.scheduler = scheduler;
   const auto grps = groups(d);
   std::vector<int> group_of(eager_.kernels.size(), -1);

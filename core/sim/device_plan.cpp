@@ -40,6 +40,7 @@ Plan eager_plan(const Graph& g, const Target& target, const GraphIndex& idx) {
   Plan p;
   p.model = g.source_path;
   p.gpu = d.profile ? d.profile->name : "";
+  p.allow_tf32 = d.allow_tf32;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if ((i & 63) == 0) check_cancelled();
     auto w = node_work(g, g.nodes[i]);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 #include <limits>
 
@@ -187,7 +188,7 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   double peak = 0;
   // A grouped convolution (one GEMM per group) runs at the grouped kernels' share of the rates.
   const double grouped = w.cls == OpClass::kConv && w.batch > 1 ? d.grouped_conv_eff : 1.0;
-  const double rate = gemm_rate(w, d, &c.matrix_units, &peak) * grouped;
+  const double rate = gemm_rate(w, d, t.main_loop, &c.matrix_units, &peak, &c.tf32) * grouped;
   c.peak_tflops = peak;
   const int64_t load = ceil_div(c.ctas, d.units);  // CTAs on the busiest unit
   const double concurrent = static_cast<double>(std::min(c.ctas_per_unit, load));
@@ -275,7 +276,7 @@ KernelCost attention_cost(const KernelWork& w, const TileConfig& t, const Device
   as_gemm.n = w.kv_seq;
   as_gemm.k = w.head_dim;
   double peak = 0;
-  const double rate = gemm_rate(as_gemm, d, &c.matrix_units, &peak);
+  const double rate = gemm_rate(as_gemm, d, t.main_loop, &c.matrix_units, &peak, &c.tf32);
   c.peak_tflops = peak;
   const double kv = static_cast<double>(ceil_div(w.kv_seq, t.block_n) * t.block_n);
   const double cta_mma = 2.0 * t.block_m * kv * (dk + dv);
@@ -439,24 +440,46 @@ double sustained_clock_mhz(const GpuProfile& p) {
 }
 
 double gemm_rate(const KernelWork& w, const DeviceModel& d, bool* matrix_units, double* peak_tflops) {
+  bool tf32 = false;
+  return gemm_rate(w, d, MainLoop::kAny, matrix_units, peak_tflops, &tf32);
+}
+
+double gemm_rate(const KernelWork& w, const DeviceModel& d, MainLoop loop, bool* matrix_units, double* peak_tflops,
+                 bool* tf32) {
   const GpuProfile& p = *d.profile;
   const Precision prec = precision_of(w.dtype);
   Precision acc = Precision::kFp32;
   if (prec == Precision::kInt8 || prec == Precision::kInt4) acc = Precision::kInt32;
   if (prec == Precision::kFp64) acc = Precision::kFp64;
+  *tf32 = false;
   // fp32 runs on the vector units where matrix units need TF32, an opt-in mode on NVIDIA
-  // (torch.backends.cuda.matmul.allow_tf32); AMD CDNA has fp32 matrix units (fp32 MFMA) that
-  // rocBLAS uses by default: a profile with an fp32-input matrix peak gets them.
+  // (torch.backends.cuda.matmul.allow_tf32: DeviceModel::allow_tf32); AMD CDNA has fp32 matrix
+  // units (fp32 MFMA) that rocBLAS uses by default: a profile with an fp32-input matrix peak gets
+  // them.
   const bool fp32_matrix = prec == Precision::kFp32 && p.matrix_tflops(Precision::kFp32, Precision::kFp32).has_value();
-  const bool wants_matrix = (prec != Precision::kFp32 || fp32_matrix) && prec != Precision::kInt32;
+  const bool tf32_allowed = prec == Precision::kFp32 && d.allow_tf32 && p.matrix_tflops(Precision::kTf32, acc).has_value();
   const int64_t a = d.matrix_alignment;
   const bool aligned = w.k % a == 0 && w.n % a == 0;
-  if (wants_matrix && aligned) {
-    if (auto m = p.matrix_tflops(prec, acc)) {
-      *matrix_units = true;
-      *peak_tflops = *m;
-      return *m * 1e12 * d.matrix_eff * d.clock_scale;
+  std::optional<Precision> on_matrix;  // the input precision the matrix units run
+  if (loop == MainLoop::kTf32) {
+    if (prec == Precision::kFp32 && p.matrix_tflops(Precision::kTf32, acc)) on_matrix = Precision::kTf32;
+  } else if (loop == MainLoop::kMatrix) {
+    if (prec != Precision::kInt32 && p.matrix_tflops(prec, acc)) on_matrix = prec;
+  } else if (loop == MainLoop::kAny && aligned && prec != Precision::kInt32) {
+    // A library's pick: the dtype's own matrix rate (fp32 only where the units take fp32 inputs),
+    // else TF32 where allowed.
+    if ((prec != Precision::kFp32 || fp32_matrix) && p.matrix_tflops(prec, acc)) {
+      on_matrix = prec;
+    } else if (tf32_allowed) {
+      on_matrix = Precision::kTf32;
     }
+  }
+  if (on_matrix) {
+    const double m = *p.matrix_tflops(*on_matrix, acc);
+    *matrix_units = true;
+    *tf32 = *on_matrix == Precision::kTf32;
+    *peak_tflops = m;
+    return m * 1e12 * d.matrix_eff * d.clock_scale;
   }
   *matrix_units = false;
   // Without matrix units, libraries compute narrow types in fp32 when that is faster.

@@ -27,7 +27,9 @@ Result<TileSpace> parse_tile_space(std::string_view name, std::string_view field
 
 const TileCapability& Target::capability() const { return tiles ? *tiles : library_capability(); }
 
-std::string Target::describe() const { return fmt::format("{} ({})", tile_space_name(space), capability().describe()); }
+std::string Target::describe() const {
+  return fmt::format("{} ({}{})", tile_space_name(space), capability().describe(), device.allow_tf32 ? "; TF32 allowed" : "");
+}
 
 const TileCapability& library_capability() {
   static const LibraryMenu m;
@@ -46,6 +48,12 @@ Target library_target(const GpuProfile& gpu) {
   // The menu is stateless: share the one instance without owning it.
   return make_target(gpu, std::shared_ptr<const TileCapability>(std::shared_ptr<void>(), &library_capability()),
                      TileSpace::kLibrary);
+}
+
+Target library_target(const GpuProfile& gpu, const TargetOptions& o) {
+  Target t = library_target(gpu);
+  t.device.allow_tf32 = o.allow_tf32;
+  return t;
 }
 
 TileSpace runtime_tile_space(const std::optional<RuntimeModel>& rt) {

@@ -11,6 +11,7 @@
 
 #include "gpusim/cancel.h"
 #include "gpusim/kernel_work.h"
+#include "gpusim/wording.h"
 #include "gpusim/predict.h"
 #include "base/json_text.h"
 
@@ -36,7 +37,8 @@ namespace {
 
 // Predicts `plan` on the already re-typed graph `g`.
 Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfile& gpu, const PredictOptions& opts) {
-  const DeviceModel dev = make_device(gpu);
+  DeviceModel dev = make_device(gpu);
+  dev.allow_tf32 = plan.allow_tf32;  // as the target the plan was made for
   const GraphIndex idx = index_graph(g);
   Prediction p;
   p.gpu = gpu.name;
@@ -342,6 +344,21 @@ void note_tiles(Prediction& p, const Target& target) {
                              target.capability().describe(), target.space == TileSpace::kGenerated
                                  ? "; the library tile space is the menu vendor libraries choose from"
                                  : ""));
+  // Which precision fp32 GEMM-like kernels were priced in.
+  const auto tf32 = std::count_if(p.kernels.begin(), p.kernels.end(), [](const PlannedKernel& k) { return k.cost.tf32; });
+  const auto fp32_vector = std::count_if(p.kernels.begin(), p.kernels.end(), [&](const PlannedKernel& k) {
+    return !k.cost.matrix_units && has_gemm_view(k.work) && k.work.dtype == DType::kFloat32;
+  });
+  const bool has_tf32 = target.gpu().matrix_tflops(Precision::kTf32, Precision::kFp32).has_value();
+  if (tf32 > 0) {
+    p.notes.push_back(fmt::format("TF32 allowed: {} fp32 GEMM and convolution kernels are priced on the matrix units as "
+                                  "TF32 (operands rounded to 10-bit mantissas, fp32 sums), marked [tf32]",
+                                  tf32));
+  } else if (!target.device.allow_tf32 && has_tf32 && fp32_vector > 0) {
+    p.notes.push_back(fmt::format("{} fp32 GEMM and convolution kernels run in full fp32 on the vector units, as PyTorch's "
+                                  "default (TF32 off); {} prices them on the matrix units as TF32",
+                                  fp32_vector, option_ref("allow_tf32")));
+  }
   const auto compiled = std::count_if(p.kernels.begin(), p.kernels.end(),
                                       [](const PlannedKernel& k) { return k.cost.tile.registers > 0; });
   if (compiled > 0) {
@@ -393,6 +410,7 @@ Result<Prediction> predict_lowering(const Lowering& low, const Target& target, c
   const TileCapability& cap = target.capability();
   const GraphIndex idx = index_graph(low.graph);
   Plan plan = low.plan;
+  plan.allow_tf32 = dev.allow_tf32;
   for (PlanKernel& k : plan.kernels) {
     k.tile = best_generated_tile(plan_kernel_work(low.graph, idx, k), dev, cap);
   }

@@ -35,6 +35,7 @@ nlohmann::json tile_to_json(const TileConfig& t) {
   if (t.rows_per_block > 0) j["rows_per_block"] = t.rows_per_block;
   if (t.smem_bytes > 0) j["smem_bytes"] = t.smem_bytes;
   if (t.registers > 0) j["registers"] = t.registers;
+  if (t.main_loop != MainLoop::kAny) j["main_loop"] = std::string(main_loop_name(t.main_loop));
   return j;
 }
 
@@ -110,6 +111,10 @@ Result<TileConfig> tile_from_json(const nlohmann::json& j, std::string_view wher
     t.rows_per_block = j.value("rows_per_block", 0);
     t.smem_bytes = j.value("smem_bytes", 0);
     t.registers = j.value("registers", 0);
+    const std::string loop = j.value("main_loop", std::string("any"));
+    if (!parse_main_loop(loop, &t.main_loop)) {
+      return bad(where, "tile.main_loop", fmt::format("\"{}\" is not any, vector, matrix or tf32", loop));
+    }
   } catch (const nlohmann::json::exception& e) {
     return bad(where, "tile", fmt::format("a field has the wrong type ({})", e.what()));
   }

@@ -123,6 +123,15 @@ struct GPUSIM_API CompileOptions {
   std::optional<GpuProfile> gpu;
   DType dtype = DType::kFloat32;  // fp32 or fp16: the float type the kernels store
   uint64_t seed = 1;              // weights a shape-only model lacks, and inputs not given
+  // fp32 GEMMs and convolutions on the matrix units as TF32 where the device's matrix path has
+  // them (wmma on CUDA sm_80 and newer; the portable path rounds to TF32 the same way); predictions
+  // price them so (TargetOptions::allow_tf32).
+  bool allow_tf32 = false;
+  // The matrix path GEMM-like kernels use: "" (the device's own: wmma on CUDA, MFMA on CDNA, none
+  // elsewhere), "none" (the SIMT loop), or "portable" (the matrix kernels' tiles, fragments and
+  // epilogue with each product computed by the warp's threads: it runs on any device, so the
+  // matrix-unit kernels are checked against the reference on lavapipe).
+  std::string matrix_path;
 };
 
 // Whether compile() accepts the options' backend and dtype: the check compile() itself makes first,
@@ -290,6 +299,8 @@ class GPUSIM_API Session {
   // memory and matrix units (what `gpusim run` executes); kLibrary: the cost model's whole menu,
   // as vendor libraries run kernels.
   Target target(const GpuProfile& gpu, TileSpace tiles) const noexcept;
+  // With options (TargetOptions::allow_tf32: fp32 GEMMs and convolutions as TF32).
+  Target target(const GpuProfile& gpu, TileSpace tiles, const TargetOptions& opts) const noexcept;
   // The same, for the Dojo's virtual and power-capped GPUs.
   static TargetMaker target_maker();
   // The tile space of the kernels a runtime launches (runtime_tile_space): generated for "" or
@@ -300,7 +311,7 @@ class GPUSIM_API Session {
   // ---- prediction and search (the same target: predict's eager plan is plan()'s eager baseline)
   Result<Prediction> predict(const Model& m, const Target& target, const PredictRequest& req = {}) const noexcept;
   Result<std::vector<ComparedGpu>> compare(const Model& m, const std::vector<std::string>& gpus, TileSpace tiles,
-                                           const PredictRequest& req = {}) const noexcept;
+                                           const PredictRequest& req = {}, const TargetOptions& target_opts = {}) const noexcept;
   Result<SearchResult> plan(const Model& m, const Target& target, const SearchOptions& opts = {}) const noexcept;
   // A plan document (schema gpusim.plan/1, from plan_to_json or `gpusim plan --out`) for `m`.
   Result<Plan> load_plan(const Model& m, const std::string& json_text, const std::string& source = "plan.json") const noexcept;

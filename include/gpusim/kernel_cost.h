@@ -47,6 +47,7 @@ struct GPUSIM_API KernelCost {
   double last_wave_fraction = 0;  // how full the last wave is (1 = full)
   double occupancy = 0;           // resident warps / max warps per unit
   bool matrix_units = false;
+  bool tf32 = false;               // fp32 on the matrix units as TF32 (a target that allows it)
   double peak_tflops = 0;          // the peak the compute time uses (before efficiency)
   double executed_flops = 0;       // including tile padding
   double dram_bytes = 0;
@@ -99,6 +100,10 @@ struct GPUSIM_API DeviceModel {
   double matrix_eff = 0;
   double grouped_conv_eff = 1;  // grouped and depthwise convolutions' library kernels
   int matrix_alignment = 8;
+  // fp32 GEMMs and convolutions may run on the matrix units as TF32, where the profile has a TF32
+  // rate: PyTorch's torch.backends.cuda.matmul.allow_tf32, off by default there and here (a
+  // Target's option: TargetOptions::allow_tf32).
+  bool allow_tf32 = false;
 };
 
 GPUSIM_API DeviceModel make_device(const GpuProfile& p);
@@ -112,6 +117,11 @@ GPUSIM_API double sustained_clock_mhz(const GpuProfile& p);
 // The compute rate (FLOP/s, sustained) a GEMM-like kernel of this dtype gets, and whether that is
 // the matrix units; alignment of m, n, k to the profile's matrix alignment is required.
 GPUSIM_API double gemm_rate(const KernelWork& w, const DeviceModel& d, bool* matrix_units, double* peak_tflops);
+// The same for a main loop its builder has decided (TileConfig::main_loop): kVector on the vector
+// units, kMatrix and kTf32 on the matrix units (the builder pads the operands, so no alignment is
+// asked), kAny as above, with TF32 for fp32 where `d` allows it. `tf32`: whether the rate is TF32's.
+GPUSIM_API double gemm_rate(const KernelWork& w, const DeviceModel& d, MainLoop loop, bool* matrix_units,
+                            double* peak_tflops, bool* tf32);
 
 // Why a tile cannot run on the device ("tile needs 96 KiB shared memory, the SM has 64 KiB"), or
 // empty when it can.

@@ -87,6 +87,9 @@ struct GPUSIM_API Plan {
   std::string model;
   std::string gpu;
   std::optional<DType> dtype;  // floats re-typed to this before planning
+  // fp32 GEMM-like kernels may run on the matrix units as TF32 (the target it was made for allowed
+  // it, TargetOptions::allow_tf32): a library tile (main_loop any) is priced so where it can be.
+  bool allow_tf32 = false;
   SchedulerKind scheduler = SchedulerKind::kEager;
   std::string runtime;  // kLowering: the runtime whose lowering this is ("pytorch-eager")
   Objective objective = Objective::kLatency;

@@ -42,6 +42,14 @@ GPUSIM_API std::string_view tile_space_name(TileSpace s);
 // The tile space named `name`; an error naming `field`, the value and the allowed names otherwise.
 GPUSIM_API Result<TileSpace> parse_tile_space(std::string_view name, std::string_view field = "tiles");
 
+// How a target may compute, beside its tiles.
+struct GPUSIM_API TargetOptions {
+  // fp32 GEMMs and convolutions on the matrix units as TF32 where the GPU has a TF32 rate
+  // (PyTorch's torch.backends.cuda.matmul.allow_tf32; off by default there and here). Generated
+  // targets build them as TF32 kernels where codegen can (wmma on NVIDIA sm_80 and newer).
+  bool allow_tf32 = false;
+};
+
 struct GPUSIM_API Target {
   DeviceModel device;                           // make_device(profile): never dangles
   std::shared_ptr<const TileCapability> tiles;  // null: the library menu (set by the functions below)
@@ -58,6 +66,7 @@ struct GPUSIM_API Target {
 GPUSIM_API Target make_target(const GpuProfile& gpu, std::shared_ptr<const TileCapability> tiles, TileSpace space);
 // The library tile space on `gpu`: every tile of the menu as asked.
 GPUSIM_API Target library_target(const GpuProfile& gpu);
+GPUSIM_API Target library_target(const GpuProfile& gpu, const TargetOptions& o);
 // The capability of the library tile space: generated(w, t) == t.
 GPUSIM_API const TileCapability& library_capability();
 

@@ -23,6 +23,20 @@
 
 namespace gpusim {
 
+// The units a GEMM-like kernel's main loop runs on, where its builder has decided (codegen's
+// capability sets it on the tiles it builds; a library's tile leaves it kAny).
+enum class MainLoop : uint8_t {
+  kAny,     // undecided: the cost model prices the matrix units where the dtype, the profile, the
+            // operands' alignment and the target's TF32 permission allow, as a library picks
+  kVector,  // the vector units (a SIMT loop), whatever the profile has
+  kMatrix,  // the matrix units at the dtype's own rate (fp16, bf16; fp32 on CDNA's fp32 MFMA)
+  kTf32,    // fp32 operands on the matrix units as TF32 (10-bit mantissas, fp32 accumulation)
+};
+// "any", "vector", "matrix", "tf32".
+GPUSIM_API std::string_view main_loop_name(MainLoop m);
+// The main loop `name` spells (main_loop_name's names); false where it is none of them.
+GPUSIM_API bool parse_main_loop(std::string_view name, MainLoop* out);
+
 // How a kernel is scheduled. GEMM-like kernels use block_m/n/k, stages and split_k (and
 // vector_width as the widest operand tile load, which their price does not depend on); the
 // others use threads, vector_width and items_per_thread.
@@ -49,11 +63,13 @@ struct GPUSIM_API TileConfig {
   // (codegen's compiled figures, backends/codegen/compiled_figures.h): the cost model's occupancy
   // uses it. 0: the model estimates it from the tile. Derived like smem_bytes.
   int registers = 0;
+  // What its main loop runs on (GEMM-like and attention kernels); derived like smem_bytes.
+  MainLoop main_loop = MainLoop::kAny;
 
   bool operator==(const TileConfig&) const = default;
 };
 
-// Whether two tiles schedule a kernel alike: equal but for the derived smem_bytes and registers
+// Whether two tiles schedule a kernel alike: equal but for the derived smem_bytes, registers and main_loop
 // (a plan file's tile against the same tile fitted to a target).
 GPUSIM_API bool same_schedule(const TileConfig& a, const TileConfig& b);
 

@@ -666,6 +666,73 @@ TEST_CASE("fp16 GEMMs and convolutions on matrix units: wmma and MFMA compile an
   }
 }
 
+TEST_CASE("fp32 GEMMs and convolutions on matrix units as TF32 (wmma) and fp32 (MFMA) compile and the portable path matches the reference",
+          "[codegen][matrix][tf32]") {
+  struct MmCase {
+    std::vector<int64_t> a, b;
+    TileConfig tile;
+  };
+  const std::vector<MmCase> mms = {
+      {{7, 61}, {61, 13}, {128, 128, 32, 256, 2, 1, 1, 1}},            // primes, double-buffered, shrunk tile
+      {{127, 33}, {33, 64}, {64, 32, 16, 64, 1, 1, 1, 1}},             // k past one slice of every depth
+      {{2, 3, 17, 19}, {2, 3, 19, 5}, {32, 64, 64, 128, 2, 1, 1, 1}},  // batched
+      {{1, 300}, {300, 70}, {16, 32, 16, 64, 2, 8, 4, 1}},             // split K 8 ways: the slices summed in the epilogue
+  };
+  std::vector<std::pair<Graph, PlanKernel>> kernels;
+  for (const MmCase& c : mms) {
+    Graph g = matmul_graph(c.a, c.b, true, c.b.back());
+    kernels.emplace_back(g, plan_kernel(g, {"mm", "add", "relu"}, "mm", c.tile));
+  }
+  for (const ConvCase& c : {ConvCase{{1, 16, 7, 13}, {32, 16, 3, 3}, 1, {}, {1, 1, 1, 1}, {}, ""},
+                            ConvCase{{2, 16, 13, 7}, {32, 8, 3, 3}, 2, {2, 2}, {1, 0, 0, 1}, {}, "", false}}) {
+    Graph g = conv_graph(c, false);
+    kernels.emplace_back(g, plan_kernel(g, {"conv"}, "conv", {64, 64, 32, 128, 2, 1, 1, 1}));
+  }
+  auto source = [](const Graph& g, const PlanKernel& pk, codegen::MatrixPath path, bool tf32) {
+    codegen::Options o;
+    o.matrix = path;
+    o.tf32 = tf32;
+    o.fp32_matrix = !tf32;
+    auto k = codegen::generate(g, pk, o);
+    REQUIRE(k);
+    CHECK(k->matrix == path);
+    return k->source(backend::Language::kCudaCpp);
+  };
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const auto& [g, pk] = kernels[i];
+    INFO("case " << i);
+    const backend::KernelSource wmma = source(g, pk, codegen::MatrixPath::kWmma, true);
+    CHECK(wmma.code.find("nvcuda::wmma::precision::tf32") != std::string::npos);
+    CHECK(wmma.code.find("__float_to_tf32") != std::string::npos);
+    const backend::KernelSource mfma = source(g, pk, codegen::MatrixPath::kMfma, false);
+    CHECK(mfma.code.find("__builtin_amdgcn_mfma_f32_16x16x4f32") != std::string::npos);
+    compile_matrix_texts(wmma, mfma, {"sm_80", "sm_90"});  // TF32 fragments need sm_80
+    for (auto& d : test::devices()) {
+      for (const bool tf32 : {true, false}) {
+        INFO(d.backend << " on the portable path, " << (tf32 ? "TF32" : "fp32") << " operands");
+        Plan plan;
+        plan.kernels.push_back(pk);
+        exec::RunOptions o;
+        o.seed = 11;
+        o.repeat = 1;
+        o.matrix = codegen::MatrixPath::kPortable;
+        o.allow_tf32 = tf32;
+        const test::PlanRun r = test::run_plan_against_reference(*d.dev, g, plan, o);
+        for (const auto& k : r.run.kernels) CHECK(k.device);
+        if (!r.compared) continue;  // the null device computes nothing
+        // TF32 keeps 10 mantissa bits of each operand (relative 2^-11 each); fp32 is exact but for
+        // the order of the sums.
+        for (double e : r.errors) CHECK(e <= (tf32 ? 2e-3 : 1e-5));
+        if (tf32) {
+          bool nonzero = false;
+          for (double e : r.errors) nonzero = nonzero || e > 1e-6;
+          CHECK(nonzero);  // the operands were rounded: TF32 ran, not fp32
+        }
+      }
+    }
+  }
+}
+
 namespace {
 
 // A Softmax over rows and a fused elementwise chain: the row and elementwise generators.
@@ -687,10 +754,18 @@ TEST_CASE("the capability query answers the tile codegen builds, for every menu 
   codegen::Options small;
   small.max_threads = 256;
   small.max_shared_bytes = 16 * 1024;
+  DeviceModel h100_tf32 = h100;
+  h100_tf32.allow_tf32 = true;
+  const DeviceModel mi250x = make_device(test::gpu("amd-mi250x"));
   const std::vector<std::pair<std::string, codegen::Options>> targets = {
       {"h100 fp32", codegen::target_options(h100, false)},
       {"h100 fp16", codegen::target_options(h100, true)},
+      {"h100 fp32 tf32", codegen::target_options(h100_tf32, false)},
+      {"mi250x fp32", codegen::target_options(mi250x, false)},
       {"small", small}};
+  CHECK_FALSE(targets[0].second.tf32);
+  CHECK(targets[2].second.tf32);
+  CHECK(targets[3].second.fp32_matrix);
   CHECK(targets[0].second.matrix == codegen::MatrixPath::kWmma);  // used only with fp16 storage
   CHECK(targets[1].second.max_threads == 1024);
   struct Case {
@@ -762,12 +837,20 @@ TEST_CASE("the capability query answers the tile codegen builds, for every menu 
           if (w.cls == OpClass::kAttention || kb->matrix != codegen::MatrixPath::kNone) {
             CHECK(kb->shared_bytes == static_cast<uint64_t>(built.smem_bytes));
           }
+          // What the main loop runs on is what the kernel does, and what it is priced on.
+          const bool tf32_text = kb->body.find("tf32") != std::string::npos || kb->decls.find("precision::tf32") != std::string::npos;
+          if (w.cls == OpClass::kAttention || kb->matrix == codegen::MatrixPath::kNone) {
+            CHECK(built.main_loop == MainLoop::kVector);
+          } else {
+            CHECK(built.main_loop == (tf32_text ? MainLoop::kTf32 : MainLoop::kMatrix));
+            CHECK((built.main_loop == MainLoop::kTf32) == (opts.tf32 && w.dtype == DType::kFloat32));
+          }
         } else {
           CHECK(built.smem_bytes == 0);
         }
         if (w.cls == OpClass::kGemm || w.cls == OpClass::kConv) {
           CHECK(groups == w.batch * ceil_div(w.m, built.block_m) * ceil_div(w.n, built.block_n) * built.split_k);
-          if (opts.float_storage == codegen::Storage::kF32) {  // A and B tiles, rows padded by at most one
+          if (opts.float_storage == codegen::Storage::kF32 && kb->matrix == codegen::MatrixPath::kNone) {  // A and B tiles, rows padded by at most one
             const auto tiles = static_cast<uint64_t>(built.stages * built.block_k * 4);
             CHECK(kb->shared_bytes >= tiles * static_cast<uint64_t>(built.block_m + built.block_n));
             CHECK(kb->shared_bytes <= tiles * static_cast<uint64_t>(built.block_m + built.block_n + 2));

@@ -393,7 +393,8 @@ class PySession {
   }
 
   py::object predict(const gpusim::Model& m, const py::object& gpu, const std::optional<std::string>& dtype,
-                     const std::string& runtime, const py::object& plan, const std::optional<std::string>& tiles) const {
+                     const std::string& runtime, const py::object& plan, const std::optional<std::string>& tiles,
+                     bool allow_tf32) const {
     live(*this);
     live(m);
     const gpusim::GpuProfile g = gpu_arg(*s_, gpu);
@@ -401,7 +402,7 @@ class PySession {
     req.dtype = float_dtype_arg(dtype, "dtype");
     req.runtime = runtime;
     req.plan = plan_arg(*s_, m, plan);
-    const gpusim::Target target = s_->target(g, tiles_arg(tiles, runtime));
+    const gpusim::Target target = s_->target(g, tiles_arg(tiles, runtime), {allow_tf32});
     return document([&]() -> gpusim::Result<std::string> {
       auto r = s_->predict(m, target, req);
       if (!r) return r.error();
@@ -410,7 +411,7 @@ class PySession {
   }
 
   py::object compare(const gpusim::Model& m, const py::object& gpus, const std::optional<std::string>& dtype,
-                     const std::string& runtime, const std::optional<std::string>& tiles) const {
+                     const std::string& runtime, const std::optional<std::string>& tiles, bool allow_tf32) const {
     live(*this);
     live(m);
     const std::vector<std::string> ids = strings_arg(gpus, "gpus");
@@ -419,7 +420,7 @@ class PySession {
     req.runtime = runtime;
     const gpusim::TileSpace space = tiles_arg(tiles, runtime);
     return document([&]() -> gpusim::Result<std::string> {
-      auto r = s_->compare(m, ids, space, req);
+      auto r = s_->compare(m, ids, space, req, {allow_tf32});
       if (!r) return r.error();
       return gpusim::compare_document(m.source(), *r);
     });
@@ -427,7 +428,7 @@ class PySession {
 
   py::object plan(const gpusim::Model& m, const py::object& gpu, const std::string& scheduler, const std::string& objective,
                   int top, int beam_width, int samples, uint64_t seed, const std::optional<std::string>& dtype,
-                  std::optional<double> memory_budget_gb, const std::string& tiles) const {
+                  std::optional<double> memory_budget_gb, const std::string& tiles, bool allow_tf32) const {
     live(*this);
     live(m);
     const gpusim::GpuProfile g = gpu_arg(*s_, gpu);
@@ -455,7 +456,7 @@ class PySession {
                   "memory_budget_gb: " + std::string(py::repr(py::float_(*memory_budget_gb))) + " must be a positive number");
     }
     o.memory_budget_gb = memory_budget_gb;
-    const gpusim::Target target = s_->target(g, tiles_arg(tiles, ""));
+    const gpusim::Target target = s_->target(g, tiles_arg(tiles, ""), {allow_tf32});
     return document([&]() -> gpusim::Result<std::string> {
       auto r = s_->plan(m, target, o);
       if (!r) return r.error();
@@ -470,7 +471,8 @@ class PySession {
   }
 
   gpusim::Program compile(const gpusim::Model& m, const std::string& backend, int device, const py::object& plan,
-                          const py::object& gpu, const std::string& dtype, uint64_t seed) const {
+                          const py::object& gpu, const std::string& dtype, uint64_t seed, bool allow_tf32,
+                          const std::string& matrix_path) const {
     live(*this);
     live(m);
     gpusim::CompileOptions o;
@@ -484,6 +486,8 @@ class PySession {
     }
     o.dtype = *d;
     o.seed = seed;
+    o.allow_tf32 = allow_tf32;
+    o.matrix_path = matrix_path;
     gpusim::Result<gpusim::Program> r = [&] {
       py::gil_scoped_release nogil;
       return s_->compile(m, o);
@@ -852,7 +856,7 @@ PYBIND11_MODULE(_gpusim, m) {
       .def("profiles", &PySession::profiles,
            "Every profile found: a list of dicts, each with its figures or the reason it does not load.")
       .def("predict", &PySession::predict, "model"_a, "gpu"_a, "dtype"_a = py::none(), "runtime"_a = "",
-           "plan"_a = py::none(), "tiles"_a = py::none(),
+           "plan"_a = py::none(), "tiles"_a = py::none(), "allow_tf32"_a = false,
            "Predicts the model on a GPU and returns the gpusim.predict/1 document (`gpusim predict --json`).\n\n"
            "gpu: a Gpu, a profile id or a profile path. dtype: \"fp32\", \"fp16\" or \"bf16\" re-types the\n"
            "graph's floats. runtime: \"\" (gpusim's executor), \"cuda-graph\", \"pytorch-eager\" or a runtime\n"
@@ -860,27 +864,31 @@ PYBIND11_MODULE(_gpusim, m) {
            "[\"plans\"][i][\"plan\"]), its JSON text, or a path to a plan file. tiles: the tile space,\n"
            "\"generated\" (the kernels gpusim's code generator builds) or \"library\" (the cost model's whole\n"
            "menu, as vendor libraries run kernels); None: generated for gpusim's runtimes, library for a\n"
-           "framework's.")
+           "framework's. allow_tf32: fp32 GEMMs and convolutions on the matrix units as TF32 where the GPU\n"
+           "has them (torch.backends.cuda.matmul.allow_tf32; off by default, as there).")
       .def("compare", &PySession::compare, "model"_a, "gpus"_a, "dtype"_a = py::none(), "runtime"_a = "",
-           "tiles"_a = py::none(),
+           "tiles"_a = py::none(), "allow_tf32"_a = false,
            "Predicts the model on several GPUs (profile ids) and returns the gpusim.compare/1 document.\n"
-           "Every id is checked before any is predicted. tiles: as predict() takes it.")
+           "Every id is checked before any is predicted. tiles, allow_tf32: as predict() takes them.")
       .def("plan", &PySession::plan, "model"_a, "gpu"_a, "scheduler"_a = "greedy", "objective"_a = "latency",
            "top"_a = 3, "beam_width"_a = 8, "samples"_a = 64, "seed"_a = 1, "dtype"_a = py::none(),
-           "memory_budget_gb"_a = py::none(), "tiles"_a = "generated",
+           "memory_budget_gb"_a = py::none(), "tiles"_a = "generated", "allow_tf32"_a = false,
            "Searches fusion and tiling plans and returns the gpusim.plan-search/1 document: the ranked\n"
            "plans, each with its gpusim.plan/1 document under [\"plan\"].\n\n"
            "scheduler: eager, greedy, beam, random or split. objective: latency, throughput, energy or\n"
            "memory. top: plans kept (1-100). beam_width (1-256), samples (random, 1-100000), seed.\n"
            "memory_budget_gb: default the GPU's memory. tiles: the tile space ranked, \"generated\" (the\n"
-           "kernels gpusim's code generator builds, so the plan runs as priced) or \"library\".")
+           "kernels gpusim's code generator builds, so the plan runs as priced) or \"library\".\n"
+           "allow_tf32: as predict() takes it.")
       .def("compile", &PySession::compile, "model"_a, "backend"_a = "cpu", "device"_a = 0, "plan"_a = py::none(),
-           "gpu"_a = py::none(), "dtype"_a = "fp32", "seed"_a = 1,
+           "gpu"_a = py::none(), "dtype"_a = "fp32", "seed"_a = 1, "allow_tf32"_a = false, "matrix_path"_a = "",
            "Compiles a plan for a backend and returns a Program.\n\n"
            "backend: cpu (the reference), vulkan, cuda or hip; device: its index. plan: as predict() takes\n"
            "it; None runs the eager plan with tiles chosen for `gpu` (or the profile matching the device).\n"
            "dtype: \"fp32\" or \"fp16\", the float type the kernels store. seed: weights a shape-only model\n"
-           "lacks, and inputs not given.")
+           "lacks, and inputs not given. allow_tf32: fp32 GEMMs and convolutions as TF32 where the device's\n"
+           "matrix path has them. matrix_path: \"\" (the device's own), \"none\" or \"portable\" (the matrix\n"
+           "kernels computed by each warp's threads, on any device).")
       .def("record", &PySession::record, "store"_a, "runs"_a, "command"_a = "gpusim python",
            "Adds the measurements of timed runs (gpusim.run/1 dicts from Program.time(), or their JSON) to\n"
            "the SQLite store at `store` (created when absent). Returns {\"added\", \"duplicates\"}.")

@@ -170,6 +170,45 @@ TEST_CASE("predict --runtime paces launches by a framework's host time, and an u
   CHECK(badt.rc == 2);
   CHECK_THAT(badt.out, Catch::Contains("gpusim predict: --tiles: \"menu\" is not a tile space; use generated (the "
                                        "kernels gpusim's code generator builds"));
+  // TF32 is off unless asked (PyTorch's matmul default): asked, an Ampere card's fp32 GEMMs are
+  // priced as TF32 on the matrix units and marked; a card without TF32 keeps them on the vector units.
+  const std::string a100 = model("bert_base_seq128.onnx") + " --gpu nvidia-a100-40gb --dim batch=1";
+  const Run off = run_gpusim("predict " + a100);
+  const Run on = run_gpusim("predict " + a100 + " --allow-tf32");
+  REQUIRE(off.rc == 0);
+  REQUIRE(on.rc == 0);
+  CHECK_THAT(off.out, Catch::Contains("fp32 GEMM and convolution kernels run in full fp32 on the vector units"));
+  CHECK_THAT(on.out, Catch::Contains("[tf32]") && Catch::Contains("TF32 allowed:") && Catch::Contains("[tf32] = fp32 on the matrix units as TF32"));
+  const Run onj = run_gpusim("predict " + a100 + " --allow-tf32 --json");
+  const Run offj = run_gpusim("predict " + a100 + " --json");
+  REQUIRE(onj.rc == 0);
+  REQUIRE(offj.rc == 0);
+  CHECK(nlohmann::json::parse(onj.out)["kernels_us"].get<double>() < nlohmann::json::parse(offj.out)["kernels_us"].get<double>());
+  // The library menu too: a framework with TF32 allowed (cuBLAS's TF32 kernels).
+  const Run lib32 = run_gpusim("predict " + a100 + " --tiles library --allow-tf32 --json");
+  REQUIRE(lib32.rc == 0);
+  const auto lib32_doc = nlohmann::json::parse(lib32.out);
+  int lib_tf32 = 0;
+  for (const auto& k : lib32_doc["kernels"]) lib_tf32 += k["tf32"].get<bool>();
+  CHECK(lib_tf32 > 0);
+  // A plan made with TF32 says so, and prices so when read back.
+  const std::string plan_file = gpusim::test::temp_dir() + "/tf32.plan.json";
+  const Run planned = run_gpusim("plan " + a100 + " --tiles library --allow-tf32 --scheduler eager --out " + plan_file);
+  REQUIRE(planned.rc == 0);
+  CHECK(nlohmann::json::parse(gpusim::test::file_bytes(plan_file))["allow_tf32"] == true);
+  const Run replay = run_gpusim("predict " + a100 + " --plan " + plan_file + " --json");
+  REQUIRE(replay.rc == 0);
+  CHECK(nlohmann::json::parse(replay.out)["kernels_us"].get<double>() ==
+        Approx(lib32_doc["kernels_us"].get<double>()).epsilon(1e-6));
+  const Run t4 = run_gpusim("predict " + model("bert_base_seq128.onnx") + " --gpu nvidia-t4 --dim batch=1 --allow-tf32 --json");
+  REQUIRE(t4.rc == 0);
+  const auto t4_doc = nlohmann::json::parse(t4.out);
+  REQUIRE(t4_doc["kernels"].size() > 0);
+  for (const auto& k : t4_doc["kernels"]) CHECK_FALSE(k["tf32"].get<bool>());
+  const Run badm = run_gpusim("run " + model("mobilenet_v2.onnx") + " --backend null --matrix-path tensor");
+  CHECK(badm.rc == 2);
+  CHECK_THAT(badm.out, Catch::Contains("--matrix-path \"tensor\" is not a path to choose; use none"));
+  CHECK_THAT(off.out, Catch::Contains("(TF32 off); --allow-tf32 prices them on the matrix units as TF32"));
   const Run badp = run_gpusim("plan " + model("bert_base_seq128.onnx") + " --gpu nvidia-t4 --dim batch=1 --tiles menu");
   CHECK(badp.rc == 2);
   CHECK_THAT(badp.out, Catch::Contains("gpusim plan: --tiles: \"menu\" is not a tile space"));

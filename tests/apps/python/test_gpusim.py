@@ -78,6 +78,15 @@ def test_errors_carry_the_library_message_and_code(session, root, tmp_path):
         session.predict(m, "nvidia-rtx-3060", tiles="menu")
     with pytest.raises(gpusim.Error, match="tiles: \"menu\" is not a tile space"):
         session.plan(m, "nvidia-rtx-3060", tiles="menu")
+    # TF32: off by default (PyTorch's matmul default), on when asked, on an Ampere card.
+    plain = session.predict(m, "nvidia-rtx-3060")
+    tf32 = session.predict(m, "nvidia-rtx-3060", allow_tf32=True)
+    assert not any(k["tf32"] for k in plain["kernels"])
+    assert any(k["tf32"] for k in tf32["kernels"]) and "TF32 allowed" in tf32["tiles"]
+    assert session.compare(m, ["nvidia-rtx-3060"], allow_tf32=True)["gpus"][0]["total_us"] > 0
+    assert session.plan(m, "nvidia-rtx-3060", allow_tf32=True)["plans"]
+    with pytest.raises(gpusim.Error, match="matrix_path.*\"tensor\" is not a path to choose"):
+        session.compile(m, backend="null", matrix_path="tensor")
     with pytest.raises(gpusim.Error, match="objective: \"speed\" is not one of"):
         session.plan(m, "nvidia-rtx-3060", objective="speed")
     with pytest.raises(gpusim.Error, match="top: 0 is out of range; give an integer from 1 to 100"):

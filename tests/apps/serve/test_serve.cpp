@@ -193,6 +193,22 @@ TEST_CASE("serve: bad requests get JSON errors with the field, the value and the
   REQUIRE(bad_tiles);
   CHECK(bad_tiles->status == 400);
   CHECK_THAT(error_message(bad_tiles), Catch::Contains("\"tiles\": \"menu\" is not a tile space; expected generated or library"));
+  auto bad_tf32 = c.Post("/v1/predict?gpu=nvidia-t4&allow_tf32=yes", resnet, "application/octet-stream");
+  REQUIRE(bad_tf32);
+  CHECK(bad_tf32->status == 400);
+  CHECK_THAT(error_message(bad_tf32), Catch::Contains("query parameter allow_tf32=\"yes\" is not true or false"));
+  auto bad_tf32_json = c.Post("/v1/plan", json{{"model_name", "x"}, {"gpu", "nvidia-t4"}, {"allow_tf32", 1}}.dump(), "application/json");
+  REQUIRE(bad_tf32_json);
+  CHECK(bad_tf32_json->status == 400);
+  // TF32 allowed: the fp32 GEMMs and convolutions on an Ampere card priced as TF32, and said so.
+  auto tf32 = c.Post("/v1/predict?gpu=nvidia-a100-40gb&allow_tf32=true", resnet, "application/octet-stream");
+  REQUIRE(tf32);
+  REQUIRE(tf32->status == 200);
+  int tf32_kernels = 0;
+  const json tf32_doc = json::parse(tf32->body);
+  for (const auto& k : tf32_doc["kernels"]) tf32_kernels += k["tf32"].get<bool>();
+  CHECK(tf32_kernels > 0);
+  CHECK_THAT(tf32_doc["tiles"].get<std::string>(), Catch::Contains("TF32 allowed"));
   auto lib = c.Post("/v1/predict?gpu=nvidia-t4&tiles=library", resnet, "application/octet-stream");
   REQUIRE(lib);
   CHECK(lib->status == 200);

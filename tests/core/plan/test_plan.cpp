@@ -118,12 +118,14 @@ TEST_CASE("malformed plan files are rejected naming the field", "[plan][errors]"
   CHECK(err(R"({"schema": "gpusim.plan/9", "kernels": []})") == "bad.json: schema: \"gpusim.plan/9\" is not \"gpusim.plan/1\"");
   CHECK(err(R"({"schema": "gpusim.plan/1"})") == "bad.json: kernels: missing or not a list; expected one entry per kernel");
   CHECK(err(R"({"schema": "gpusim.plan/1", "kernelz": []})") ==
-        "bad.json: kernelz: unknown key; allowed: schema, model, gpu, dtype, inputs, scheduler, objective, kernels, "
+        "bad.json: kernelz: unknown key; allowed: schema, model, gpu, dtype, allow_tf32, inputs, scheduler, objective, kernels, "
         "offloaded, decisions, predicted");
   CHECK(err(R"({"schema": "gpusim.plan/1", "inputs": [1], "kernels": []})") ==
         "bad.json: inputs: [1] is not an object of input name -> shape");
   CHECK(err(R"({"schema": "gpusim.plan/1", "inputs": {"x": [2, -1]}, "kernels": []})") ==
         "bad.json: inputs.x: [2,-1] is not a shape (a list of dims >= 0)");
+  CHECK(err(R"({"schema": "gpusim.plan/1", "allow_tf32": "yes", "kernels": []})") ==
+        "bad.json: allow_tf32: \"yes\" is not true or false");
   CHECK(err(R"({"schema": "gpusim.plan/1", "dtype": "fp8", "kernels": []})") ==
         "bad.json: dtype: \"fp8\" is not fp32, fp16, bf16 or null");
   CHECK(err(R"({"schema": "gpusim.plan/1", "kernels": [{"nodes": ["mm9"], "tile": {}}]})") ==
@@ -137,7 +139,9 @@ TEST_CASE("malformed plan files are rejected naming the field", "[plan][errors]"
         "bad.json: kernels[0].tile.block_m: -64 is not an integer in [0, 65536]");
   CHECK(err(R"({"schema": "gpusim.plan/1", "kernels": [{"nodes": ["mm1"], "tile": {"warps": 4}}]})") ==
         "bad.json: kernels[0].tile.warps: unknown key; allowed: block_m, block_n, block_k, threads, stages, split_k, "
-        "vector_width, items_per_thread, smem_bytes, registers");
+        "vector_width, items_per_thread, smem_bytes, registers, main_loop");
+  CHECK(err(R"({"schema": "gpusim.plan/1", "kernels": [{"nodes": ["mm1"], "tile": {"main_loop": "tensor"}}]})") ==
+        "bad.json: kernels[0].tile.main_loop: \"tensor\" is not \"any\", \"vector\", \"matrix\" or \"tf32\"");
   CHECK(err(R"({"schema": "gpusim.plan/1", "kernels": [{"nodes": ["mm1"], "tile": {"smem_bytes": -1}}]})") ==
         "bad.json: kernels[0].tile.smem_bytes: -1 is not an integer in [0, 16777216]");
   CHECK(err(R"({"schema": "gpusim.plan/1", "kernels": [{"nodes": ["mm1"], "tile": {"registers": 4096}}]})") ==

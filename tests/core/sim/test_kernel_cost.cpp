@@ -177,6 +177,60 @@ TEST_CASE("matrix units need an eligible dtype and aligned dims", "[sim]") {
   CHECK(peak == Approx(25.5));
 }
 
+TEST_CASE("fp32 runs on the matrix units as TF32 only where the target allows it or the tile says so", "[sim]") {
+  DeviceModel d = make_device(profile("nvidia-a100-40gb"));
+  const KernelWork w = gemm_work(DType::kFloat32, 1, 1024, 1024, 1024);
+  bool mma = false, tf32 = false;
+  double peak = 0;
+  gemm_rate(w, d, MainLoop::kAny, &mma, &peak, &tf32);
+  CHECK_FALSE(mma);
+  CHECK_FALSE(tf32);
+  d.allow_tf32 = true;  // torch.backends.cuda.matmul.allow_tf32
+  gemm_rate(w, d, MainLoop::kAny, &mma, &peak, &tf32);
+  CHECK(mma);
+  CHECK(tf32);
+  CHECK(peak == Approx(156));
+  // A library still needs aligned operands; a generated TF32 tile pads them.
+  gemm_rate(gemm_work(DType::kFloat32, 1, 1024, 1024, 1001), d, MainLoop::kAny, &mma, &peak, &tf32);
+  CHECK_FALSE(mma);
+  gemm_rate(gemm_work(DType::kFloat32, 1, 1024, 1024, 1001), d, MainLoop::kTf32, &mma, &peak, &tf32);
+  CHECK(tf32);
+  // fp16 stays fp16's rate; a SIMT tile is priced on the vector units whatever the profile has.
+  gemm_rate(gemm_work(DType::kFloat16, 1, 1024, 1024, 1024), d, MainLoop::kAny, &mma, &peak, &tf32);
+  CHECK(mma);
+  CHECK_FALSE(tf32);
+  CHECK(peak == Approx(312));
+  gemm_rate(gemm_work(DType::kFloat16, 1, 1024, 1024, 1024), d, MainLoop::kVector, &mma, &peak, &tf32);
+  CHECK_FALSE(mma);
+  // The price follows: a TF32 tile is faster than the same tile on the vector units.
+  TileConfig t{128, 128, 32, 256, 2, 1, 4, 1};
+  t.main_loop = MainLoop::kTf32;
+  const KernelCost on_tf32 = kernel_cost(w, t, d);
+  CHECK(on_tf32.tf32);
+  CHECK(on_tf32.matrix_units);
+  t.main_loop = MainLoop::kVector;
+  const KernelCost on_vector = kernel_cost(w, t, d);
+  CHECK_FALSE(on_vector.tf32);
+  CHECK(on_vector.compute_us > 3 * on_tf32.compute_us);
+  // No TF32 rate (Pascal): fp32 stays on the vector units even where allowed.
+  DeviceModel pascal = make_device(profile("nvidia-gtx-1080-ti"));
+  pascal.allow_tf32 = true;
+  gemm_rate(w, pascal, MainLoop::kAny, &mma, &peak, &tf32);
+  CHECK_FALSE(mma);
+  gemm_rate(w, pascal, MainLoop::kTf32, &mma, &peak, &tf32);
+  CHECK_FALSE(mma);
+  // CDNA: fp32 MFMA by default (as rocBLAS), never TF32 there.
+  const DeviceModel cdna = make_device(profile("amd-mi250x"));
+  gemm_rate(w, cdna, MainLoop::kAny, &mma, &peak, &tf32);
+  CHECK(mma);
+  CHECK_FALSE(tf32);
+  CHECK(peak == Approx(47.9));
+  gemm_rate(w, cdna, MainLoop::kMatrix, &mma, &peak, &tf32);
+  CHECK(mma);
+  gemm_rate(w, cdna, MainLoop::kVector, &mma, &peak, &tf32);
+  CHECK_FALSE(mma);
+}
+
 TEST_CASE("no kernel is faster than its physical floor", "[sim]") {
   for (const GpuProfile& p : all_profiles()) {
     INFO(p.name);
