@@ -47,34 +47,27 @@ std::string fragment_macros(MatrixPath p, const MmaTile& t) {
   // registers and spilled 8 bytes in 64x128x16 convolutions; rolled, none), as ptxas likes elsewhere.
   s += fmt::format("#define MMA_SLICES{}\n", p == MatrixPath::kWmma && op == MmaOperand::kTf32 ? " _Pragma(\"unroll 1\")" : "");
   switch (p) {
-    case MatrixPath::kWmma:
-      if (op == MmaOperand::kTf32) {
-        // fp32 in shared memory, each element rounded to TF32 as it is stored there (the conversion
-        // wmma asks for; without it the products use the fp32 bits truncated). Once a block, not
-        // once per fragment load: converting each loaded fragment cost ptxas 8 bytes of spills.
-        s += "#define MMA_HALF float\n#define MMA_TO_HALF(x) nvcuda::wmma::__float_to_tf32(x)\n#define MMA_ALIGN __align__(32)\n";
-        s += fmt::format(
-            "#define MMA_DECL nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 8, float> mma_acc[{}]; "
-            "nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 8, nvcuda::wmma::precision::tf32, nvcuda::wmma::row_major> mma_a[{}]; "
-            "nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 8, nvcuda::wmma::precision::tf32, nvcuda::wmma::row_major> mma_b[{}];\n",
-            F, t.fm, t.fn);
-        s += "#define MMA_LOAD_A(fi, fo) nvcuda::wmma::load_matrix_sync(mma_a[fi], sA + (fo), MMA_LDA);\n";
-        s += "#define MMA_LOAD_B(fj, fo) nvcuda::wmma::load_matrix_sync(mma_b[fj], sB + (fo), MMA_LDB);\n";
-      } else {
-        s += "#define MMA_HALF __half\n#define MMA_TO_HALF(x) __float2half(x)\n#define MMA_ALIGN __align__(32)\n";
-        s += fmt::format(
-            "#define MMA_DECL nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> mma_acc[{}]; "
-            "nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, __half, nvcuda::wmma::row_major> mma_a[{}]; "
-            "nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 16, __half, nvcuda::wmma::row_major> mma_b[{}];\n",
-            F, t.fm, t.fn);
-        s += "#define MMA_LOAD_A(fi, fo) nvcuda::wmma::load_matrix_sync(mma_a[fi], sA + (fo), MMA_LDA);\n";
-        s += "#define MMA_LOAD_B(fj, fo) nvcuda::wmma::load_matrix_sync(mma_b[fj], sB + (fo), MMA_LDB);\n";
-      }
+    case MatrixPath::kWmma: {
+      // fp16 fragments (m16n16k16), or TF32 ones (m16n16k8) over fp32 in shared memory, each
+      // element rounded to TF32 as it is stored there (the conversion wmma asks for; without it
+      // the products use the fp32 bits truncated): once a block, not once per fragment load,
+      // which cost ptxas 8 bytes of spills.
+      const bool tf = op == MmaOperand::kTf32;
+      s += fmt::format("#define MMA_HALF {}\n#define MMA_TO_HALF(x) {}\n#define MMA_ALIGN __align__(32)\n",
+                       tf ? "float" : "__half", tf ? "nvcuda::wmma::__float_to_tf32(x)" : "__float2half(x)");
+      s += fmt::format(
+          "#define MMA_DECL nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, {0}, float> mma_acc[{1}]; "
+          "nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, {0}, {2}, nvcuda::wmma::row_major> mma_a[{3}]; "
+          "nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, {0}, {2}, nvcuda::wmma::row_major> mma_b[{4}];\n",
+          t.depth(), F, tf ? "nvcuda::wmma::precision::tf32" : "__half", t.fm, t.fn);
+      s += "#define MMA_LOAD_A(fi, fo) nvcuda::wmma::load_matrix_sync(mma_a[fi], sA + (fo), MMA_LDA);\n";
+      s += "#define MMA_LOAD_B(fj, fo) nvcuda::wmma::load_matrix_sync(mma_b[fj], sB + (fo), MMA_LDB);\n";
       s += "#define MMA_ZERO(f) nvcuda::wmma::fill_fragment(mma_acc[f], 0.0f);\n";
       s += "#define MMA_MMA(f, fi, fj) nvcuda::wmma::mma_sync(mma_acc[f], mma_a[fi], mma_b[fj], mma_acc[f]);\n";
       s += "#define MMA_STORE(f, co) nvcuda::wmma::store_matrix_sync(sC + (co), mma_acc[f], 16, nvcuda::wmma::mem_row_major);\n";
       s += "#define MMA_UNROLL _Pragma(\"unroll\")\n";
       break;
+    }
     case MatrixPath::kMfma:
       s += "typedef float mma_f4 __attribute__((ext_vector_type(4)));\n";
       if (op == MmaOperand::kF32) {

@@ -615,13 +615,19 @@ void compile_matrix_texts(const backend::KernelSource& wmma, const backend::Kern
 
 }  // namespace
 
+namespace {
+
+// A MatMul case of the matrix-unit tests: A's and B's shapes and the tile asked for.
+struct MatrixCase {
+  std::vector<int64_t> a, b;
+  TileConfig tile;
+};
+
+}  // namespace
+
 TEST_CASE("fp16 GEMMs and convolutions on matrix units: wmma and MFMA compile and the portable path matches the reference",
           "[codegen][matrix]") {
-  struct MmCase {
-    std::vector<int64_t> a, b;
-    TileConfig tile;
-  };
-  const std::vector<MmCase> mms = {
+  const std::vector<MatrixCase> mms = {
       {{1, 1}, {1, 1}, {}},                                             // one element: one padded fragment
       {{7, 61}, {61, 13}, {128, 128, 32, 256, 3, 1, 1, 1}},              // primes, double-buffered, shrunk tile
       {{127, 33}, {33, 64}, {64, 32, 16, 64, 1, 1, 1, 1}},               // k past one 16-deep slice
@@ -629,7 +635,7 @@ TEST_CASE("fp16 GEMMs and convolutions on matrix units: wmma and MFMA compile an
       {{130, 96}, {96, 80}, {128, 64, 32, 256, 2, 1, 1, 1}},             // several tiles, a ragged edge
   };
   std::vector<std::pair<Graph, PlanKernel>> kernels;
-  for (const MmCase& c : mms) {
+  for (const MatrixCase& c : mms) {
     Graph g = matmul_graph(c.a, c.b, true, c.b.back());
     const PlanKernel pk = plan_kernel(g, {"mm", "add", "relu"}, "mm", c.tile);
     kernels.emplace_back(std::move(g), pk);
@@ -668,18 +674,14 @@ TEST_CASE("fp16 GEMMs and convolutions on matrix units: wmma and MFMA compile an
 
 TEST_CASE("fp32 GEMMs and convolutions on matrix units as TF32 (wmma) and fp32 (MFMA) compile and the portable path matches the reference",
           "[codegen][matrix][tf32]") {
-  struct MmCase {
-    std::vector<int64_t> a, b;
-    TileConfig tile;
-  };
-  const std::vector<MmCase> mms = {
+  const std::vector<MatrixCase> mms = {
       {{7, 61}, {61, 13}, {128, 128, 32, 256, 2, 1, 1, 1}},            // primes, double-buffered, shrunk tile
       {{127, 33}, {33, 64}, {64, 32, 16, 64, 1, 1, 1, 1}},             // k past one slice of every depth
       {{2, 3, 17, 19}, {2, 3, 19, 5}, {32, 64, 64, 128, 2, 1, 1, 1}},  // batched
       {{1, 300}, {300, 70}, {16, 32, 16, 64, 2, 8, 4, 1}},             // split K 8 ways: the slices summed in the epilogue
   };
   std::vector<std::pair<Graph, PlanKernel>> kernels;
-  for (const MmCase& c : mms) {
+  for (const MatrixCase& c : mms) {
     Graph g = matmul_graph(c.a, c.b, true, c.b.back());
     kernels.emplace_back(g, plan_kernel(g, {"mm", "add", "relu"}, "mm", c.tile));
   }
