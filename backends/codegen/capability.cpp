@@ -89,7 +89,7 @@ TileConfig TargetCapability::generated(const KernelWork& w, const TileConfig& as
       t.threads = m.threads();
       t.stages = m.stages;
       t.split_k = m.split;
-      t.smem_bytes = static_cast<int>(m.shared_bytes() + (m.split > 1 ? kSplitFlagBytes : 0));  // padded fp16 tiles and a staging tile per warp
+      t.smem_bytes = static_cast<int>(m.shared_bytes() + (m.split > 1 ? kSplitFlagBytes : 0));  // padded operand tiles, a staging tile per warp
     } else {
       const GemmTile g = fit_gemm_tile(asked, L, o_);
       t.block_m = g.bm;
