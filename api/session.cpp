@@ -184,16 +184,19 @@ Result<Prediction> predict_impl(const Graph& g, const Target& target, const Pred
 namespace {
 
 // Session::target's: the library menu, or codegen's answer for the profile's threads, shared
-// memory and matrix path (the float storage follows each kernel's type) with the compiled
-// figures `gpusim codegen report` stored for the profile's architecture.
-Target make_session_target(const GpuProfile& gpu, TileSpace tiles, const TargetOptions& opts) {
+// memory and matrix path (the float storage follows each kernel's type), with the compiled
+// figures `gpusim codegen report` stored for the profile's architecture when `with_figures`.
+Target make_session_target(const GpuProfile& gpu, TileSpace tiles, const TargetOptions& opts, bool with_figures) {
   if (tiles == TileSpace::kLibrary) return library_target(gpu, opts);
   Target t = make_target(gpu, nullptr, TileSpace::kGenerated);
   t.device.allow_tf32 = opts.allow_tf32;  // codegen builds fp32 GEMMs as TF32 where it can
-  const std::string vendor = codegen::profile_vendor(gpu);
-  auto arch = vendor == "amd" ? exec::hip_arch_of(gpu) : exec::cuda_arch_of(gpu);
   std::shared_ptr<const codegen::CompiledFigureTable> figures;
-  if (arch && (vendor == "amd" || vendor == "nvidia")) figures = codegen::load_compiled_figures(*arch);
+  const std::string vendor = codegen::profile_vendor(gpu);
+  if (with_figures && (vendor == "amd" || vendor == "nvidia")) {
+    if (auto arch = vendor == "amd" ? exec::hip_arch_of(gpu) : exec::cuda_arch_of(gpu)) {
+      figures = codegen::load_compiled_figures(*arch);
+    }
+  }
   t.tiles = std::make_shared<codegen::TargetCapability>(codegen::target_options(t.device, false), std::move(figures));
   return t;
 }
@@ -203,11 +206,13 @@ Target make_session_target(const GpuProfile& gpu, TileSpace tiles, const TargetO
 Target Session::target(const GpuProfile& gpu, TileSpace tiles) const noexcept { return target(gpu, tiles, {}); }
 
 Target Session::target(const GpuProfile& gpu, TileSpace tiles, const TargetOptions& opts) const noexcept {
-  return make_session_target(gpu, tiles, opts);
+  return make_session_target(gpu, tiles, opts, true);
 }
 
 TargetMaker Session::target_maker() {
-  return [](const GpuProfile& gpu, TileSpace tiles) -> Target { return make_session_target(gpu, tiles, {}); };
+  // Without compiled figures: a Dojo dataset is the same bytes on every machine, whatever its
+  // kernel cache holds.
+  return [](const GpuProfile& gpu, TileSpace tiles) -> Target { return make_session_target(gpu, tiles, {}, false); };
 }
 
 Result<TileSpace> Session::runtime_tiles(const std::string& runtime) const noexcept {

@@ -234,15 +234,14 @@ Result<CompiledReport> compile_report(const Graph& g, const Target& target, cons
     k.binary = got->binary;
     if (o.keep_sources) k.source = sources[i].code;
     k.compiled = residency(d, k.compiled.threads, got->registers, got->smem_bytes);
-    if (got->registers > 0) figures.put(keys[i], {got->registers, got->smem_bytes,
-                          k.binary.spill_store_bytes + k.binary.spill_load_bytes + 4 * k.binary.spilled_registers, r.compiler});
+    if (got->registers > 0) figures.put(keys[i], {got->registers, got->smem_bytes, k.binary.spill_bytes(), r.compiler});
     ++r.compiled;
     if (k.compiled.ctas_per_unit == k.assumed.ctas_per_unit) {
       ++r.occupancy_as_assumed;
     } else {
       k.flags.push_back("occupancy");
     }
-    if (k.binary.spill_store_bytes > 0 || k.binary.spill_load_bytes > 0 || k.binary.spilled_registers > 0) {
+    if (k.binary.spill_bytes() > 0) {
       k.flags.push_back("spills");
       ++r.spilling;
     }

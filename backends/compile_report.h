@@ -36,6 +36,8 @@ struct BinaryFigures {
   bool instructions_read = true;  // false: no disassembler for the target, the counts below are not known
   int mma = 0, wmma = 0, mfma = 0, ldmatrix = 0, cp_async = 0, ld_global = 0, st_global = 0, ld_shared = 0,
       st_shared = 0, atomics = 0;
+  // A thread's bytes to local memory and back (AMD: spilled registers, 4 bytes each); 0: no spill.
+  int spill_bytes() const { return spill_store_bytes + spill_load_bytes + 4 * spilled_registers; }
 };
 
 struct CompiledKernel {

@@ -2,16 +2,15 @@
 #include "compiled_figures.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <sstream>
 
 #include "base/hash.h"
 #include "codegen.h"
 #include "gemm_tile.h"
+#include "hw/atomic_file.h"
 #include "kernel_disk_cache.h"
 #include "sim/work_json.h"
 
@@ -129,24 +128,8 @@ Result<std::filesystem::path> store_compiled_figures(const CompiledFigureTable& 
   all.merge(*load_compiled_figures(table.arch()));
   std::error_code ec;
   std::filesystem::create_directories(p.parent_path(), ec);
-  std::random_device rd;
-  const std::filesystem::path tmp = p.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rd());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << all.to_json();
-    if (!out.flush()) {
-      std::filesystem::remove(tmp, ec);
-      return Error{ErrorCode::kIo, fmt::format("{}: cannot write the compiled figures there (a full disk or a folder "
-                                               "without write permission); set GPUSIM_KERNEL_CACHE_DIR to a writable folder",
-                                               tmp.string())};
-    }
-  }
-  std::filesystem::rename(tmp, p, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    return Error{ErrorCode::kIo, fmt::format("{}: cannot replace it with the new compiled figures ({}); set "
-                                             "GPUSIM_KERNEL_CACHE_DIR to a writable folder",
-                                             p.string(), ec.message())};
+  if (auto w = write_file_atomic(p.string(), all.to_json()); !w) {
+    return Error{w.error().code, w.error().message + "; set GPUSIM_KERNEL_CACHE_DIR to a writable folder"};
   }
   return p;
 }

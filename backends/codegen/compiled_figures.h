@@ -74,9 +74,9 @@ std::filesystem::path compiled_figures_path(std::string_view arch);
 // The stored table for `arch`, or an empty one (none stored, the cache off, a damaged file).
 std::shared_ptr<const CompiledFigureTable> load_compiled_figures(std::string_view arch);
 
-// Adds `table` to the stored one for its architecture (written to a temporary file, then renamed
-// into place). Returns the file written; an error naming the file where it cannot be written, or
-// kUnavailable when the cache is off.
+// Adds `table` to the stored one for its architecture (replaced whole, write_file_atomic). Returns
+// the file written; an error naming the file where it cannot be written, or kUnavailable when the
+// cache is off.
 Result<std::filesystem::path> store_compiled_figures(const CompiledFigureTable& table);
 
 }  // namespace gpusim::codegen

@@ -1,15 +1,17 @@
 // The matrix-unit GEMM main loop (see gemm_tile.h): the GEMM and implicit-GEMM convolution
-// generators' kernel when the plan is fp16 and the target has a matrix path (codegen.h).
+// generators' kernel when the target has a matrix path for the plan's operands (mma_operand:
+// fp16, or fp32 as TF32 or on fp32 matrix instructions; codegen.h).
 //
 // Kernel layout (one group per output tile, tiles spread linearly over the grid, as the SIMT loop):
-//   shared  sA[stages][bm][bk + 8] and sB[stages][bk][bn + 8] in fp16 (row-major; the 8-element
-//           pad keeps wmma's 16-byte leading-dimension rule and spreads banks), and one 16x16
-//           fp32 staging tile per warp for the epilogue.
+//   shared  sA[stages][bm][lda] and sB[stages][bk][ldb] in the operand type (row-major; rows
+//           padded by 16 bytes, which keeps wmma's leading-dimension rule and spreads banks), and
+//           one 16x16 fp32 staging tile per warp for the epilogue.
 //   warps   a wr x wc grid; warp (wy, wx) owns fm x fn 16x16 output fragments, rows
 //           (wy * fm + i) * 16 and columns (wx * fn + j) * 16 of the tile.
 //   k-step  every thread converts and stores its share of the A and B tiles (zero outside the
-//           matrix), a barrier, then per 16-deep slice: load fm A and fn B fragments, fm x fn
-//           matrix products into the fp32 accumulator fragments.
+//           matrix), a barrier, then per MMA_K-deep slice (16 for fp16, 8 for TF32, 4 for fp32
+//           MFMA): load fm A and fn B fragments, fm x fn matrix products into the fp32
+//           accumulator fragments.
 //   end     each fragment goes to the warp's staging tile, and the warp's lanes hand its 256
 //           values to the fused epilogue (so it sees plain (gm, gn, acc_v), as after the SIMT loop).
 //
@@ -44,7 +46,8 @@ std::string fragment_macros(MatrixPath p, const MmaTile& t) {
   const MmaOperand op = t.operand;
   std::string s = fmt::format("#define MMA_LDA {}\n#define MMA_LDB {}\n#define MMA_K {}\n", t.lda(), t.ldb(), t.depth());
   // The loop over a k-step's slices: rolled for wmma's TF32 fragments (unrolled, ptxas kept 80
-  // registers and spilled 8 bytes in 64x128x16 convolutions; rolled, none), as ptxas likes elsewhere.
+  // registers and spilled 8 bytes in 64x128x16 convolutions; rolled, none); left to ptxas on the
+  // other paths.
   s += fmt::format("#define MMA_SLICES{}\n", p == MatrixPath::kWmma && op == MmaOperand::kTf32 ? " _Pragma(\"unroll 1\")" : "");
   switch (p) {
     case MatrixPath::kWmma: {

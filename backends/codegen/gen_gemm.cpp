@@ -3,7 +3,8 @@
 // fused epilogue. A Transpose fused into the kernel (transpose-into-gemm) is read through
 // permuted strides instead of being materialized.
 //
-// In fp16 with a matrix path (codegen.h) the main loop runs on matrix units (gemm_mma.cpp).
+// Where the target has a matrix path for the operands (fp16; fp32 as TF32 or on fp32 MFMA:
+// mma_operand, gemm_tile.h) the main loop runs on matrix units (gemm_mma.cpp).
 // TileConfig honoured: block_m/n/k (as powers of two, fitted to the problem and the target),
 // threads, stages (2 or more: double-buffered shared memory), vector_width (MatMul and Gemm
 // operands whose fastest index is contiguous, with extents and strides the width divides, load

@@ -346,7 +346,7 @@ void note_tiles(Prediction& p, const Target& target) {
                                  : ""));
   // Which precision fp32 GEMM-like kernels were priced in.
   const auto tf32 = std::count_if(p.kernels.begin(), p.kernels.end(), [](const PlannedKernel& k) { return k.cost.tf32; });
-  const auto fp32_vector = std::count_if(p.kernels.begin(), p.kernels.end(), [&](const PlannedKernel& k) {
+  const auto fp32_vector = std::count_if(p.kernels.begin(), p.kernels.end(), [](const PlannedKernel& k) {
     return !k.cost.matrix_units && has_gemm_view(k.work) && k.work.dtype == DType::kFloat32;
   });
   const bool has_tf32 = target.gpu().matrix_tflops(Precision::kTf32, Precision::kFp32).has_value();

@@ -301,7 +301,8 @@ class GPUSIM_API Session {
   Target target(const GpuProfile& gpu, TileSpace tiles) const noexcept;
   // With options (TargetOptions::allow_tf32: fp32 GEMMs and convolutions as TF32).
   Target target(const GpuProfile& gpu, TileSpace tiles, const TargetOptions& opts) const noexcept;
-  // The same, for the Dojo's virtual and power-capped GPUs.
+  // The same, for the Dojo's virtual and power-capped GPUs; it reads no compiled figures (a
+  // dataset does not depend on the machine's kernel cache).
   static TargetMaker target_maker();
   // The tile space of the kernels a runtime launches (runtime_tile_space): generated for "" or
   // "gpusim" and "cuda-graph", library for a framework's. What the front ends use when the user

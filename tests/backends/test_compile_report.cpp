@@ -347,6 +347,12 @@ TEST_CASE("compiled figures are kept per architecture in the kernel cache and th
   REQUIRE_FALSE(not_stored);
   CHECK(not_stored.error().code == ErrorCode::kUnavailable);
   CHECK_THAT(not_stored.error().message, Contains("GPUSIM_KERNEL_CACHE_DIR=off"));
+  // A cache folder that cannot be written: named, with the fix.
+  const test::ScopedEnv unwritable("GPUSIM_KERNEL_CACHE_DIR", "/proc/gpusim-no-such-cache");
+  auto refused = codegen::store_compiled_figures(table);
+  REQUIRE_FALSE(refused);
+  CHECK_THAT(refused.error().message, Contains("/proc/gpusim-no-such-cache/figures/sm_90.json") &&
+                                          Contains("set GPUSIM_KERNEL_CACHE_DIR to a writable folder"));
 }
 
 TEST_CASE("the compiled report stores its figures, and predictions then price those kernels with them",

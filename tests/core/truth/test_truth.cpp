@@ -373,6 +373,16 @@ TEST_CASE("a tile's derived shared memory and registers round-trip through tile 
     CHECK_THAT(bad.error().message, Catch::Contains(std::string("tile.") + field) && Catch::Contains("-4 is negative") &&
                                         Catch::Contains("run.json kernels[3]"));
   }
+  auto j = tile_to_json(t);
+  j["main_loop"] = "tensor";
+  auto bad_loop = tile_from_json(j, "run.json kernels[3]");
+  REQUIRE_FALSE(bad_loop);
+  CHECK_THAT(bad_loop.error().message,
+             Catch::Contains("tile.main_loop") && Catch::Contains("\"tensor\" is not any, vector, matrix or tf32"));
+  t.main_loop = MainLoop::kTf32;
+  auto tf32_back = tile_from_json(tile_to_json(t), "test");
+  REQUIRE(tf32_back);
+  CHECK(tf32_back->main_loop == MainLoop::kTf32);
 }
 
 TEST_CASE("runtimes: host time overlaps the kernels back to back, and bad files are named", "[truth]") {
