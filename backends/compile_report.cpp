@@ -20,6 +20,9 @@
 #ifdef GPUSIM_HAVE_HIP
 #include "hip/hiprtc_compiler.h"
 #endif
+#ifdef GPUSIM_HAVE_VULKAN
+#include "vulkan/spirv_figures.h"
+#endif
 
 namespace gpusim::exec {
 namespace {
@@ -27,6 +30,7 @@ namespace {
 // What one compiler says of one kernel, in the report's terms.
 struct Figures {
   int registers = 0, smem_bytes = 0;
+  int threads = 0;  // the workgroup's size where the binary states it (SPIR-V); 0: the generator's block
   BinaryFigures binary;
 };
 
@@ -110,6 +114,41 @@ Compile hiprtc_compile(const std::string& arch, std::string* compiler, Status* a
 #endif
 }
 
+Compile spirv_compile(std::string* compiler, Status* available) {
+#ifdef GPUSIM_HAVE_VULKAN
+  auto cc = backend::vulkan::GlslCompiler::create(true);
+  if (!cc) {
+    *available = cc.error();
+    return {};
+  }
+  *compiler = cc->describe();
+  auto shared = std::make_shared<backend::vulkan::GlslCompiler>(std::move(*cc));
+  return [shared](const backend::KernelSource& src) -> Result<Figures> {
+    auto words = shared->compile(src);
+    if (!words) return words.error();
+    auto c = backend::vulkan::reflect_spirv(*words);
+    if (!c) {
+      return make_error(ErrorCode::kInternal,
+                        fmt::format("kernel \"{}\": {} (libshaderc's output; a bug)", src.name, c.error().message));
+    }
+    Figures f;
+    f.smem_bytes = c->workgroup_bytes;
+    f.threads = c->threads();
+    BinaryFigures& k = f.binary;
+    k.registers_read = false;
+    k.coop_matrix = c->coop_matrix;
+    memory_counts(*c, k);
+    return f;
+  };
+#else
+  (void)compiler;
+  *available = make_error(ErrorCode::kUnavailable,
+                          "this gpusim was built without the Vulkan backend (libshaderc or the Vulkan headers were "
+                          "absent at configure time), so it has no GLSL compiler to build SPIR-V with");
+  return {};
+#endif
+}
+
 }  // namespace
 
 Result<std::string> cuda_arch_of(const GpuProfile& gpu) {
@@ -151,40 +190,57 @@ Result<CompiledReport> compile_report(const Graph& g, const Target& target, cons
                                   "give {}",
                                   target.describe(), option_ref("tiles", "generated")));
   }
-  const bool amd = codegen::profile_vendor(gpu) == "amd";
+  const std::string vendor = codegen::profile_vendor(gpu);
+  const bool amd = vendor == "amd";
   std::string arch = o.arch;
   if (arch.empty()) {
-    auto a = amd ? hip_arch_of(gpu) : cuda_arch_of(gpu);
-    if (!a) return a.error();
-    arch = *a;
+    if (amd || vendor == "nvidia") {
+      auto a = amd ? hip_arch_of(gpu) : cuda_arch_of(gpu);
+      if (!a) return a.error();
+      arch = *a;
+    } else {
+      arch = "spirv";  // Intel, Apple, ...: the Vulkan backend runs their kernels
+    }
   }
   const bool cuda = arch.rfind("sm_", 0) == 0 && arch.size() >= 5 &&
                     std::all_of(arch.begin() + 3, arch.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
   const bool hip = arch.rfind("gfx", 0) == 0 && arch.size() >= 6;
-  if (!cuda && !hip) {
+  const bool spirv = arch == "spirv";
+  if (!cuda && !hip && !spirv) {
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("{}: \"{}\" is not a real architecture; the compiled figures are read for one, "
-                                  "sm_XY for NVIDIA (sm_80, sm_90, ...) or gfxNNN for AMD (gfx90a, gfx1030, ...)",
+                                  "sm_XY for NVIDIA (sm_80, sm_90, ...), gfxNNN for AMD (gfx90a, gfx1030, ...) or "
+                                  "spirv for Vulkan",
                                   option_ref("arch"), arch));
   }
-  if (hip != amd) {
+  const DeviceModel& d = target.device;
+  bool fp16 = false;
+  for (const Tensor& t : g.tensors) fp16 = fp16 || t.dtype == DType::kFloat16;
+  codegen::Options opts = codegen::target_options(d, fp16);
+  if (spirv && opts.matrix != codegen::MatrixPath::kNone) {
+    // The plan's tiles are fitted to the GPU's CUDA or HIP matrix path, which GLSL has no form of.
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: GPU {}'s kernels are generated for {} (its {} backend), which SPIR-V has no "
+                                  "form of; give {} for {}, or name a GPU without that matrix path for spirv",
+                                  option_ref("arch", "spirv"), gpu.name, codegen::matrix_path_name(opts.matrix),
+                                  amd ? "HIP" : "CUDA", option_ref("arch", amd ? "gfxNNN" : "sm_XY"), gpu.name));
+  }
+  if (!spirv && hip != amd) {
     // The kernels are generated for the GPU's own matrix path (wmma on NVIDIA, MFMA on CDNA).
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("{}: {} is an {} architecture, and GPU {} is {}'s: its kernels are generated for "
                                   "it; give {} for {}, or a profile of the other vendor",
                                   option_ref("arch"), arch, hip ? "AMD" : "NVIDIA", gpu.name, gpu.vendor,
-                                  hip ? "sm_XY" : "gfxNNN", gpu.name));
+                                  option_ref("arch", amd ? "gfxNNN" : (vendor == "nvidia" ? "sm_XY" : "spirv")), gpu.name));
   }
   CompiledReport r;
   Status available = Ok{};
-  const Compile compile = cuda ? nvrtc_compile(arch, &r.compiler, &available) : hiprtc_compile(arch, &r.compiler, &available);
+  const Compile compile = cuda  ? nvrtc_compile(arch, &r.compiler, &available)
+                          : hip ? hiprtc_compile(arch, &r.compiler, &available)
+                                : spirv_compile(&r.compiler, &available);
   if (!available) return available.error();
   r.gpu = gpu.name;
   r.arch = arch;
-  const DeviceModel& d = target.device;
-  bool fp16 = false;
-  for (const Tensor& t : g.tensors) fp16 = fp16 || t.dtype == DType::kFloat16;
-  const codegen::Options opts = codegen::target_options(d, fp16);
   const GraphIndex idx = index_graph(g);
   const Plan plan = o.plan ? *o.plan : eager_plan(g, target, idx);
   r.kernels.resize(plan.kernels.size());
@@ -212,7 +268,7 @@ Result<CompiledReport> compile_report(const Graph& g, const Target& target, cons
     k.cls = gen->cls;
     k.matrix_path = std::string(codegen::matrix_path_name(gen->matrix));
     k.compiled.threads = static_cast<int>(gen->block[0] * gen->block[1] * gen->block[2]);
-    sources[i] = gen->source(backend::Language::kCudaCpp);
+    sources[i] = gen->source(spirv ? backend::Language::kGlsl : backend::Language::kCudaCpp);
   }
   // Each distinct text once (repeated blocks of a model generate the same kernels), in parallel.
   std::map<uint64_t, size_t> first;
@@ -233,7 +289,8 @@ Result<CompiledReport> compile_report(const Graph& g, const Target& target, cons
     if (!got) return got.error();
     k.binary = got->binary;
     if (o.keep_sources) k.source = sources[i].code;
-    k.compiled = residency(d, k.compiled.threads, got->registers, got->smem_bytes);
+    const int threads = got->threads > 0 ? got->threads : k.compiled.threads;
+    k.compiled = residency(d, threads, k.binary.registers_read ? got->registers : k.assumed.registers, got->smem_bytes);
     if (got->registers > 0) figures.put(keys[i], {got->registers, got->smem_bytes, k.binary.spill_bytes(), r.compiler});
     ++r.compiled;
     if (k.compiled.ctas_per_unit == k.assumed.ctas_per_unit) {
@@ -245,12 +302,15 @@ Result<CompiledReport> compile_report(const Graph& g, const Target& target, cons
       k.flags.push_back("spills");
       ++r.spilling;
     }
-    if (k.binary.instructions_read && k.priced_on_matrix_units && k.binary.mma + k.binary.wmma + k.binary.mfma == 0) {
+    if (k.binary.instructions_read && k.priced_on_matrix_units && k.binary.matrix_instructions() == 0) {
       k.flags.push_back("no matrix instructions");
       ++r.missing_matrix;
     }
   }
-  if (o.store_figures) {
+  if (o.store_figures && spirv) {
+    r.figures_not_stored = "SPIR-V states no registers (the driver chooses them when it builds the pipeline on the "
+                           "device), and registers are what the table adds to the model's own figures";
+  } else if (o.store_figures) {
     auto stored = codegen::store_compiled_figures(figures);
     if (stored) {
       r.figures_path = stored->string();

@@ -3,7 +3,10 @@
 // NVRTC for an NVIDIA GPU's architecture (registers a thread, spills and static shared memory from
 // ptxas's report; matrix-unit, ldmatrix, cp.async, global and shared memory instructions counted in
 // the PTX) or with hiprtc for an AMD one (VGPRs, spills, LDS and scratch from the code object's
-// metadata; MFMA/WMMA and memory instructions in its disassembly), the blocks a unit keeps
+// metadata; MFMA/WMMA and memory instructions in its disassembly), or, for a GPU gpusim reaches
+// through Vulkan, the GLSL text compiled to SPIR-V with libshaderc (the workgroup's size, its
+// shared memory and its instruction mix from the module; no registers or spills, which the
+// driver chooses on the device: the model's estimate stands in for them), the blocks a unit keeps
 // resident with those figures and with the cost model's own estimates (kernel_cost.h:
 // assumed_residency of the tile without compiled figures), and flags for each mismatch, spill, or
 // matrix instruction missing where the price assumes matrix units. With store_figures the figures
@@ -33,9 +36,13 @@ namespace gpusim::exec {
 struct BinaryFigures {
   int stack_bytes = 0, spill_store_bytes = 0, spill_load_bytes = 0;  // a thread's
   int spilled_registers = 0;      // AMD: VGPRs and SGPRs spilled (the code object's counts)
+  // false for SPIR-V: registers and spills are the driver's to choose on the device, so the
+  // compiled residency uses the model's register estimate and the spill figures above are not known.
+  bool registers_read = true;
   bool instructions_read = true;  // false: no disassembler for the target, the counts below are not known
-  int mma = 0, wmma = 0, mfma = 0, ldmatrix = 0, cp_async = 0, ld_global = 0, st_global = 0, ld_shared = 0,
-      st_shared = 0, atomics = 0;
+  int mma = 0, wmma = 0, mfma = 0, coop_matrix = 0, ldmatrix = 0, cp_async = 0, ld_global = 0, st_global = 0,
+      ld_shared = 0, st_shared = 0, atomics = 0;
+  int matrix_instructions() const { return mma + wmma + mfma + coop_matrix; }
   // A thread's bytes to local memory and back (AMD: spilled registers, 4 bytes each); 0: no spill.
   int spill_bytes() const { return spill_store_bytes + spill_load_bytes + 4 * spilled_registers; }
 };
@@ -51,11 +58,11 @@ struct CompiledKernel {
   BinaryFigures binary;
   std::vector<std::string> flags;  // "occupancy", "spills", "no matrix instructions"
   std::string skipped;             // why it was not compiled (no generator: it runs on the host)
-  std::string source;              // the text compiled (CompileReportOptions::keep_sources)
+  std::string source;              // the text compiled (CompileReportOptions::keep_sources): CUDA C++, or GLSL for SPIR-V
 };
 
 struct CompiledReport {
-  std::string gpu, arch, compiler;  // compiler: "NVRTC 13.0", "hiprtc (ROCm 5.2.21153)"
+  std::string gpu, arch, compiler;  // compiler: "NVRTC 13.0", "hiprtc (ROCm 5.2.21153)", "libshaderc (Vulkan 1.2, SPIR-V 1.6 rev 1)"
   std::vector<CompiledKernel> kernels;
   int compiled = 0, occupancy_as_assumed = 0, spilling = 0, missing_matrix = 0;
   // CompileReportOptions::store_figures: the file the compiled figures went to (codegen/
@@ -64,7 +71,7 @@ struct CompiledReport {
 };
 
 struct CompileReportOptions {
-  std::string arch;           // `arch`: "sm_XY" or "gfxNNN"; empty: the profile's own
+  std::string arch;           // `arch`: "sm_XY", "gfxNNN" or "spirv"; empty: the profile's own (spirv for a GPU neither NVIDIA nor AMD)
   std::optional<Plan> plan;   // empty: the target's eager plan
   int threads = 0;            // compiles in parallel (0: the machine's cores)
   bool keep_sources = false;  // keep each kernel's CUDA C++ text in CompiledKernel::source
@@ -84,8 +91,10 @@ Result<std::string> hip_arch_of(const GpuProfile& gpu);
 // `g` in the float type its kernels store (retype it first for fp16), on a generated `target` (the
 // tiles codegen builds: what predict prices and run executes). An sm_XY architecture compiles with
 // NVRTC (ptxas's report, the PTX's instructions), a gfxNNN one with hiprtc (the code object's
-// metadata, the disassembly's instructions where llvm-objdump is installed). kInvalidArgument for a
-// library target, an `arch` that is neither, or a GPU with no architecture of either kind;
+// metadata, the disassembly's instructions where llvm-objdump is installed), spirv with libshaderc
+// (the module's reflection; for GPUs whose generated kernels have no CUDA or HIP matrix path, as
+// the Vulkan backend runs them). kInvalidArgument for a library target, an `arch` that is none of
+// these, spirv for a GPU whose kernels use wmma or MFMA, or an NVIDIA or AMD GPU with no architecture;
 // kUnavailable without the compiler; kUnsupported for a target the installed compiler does not
 // know; a kernel that fails to compile fails the report (a codegen bug), naming it.
 Result<CompiledReport> compile_report(const Graph& g, const Target& target, const CompileReportOptions& o);

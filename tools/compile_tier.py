@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """The compile tier: every kernel of each bundled model's eager plan compiled for three NVIDIA and two
-AMD architectures with `gpusim codegen report` (NVRTC and hiprtc, no GPU), and the compiled figures
-set against the cost model's assumptions.
+AMD architectures and to SPIR-V for two GPUs the Vulkan backend runs, with `gpusim codegen report`
+(NVRTC, hiprtc and libshaderc, no GPU), and the compiled figures set against the cost model's
+assumptions.
 
 Fails when a report fails (a kernel that does not compile, a compiler that is missing), when the
 share of NVIDIA kernels whose blocks per SM are as the cost model assumed falls under
---min-as-assumed, or when more NVIDIA kernels spill than --max-spilling. AMD targets are compiled
-and reported but not held to either (bench/RESULTS.md "Compiled truth" has their figures). A
+--min-as-assumed, or when more NVIDIA kernels spill than --max-spilling. AMD and SPIR-V targets are
+compiled and reported but not held to either (bench/RESULTS.md "Compiled truth" has their figures;
+SPIR-V states no registers or spills, so its blocks per unit check the workgroup size and shared
+memory only, with the model's registers). A
 target's dtype is fp32, fp16, or tf32 (fp32 with --allow-tf32: GEMMs and convolutions on wmma's
 TF32 fragments). Prints one row per report and the totals per architecture as Markdown tables.
 
@@ -22,7 +25,8 @@ import time
 
 # One GPU per architecture, each compiled for its own: sm_80, sm_86, sm_90; gfx90a (CDNA2), gfx1030
 # (RDNA2). fp16 where the GPU has matrix units the generated kernels use (wmma, MFMA), fp32 beside;
-# the fp32 matrix kernels too: TF32 on sm_80, fp32 MFMA on gfx90a.
+# the fp32 matrix kernels too: TF32 on sm_80, fp32 MFMA on gfx90a. SPIR-V (Vulkan) for an Intel and
+# an Apple GPU, whose generated kernels have no matrix path.
 TARGETS = [
     ("nvidia-a100-40gb", "fp16"),
     ("nvidia-a100-40gb", "tf32"),
@@ -31,6 +35,8 @@ TARGETS = [
     ("amd-mi250x", "fp16"),
     ("amd-mi250x", "fp32"),
     ("amd-rx-6800-xt", "fp32"),
+    ("intel-arc-a770", "fp16"),
+    ("apple-m3-max", "fp32"),
 ]
 MODELS = ["resnet50", "mobilenet_v2", "bert_base_seq128", "gpt2_prefill_seq512", "vit_b_16",
           "sd15_vae_decoder_512", "sd15_unet_64x64"]
@@ -98,12 +104,13 @@ def main() -> int:
     print()
     print("| GPU | arch | dtype | compiler | kernels compiled | as assumed | spilling | no matrix instr. |")
     print("|---|---|---|---|---:|---:|---:|---:|")
-    sums = {}  # "NVIDIA", "AMD": compiled, as assumed, spilling
+    sums = {}  # "NVIDIA", "AMD", "SPIR-V": compiled, as assumed, spilling
     for (gpu, arch, dtype), t in totals.items():
         pct = 100.0 * t["as"] / max(1, t["compiled"])
         print(f"| {gpu} | {arch} | {dtype} | {t['compiler']} | {t['compiled']} | {t['as']} ({pct:.1f}%) | "
               f"{t['spilling']} | {t['missing']} |")
-        v = sums.setdefault("NVIDIA" if arch.startswith("sm_") else "AMD", [0, 0, 0])
+        v = sums.setdefault("NVIDIA" if arch.startswith("sm_") else "AMD" if arch.startswith("gfx") else "SPIR-V",
+                            [0, 0, 0])
         v[0] += t["compiled"]
         v[1] += t["as"]
         v[2] += t["spilling"]

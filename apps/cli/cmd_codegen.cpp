@@ -1,9 +1,10 @@
-// gpusim codegen report MODEL --gpu NAME|FILE [--dtype fp32|fp16] [--dim k=v]... [--arch sm_XY|gfxNNN]
+// gpusim codegen report MODEL --gpu NAME|FILE [--dtype fp32|fp16] [--dim k=v]... [--arch sm_XY|gfxNNN|spirv]
 //                      [--allow-tf32] [--no-store] [--json]
 // Compiled truth, without a device: every kernel of the eager plan over the tiles codegen builds
-// for the GPU, compiled with NVRTC (NVIDIA) or hiprtc (AMD) for its architecture; registers, spills
-// and shared memory from the compiler against the cost model's assumptions, the blocks per SM or
-// CU each gives, and the instruction mix from the PTX or the disassembly
+// for the GPU, compiled with NVRTC (NVIDIA) or hiprtc (AMD) for its architecture, or to SPIR-V
+// (GPUs the Vulkan backend runs: Intel, Apple); registers, spills and shared memory from the
+// compiler against the cost model's assumptions, the blocks per SM or CU each gives, and the
+// instruction mix from the PTX, the disassembly or the SPIR-V
 // (backends/compile_report.h). Exit 0 when every kernel compiled (a
 // flagged mismatch is a finding, not a failure); exit codes in exit_codes.h.
 #include <fmt/format.h>
@@ -24,9 +25,9 @@
 namespace gpusim::cli {
 namespace {
 
-nlohmann::json residency_json(const Residency& r) {
+nlohmann::json residency_json(const Residency& r, bool registers_known = true) {
   return {{"threads", r.threads},
-          {"registers", r.registers},
+          {"registers", registers_known ? nlohmann::json(r.registers) : nlohmann::json(nullptr)},
           {"smem_bytes", r.smem_bytes},
           {"ctas_per_sm", r.ctas_per_unit},
           {"limiter", r.limiter}};
@@ -60,13 +61,19 @@ nlohmann::json report_json(const exec::CompiledReport& r, const std::string& mod
     if (!k.skipped.empty()) {
       e["skipped"] = k.skipped;
     } else {
-      e["compiled"] = residency_json(k.compiled);
-      e["spills"] = {{"stack_bytes", k.binary.stack_bytes},
-                     {"store_bytes", k.binary.spill_store_bytes},
-                     {"load_bytes", k.binary.spill_load_bytes},
-                     {"registers", k.binary.spilled_registers}};
+      // SPIR-V: registers and spills are the driver's (the residency used the model's registers).
+      e["compiled"] = residency_json(k.compiled, k.binary.registers_read);
+      if (k.binary.registers_read) {
+        e["spills"] = {{"stack_bytes", k.binary.stack_bytes},
+                       {"store_bytes", k.binary.spill_store_bytes},
+                       {"load_bytes", k.binary.spill_load_bytes},
+                       {"registers", k.binary.spilled_registers}};
+      } else {
+        e["spills"] = nullptr;
+      }
       if (k.binary.instructions_read) {
         e["instructions"] = {{"mma", k.binary.mma},           {"wmma", k.binary.wmma},           {"mfma", k.binary.mfma},
+                             {"coop_matrix", k.binary.coop_matrix},
                              {"ldmatrix", k.binary.ldmatrix}, {"cp_async", k.binary.cp_async}, {"ld_global", k.binary.ld_global},
                              {"st_global", k.binary.st_global}, {"ld_shared", k.binary.ld_shared}, {"st_shared", k.binary.st_shared},
                              {"atomics", k.binary.atomics}};
@@ -89,11 +96,15 @@ void print_report(const exec::CompiledReport& r, const std::string& model, DType
       fmt::print("{:>4}  {:<34} (not generated: runs on the host)\n", k.index, "");
       continue;
     }
+    const bool regs = k.binary.registers_read;
     fmt::print("{:>4}  {:<34} {:<6} {:<22} {:>4}/{:<4} {:>7} {:>6.1f}/{:<6.1f} {:>4}/{:<4} {:>5}  {}\n", k.index,
                k.name.substr(0, 34), k.cls.substr(0, 6), tile_notation(k.tile), k.assumed.registers,
-               k.compiled.registers, k.binary.spill_store_bytes + k.binary.spill_load_bytes + k.binary.spilled_registers, k.assumed.smem_bytes / 1024.0,
+               regs ? fmt::format("{}", k.compiled.registers) : std::string("?"),
+               regs ? fmt::format("{}", k.binary.spill_store_bytes + k.binary.spill_load_bytes + k.binary.spilled_registers)
+                    : std::string("?"),
+               k.assumed.smem_bytes / 1024.0,
                k.compiled.smem_bytes / 1024.0, k.assumed.ctas_per_unit, k.compiled.ctas_per_unit,
-               k.binary.instructions_read ? fmt::format("{}", k.binary.mma + k.binary.wmma + k.binary.mfma) : std::string("?"),
+               k.binary.instructions_read ? fmt::format("{}", k.binary.matrix_instructions()) : std::string("?"),
                fmt::join(k.flags, ", "));
   }
   const double pct = r.compiled > 0 ? 100.0 * r.occupancy_as_assumed / r.compiled : 0.0;
@@ -103,6 +114,11 @@ void print_report(const exec::CompiledReport& r, const std::string& model, DType
   fmt::print("(a/c: assumed by the cost model / compiled; spill: bytes a thread stores and loads to local memory, or "
              "on AMD registers spilled; CTAs: blocks per SM or CU; mma: matrix instructions, ? where no disassembler "
              "read them)\n");
+  if (r.arch == "spirv") {
+    fmt::print("(SPIR-V states a kernel's workgroup size, shared memory and instructions but not its registers or "
+               "spills, which the driver chooses on the device: ? above, and the compiled CTAs use the model's "
+               "registers)\n");
+  }
   if (!r.figures_path.empty()) {
     fmt::print("compiled figures stored in {}: predict and plan price these kernels with them from now on "
                "(--no-store leaves them out)\n",
@@ -124,15 +140,16 @@ void add_codegen(CLI::App& app, int& rc) {
   auto* cg = app.add_subcommand("codegen", "What gpusim's code generator builds");
   cg->require_subcommand(1);
   auto* cmd = cg->add_subcommand(
-      "report", "Compile every kernel of the eager plan for the GPU's architecture (NVRTC for NVIDIA, hiprtc for AMD; "
-                "no device needed) and report registers, spills, shared memory and blocks per SM or CU against the "
+      "report", "Compile every kernel of the eager plan for the GPU's architecture (NVRTC for NVIDIA, hiprtc for AMD, "
+                "SPIR-V for GPUs run through Vulkan; no device needed) and report registers, spills, shared memory and blocks per SM or CU against the "
                 "cost model's assumptions");
   cmd->add_option("model", a->model, "The .onnx file")->required();
-  cmd->add_option("--gpu", a->gpu, "GPU profile name or YAML file (an NVIDIA or AMD GPU)")->required();
+  cmd->add_option("--gpu", a->gpu, "GPU profile name or YAML file")->required();
   cmd->add_option("--dtype", a->dtype, "Re-type the graph's float tensors: fp32 or fp16 (the kernels' storage)");
   cmd->add_option("--dim", a->dims, "Set a symbolic input dim: NAME=VALUE or INPUT:AXIS=VALUE (repeatable)");
-  cmd->add_option("--arch", a->arch, "Compile for this architecture (sm_XY or gfxNNN) instead of the profile's");
-  cmd->add_option("--sources", a->sources, "Also write each kernel's CUDA C++ text to this folder (INDEX_NAME.cu)");
+  cmd->add_option("--arch", a->arch, "Compile for this architecture (sm_XY, gfxNNN, or spirv for the Vulkan backend's kernels) instead of "
+                  "the profile's");
+  cmd->add_option("--sources", a->sources, "Also write each kernel's text to this folder (INDEX_NAME.cu, or INDEX_NAME.comp: GLSL for spirv)");
   cmd->add_flag("--no-store", a->no_store,
                 "Do not add the compiled figures to the kernel cache (by default the cost model prices these kernels "
                 "with them from then on)");
@@ -181,7 +198,7 @@ void add_codegen(CLI::App& app, int& rc) {
       std::filesystem::create_directories(a->sources, ec);
       for (const auto& k : r->kernels) {
         if (k.source.empty()) continue;
-        const std::string path = fmt::format("{}/{}_{}.cu", a->sources, k.index, k.name);
+        const std::string path = fmt::format("{}/{}_{}.{}", a->sources, k.index, k.name, r->arch == "spirv" ? "comp" : "cu");
         std::ofstream out(path);
         out << k.source;
         if (!out) {

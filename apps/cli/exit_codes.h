@@ -40,10 +40,10 @@ inline const std::map<std::string, std::string>& exit_codes() {
       {"serve", "0 stopped by SIGTERM or SIGINT after answering what was in flight; 1 the address cannot be bound or "
                 "the service cannot start; 2 bad arguments"},
       {"codegen", "0 every kernel compiled and reported (a flagged mismatch is a finding, not a failure); 1 the model "
-                   "or GPU profile cannot be loaded, the compiler (NVRTC, hiprtc) is absent or does not know the "
-                   "architecture, a kernel does not compile, or --sources cannot be written; 2 bad arguments (a --dtype "
-                   "other than fp32 or fp16, an --arch neither sm_XY nor gfxNNN, a GPU with no CUDA or AMD "
-                   "architecture)"},
+                   "or GPU profile cannot be loaded, the compiler (NVRTC, hiprtc, libshaderc) is absent or does not "
+                   "know the architecture, a kernel does not compile, or --sources cannot be written; 2 bad arguments "
+                   "(a --dtype other than fp32 or fp16, an --arch not sm_XY, gfxNNN or spirv, an NVIDIA or AMD GPU "
+                   "with no CUDA or AMD architecture, spirv for a GPU whose kernels use wmma or MFMA)"},
       {"dojo", "0 every shard asked for written or already complete; 1 a model, GPU profile or the store cannot be "
                "loaded, a plan cannot be predicted, or --out cannot be written (complete shards stay); 2 bad "
                "arguments (a --shard not I/N, a value out of range)"},

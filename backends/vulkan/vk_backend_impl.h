@@ -20,17 +20,18 @@
 #pragma once
 
 #include <fmt/format.h>
-#include <shaderc/shaderc.h>
 
 #include <chrono>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "backend.h"
+#include "spirv_figures.h"
 #include "vk_caps.h"
 #include "vk_loader.h"
 
@@ -126,9 +127,7 @@ class VulkanBackend final : public Backend {
   bool host_timed_ = false;
   std::string lost_;  // why the backend can no longer run anything ("" while it can)
 
-  shaderc_compiler_t shaderc_ = nullptr;
-  shaderc_compile_options_t shaderc_opts_ = nullptr;
-  std::string spirv_target_;  // "vulkan1.2;spv<version>.<revision>": part of the disk cache's key
+  std::optional<GlslCompiler> glsl_;  // its target() is part of the disk cache's key
   VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
   std::string disk_cache_path_;
   bool pipeline_cache_dirty_ = false;

@@ -138,18 +138,9 @@ Status VulkanBackend::init() {
   }
   if (r != VK_SUCCESS) return vk_error("vkCreatePipelineCache", r);
 
-  shaderc_ = shaderc_compiler_initialize();
-  shaderc_opts_ = shaderc_compile_options_initialize();
-  if (shaderc_ == nullptr || shaderc_opts_ == nullptr) {
-    return make_error(ErrorCode::kUnavailable, fmt::format("{}: libshaderc failed to initialize", who()));
-  }
-  shaderc_compile_options_set_source_language(shaderc_opts_, shaderc_source_language_glsl);
-  shaderc_compile_options_set_target_env(shaderc_opts_, shaderc_target_env_vulkan,
-                                         v12 ? shaderc_env_version_vulkan_1_2 : shaderc_env_version_vulkan_1_1);
-  shaderc_compile_options_set_optimization_level(shaderc_opts_, shaderc_optimization_level_performance);
-  unsigned int spv_version = 0, spv_revision = 0;
-  shaderc_get_spv_version(&spv_version, &spv_revision);
-  spirv_target_ = fmt::format("{};spv{:x}.{}", v12 ? "vulkan1.2" : "vulkan1.1", spv_version, spv_revision);
+  auto cc = GlslCompiler::create(v12);
+  if (!cc) return make_error(ErrorCode::kUnavailable, fmt::format("{}: {}", who(), cc.error().message));
+  glsl_.emplace(std::move(*cc));
   return Ok{};
 }
 
@@ -178,8 +169,6 @@ VulkanBackend::~VulkanBackend() {
     if (cmd_pool_ != VK_NULL_HANDLE) d_.vkDestroyCommandPool(device_, cmd_pool_, nullptr);  // frees cmd_
     d_.vkDestroyDevice(device_, nullptr);
   }
-  if (shaderc_opts_ != nullptr) shaderc_compile_options_release(shaderc_opts_);
-  if (shaderc_ != nullptr) shaderc_compiler_release(shaderc_);
 }
 
 void VulkanBackend::destroy_kernel(Kernel& k) {
@@ -193,7 +182,7 @@ Result<std::vector<uint32_t>> VulkanBackend::spirv_for(const KernelSource& src, 
                                                        bool* from_disk) {
   static constexpr uint32_t kSpirvMagic = 0x07230203;
   static constexpr size_t kHeader = 20;  // SPIR-V's five header words
-  const std::string file = kernel_cache_key(hash, spirv_target_, "shaderc", "performance") + ".spv";
+  const std::string file = kernel_cache_key(hash, glsl_->target(), "shaderc", "performance") + ".spv";
   *from_disk = false;
   if (use_cache) {
     // The cache checksums its files, so what loads is what a compile stored.
@@ -207,20 +196,9 @@ Result<std::vector<uint32_t>> VulkanBackend::spirv_for(const KernelSource& src, 
       }
     }
   }
-  const std::string name = src.name + ".comp";  // names the kernel in shaderc's messages
-  shaderc_compilation_result_t res = shaderc_compile_into_spv(shaderc_, src.code.data(), src.code.size(),
-                                                              shaderc_compute_shader, name.c_str(), "main",
-                                                              shaderc_opts_);
-  if (res == nullptr || shaderc_result_get_compilation_status(res) != shaderc_compilation_status_success) {
-    std::string log = res != nullptr ? shaderc_result_get_error_message(res) : "libshaderc returned no result";
-    if (res != nullptr) shaderc_result_release(res);
-    while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.pop_back();
-    return make_error(ErrorCode::kDevice, fmt::format("kernel \"{}\": GLSL compile failed (shaderc):\n{}", src.name, log));
-  }
-  const std::string bytes(shaderc_result_get_bytes(res), shaderc_result_get_length(res));
-  shaderc_result_release(res);
-  std::vector<uint32_t> spirv(bytes.size() / 4);
-  std::memcpy(spirv.data(), bytes.data(), spirv.size() * 4);
+  auto spirv = glsl_->compile(src);
+  if (!spirv) return spirv.error();
+  const std::string bytes(reinterpret_cast<const char*>(spirv->data()), spirv->size() * 4);
   kernel_cache_store("vulkan", file, bytes);
   return spirv;
 }

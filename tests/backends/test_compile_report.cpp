@@ -1,6 +1,7 @@
 // Compiled truth (backends/compile_report.h): ptxas's resource report, the PTX instruction counts
 // and an AMD disassembly parsed from known text, and code objects that are not one (no compiler
-// needed); the CUDA and AMD architectures of a profile; and, where NVRTC or hiprtc is present
+// needed); SPIR-V compiled from GLSL and read back, and modules that are not SPIR-V; the CUDA and
+// AMD architectures of a profile; and, where NVRTC or hiprtc is present
 // ([compile]), every kernel of a small
 // plan compiled, its registers and shared memory read back and set against the cost model's
 // assumptions, fp16 GEMMs with their matrix instructions, and `gpusim codegen report` as users
@@ -28,6 +29,9 @@
 #endif
 #ifdef GPUSIM_HAVE_HIP
 #include "hip/hiprtc_compiler.h"
+#endif
+#ifdef GPUSIM_HAVE_VULKAN
+#include "vulkan/spirv_figures.h"
 #endif
 
 using namespace gpusim;
@@ -103,6 +107,146 @@ TEST_CASE("an NVIDIA profile's generated tiles fit CUDA's static shared memory, 
   const codegen::Options o = codegen::target_options(make_device(test::gpu("nvidia-h100-sxm")), true);
   CHECK(o.max_shared_bytes == backend::kCudaStaticSharedBytes);
   CHECK(codegen::target_options(make_device(test::gpu("amd-mi300x")), true).max_shared_bytes == 64u * 1024);
+}
+
+#ifdef GPUSIM_HAVE_VULKAN
+namespace {
+std::vector<uint32_t> spirv_of(const std::string& glsl) {
+  auto cc = backend::vulkan::GlslCompiler::create(true);
+  REQUIRE(cc);
+  backend::KernelSource src;
+  src.name = "probe";
+  src.language = backend::Language::kGlsl;
+  src.code = glsl;
+  auto words = cc->compile(src);
+  INFO((words ? std::string() : words.error().message));
+  REQUIRE(words);
+  return *words;
+}
+}  // namespace
+#endif
+
+TEST_CASE("SPIR-V states a kernel's workgroup size and shared memory and its instruction mix", "[codegen][report]") {
+#ifdef GPUSIM_HAVE_VULKAN
+  const std::vector<uint32_t> words = spirv_of(R"(#version 450
+layout(local_size_x = 64, local_size_y = 2) in;
+layout(std430, binding = 0) buffer A { float a[]; };
+layout(std430, binding = 1) buffer B { uint b[]; };
+shared float tile[100];
+shared vec4 quad[3];
+void main() {
+  uint i = gl_LocalInvocationIndex;
+  if (i < 100u) tile[i] = a[i];
+  barrier();
+  if (i < 3u) quad[i] = vec4(tile[(i + 1u) % 100u]);
+  barrier();
+  a[gl_GlobalInvocationID.x] = quad[0].x + quad[1].y;
+  atomicAdd(b[0], 1u);
+}
+)");
+  auto r = backend::vulkan::reflect_spirv(words);
+  REQUIRE(r);
+  CHECK(r->local_size == std::array<int, 3>{64, 2, 1});
+  CHECK(r->threads() == 128);
+  CHECK(r->workgroup_bytes == 100 * 4 + 3 * 16);
+  CHECK(r->barriers == 2);
+  CHECK(r->atomics == 1);
+  CHECK(r->ld_global >= 1);
+  CHECK(r->st_global >= 1);
+  CHECK(r->ld_shared >= 2);
+  CHECK(r->st_shared >= 2);
+  CHECK(r->coop_matrix == 0);
+  CHECK(r->version >= 0x00010500u);  // Vulkan 1.2's SPIR-V
+
+  // What is not a compute module is named, never read past its end.
+  auto empty = backend::vulkan::reflect_spirv({});
+  REQUIRE_FALSE(empty);
+  CHECK_THAT(empty.error().message, Contains("fewer than the header's 5"));
+  std::vector<uint32_t> magic = words;
+  magic[0] = 0x12345678;
+  auto m = backend::vulkan::reflect_spirv(magic);
+  REQUIRE_FALSE(m);
+  CHECK_THAT(m.error().message, Contains("0x12345678") && Contains("0x07230203"));
+  std::vector<uint32_t> cut(words.begin(), words.begin() + 6);
+  cut[5] = (1000u << 16) | 17u;  // an instruction longer than what is left
+  auto c = backend::vulkan::reflect_spirv(cut);
+  REQUIRE_FALSE(c);
+  CHECK_THAT(c.error().message, Contains("claims 1000 words"));
+  const std::vector<uint32_t> header_only = {0x07230203, 0x00010500, 0, 10, 0};
+  auto h = backend::vulkan::reflect_spirv(header_only);
+  REQUIRE_FALSE(h);
+  CHECK_THAT(h.error().message, Contains("no GLCompute entry point"));
+  std::vector<uint32_t> bound = words;
+  bound[3] = 2;  // every result id past the module's bound
+  auto b = backend::vulkan::reflect_spirv(bound);
+  REQUIRE_FALSE(b);
+  CHECK_THAT(b.error().message, Contains("beyond the module's id bound 2"));
+  // GLSL that does not compile names the kernel and carries shaderc's log.
+  auto cc = backend::vulkan::GlslCompiler::create(true);
+  REQUIRE(cc);
+  backend::KernelSource bad;
+  bad.name = "broken";
+  bad.language = backend::Language::kGlsl;
+  bad.code = "#version 450\nvoid main() { undefined_name = 1; }\n";
+  auto e = cc->compile(bad);
+  REQUIRE_FALSE(e);
+  CHECK_THAT(e.error().message, Contains("kernel \"broken\"") && Contains("undefined_name"));
+  bad.language = backend::Language::kCudaCpp;
+  auto cu = cc->compile(bad);
+  REQUIRE_FALSE(cu);
+  CHECK_THAT(cu.error().message, Contains("CUDA C++") && Contains("kGlsl"));
+#else
+  WARN("built without the Vulkan backend: no libshaderc to compile with");
+#endif
+}
+
+TEST_CASE("the compiled report reads SPIR-V for a GPU the Vulkan backend runs", "[codegen][report][compile]") {
+#ifdef GPUSIM_HAVE_VULKAN
+  const std::string path = small_model();
+  const Session s;
+  auto m = s.open_model(path);
+  REQUIRE(m);
+  auto gpu = s.gpu("intel-arc-a770");
+  REQUIRE(gpu);
+  const std::string dir = test::temp_dir() + "/figures-spirv";
+  std::filesystem::remove_all(dir);
+  const test::ScopedEnv cache("GPUSIM_KERNEL_CACHE_DIR", dir);
+  exec::CompileReportOptions o;
+  o.store_figures = true;
+  o.keep_sources = true;
+  auto r = exec::compile_report(m->graph(), s.target(*gpu, TileSpace::kGenerated), o);
+  INFO((r ? std::string() : r.error().message));
+  REQUIRE(r);
+  CHECK(r->arch == "spirv");
+  CHECK(r->compiled == static_cast<int>(r->kernels.size()));
+  CHECK(r->occupancy_as_assumed == r->compiled);
+  CHECK(r->spilling == 0);
+  CHECK(r->figures_path.empty());
+  CHECK_FALSE(r->figures_not_stored.empty());
+  CHECK_FALSE(std::filesystem::exists(dir + "/figures"));
+  bool gemm = false;
+  for (const auto& k : r->kernels) {
+    INFO(k.name);
+    CHECK_FALSE(k.binary.registers_read);
+    CHECK(k.compiled.registers == k.assumed.registers);  // the model's: SPIR-V states none
+    CHECK(k.compiled.threads == k.assumed.threads);
+    CHECK_THAT(k.source, Contains("#version 450"));
+    if (k.cls == "gemm" || k.cls == "conv") {
+      gemm = true;
+      // The generator's operand tiles, within the padding row the model allows for a layout it
+      // cannot see (KernelWork does not say which operand is transposed).
+      CHECK(k.compiled.smem_bytes > 0);
+      CHECK(k.compiled.smem_bytes <= k.assumed.smem_bytes);
+      CHECK(k.compiled.smem_bytes >= k.assumed.smem_bytes - k.tile.stages * k.tile.block_k * 4 - 4);
+      CHECK(k.binary.ld_shared > 0);
+      CHECK(k.binary.st_shared > 0);
+    }
+    CHECK(k.binary.ld_global + k.binary.st_global > 0);
+  }
+  CHECK(gemm);
+#else
+  WARN("built without the Vulkan backend: no libshaderc to compile with");
+#endif
 }
 
 TEST_CASE("a profile's CUDA architecture comes from its compute capability", "[codegen][report]") {
@@ -465,7 +609,7 @@ TEST_CASE("the compiled report reads what NVRTC builds for every kernel and sets
   REQUIRE_FALSE(other);
   CHECK(other.error().code == ErrorCode::kInvalidArgument);
   CHECK_THAT(other.error().message, Contains("gfx90a is an AMD architecture") && Contains("nvidia-h100-sxm") &&
-                                        Contains("give sm_XY"));
+                                        Contains("give `arch sm_XY`"));
 #else
   WARN("built without the CUDA backend");
 #endif
@@ -478,10 +622,51 @@ TEST_CASE("gpusim codegen report prints per kernel figures and JSON, and refuses
   std::filesystem::remove_all(dir0);
   const test::ScopedEnv cache("GPUSIM_KERNEL_CACHE_DIR", dir0);
   {
-    const test::Run r = test::run_gpusim("codegen report " + model + " --gpu apple-m3-max");
+    // SPIR-V has no form of wmma or MFMA, which these GPUs' kernels are generated for.
+    const test::Run r = test::run_gpusim("codegen report " + model + " --gpu nvidia-h100-sxm --arch spirv");
     CHECK(r.rc == 2);
-    CHECK_THAT(r.out, Contains("apple-m3-max") && Contains("--arch sm_XY"));
+    CHECK_THAT(r.out, Contains("nvidia-h100-sxm") && Contains("wmma") && Contains("--arch sm_XY"));
+    const test::Run amd = test::run_gpusim("codegen report " + model + " --gpu amd-mi250x --dtype fp16 --arch spirv");
+    CHECK(amd.rc == 2);
+    CHECK_THAT(amd.out, Contains("mfma") && Contains("--arch gfxNNN"));
+    const test::Run wrong = test::run_gpusim("codegen report " + model + " --gpu apple-m3-max --arch gfx90a");
+    CHECK(wrong.rc == 2);
+    CHECK_THAT(wrong.out, Contains("apple-m3-max") && Contains("--arch spirv"));
   }
+#ifdef GPUSIM_HAVE_VULKAN
+  {
+    // A GPU the Vulkan backend runs: SPIR-V by default, with no registers or spills to report.
+    const test::Run r = test::run_gpusim("codegen report " + model + " --gpu apple-m3-max --json");
+    INFO(r.out);
+    REQUIRE(r.rc == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["arch"] == "spirv");
+    CHECK_THAT(j["compiler"].get<std::string>(), Contains("libshaderc"));
+    CHECK(j["figures_stored"].is_null());
+    CHECK_THAT(j["figures_not_stored"].get<std::string>(), Contains("no registers"));
+    CHECK(j["summary"]["compiled"].get<int>() == static_cast<int>(j["kernels"].size()));
+    for (const auto& k : j["kernels"]) {
+      CHECK(k["compiled"]["registers"].is_null());
+      CHECK(k["spills"].is_null());
+      CHECK(k["compiled"]["threads"] == k["assumed"]["threads"]);
+      CHECK(k["instructions"].contains("coop_matrix"));
+    }
+    const test::Run t = test::run_gpusim("codegen report " + model + " --gpu apple-m3-max");
+    REQUIRE(t.rc == 0);
+    CHECK_THAT(t.out, Contains("compiled for spirv") && Contains("SPIR-V states a kernel's workgroup size"));
+    CHECK_FALSE(std::filesystem::exists(dir0 + "/figures"));
+    const std::string dir = test::temp_dir() + "/codegen-glsl";
+    std::filesystem::remove_all(dir);
+    REQUIRE(test::run_gpusim("codegen report " + model + " --gpu apple-m3-max --sources " + dir).rc == 0);
+    int files = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      ++files;
+      CHECK(e.path().extension() == ".comp");
+      CHECK_THAT(test::file_bytes(e.path().string()), Contains("#version 450"));
+    }
+    CHECK(files >= 2);
+  }
+#endif
   {
     const test::Run r = test::run_gpusim("codegen report " + model + " --gpu nvidia-h100-sxm --dtype bf16");
     CHECK(r.rc == 2);
