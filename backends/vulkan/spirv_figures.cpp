@@ -122,6 +122,8 @@ enum Op : uint32_t {
   kOpAtomicFAddEXT = 6035,
 };
 constexpr uint32_t kMagic = 0x07230203;
+constexpr uint64_t kMaxWorkgroupBytes = uint64_t{1} << 30;  // far beyond any device's shared memory
+constexpr uint64_t kMaxLocalSize = 1 << 16;
 constexpr uint32_t kGLCompute = 5;
 constexpr uint32_t kModeLocalSize = 17, kModeLocalSizeId = 38;
 constexpr uint32_t kDecorationBuiltIn = 11, kBuiltInWorkgroupSize = 25;
@@ -152,10 +154,15 @@ struct Reader {
   std::unordered_set<uint32_t> workgroup_size;                  // ids decorated BuiltIn WorkgroupSize
 
   // A type's bytes with natural sizes (Workgroup variables have no explicit layout); nullopt when
-  // not knowable (a runtime array, an opaque type).
+  // not knowable (a runtime array, an opaque type) or when a damaged module's types nest deeper
+  // or wider than any shader's (`budget` bounds the types visited).
   std::optional<uint64_t> size_of(uint32_t id, int depth = 0) const {
+    int budget = 1 << 16;
+    return size_of(id, depth, budget);
+  }
+  std::optional<uint64_t> size_of(uint32_t id, int depth, int& budget) const {
     const auto op = type_op.find(id);
-    if (op == type_op.end() || depth > 64) return std::nullopt;
+    if (op == type_op.end() || depth > 64 || --budget < 0) return std::nullopt;
     const std::vector<uint32_t>& t = types.at(id);
     switch (op->second) {
       case kOpTypeBool:
@@ -166,12 +173,12 @@ struct Reader {
       case kOpTypeVector:
       case kOpTypeMatrix: {
         if (t.size() < 2) return std::nullopt;
-        auto e = size_of(t[0], depth + 1);
+        auto e = size_of(t[0], depth + 1, budget);
         return e ? std::optional<uint64_t>(*e * t[1]) : std::nullopt;
       }
       case kOpTypeArray: {
         if (t.size() < 2) return std::nullopt;
-        auto e = size_of(t[0], depth + 1);
+        auto e = size_of(t[0], depth + 1, budget);
         const auto n = scalar.find(t[1]);
         if (!e || n == scalar.end()) return std::nullopt;
         return *e * n->second;
@@ -179,7 +186,7 @@ struct Reader {
       case kOpTypeStruct: {
         uint64_t sum = 0;
         for (uint32_t m : t) {
-          auto e = size_of(m, depth + 1);
+          auto e = size_of(m, depth + 1, budget);
           if (!e) return std::nullopt;
           sum += *e;
         }
@@ -295,6 +302,10 @@ Result<SpirvResources> reflect_spirv(std::span<const uint32_t> words) {
                                    w[1], pointee));
           }
           workgroup += *size;
+          if (*size > kMaxWorkgroupBytes || workgroup > kMaxWorkgroupBytes) {
+            return bad(fmt::format("its Workgroup variables hold more than {} bytes (%{} brings them to {})",
+                                   kMaxWorkgroupBytes, w[1], workgroup));
+          }
         }
         break;
       }
@@ -345,14 +356,15 @@ Result<SpirvResources> reflect_spirv(std::span<const uint32_t> words) {
     }
   }
   if (!entry) return bad("it has no GLCompute entry point");
+  std::array<uint64_t, 3> size{0, 0, 0};
   for (size_t i = 0; i < modes.size(); ++i) {
     if (modes[i].first != *entry) continue;
-    for (int d = 0; d < 3; ++d) {
-      const uint32_t v = modes[i].second[static_cast<size_t>(d)];
+    for (size_t d = 0; d < 3; ++d) {
+      const uint32_t v = modes[i].second[d];
       if (!mode_is_id[i]) {
-        r.local_size[static_cast<size_t>(d)] = static_cast<int>(v);
+        size[d] = v;
       } else if (auto c = rd.scalar.find(v); c != rd.scalar.end()) {
-        r.local_size[static_cast<size_t>(d)] = static_cast<int>(c->second);
+        size[d] = c->second;
       }
     }
   }
@@ -361,10 +373,21 @@ Result<SpirvResources> reflect_spirv(std::span<const uint32_t> words) {
     const auto c = rd.composite.find(id);
     if (c == rd.composite.end() || c->second.size() != 3) continue;
     for (size_t d = 0; d < 3; ++d) {
-      if (auto v = rd.scalar.find(c->second[d]); v != rd.scalar.end()) r.local_size[d] = static_cast<int>(v->second);
+      if (auto v = rd.scalar.find(c->second[d]); v != rd.scalar.end()) size[d] = v->second;
     }
   }
-  if (r.threads() <= 0) return bad("its compute entry point declares no workgroup size (LocalSize)");
+  for (size_t d = 0; d < 3; ++d) {
+    if (size[d] == 0 || size[d] > kMaxLocalSize) {
+      return bad(fmt::format("its compute entry point's workgroup size is {}x{}x{}: each must be 1 to {} (LocalSize "
+                             "missing or damaged)",
+                             size[0], size[1], size[2], kMaxLocalSize));
+    }
+    r.local_size[d] = static_cast<int>(size[d]);
+  }
+  if (static_cast<uint64_t>(r.local_size[0]) * r.local_size[1] * r.local_size[2] > kMaxLocalSize) {
+    return bad(fmt::format("its workgroup of {}x{}x{} invocations is more than {}", size[0], size[1], size[2],
+                           kMaxLocalSize));
+  }
   r.workgroup_bytes = static_cast<int>(workgroup);
   return r;
 }

@@ -176,11 +176,45 @@ void main() {
   auto h = backend::vulkan::reflect_spirv(header_only);
   REQUIRE_FALSE(h);
   CHECK_THAT(h.error().message, Contains("no GLCompute entry point"));
+  std::vector<uint32_t> no_size = words;
+  for (size_t at = 5; at < no_size.size(); at += no_size[at] >> 16) {
+    if ((no_size[at] & 0xffffu) == 16 && no_size[at + 2] == 17) no_size[at + 3] = 0;  // LocalSize x = 0
+    // and no WorkgroupSize built-in to override it (OpDecorate %id BuiltIn WorkgroupSize)
+    if ((no_size[at] & 0xffffu) == 71 && no_size[at + 2] == 11 && no_size[at + 3] == 25) no_size[at + 3] = 24;
+  }
+  auto z = backend::vulkan::reflect_spirv(no_size);
+  REQUIRE_FALSE(z);
+  CHECK_THAT(z.error().message, Contains("workgroup size is 0x2x1"));
   std::vector<uint32_t> bound = words;
   bound[3] = 2;  // every result id past the module's bound
   auto b = backend::vulkan::reflect_spirv(bound);
   REQUIRE_FALSE(b);
   CHECK_THAT(b.error().message, Contains("beyond the module's id bound 2"));
+  // Damaged modules of every kind (words flipped at random) are read or refused, never crash.
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto next = [&state] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  int refused = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::vector<uint32_t> mutant = words;
+    for (int flips = 1 + static_cast<int>(next() % 4); flips > 0; --flips) {
+      const size_t at = 5 + next() % (mutant.size() - 5);
+      mutant[at] = next() % 3 == 0 ? static_cast<uint32_t>(next()) : mutant[at] ^ (1u << (next() % 32));
+    }
+    auto got = backend::vulkan::reflect_spirv(mutant);
+    if (!got) {
+      ++refused;
+      CHECK_THAT(got.error().message, Contains("not a SPIR-V compute module"));
+    } else {
+      CHECK(got->threads() >= 1);
+      CHECK(got->workgroup_bytes >= 0);
+    }
+  }
+  CHECK(refused > 0);
   // GLSL that does not compile names the kernel and carries shaderc's log.
   auto cc = backend::vulkan::GlslCompiler::create(true);
   REQUIRE(cc);
