@@ -151,6 +151,30 @@ Compile spirv_compile(std::string* compiler, Status* available) {
 
 }  // namespace
 
+std::vector<CompiledKernelRecord> compiled_records(const CompiledReport& r, const std::string& model) {
+  std::vector<CompiledKernelRecord> out;
+  std::map<std::string, bool> seen;
+  for (const CompiledKernel& k : r.kernels) {
+    if (!k.skipped.empty() || !k.binary.registers_read || k.compiled.registers <= 0 || seen[k.figures_key]) continue;
+    seen[k.figures_key] = true;
+    CompiledKernelRecord c;
+    c.arch = r.arch;
+    c.key = k.figures_key;
+    c.compiler = r.compiler;
+    c.kernel = k.name;
+    c.op_class = k.cls;
+    c.tile = tile_notation(k.tile);
+    c.gpu = r.gpu;
+    c.model = model;
+    c.threads = k.compiled.threads;
+    c.registers = k.compiled.registers;
+    c.smem_bytes = static_cast<int>(k.compiled.smem_bytes);
+    c.spill_bytes = k.binary.spill_bytes();
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 Result<std::string> cuda_arch_of(const GpuProfile& gpu) {
   const std::string& a = gpu.architecture;
   const size_t at = a.find("CC ");
@@ -259,6 +283,7 @@ Result<CompiledReport> compile_report(const Graph& g, const Target& target, cons
     estimated.registers = 0;
     k.assumed = assumed_residency(w, estimated, d);
     keys[i] = codegen::compiled_figures_key(w, pk.tile, opts);
+    k.figures_key = keys[i];
     auto gen = codegen::generate(g, idx, pk, opts);
     if (!gen) {
       k.skipped = gen.error().message;

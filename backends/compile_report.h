@@ -24,6 +24,7 @@
 #include "gpusim/gpu_profile.h"
 #include "gpusim/graph.h"
 #include "gpusim/kernel_cost.h"
+#include "gpusim/measurement.h"
 #include "gpusim/plan.h"
 #include "gpusim/result.h"
 #include "gpusim/target.h"
@@ -53,6 +54,7 @@ struct CompiledKernel {
   std::string cls;               // codegen's class ("gemm", "conv", "elementwise", ...)
   TileConfig tile;
   std::string matrix_path;       // "wmma", "mfma", "portable" or "none"
+  std::string figures_key;       // codegen's compiled_figures_key: the kernel cache's and the store's key
   bool priced_on_matrix_units = false;  // kernel_cost's matrix_units
   Residency assumed, compiled;   // compiled: the block's threads, the binary's registers and static shared memory
   BinaryFigures binary;
@@ -79,6 +81,10 @@ struct CompileReportOptions {
   // table for the architecture, which generated targets price those kernels with from then on.
   bool store_figures = false;
 };
+
+// The report's compiled figures as measurement-store records (MeasurementStore::put_compiled), one
+// per distinct kernel with compiler-stated registers (none for SPIR-V); `model` names the graph.
+std::vector<CompiledKernelRecord> compiled_records(const CompiledReport& r, const std::string& model);
 
 // The architecture NVRTC compiles for a profile: "sm_XY" from its "(CC X.Y)"; kInvalidArgument
 // naming the profile when it has none (not an NVIDIA GPU).

@@ -1,5 +1,5 @@
 // gpusim codegen report MODEL --gpu NAME|FILE [--dtype fp32|fp16] [--dim k=v]... [--arch sm_XY|gfxNNN|spirv]
-//                      [--allow-tf32] [--no-store] [--json]
+//                      [--allow-tf32] [--no-store] [--db FILE] [--json]
 // Compiled truth, without a device: every kernel of the eager plan over the tiles codegen builds
 // for the GPU, compiled with NVRTC (NVIDIA) or hiprtc (AMD) for its architecture, or to SPIR-V
 // (GPUs the Vulkan backend runs: Intel, Apple); registers, spills and shared memory from the
@@ -132,7 +132,7 @@ void print_report(const exec::CompiledReport& r, const std::string& model, DType
 
 void add_codegen(CLI::App& app, int& rc) {
   struct Args {
-    std::string model, gpu, dtype, arch, sources;
+    std::string model, gpu, dtype, arch, sources, db;
     std::vector<std::string> dims;
     bool json = false, no_store = false, allow_tf32 = false;
   };
@@ -153,6 +153,9 @@ void add_codegen(CLI::App& app, int& rc) {
   cmd->add_flag("--no-store", a->no_store,
                 "Do not add the compiled figures to the kernel cache (by default the cost model prices these kernels "
                 "with them from then on)");
+  cmd->add_option("--db", a->db,
+                  "Also add the compiled figures to this measurement store (SQLite; created when absent), one record "
+                  "per kernel and architecture");
   cmd->add_flag("--allow-tf32", a->allow_tf32,
                 "fp32 GEMMs and convolutions as TF32 on the matrix units (wmma tf32 fragments, sm_80 and newer)");
   cmd->add_flag("--json", a->json, "Print JSON (schema gpusim.codegen-report/1)");
@@ -209,10 +212,31 @@ void add_codegen(CLI::App& app, int& rc) {
         }
       }
     }
+    std::string db_note;
+    if (!a->db.empty()) {
+      const auto records = exec::compiled_records(*r, a->model);
+      if (records.empty()) {
+        db_note = fmt::format("no compiled figures added to {}: {}", a->db,
+                              r->arch == "spirv" ? "SPIR-V states no registers" : "no kernel was compiled");
+      } else {
+        auto store = MeasurementStore::open(a->db, StoreAccess::kCreate);
+        Status put = store ? store->put_compiled(records) : Status(store.error());
+        if (!put) {
+          fmt::print(stderr, "gpusim codegen report: --db: {}\n", say(put.error()));
+          rc = 1;
+          return;
+        }
+        db_note = fmt::format("{} compiled kernel records added to {} (replacing any of the same kernel on {})",
+                              records.size(), a->db, r->arch);
+      }
+    }
     if (a->json) {
-      fmt::print("{}\n", report_json(*r, a->model, dtype).dump(1));
+      auto j = report_json(*r, a->model, dtype);
+      if (!a->db.empty()) j["db"] = db_note;
+      fmt::print("{}\n", j.dump(1));
     } else {
       print_report(*r, a->model, dtype);
+      if (!db_note.empty()) fmt::print("{}\n", db_note);
     }
   });
 }

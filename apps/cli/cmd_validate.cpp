@@ -490,6 +490,23 @@ void add_truth(CLI::App& app, int& rc) {
     for (const auto& [k, c] : n) {
       fmt::print("{:<20} {:<28} {:<14} {:>8}\n", std::get<0>(k), std::get<1>(k), std::get<2>(k), c);
     }
+    auto compiled = store->compiled();
+    if (!compiled) {
+      fmt::print(stderr, "gpusim truth stats: {}\n", say(compiled.error()));
+      rc = 1;
+      return;
+    }
+    if (!compiled->empty()) {
+      std::map<std::pair<std::string, std::string>, std::array<int64_t, 2>> per;  // (arch, compiler): kernels, spilling
+      for (const auto& c : *compiled) {
+        auto& v = per[{c.arch, c.compiler}];
+        ++v[0];
+        if (c.spill_bytes > 0) ++v[1];
+      }
+      fmt::print("\ncompiled figures (gpusim codegen report --db): {} kernels\n", compiled->size());
+      fmt::print("{:<10} {:<34} {:>8} {:>9}\n", "arch", "compiler", "kernels", "spilling");
+      for (const auto& [k, v] : per) fmt::print("{:<10} {:<34} {:>8} {:>9}\n", k.first, k.second, v[0], v[1]);
+    }
   });
 }
 

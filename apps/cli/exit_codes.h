@@ -41,7 +41,7 @@ inline const std::map<std::string, std::string>& exit_codes() {
                 "the service cannot start; 2 bad arguments"},
       {"codegen", "0 every kernel compiled and reported (a flagged mismatch is a finding, not a failure); 1 the model "
                    "or GPU profile cannot be loaded, the compiler (NVRTC, hiprtc, libshaderc) is absent or does not "
-                   "know the architecture, a kernel does not compile, or --sources cannot be written; 2 bad arguments "
+                   "know the architecture, a kernel does not compile, or --sources or --db cannot be written; 2 bad arguments "
                    "(a --dtype other than fp32 or fp16, an --arch not sm_XY, gfxNNN or spirv, an NVIDIA or AMD GPU "
                    "with no CUDA or AMD architecture, spirv for a GPU whose kernels use wmma or MFMA)"},
       {"dojo", "0 every shard asked for written or already complete; 1 a model, GPU profile or the store cannot be "

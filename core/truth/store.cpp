@@ -102,6 +102,25 @@ CREATE TABLE IF NOT EXISTS tuning (
   tuned_at TEXT NOT NULL);
 )sql";
 
+// Compiled figures of generated kernels (`gpusim codegen report --db`); added to older stores.
+constexpr const char* kCreateCompiled = R"sql(
+CREATE TABLE IF NOT EXISTS compiled (
+  arch TEXT NOT NULL,
+  key TEXT NOT NULL,
+  compiler TEXT NOT NULL,
+  kernel TEXT NOT NULL,
+  op_class TEXT NOT NULL,
+  tile TEXT NOT NULL,
+  gpu TEXT NOT NULL,
+  model TEXT NOT NULL,
+  threads INTEGER NOT NULL,
+  registers INTEGER NOT NULL,
+  smem_bytes INTEGER NOT NULL,
+  spill_bytes INTEGER NOT NULL,
+  compiled_at TEXT NOT NULL,
+  PRIMARY KEY (arch, key));
+)sql";
+
 constexpr const char* kColumns =
     "op, op_class, dims, dtype, work, tile, fused_ops, kernel, kernels_launched, grid, block, gpu, backend, driver, "
     "clocks, runtime, timer, statistic, repeats, warm_cache, time_us, p50_us, p95_us, source, source_ref, graph, config";
@@ -311,6 +330,7 @@ Result<MeasurementStore> MeasurementStore::open(const std::string& path, StoreAc
   }
   if (auto r = impl->exec(kCreateTuning, "cannot create the tuning cache table"); !r) return rollback(r.error());
   if (auto r = impl->exec(kCreateGraphs, "cannot create the graphs table"); !r) return rollback(r.error());
+  if (auto r = impl->exec(kCreateCompiled, "cannot create the compiled figures table"); !r) return rollback(r.error());
   {
     bool has_graph = false;
     {
@@ -661,6 +681,88 @@ Result<int64_t> MeasurementStore::clear_tuned(const std::string& device) {
   s.text(1, device);
   if (sqlite3_step(s.get()) != SQLITE_DONE) return impl_->fail("cannot clear the tuning cache");
   return static_cast<int64_t>(sqlite3_changes(impl_->db));
+}
+
+Status MeasurementStore::put_compiled(const std::vector<CompiledKernelRecord>& records) {
+  for (size_t i = 0; i < records.size(); ++i) {
+    const CompiledKernelRecord& c = records[i];
+    const char* bad = c.arch.empty()                                ? "no architecture"
+                      : c.key.empty()                               ? "no kernel key"
+                      : c.registers < 1 || c.registers > 1024       ? "registers outside 1 to 1024"
+                      : c.smem_bytes < 0 || c.spill_bytes < 0       ? "negative shared memory or spills"
+                      : c.threads < 0                               ? "negative threads"
+                                                                    : nullptr;
+    if (bad != nullptr) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("{}: compiled figures record {} (kernel \"{}\", arch \"{}\", registers {}, shared "
+                                    "memory {}, spills {}) has {}; nothing was written",
+                                    impl_->path, i, c.kernel, c.arch, c.registers, c.smem_bytes, c.spill_bytes, bad));
+    }
+  }
+  if (auto r = impl_->exec("BEGIN IMMEDIATE", "cannot lock the store to add compiled figures"); !r) return r.error();
+  auto rollback = [this](Error e) {
+    sqlite3_exec(impl_->db, "ROLLBACK", nullptr, nullptr, nullptr);
+    return e;
+  };
+  Stmt s(impl_->db,
+         "INSERT OR REPLACE INTO compiled (arch, key, compiler, kernel, op_class, tile, gpu, model, threads, registers, "
+         "smem_bytes, spill_bytes, compiled_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+  if (!s.ok()) return rollback(impl_->fail("cannot write compiled figures"));
+  const std::string at = now_utc();
+  for (const CompiledKernelRecord& c : records) {
+    sqlite3_reset(s.get());
+    s.text(1, c.arch);
+    s.text(2, c.key);
+    s.text(3, c.compiler);
+    s.text(4, c.kernel);
+    s.text(5, c.op_class);
+    s.text(6, c.tile);
+    s.text(7, c.gpu);
+    s.text(8, c.model);
+    s.i64(9, c.threads);
+    s.i64(10, c.registers);
+    s.i64(11, c.smem_bytes);
+    s.i64(12, c.spill_bytes);
+    s.text(13, at);
+    if (sqlite3_step(s.get()) != SQLITE_DONE) return rollback(impl_->fail("cannot write compiled figures"));
+  }
+  if (auto r = impl_->exec("COMMIT", "cannot commit the compiled figures"); !r) return rollback(r.error());
+  return Ok{};
+}
+
+Result<std::vector<CompiledKernelRecord>> MeasurementStore::compiled(const std::string& arch) const {
+  Stmt s(impl_->db,
+         "SELECT arch, key, compiler, kernel, op_class, tile, gpu, model, threads, registers, smem_bytes, spill_bytes, "
+         "compiled_at FROM compiled WHERE ?1 = '' OR arch = ?1 ORDER BY arch, key");
+  if (!s.ok()) {
+    // A store made before the table, opened read-only (a writer adds the table): it holds none.
+    if (std::string(sqlite3_errmsg(impl_->db)).find("no such table") != std::string::npos) {
+      return std::vector<CompiledKernelRecord>{};
+    }
+    return impl_->fail("cannot read compiled figures");
+  }
+  s.text(1, arch);
+  std::vector<CompiledKernelRecord> out;
+  int rc = SQLITE_ROW;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+    CompiledKernelRecord c;
+    c.arch = s.col_text(0);
+    c.key = s.col_text(1);
+    c.compiler = s.col_text(2);
+    c.kernel = s.col_text(3);
+    c.op_class = s.col_text(4);
+    c.tile = s.col_text(5);
+    c.gpu = s.col_text(6);
+    c.model = s.col_text(7);
+    c.threads = static_cast<int>(sqlite3_column_int64(s.get(), 8));
+    c.registers = static_cast<int>(sqlite3_column_int64(s.get(), 9));
+    c.smem_bytes = static_cast<int>(sqlite3_column_int64(s.get(), 10));
+    c.spill_bytes = static_cast<int>(sqlite3_column_int64(s.get(), 11));
+    c.compiled_at = s.col_text(12);
+    out.push_back(std::move(c));
+  }
+  if (rc != SQLITE_DONE) return impl_->fail("cannot read compiled figures");
+  return out;
 }
 
 }  // namespace gpusim

@@ -120,6 +120,23 @@ struct GPUSIM_API TuningCacheInfo {
   int64_t entries = 0;
 };
 
+// What the compiler built for one generated kernel on one architecture (`gpusim codegen report
+// --db`), read without a device: registers a thread, shared memory a block, spills. Keyed by the
+// architecture and codegen's kernel key (compiled_figures.h: the work, the tile's schedule, the
+// float storage and the matrix path), so compiling the same kernel again replaces its record; the
+// kernel, class, tile, GPU and model say where it came from. The kernel cache keeps the same
+// figures for the cost model (<kernel cache>/figures/<arch>.json); the store keeps them with the
+// measurements, for reports and datasets that outlive a cache.
+struct GPUSIM_API CompiledKernelRecord {
+  std::string arch;      // "sm_90", "gfx90a"
+  std::string key;       // codegen's compiled_figures_key
+  std::string compiler;  // "NVRTC 13.0", "hiprtc (ROCm 5.2.21153)"
+  std::string kernel, op_class, tile;  // the entry point, codegen's class, the tile's notation
+  std::string gpu, model;              // the profile and the graph whose plan asked for it
+  int threads = 0, registers = 0, smem_bytes = 0, spill_bytes = 0;
+  std::string compiled_at;  // UTC, set by put_compiled
+};
+
 struct GPUSIM_API InsertStats {
   int64_t added = 0;
   int64_t duplicates = 0;  // already in the store: skipped
@@ -168,6 +185,14 @@ class GPUSIM_API MeasurementStore {
   Result<TuningCacheInfo> tuning_info() const;
   // Removes the entries of `device` (every device when empty); returns how many went.
   Result<int64_t> clear_tuned(const std::string& device = "");
+
+  // Compiled figures (see CompiledKernelRecord), in one transaction; a record with the same
+  // architecture and key replaces the one there. kInvalidArgument naming the record where one has
+  // no architecture or key, or figures out of range (registers 1 to 1024, shared memory and spills
+  // not negative); nothing is written then.
+  Status put_compiled(const std::vector<CompiledKernelRecord>& records);
+  // The records of `arch` (every architecture when empty), by architecture and key.
+  Result<std::vector<CompiledKernelRecord>> compiled(const std::string& arch = "") const;
 
  private:
   struct Impl;

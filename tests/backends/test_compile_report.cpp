@@ -751,6 +751,34 @@ TEST_CASE("gpusim codegen report prints per kernel figures and JSON, and refuses
   const test::Run bad = test::run_gpusim("codegen report " + model + " --gpu nvidia-rtx-3060 --sources /proc/nope");
   CHECK(bad.rc == 1);
   CHECK_THAT(bad.out, Contains("--sources") && Contains("/proc/nope"));
+  // --db: the figures as measurement-store records, one per distinct kernel, counted by truth stats.
+  const std::string db = test::temp_dir() + "/compiled-figures.db";
+  std::filesystem::remove(db);
+  const test::Run d = test::run_gpusim("codegen report " + model + " --gpu nvidia-rtx-3060 --no-store --db " + db);
+  REQUIRE(d.rc == 0);
+  CHECK_THAT(d.out, Contains("compiled kernel records added to " + db));
+  {
+    auto store = MeasurementStore::open_read(db);
+    REQUIRE(store);
+    auto recs = store->compiled("sm_86");
+    REQUIRE(recs);
+    CHECK(recs->size() >= 2);
+    for (const auto& c : *recs) {
+      CHECK(c.registers > 0);
+      CHECK(c.gpu == "nvidia-rtx-3060");
+      CHECK(c.model == model);
+      CHECK_THAT(c.compiler, Contains("NVRTC"));
+    }
+    const test::Run again = test::run_gpusim("codegen report " + model + " --gpu nvidia-rtx-3060 --no-store --db " + db);
+    REQUIRE(again.rc == 0);
+    CHECK(store->compiled("sm_86")->size() == recs->size());  // a recompile replaces its records
+  }
+  const test::Run stats = test::run_gpusim("truth stats --db " + db);
+  CHECK(stats.rc == 0);
+  CHECK_THAT(stats.out, Contains("compiled figures") && Contains("sm_86"));
+  const test::Run nodb = test::run_gpusim("codegen report " + model + " --gpu nvidia-rtx-3060 --no-store --db /proc/nope/x.db");
+  CHECK(nodb.rc == 1);
+  CHECK_THAT(nodb.out, Contains("--db") && Contains("/proc/nope/x.db"));
 #endif
 #ifdef GPUSIM_HAVE_HIP
   if (std::string why; !backend::hip::hiprtc_available(&why)) {

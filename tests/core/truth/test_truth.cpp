@@ -100,6 +100,67 @@ TEST_CASE("the store keeps every field and a record imported twice is one record
   CHECK(*s2->count() == 3);
 }
 
+TEST_CASE("the store keeps compiled figures per architecture and kernel and a recompile replaces them", "[truth]") {
+  const std::string db = (fs::path(test::temp_dir()) / "gpusim_compiled_test.db").string();
+  fs::remove(db);
+  {
+    auto s = MeasurementStore::open(db);
+    REQUIRE(s);
+    CompiledKernelRecord a;
+    a.arch = "sm_90";
+    a.key = "0123456789abcdef";
+    a.compiler = "NVRTC 13.0";
+    a.kernel = "gemm_mm";
+    a.op_class = "gemm";
+    a.tile = "64x64x16 128t s2";
+    a.gpu = "nvidia-h100-sxm";
+    a.model = "models/resnet50.onnx";
+    a.threads = 128;
+    a.registers = 96;
+    a.smem_bytes = 18432;
+    CompiledKernelRecord b = a;
+    b.arch = "gfx90a";
+    b.compiler = "hiprtc (ROCm 5.2.21153)";
+    b.registers = 64;
+    b.spill_bytes = 8;
+    REQUIRE(s->put_compiled({a, b}));
+    a.registers = 80;  // the same kernel compiled again (a newer compiler): one record, the newer
+    REQUIRE(s->put_compiled({a}));
+    // A record out of range is refused by name, and nothing of its batch is written.
+    CompiledKernelRecord bad = a;
+    bad.key = "fedcba9876543210";
+    bad.registers = 0;
+    CompiledKernelRecord fine = a;
+    fine.key = "1111111111111111";
+    auto e = s->put_compiled({fine, bad});
+    REQUIRE_FALSE(e);
+    CHECK(e.error().code == ErrorCode::kInvalidArgument);
+    CHECK_THAT(e.error().message, Catch::Contains(db) && Catch::Contains("record 1") &&
+                                      Catch::Contains("registers outside 1 to 1024") && Catch::Contains("gemm_mm"));
+    bad.registers = 40;
+    bad.arch.clear();
+    CHECK_THAT(s->put_compiled({bad}).error().message, Catch::Contains("no architecture"));
+  }
+  auto r = MeasurementStore::open_read(db);
+  REQUIRE(r);
+  auto all = r->compiled();
+  REQUIRE(all);
+  REQUIRE(all->size() == 2);
+  CHECK((*all)[0].arch == "gfx90a");
+  CHECK((*all)[0].spill_bytes == 8);
+  CHECK((*all)[1].arch == "sm_90");
+  CHECK((*all)[1].registers == 80);
+  CHECK((*all)[1].smem_bytes == 18432);
+  CHECK((*all)[1].threads == 128);
+  CHECK((*all)[1].model == "models/resnet50.onnx");
+  CHECK((*all)[1].compiled_at.size() == 20);  // 2026-11-27T05:00:00Z
+  auto sm90 = r->compiled("sm_90");
+  REQUIRE(sm90);
+  CHECK(sm90->size() == 1);
+  CHECK(r->compiled("sm_80")->empty());
+  CHECK(*r->count() == 0);  // compiled figures are not timing records
+}
+
 TEST_CASE("the store refuses files that are not stores", "[truth]") {
   const std::string p = write("not_a_store.db", "this is not sqlite, just text that is long enough to be read as a header");
   auto s = MeasurementStore::open(p);
