@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <mutex>
 
+#include "compiled_figures.h"
 #include "executor.h"
 #include "tune.h"
 #include "gpusim/data_dirs.h"
@@ -369,9 +370,13 @@ Result<Program> Session::compile(const Model& m, const CompileOptions& opts) con
       if (!dev) return dev.error();
       p.exec = exec::device_executor(std::move(*dev));
       const backend::DeviceInfo& info = p.exec->info();
-      // What this device's generators build of a tile (the capability query the plan is fitted by).
+      // What this device's generators build of a tile (the capability query the plan is fitted by),
+      // with the compiled figures `gpusim codegen report` stored for its architecture (CUDA's sm_XY,
+      // HIP's gfxNNN), as Session::target prices a profile's.
+      std::shared_ptr<const codegen::CompiledFigureTable> figures;
+      if (info.backend == "cuda" || info.backend == "hip") figures = codegen::load_compiled_figures(info.arch);
       auto cap = std::make_shared<codegen::TargetCapability>(
-          codegen::target_options(info, dtype == DType::kFloat16, p.matrix(), opts.allow_tf32));
+          codegen::target_options(info, dtype == DType::kFloat16, p.matrix(), opts.allow_tf32), std::move(figures));
       if (opts.gpu) {
         p.gpu = *opts.gpu;
       } else {
