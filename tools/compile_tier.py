@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The compile tier: every kernel of each bundled model's eager plan compiled for three NVIDIA and two
+"""The compile tier: every kernel of each bundled model's eager plan compiled for four NVIDIA and two
 AMD architectures and to SPIR-V for two GPUs the Vulkan backend runs, with `gpusim codegen report`
 (NVRTC, hiprtc and libshaderc, no GPU), and the compiled figures set against the cost model's
 assumptions.
@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-# One GPU per architecture, each compiled for its own: sm_80, sm_86, sm_90; gfx90a (CDNA2), gfx1030
+# One GPU per architecture, each compiled for its own: sm_80, sm_86, sm_90, sm_100; gfx90a (CDNA2), gfx1030
 # (RDNA2). fp16 where the GPU has matrix units the generated kernels use (wmma, MFMA), fp32 beside;
 # the fp32 matrix kernels too: TF32 on sm_80, fp32 MFMA on gfx90a. SPIR-V (Vulkan) for an Intel and
 # an Apple GPU, whose generated kernels have no matrix path.
@@ -32,6 +32,7 @@ TARGETS = [
     ("nvidia-a100-40gb", "tf32"),
     ("nvidia-rtx-3060", "fp32"),
     ("nvidia-h100-sxm", "fp16"),
+    ("nvidia-b200", "fp16"),
     ("amd-mi250x", "fp16"),
     ("amd-mi250x", "fp32"),
     ("amd-rx-6800-xt", "fp32"),

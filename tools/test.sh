@@ -12,7 +12,7 @@
 #   sanitize  build-sanitize/ (clang, AddressSanitizer + UBSan, every library instrumented): the
 #             suite, then 30 s of each fuzz target (fuzz/run.sh) from the same build
 #   compile   build-test/'s gpusim compiles every kernel of the bundled ResNet-50, MobileNetV2 and
-#             ViT-B/16 eager plans for sm_80 (fp16 and TF32), sm_86, sm_90 (NVRTC), gfx90a (fp16 and
+#             ViT-B/16 eager plans for sm_80 (fp16 and TF32), sm_86, sm_90, sm_100 (NVRTC), gfx90a (fp16 and
 #             fp32 MFMA), gfx1030 (hiprtc) and SPIR-V for an Intel and an Apple GPU (libshaderc),
 #             no GPU (tools/compile_tier.py: `gpusim codegen
 #             report`, about 8 minutes on 2 cores); fails

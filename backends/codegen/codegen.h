@@ -115,6 +115,11 @@ struct Kernel {
   std::string decls;         // file scope, in the dialect: helper functions, SHARED arrays
   std::string body;          // the entry point's statements, in the dialect
   MatrixPath matrix = MatrixPath::kNone;  // the matrix units its main loop uses (the prelude includes their header)
+  // Blocks a multiprocessor must hold at once, for the compiler's register budget (the second
+  // argument of CUDA's __launch_bounds__; 0: the compiler's own choice). 1 for a tile whose
+  // accumulators fill half the register file: it runs one block an SM in any case, and ptxas for
+  // sm_100 and sm_120, told nothing, budgets for two and spills it.
+  int min_blocks = 0;
 
   // The complete translation unit for a language (prelude, buffer declarations, entry point).
   backend::KernelSource source(backend::Language lang) const;

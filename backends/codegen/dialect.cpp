@@ -256,8 +256,10 @@ backend::KernelSource Kernel::source(backend::Language lang) const {
                     ? fmt::format("{}volatile {}* b{}", k ? ", " : "", type, k)
                     : fmt::format("{}{}{}* __restrict__ b{}", k ? ", " : "", a.written ? "" : "const ", type, k);
     }
-    code += fmt::format("\nextern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", block[0] * block[1] * block[2],
-                        name, params);
+    // A minimum of blocks an SM bounds ptxas's registers; hiprtc reads the same argument as a
+    // minimum of waves an execution unit, and 1 asks nothing of either beyond their default.
+    code += fmt::format("\nextern \"C\" __global__ void __launch_bounds__({}{}) {}({}) {{\n", block[0] * block[1] * block[2],
+                        min_blocks > 0 ? fmt::format(", {}", min_blocks) : std::string(), name, params);
     code += body + "}\n";
   }
   src.code = std::move(code);

@@ -36,6 +36,7 @@ namespace {
 
 // Accumulator values one lane holds: at most this many (registers for everything else).
 constexpr int kMaxAccPerLane = 128;
+constexpr int kRegistersPerSm = 65536;  // every NVIDIA GPU since Kepler
 
 int lanes_of(MatrixPath p) { return p == MatrixPath::kMfma ? 64 : 32; }
 
@@ -238,6 +239,10 @@ void emit_gemm_mma(const GemmLoop& L, const MmaTile& t, MatrixPath path, Kernel&
   const int warps = t.wr * t.wc, per_lane = 256 / t.lanes;
   k.matrix = path;
   k.block = {static_cast<uint32_t>(t.threads()), 1, 1};
+  // Accumulators of a lane filling half of a 64K-register file for two blocks (a 256x128 tile of 8
+  // warps: 128 a lane): one block an SM, whatever the compiler aims for (ptxas for sm_100 and
+  // sm_120 aims for two, and spilled these tiles).
+  if (2 * t.threads() * t.fm * t.fn * per_lane >= kRegistersPerSm) k.min_blocks = 1;
   k.groups = groups_for(std::max<int64_t>(total * sk.split, 1), 1);
   k.shared_bytes = t.shared_bytes();
   k.decls += fragment_macros(k.matrix, t);

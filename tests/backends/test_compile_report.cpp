@@ -649,6 +649,55 @@ TEST_CASE("the compiled report reads what NVRTC builds for every kernel and sets
 #endif
 }
 
+TEST_CASE("a matrix tile whose accumulators fill half the register file asks for one block an SM",
+          "[codegen][report][compile]") {
+#ifdef GPUSIM_HAVE_CUDA
+  if (std::string why; !backend::cuda::nvrtc_available(&why)) {
+    WARN("NVRTC unavailable: " << why);
+    return;
+  }
+  test::OnnxBuilder b;
+  b.input("a", onnx::TensorProto::FLOAT16, {test::Dim{int64_t{512}}, test::Dim{int64_t{1024}}});
+  b.initializer("w", onnx::TensorProto::FLOAT16, {1024, 512});
+  b.node("MatMul", {"a", "w"}, {"y"}, "mm");
+  b.output("y");
+  const Session s;
+  auto m = s.open_model(b.write("big_tile.onnx"));
+  REQUIRE(m);
+  const Target t = s.target(test::gpu("nvidia-b200"), TileSpace::kGenerated);
+  const GraphIndex idx = index_graph(m->graph());
+  Plan p = eager_plan(m->graph(), t, idx);
+  REQUIRE(p.kernels.size() == 1);
+  const auto nv = backend::cuda::nvrtc_info();
+  REQUIRE(nv);
+  const bool sm100 = std::find(nv->archs.begin(), nv->archs.end(), "sm_100") != nv->archs.end();
+  for (const auto& [bm, bn, one_block] : {std::tuple{256, 128, true}, std::tuple{128, 128, false}}) {
+    INFO(bm << "x" << bn);
+    TileConfig tile;
+    tile.block_m = bm;
+    tile.block_n = bn;
+    tile.block_k = 32;
+    tile.threads = 256;
+    tile.stages = 1;
+    p.kernels[0].tile = tile;
+    exec::CompileReportOptions o;
+    o.plan = p;
+    o.keep_sources = true;
+    o.arch = sm100 ? "sm_100" : "sm_90";
+    auto r = exec::compile_report(m->graph(), t, o);
+    INFO((r ? std::string() : r.error().message));
+    REQUIRE(r);
+    const auto& k = r->kernels[0];
+    REQUIRE(k.matrix_path == "wmma");
+    CHECK_THAT(k.source, Contains(one_block ? "__launch_bounds__(256, 1)" : "__launch_bounds__(256)"));
+    // Told nothing, ptxas for sm_100 held the 256x128 tile to 128 registers and spilled it.
+    CHECK(k.binary.spill_bytes() == 0);
+  }
+#else
+  WARN("built without the CUDA backend");
+#endif
+}
+
 TEST_CASE("gpusim codegen report prints per kernel figures and JSON, and refuses what it cannot compile for",
           "[codegen][report][compile][cli]") {
   const std::string model = small_model();
