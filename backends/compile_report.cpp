@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <functional>
 #include <map>
 
@@ -248,6 +249,15 @@ Result<CompiledReport> compile_report(const Graph& g, const Target& target, cons
                                   "form of; give {} for {}, or name a GPU without that matrix path for spirv",
                                   option_ref("arch", "spirv"), gpu.name, codegen::matrix_path_name(opts.matrix),
                                   amd ? "HIP" : "CUDA", option_ref("arch", amd ? "gfxNNN" : "sm_XY"), gpu.name));
+  }
+  if (cuda && opts.tf32 && !fp16 && std::atoi(arch.c_str() + 3) < 80) {
+    // The target's options follow the profile (an Ampere or newer GPU); the architecture asked predates TF32.
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: GPU {}'s fp32 GEMMs and convolutions are generated with wmma's TF32 "
+                                  "fragments, which {} does not have (sm_80 and newer do); give {} of sm_80 or "
+                                  "newer, or leave out {}",
+                                  option_ref("allow_tf32"), gpu.name, option_ref("arch", arch), option_ref("arch"),
+                                  option_ref("allow_tf32")));
   }
   if (!spirv && hip != amd) {
     // The kernels are generated for the GPU's own matrix path (wmma on NVIDIA, MFMA on CDNA).

@@ -712,6 +712,11 @@ TEST_CASE("gpusim codegen report prints per kernel figures and JSON, and refuses
     const test::Run amd = test::run_gpusim("codegen report " + model + " --gpu amd-mi250x --dtype fp16 --arch spirv");
     CHECK(amd.rc == 2);
     CHECK_THAT(amd.out, Contains("mfma") && Contains("--arch gfxNNN"));
+    // TF32 fragments on an architecture older than Ampere: said before anything is compiled.
+    const test::Run tf32 =
+        test::run_gpusim("codegen report " + model + " --gpu nvidia-a100-40gb --allow-tf32 --arch sm_75");
+    CHECK(tf32.rc == 2);
+    CHECK_THAT(tf32.out, Contains("--allow-tf32") && Contains("--arch sm_75") && Contains("sm_80 and newer"));
     const test::Run wrong = test::run_gpusim("codegen report " + model + " --gpu apple-m3-max --arch gfx90a");
     CHECK(wrong.rc == 2);
     CHECK_THAT(wrong.out, Contains("apple-m3-max") && Contains("--arch spirv"));
