@@ -190,6 +190,29 @@ void main() {
   auto b = backend::vulkan::reflect_spirv(bound);
   REQUIRE_FALSE(b);
   CHECK_THAT(b.error().message, Contains("beyond the module's id bound 2"));
+  // Shared memory whose size the module does not fix, or past any device's: named.
+  auto find_op = [](const std::vector<uint32_t>& module, uint32_t op, auto&& pred) -> size_t {
+    for (size_t at = 5; at < module.size(); at += module[at] >> 16) {
+      if ((module[at] & 0xffffu) == op && pred(at)) return at;
+    }
+    return 0;
+  };
+  const size_t array100 = find_op(words, 28, [&](size_t at) {  // OpTypeArray whose length is the constant 100
+    return find_op(words, 43, [&](size_t k) { return words[k + 2] == words[at + 3] && words[k + 3] == 100; }) != 0;
+  });
+  REQUIRE(array100 != 0);
+  std::vector<uint32_t> runtime = words;
+  runtime[array100] = (runtime[array100] & 0xffff0000u) | 29u;  // OpTypeRuntimeArray, its length word left over
+  auto ra = backend::vulkan::reflect_spirv(runtime);
+  REQUIRE_FALSE(ra);
+  CHECK_THAT(ra.error().message, Contains("Workgroup variable") && Contains("size is not fixed"));
+  std::vector<uint32_t> huge = words;
+  const size_t length = find_op(huge, 43, [&](size_t k) { return huge[k + 2] == huge[array100 + 3]; });
+  REQUIRE(length != 0);
+  huge[length + 3] = 0x40000000u;  // 2^30 floats
+  auto hg = backend::vulkan::reflect_spirv(huge);
+  REQUIRE_FALSE(hg);
+  CHECK_THAT(hg.error().message, Contains("Workgroup variables hold more than 1073741824 bytes"));
   // Damaged modules of every kind (words flipped at random) are read or refused, never crash.
   uint64_t state = 0x9e3779b97f4a7c15ull;
   auto next = [&state] {
