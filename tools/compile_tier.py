@@ -96,11 +96,12 @@ def main() -> int:
             tot = totals.setdefault(key, {"compiled": 0, "as": 0, "spilling": 0, "missing": 0, "compiler": r["compiler"]})
             tot["compiled"] += s["compiled"]
             tot["as"] += s["occupancy_as_assumed"]
-            tot["spilling"] += s["spilling"]
+            tot["spilling"] += s["spilling"] or 0  # null for SPIR-V
             tot["missing"] += s["missing_matrix_instructions"]
             pct = 100.0 * s["occupancy_as_assumed"] / max(1, s["compiled"])
+            spills = "?" if r["arch"] == "spirv" else s["spilling"]  # SPIR-V states none: the driver's
             print(f"| {gpu} | {r['arch']} | {dtype} | {m} | {s['compiled']} | {s['occupancy_as_assumed']} "
-                  f"({pct:.1f}%) | {s['spilling']} | {s['missing_matrix_instructions']} | {wall:.0f} |", flush=True)
+                  f"({pct:.1f}%) | {spills} | {s['missing_matrix_instructions']} | {wall:.0f} |", flush=True)
 
     print()
     print("| GPU | arch | dtype | compiler | kernels compiled | as assumed | spilling | no matrix instr. |")
@@ -109,14 +110,14 @@ def main() -> int:
     for (gpu, arch, dtype), t in totals.items():
         pct = 100.0 * t["as"] / max(1, t["compiled"])
         print(f"| {gpu} | {arch} | {dtype} | {t['compiler']} | {t['compiled']} | {t['as']} ({pct:.1f}%) | "
-              f"{t['spilling']} | {t['missing']} |")
+              f"{'?' if arch == 'spirv' else t['spilling']} | {t['missing']} |")
         v = sums.setdefault("NVIDIA" if arch.startswith("sm_") else "AMD" if arch.startswith("gfx") else "SPIR-V",
                             [0, 0, 0])
         v[0] += t["compiled"]
         v[1] += t["as"]
         v[2] += t["spilling"]
     for vendor, (c, n, sp) in sums.items():
-        print(f"| all {vendor} | | | | {c} | {n} ({100.0 * n / max(1, c):.1f}%) | {sp} | |")
+        print(f"| all {vendor} | | | | {c} | {n} ({100.0 * n / max(1, c):.1f}%) | {'?' if vendor == 'SPIR-V' else sp} | |")
 
     c, n, sp = sums.get("NVIDIA", [0, 0, 0])
     pct = 100.0 * n / max(1, c)

@@ -43,10 +43,11 @@ nlohmann::json report_json(const exec::CompiledReport& r, const std::string& mod
   j["compiler"] = r.compiler;
   j["figures_stored"] = r.figures_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.figures_path);
   if (!r.figures_not_stored.empty()) j["figures_not_stored"] = r.figures_not_stored;
+  const bool spirv = r.arch == "spirv";  // states no registers or spills: the driver's, on the device
   j["summary"] = {{"kernels", r.kernels.size()},
                   {"compiled", r.compiled},
                   {"occupancy_as_assumed", r.occupancy_as_assumed},
-                  {"spilling", r.spilling},
+                  {"spilling", spirv ? nlohmann::json(nullptr) : nlohmann::json(r.spilling)},
                   {"missing_matrix_instructions", r.missing_matrix}};
   j["kernels"] = nlohmann::json::array();
   for (const auto& k : r.kernels) {
@@ -108,9 +109,10 @@ void print_report(const exec::CompiledReport& r, const std::string& model, DType
                fmt::join(k.flags, ", "));
   }
   const double pct = r.compiled > 0 ? 100.0 * r.occupancy_as_assumed / r.compiled : 0.0;
-  fmt::print("\n{} of {} kernels compiled; blocks per SM as the cost model assumes for {} ({:.1f}%); {} spill; {} "
+  fmt::print("\n{} of {} kernels compiled; blocks per SM as the cost model assumes for {} ({:.1f}%); {}; {} "
              "priced on matrix units have no matrix instruction\n",
-             r.compiled, r.kernels.size(), r.occupancy_as_assumed, pct, r.spilling, r.missing_matrix);
+             r.compiled, r.kernels.size(), r.occupancy_as_assumed, pct,
+             r.arch == "spirv" ? std::string("spills not stated") : fmt::format("{} spill", r.spilling), r.missing_matrix);
   fmt::print("(a/c: assumed by the cost model / compiled; spill: bytes a thread stores and loads to local memory, or "
              "on AMD registers spilled; CTAs: blocks per SM or CU; mma: matrix instructions, ? where no disassembler "
              "read them)\n");

@@ -754,6 +754,7 @@ TEST_CASE("gpusim codegen report prints per kernel figures and JSON, and refuses
     CHECK(j["arch"] == "spirv");
     CHECK_THAT(j["compiler"].get<std::string>(), Contains("libshaderc"));
     CHECK(j["figures_stored"].is_null());
+    CHECK(j["summary"]["spilling"].is_null());  // not stated, not zero
     CHECK_THAT(j["figures_not_stored"].get<std::string>(), Contains("no registers"));
     CHECK(j["summary"]["compiled"].get<int>() == static_cast<int>(j["kernels"].size()));
     for (const auto& k : j["kernels"]) {
@@ -764,7 +765,8 @@ TEST_CASE("gpusim codegen report prints per kernel figures and JSON, and refuses
     }
     const test::Run t = test::run_gpusim("codegen report " + model + " --gpu apple-m3-max");
     REQUIRE(t.rc == 0);
-    CHECK_THAT(t.out, Contains("compiled for spirv") && Contains("SPIR-V states a kernel's workgroup size"));
+    CHECK_THAT(t.out, Contains("compiled for spirv") && Contains("SPIR-V states a kernel's workgroup size") &&
+                          Contains("spills not stated"));
     CHECK_FALSE(std::filesystem::exists(dir0 + "/figures"));
     const std::string dir = test::temp_dir() + "/codegen-glsl";
     std::filesystem::remove_all(dir);
