@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <set>
 
 #include "base/parallel.h"
 #include "codegen/codegen.h"
@@ -154,10 +155,10 @@ Compile spirv_compile(std::string* compiler, Status* available) {
 
 std::vector<CompiledKernelRecord> compiled_records(const CompiledReport& r, const std::string& model) {
   std::vector<CompiledKernelRecord> out;
-  std::map<std::string, bool> seen;
+  std::set<std::string> seen;  // repeated blocks of a model compile the same kernel
   for (const CompiledKernel& k : r.kernels) {
-    if (!k.skipped.empty() || !k.binary.registers_read || k.compiled.registers <= 0 || seen[k.figures_key]) continue;
-    seen[k.figures_key] = true;
+    if (!k.skipped.empty() || !k.binary.registers_read || k.compiled.registers <= 0) continue;
+    if (!seen.insert(k.figures_key).second) continue;
     CompiledKernelRecord c;
     c.arch = r.arch;
     c.key = k.figures_key;

@@ -149,16 +149,15 @@ struct Reader {
   std::unordered_map<uint32_t, uint32_t> type_op;               // id -> its opcode
   std::unordered_map<uint32_t, uint64_t> scalar;                // constants' values (the low word, then the high)
   std::unordered_map<uint32_t, std::vector<uint32_t>> composite;
-  std::unordered_map<uint32_t, uint32_t> pointer_class;         // pointer type id -> storage class
   std::unordered_map<uint32_t, uint32_t> value_class;           // pointer value id -> storage class
   std::unordered_set<uint32_t> workgroup_size;                  // ids decorated BuiltIn WorkgroupSize
 
   // A type's bytes with natural sizes (Workgroup variables have no explicit layout); nullopt when
   // not knowable (a runtime array, an opaque type) or when a damaged module's types nest deeper
   // or wider than any shader's (`budget` bounds the types visited).
-  std::optional<uint64_t> size_of(uint32_t id, int depth = 0) const {
+  std::optional<uint64_t> size_of(uint32_t id) const {
     int budget = 1 << 16;
-    return size_of(id, depth, budget);
+    return size_of(id, 0, budget);
   }
   std::optional<uint64_t> size_of(uint32_t id, int depth, int& budget) const {
     const auto op = type_op.find(id);
@@ -233,8 +232,12 @@ Result<SpirvResources> reflect_spirv(std::span<const uint32_t> words) {
   const uint32_t bound = words[3];
   Reader rd;
   std::optional<uint32_t> entry;
-  std::vector<std::pair<uint32_t, std::vector<uint32_t>>> modes;  // (entry, LocalSize literals) or LocalSizeId ids
-  std::vector<bool> mode_is_id;
+  struct LocalSize {
+    uint32_t entry;
+    std::array<uint32_t, 3> values;  // literals (LocalSize) or constants' ids (LocalSizeId)
+    bool ids;
+  };
+  std::vector<LocalSize> modes;
   uint64_t workgroup = 0;
   for (size_t at = 5; at < words.size();) {
     const uint32_t count = words[at] >> 16, op = words[at] & 0xffffu;
@@ -254,8 +257,7 @@ Result<SpirvResources> reflect_spirv(std::span<const uint32_t> words) {
       case kOpExecutionMode:
       case kOpExecutionModeId:
         if (w.size() >= 5 && w[1] == (op == kOpExecutionMode ? kModeLocalSize : kModeLocalSizeId)) {
-          modes.push_back({w[0], {w[2], w[3], w[4]}});
-          mode_is_id.push_back(op == kOpExecutionModeId);
+          modes.push_back({w[0], {w[2], w[3], w[4]}, op == kOpExecutionModeId});
         }
         break;
       case kOpDecorate:
@@ -276,7 +278,6 @@ Result<SpirvResources> reflect_spirv(std::span<const uint32_t> words) {
         break;
       case kOpTypePointer:
         if (w.size() >= 3) {
-          rd.pointer_class[w[0]] = w[1];
           rd.type_op[w[0]] = op;
           rd.types[w[0]] = {w[1], w[2]};
         }
@@ -319,8 +320,9 @@ Result<SpirvResources> reflect_spirv(std::span<const uint32_t> words) {
       case kOpPhi:
       case kOpFunctionParameter:
         if (w.size() >= 2) {
-          const auto pc = rd.pointer_class.find(w[0]);
-          if (pc != rd.pointer_class.end()) rd.value_class[w[1]] = pc->second;
+          // A pointer-typed result: its type's storage class (OpTypePointer keeps {class, pointee}).
+          const auto pt = rd.type_op.find(w[0]);
+          if (pt != rd.type_op.end() && pt->second == kOpTypePointer) rd.value_class[w[1]] = rd.types.at(w[0])[0];
         }
         break;
       case kOpLoad:
@@ -357,11 +359,11 @@ Result<SpirvResources> reflect_spirv(std::span<const uint32_t> words) {
   }
   if (!entry) return bad("it has no GLCompute entry point");
   std::array<uint64_t, 3> size{0, 0, 0};
-  for (size_t i = 0; i < modes.size(); ++i) {
-    if (modes[i].first != *entry) continue;
+  for (const LocalSize& m : modes) {
+    if (m.entry != *entry) continue;
     for (size_t d = 0; d < 3; ++d) {
-      const uint32_t v = modes[i].second[d];
-      if (!mode_is_id[i]) {
+      const uint32_t v = m.values[d];
+      if (!m.ids) {
         size[d] = v;
       } else if (auto c = rd.scalar.find(v); c != rd.scalar.end()) {
         size[d] = c->second;
