@@ -184,6 +184,7 @@ std::string profile_document(const GpuProfile& p) {
   j["schema"] = "gpusim.profile/1";
   j["name"] = p.name;
   j["display_name"] = p.display_name;
+  j["device_names"] = p.device_names;
   j["vendor"] = p.vendor;
   j["architecture"] = p.architecture;
   j["path"] = p.source_path;

@@ -93,7 +93,10 @@ std::optional<GpuProfile> profile_for_device(const std::string& device_name, con
     return s;
   };
   const std::string dev = lower(device_name);
+  // Rank: 2 = a device name listed whole, 1 = the display name inside the device's; then the
+  // longer display name; then calibrated over datasheet.
   std::optional<GpuProfile> best;
+  int best_rank = 0;
   size_t best_len = 0;
   for (const auto& e : list_profiles(dirs)) {
     auto p = load_profile(e.path, dirs);
@@ -101,10 +104,17 @@ std::optional<GpuProfile> profile_for_device(const std::string& device_name, con
     const bool calibrated = p->calibrated.has_value();
     if (datasheet_only && calibrated) continue;
     const std::string disp = lower(p->display_name);
-    if (disp.empty() || dev.find(disp) == std::string::npos) continue;
-    const bool better = disp.size() > best_len || (disp.size() == best_len && calibrated && !best->calibrated);
+    int rank = 0;
+    for (const std::string& n : p->device_names) {
+      if (!n.empty() && lower(n) == dev) rank = 2;
+    }
+    if (rank == 0 && !disp.empty() && dev.find(disp) != std::string::npos) rank = 1;
+    if (rank == 0) continue;
+    const bool better = rank > best_rank || (rank == best_rank && (disp.size() > best_len ||
+                                                                    (disp.size() == best_len && calibrated && !best->calibrated)));
     if (better) {
       best = *p;
+      best_rank = rank;
       best_len = disp.size();
     }
   }

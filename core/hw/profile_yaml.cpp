@@ -12,6 +12,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "gpusim/gpu_profile.h"
@@ -22,7 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-enum class Kind { kMap, kList, kInt, kNum, kStr, kEnum, kStrMap, kCalibrated };
+enum class Kind { kMap, kList, kInt, kNum, kStr, kEnum, kStrMap, kStrList, kCalibrated };
 
 struct Spec {
   std::string key;
@@ -70,6 +71,7 @@ const Spec& schema() {
         oneof("schema", {"gpusim.profile/1"}, true),
         str("name", true),
         str("display_name", true),
+        {"device_names", Kind::kStrList, 0, 0, false, false, {}, {}},
         oneof("vendor", {"nvidia", "amd", "intel", "apple", "cpu"}, true),
         str("architecture", true),
         str("extends"),
@@ -218,6 +220,17 @@ class Validator {
         for (const auto& kv : n) {
           if (!kv.second.IsScalar() || kv.second.Scalar().empty()) {
             fail(join_path(path, kv.first.Scalar()), "must be a non-empty string naming the source");
+          }
+        }
+        return;
+      case Kind::kStrList:
+        if (!n.IsSequence()) {
+          fail(path, fmt::format("{} is not a list of names (e.g. [\"NVIDIA H200\"])", show(n)));
+          return;
+        }
+        for (size_t i = 0; i < n.size(); ++i) {
+          if (!n[i].IsScalar() || n[i].Scalar().empty()) {
+            fail(fmt::format("{}[{}]", path, i), "must be a non-empty string: a device name as its driver reports it");
           }
         }
         return;
@@ -463,6 +476,9 @@ GpuProfile convert(const YAML::Node& y) {
   GpuProfile p;
   p.name = y["name"].as<std::string>();
   p.display_name = y["display_name"].as<std::string>();
+  if (y["device_names"]) {
+    for (const auto& n : y["device_names"]) p.device_names.push_back(n.as<std::string>());
+  }
   p.vendor = y["vendor"].as<std::string>();
   p.architecture = y["architecture"].as<std::string>();
   const YAML::Node c = y["compute"];
@@ -1048,6 +1064,7 @@ std::string profile_to_yaml(const GpuProfile& p, const GpuProfile* base, const s
   doc["schema"] = "gpusim.profile/1";
   doc["name"] = p.name;
   doc["display_name"] = p.display_name;
+  if (!p.device_names.empty() && !(base && base->device_names == p.device_names)) doc["device_names"] = p.device_names;
   doc["vendor"] = p.vendor;
   doc["architecture"] = p.architecture;
   if (base) doc["extends"] = base->name;
@@ -1119,7 +1136,7 @@ std::string profile_to_yaml(const GpuProfile& p, const GpuProfile* base, const s
     doc["calibrated"] = cal;
   }
   // Sources: a full document carries them all; one that extends a base, those it adds or changes.
-  YAML::Node src(YAML::NodeType::Map);
+  std::map<std::string, std::string> sources;
   for (const auto& [k, v] : p.sources) {
     // The loader's own notes of which efficiencies came from the vendor defaults are not the file's.
     if (k.starts_with("efficiency.")) continue;
@@ -1127,8 +1144,18 @@ std::string profile_to_yaml(const GpuProfile& p, const GpuProfile* base, const s
       auto it = base->sources.find(k);
       if (it != base->sources.end() && it->second == v) continue;
     }
-    src[k] = v;
+    sources[k] = v;
   }
+  // A whole document states the calibrated figures in their sections too; one the datasheet never
+  // gave (an H200's barrier time) has no source of its own: the calibration is its source.
+  if (!base && p.calibrated) {
+    for (const Field& f : mine) {
+      if (!f.value || f.value.IsNull() || !calibrated.count(f.key) || sourced(f.key) || f.key.starts_with("efficiency.")) continue;
+      sources[f.key] = fmt::format("measured by gpusim calibrate on {} ({})", p.calibrated->device, p.calibrated->date);
+    }
+  }
+  YAML::Node src(YAML::NodeType::Map);
+  for (const auto& [k, v] : sources) src[k] = v;
   if (src.size() > 0 || !base) doc["sources"] = src;
   YAML::Emitter out;
   out.SetIndent(2);

@@ -149,6 +149,9 @@ struct GPUSIM_API Calibration {
 struct GPUSIM_API GpuProfile {
   std::string name;
   std::string display_name;
+  // The names drivers report for this card (CUDA's and nvidia-smi's "NVIDIA H200", HIP's, Vulkan's
+  // deviceName), matched whole by profile_for_device; empty when the profile names none.
+  std::vector<std::string> device_names;
   std::string vendor;
   std::string architecture;
   std::string source_path;
@@ -171,9 +174,11 @@ struct GPUSIM_API GpuProfile {
   double vector_tflops(Precision p) const;
 };
 
-// The profile whose display name occurs in a device's name ("NVIDIA H200" -> nvidia-h200); the
-// longest display name wins, and on a tie a calibrated profile beats a datasheet one, unless
-// `datasheet_only` (calibration wants the datasheet profile to extend).
+// The profile for a device by the name its driver reports: one that lists the name among its
+// `device_names` (case aside: "NVIDIA H200" -> nvidia-h200), else one whose display name occurs in
+// it ("NVIDIA A10" in "NVIDIA A10 (driver ...)"), the longest display name winning. On a tie a
+// calibrated profile beats a datasheet one, unless `datasheet_only` (calibration wants the
+// datasheet profile to extend).
 GPUSIM_API std::optional<GpuProfile> profile_for_device(const std::string& device_name, const std::vector<std::string>& dirs,
                                              bool datasheet_only = false);
 // Every efficiency figure by its YAML key ("dram_bandwidth", ...): a profile's `efficiency` block,

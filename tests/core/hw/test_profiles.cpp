@@ -120,7 +120,8 @@ using gpusim::test::Run;
 using gpusim::test::run_gpusim;
 
 const char* kTopKeys =
-    "schema, name, display_name, vendor, architecture, extends, compute, memory, host_link, launch, power, "
+    "schema, name, display_name, device_names, vendor, architecture, extends, compute, memory, host_link, launch, "
+    "power, "
     "efficiency, calibrated, sources";
 
 }  // namespace
@@ -399,6 +400,37 @@ TEST_CASE("a value that is not a number is reported with the range", "[profiles]
 TEST_CASE("an integer field rejects a fraction", "[profiles][errors]") {
   check_error("  units: 28\n", "  units: 28.5\n", "compute.units: 28.5 is not a whole number; expected 1 to 1024");
   check_error("lanes: 16", "lanes: 15.5", "host_link.lanes: 15.5 is not a whole number; expected 1 to 32");
+}
+
+TEST_CASE("device_names must be a list of non-empty names", "[profiles][errors]") {
+  check_error("display_name: Fixture GPU\n", "display_name: Fixture GPU\ndevice_names: NVIDIA Fixture\n",
+              "device_names: \"NVIDIA Fixture\" is not a list of names (e.g. [\"NVIDIA H200\"])");
+  check_error("display_name: Fixture GPU\n", "display_name: Fixture GPU\ndevice_names: [\"NVIDIA Fixture\", \"\"]\n",
+              "device_names[1]: must be a non-empty string: a device name as its driver reports it");
+  const GpuProfile p =
+      load_ok(replace(kBase, "display_name: Fixture GPU\n", "display_name: Fixture GPU\ndevice_names: [\"NVIDIA Fixture\"]\n"));
+  CHECK(p.device_names == std::vector<std::string>{"NVIDIA Fixture"});
+}
+
+// The name the driver of a real H200 reported (bench/gpu/h200-2026-11-27) holds no profile's
+// display name ("NVIDIA H200 SXM 141GB"): before device_names no profile matched it.
+TEST_CASE("a device gets its profile by the name its driver reports", "[profiles]") {
+  const auto dirs = gpusim::default_profile_dirs();
+  auto datasheet = gpusim::profile_for_device("NVIDIA H200", dirs, true);
+  REQUIRE(datasheet);
+  CHECK(datasheet->name == "nvidia-h200");
+  // The calibrated profile of that card extends it, inherits its names and wins the tie.
+  auto any = gpusim::profile_for_device("nvidia h200", dirs);
+  REQUIRE(any);
+  CHECK(any->name == "nvidia-h200-calibrated");
+  auto h100 = gpusim::profile_for_device("NVIDIA H100 80GB HBM3", dirs, true);
+  REQUIRE(h100);
+  CHECK(h100->name == "nvidia-h100-sxm");
+  // A display name inside the device's name still matches; a name listed nowhere gets none.
+  auto a10 = gpusim::profile_for_device("NVIDIA A10", dirs, true);
+  REQUIRE(a10);
+  CHECK(a10->name == "nvidia-a10");
+  CHECK_FALSE(gpusim::profile_for_device("NVIDIA H20", dirs, true));
 }
 
 TEST_CASE("an enum value outside its set lists the allowed values", "[profiles][errors]") {
