@@ -65,6 +65,9 @@ Result<std::string> read_xz(const std::string& path) {
   return out;
 }
 
+// A file's text, decompressed when its name ends in .xz (raw measurement files are kept compressed).
+Result<std::string> read_text(const std::string& path) { return ends_with(path, ".xz") ? read_xz(path) : read_file(path); }
+
 // One CSV record (RFC 4180: quoted fields may hold commas and doubled quotes).
 std::vector<std::string> csv_fields(std::string_view line) {
   std::vector<std::string> out;
@@ -221,7 +224,7 @@ Result<std::vector<Measurement>> read_neusight_csv(const std::string& path) {
 namespace {
 
 Result<nlohmann::json> read_json(const std::string& path) {
-  auto text = read_file(path);
+  auto text = read_text(path);
   if (!text) return text.error();
   return parse_json(*text, path);
 }
@@ -229,7 +232,7 @@ Result<nlohmann::json> read_json(const std::string& path) {
 }  // namespace
 
 Result<std::vector<Measurement>> read_run_json(const std::string& path) {
-  auto text = read_file(path);
+  auto text = read_text(path);
   if (!text) return text.error();
   return parse_run_json(*text, path);
 }
@@ -503,14 +506,14 @@ Result<std::vector<Measurement>> read_measurements(const std::string& path, std:
          it.increment(ec)) {
       const std::string f = it->path().string();
       if (it->is_regular_file() && (ends_with(f, ".csv") || ends_with(f, ".csv.xz") || ends_with(f, ".json") ||
-                                    ends_with(f, ".db") || ends_with(f, ".sqlite"))) {
+                                    ends_with(f, ".json.xz") || ends_with(f, ".db") || ends_with(f, ".sqlite"))) {
         files.push_back(f);
       }
     }
     if (ec) return make_error(ErrorCode::kIo, fmt::format("{}: cannot list the directory: {}", path, ec.message()));
     std::sort(files.begin(), files.end());
     if (files.empty()) {
-      return make_error(ErrorCode::kIo, fmt::format("{}: no measurement files (*.csv, *.csv.xz, *.json, *.db) in the "
+      return make_error(ErrorCode::kIo, fmt::format("{}: no measurement files (*.csv, *.csv.xz, *.json, *.json.xz, *.db) in the "
                                                     "directory",
                                                     path));
     }
@@ -525,7 +528,7 @@ Result<std::vector<Measurement>> read_measurements(const std::string& path, std:
                      ? "llama.cpp bench rows (prompt and generation speeds): gpusim does not predict LLM generation yet"
                      : "a CSV of no format gpusim reads (NeuSight per-op rows, timm benchmark rows)";
         }
-      } else if (ends_with(f, ".json")) {
+      } else if (ends_with(f, ".json") || ends_with(f, ".json.xz")) {
         auto j = read_json(f);
         const std::string schema = j && j->is_object() ? j->value("schema", "") : "";
         if (schema != "gpusim.run/1" && schema != "gpusim.calibration/1") {
@@ -558,7 +561,7 @@ Result<std::vector<Measurement>> read_measurements(const std::string& path, std:
     if (!s) return s.error();
     return s->query();
   }
-  if (ends_with(path, ".json")) {
+  if (ends_with(path, ".json") || ends_with(path, ".json.xz")) {
     auto j = read_json(path);
     if (!j) return j.error();
     const std::string schema = j->is_object() ? j->value("schema", "") : "";
@@ -570,8 +573,8 @@ Result<std::vector<Measurement>> read_measurements(const std::string& path, std:
                                   path, schema));
   }
   return make_error(ErrorCode::kInvalidArgument,
-                    fmt::format("{}: unknown kind of measurement file; expected *.csv, *.csv.xz (NeuSight), *.json "
-                                "(gpusim run or calibration), *.db (a measurement store) or a directory",
+                    fmt::format("{}: unknown kind of measurement file; expected *.csv, *.csv.xz (NeuSight), *.json, "
+                                "*.json.xz (gpusim run or calibration), *.db (a measurement store) or a directory",
                                 path));
 }
 

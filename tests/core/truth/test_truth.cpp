@@ -220,7 +220,8 @@ TEST_CASE("read_measurements picks the reader by file and names what it cannot r
   auto unknown = read_measurements(txt);
   REQUIRE_FALSE(unknown);
   CHECK(unknown.error().message == txt + ": unknown kind of measurement file; expected *.csv, *.csv.xz (NeuSight), "
-                                         "*.json (gpusim run or calibration), *.db (a measurement store) or a directory");
+                                         "*.json, *.json.xz (gpusim run or calibration), *.db (a measurement store) or a "
+                                         "directory");
   const std::string js = write("other.json", R"({"schema": "gpusim.plan/1"})");
   auto other = read_measurements(js);
   REQUIRE_FALSE(other);
@@ -260,6 +261,28 @@ TEST_CASE("calibration raw data and gpusim run output become records with their 
   CHECK((*r)[0].work->k == 64);
   CHECK((*r)[0].fused_ops.size() == 2);
   CHECK((*r)[0].runtime == "gpusim");
+}
+
+TEST_CASE("xz-compressed gpusim run output reads as the JSON does and a damaged one is named", "[truth]") {
+  // A real run on a lent H200 (bench/gpu/h200-2026-11-27), kept compressed.
+  const std::string dir = test::source_dir() + "/bench/gpu/h200-2026-11-27/truth/runs";
+  auto r = read_measurements(dir + "/resnet50_fp32.json.xz");
+  REQUIRE(r);
+  REQUIRE(r->size() == 121);
+  for (const Measurement& m : *r) {
+    CHECK(m.gpu == "NVIDIA H200");
+    CHECK(m.backend == "cuda");
+    CHECK(m.work.has_value());
+    CHECK(m.time_us > 0);
+  }
+  std::vector<std::string> notes;
+  auto all = read_measurements(dir, &notes);
+  REQUIRE(all);
+  CHECK(all->size() > 10 * r->size());
+  const std::string bad = write("bad_run.json.xz", "{\"schema\": \"gpusim.run/1\"}");
+  auto b = read_measurements(bad);
+  REQUIRE_FALSE(b);
+  CHECK_THAT(b.error().message, Catch::StartsWith(bad + ": not a valid xz stream"));
 }
 
 TEST_CASE("Kendall tau-b matches the pairwise definition, ties included", "[truth]") {
@@ -662,6 +685,17 @@ TEST_CASE("validation errors on the training sample do not rise above the record
   // It says what it checked, not nothing.
   CHECK_THAT(r.out, Catch::Contains("sample-figures.json: ") && Catch::Contains("per-op group(s)") &&
                         Catch::Contains("checked") && Catch::Contains("none worse"));
+}
+
+// The same guard for the measurements taken on a lent H200 (bench/gpu/h200-2026-11-27: gpusim's
+// own kernels and PyTorch ops in NeuSight's format), a GPU none of the fitting saw.
+TEST_CASE("validation errors on the H200 measurements do not rise above the recorded ones", "[truth][cli]") {
+  const test::Run r = test::run_gpusim("validate --truth " + test::source_dir() + "/bench/gpu/h200-2026-11-27/truth" +
+                                       " --check-against " + test::source_dir() +
+                                       "/bench/validate/h200-2026-11-27.json --worst 0");
+  INFO(r.out);
+  CHECK(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("NVIDIA H200") && Catch::Contains("none worse"));
 }
 
 // On the whole training split, where ../shared/truth is present (CI has it beside the clone).
