@@ -110,8 +110,8 @@ std::optional<GpuProfile> profile_for_device(const std::string& device_name, con
     }
     if (rank == 0 && !disp.empty() && dev.find(disp) != std::string::npos) rank = 1;
     if (rank == 0) continue;
-    const bool better = rank > best_rank || (rank == best_rank && (disp.size() > best_len ||
-                                                                    (disp.size() == best_len && calibrated && !best->calibrated)));
+    const bool longer = disp.size() > best_len || (disp.size() == best_len && calibrated && !best->calibrated);
+    const bool better = rank > best_rank || (rank == best_rank && longer);
     if (better) {
       best = *p;
       best_rank = rank;

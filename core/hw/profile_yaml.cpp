@@ -1150,7 +1150,8 @@ std::string profile_to_yaml(const GpuProfile& p, const GpuProfile* base, const s
   // gave (an H200's barrier time) has no source of its own: the calibration is its source.
   if (!base && p.calibrated) {
     for (const Field& f : mine) {
-      if (!f.value || f.value.IsNull() || !calibrated.count(f.key) || sourced(f.key) || f.key.starts_with("efficiency.")) continue;
+      if (!f.value || f.value.IsNull() || !calibrated.count(f.key)) continue;
+      if (sourced(f.key) || f.key.starts_with("efficiency.")) continue;
       sources[f.key] = fmt::format("measured by gpusim calibrate on {} ({})", p.calibrated->device, p.calibrated->date);
     }
   }

@@ -66,7 +66,9 @@ Result<std::string> read_xz(const std::string& path) {
 }
 
 // A file's text, decompressed when its name ends in .xz (raw measurement files are kept compressed).
-Result<std::string> read_text(const std::string& path) { return ends_with(path, ".xz") ? read_xz(path) : read_file(path); }
+Result<std::string> read_text(const std::string& path) {
+  return ends_with(path, ".xz") ? read_xz(path) : read_file(path);
+}
 
 // One CSV record (RFC 4180: quoted fields may hold commas and doubled quotes).
 std::vector<std::string> csv_fields(std::string_view line) {
@@ -128,7 +130,7 @@ std::string short_ref(const std::string& path) {
 }  // namespace
 
 Result<std::vector<Measurement>> read_neusight_csv(const std::string& path) {
-  auto text = ends_with(path, ".xz") ? read_xz(path) : read_file(path);
+  auto text = read_text(path);
   if (!text) return text.error();
   std::vector<Measurement> out;
   std::istringstream in(*text);
@@ -513,8 +515,8 @@ Result<std::vector<Measurement>> read_measurements(const std::string& path, std:
     if (ec) return make_error(ErrorCode::kIo, fmt::format("{}: cannot list the directory: {}", path, ec.message()));
     std::sort(files.begin(), files.end());
     if (files.empty()) {
-      return make_error(ErrorCode::kIo, fmt::format("{}: no measurement files (*.csv, *.csv.xz, *.json, *.json.xz, *.db) in the "
-                                                    "directory",
+      return make_error(ErrorCode::kIo, fmt::format("{}: no measurement files (*.csv, *.csv.xz, *.json, *.json.xz, "
+                                                    "*.db) in the directory",
                                                     path));
     }
     std::vector<Measurement> all;

@@ -283,6 +283,13 @@ TEST_CASE("xz-compressed gpusim run output reads as the JSON does and a damaged 
   auto b = read_measurements(bad);
   REQUIRE_FALSE(b);
   CHECK_THAT(b.error().message, Catch::StartsWith(bad + ": not a valid xz stream"));
+  const fs::path empty = fs::path(test::temp_dir()) / "no_measurements";
+  fs::create_directories(empty);
+  std::ofstream(empty / "notes.txt") << "not a measurement";
+  auto none = read_measurements(empty.string());
+  REQUIRE_FALSE(none);
+  CHECK(none.error().message == empty.string() + ": no measurement files (*.csv, *.csv.xz, *.json, *.json.xz, *.db) "
+                                                 "in the directory");
 }
 
 TEST_CASE("Kendall tau-b matches the pairwise definition, ties included", "[truth]") {
