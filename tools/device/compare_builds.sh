@@ -13,9 +13,8 @@ export LD_LIBRARY_PATH=$root/.dev/lib HOME=/tmp/home
 mkdir -p /tmp/home /tmp/bin
 for b in ${BUILDS:-B A C}; do
   xz -dc ".dev/builds/$b.xz" > "/tmp/bin/$b" && chmod +x "/tmp/bin/$b"
-  mkdir -p /tmp/bin/share/gpusim && ln -sfn "$root/gpu_profiles" /tmp/bin/share/gpusim/gpu_profiles
-  ln -sfn "$root/runtimes" /tmp/bin/share/gpusim/runtimes
 done
+# The binaries find their data at ../share/gpusim beside them.
 mkdir -p /tmp/share/gpusim && ln -sfn "$root/gpu_profiles" /tmp/share/gpusim/gpu_profiles && ln -sfn "$root/runtimes" /tmp/share/gpusim/runtimes
 export CUDA_HOME=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu --format=csv,noheader

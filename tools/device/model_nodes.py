@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The GEMM-like nodes of ONNX graphs with their shapes, for timing each one in a vendor library.
 
-For every Conv, ConvTranspose-free Gemm and MatMul node of each model, with its symbolic dims set,
+For every Conv, Gemm and MatMul node of each model, with its symbolic dims set,
 writes the node's name (the kernel name `gpusim run` reports for an eager plan), its operand shapes
 and attributes, so that tools/device/torch_measure.py can time the same operation through PyTorch
 (cuBLAS, cuDNN) and set it beside gpusim's generated kernel. Needs the `onnx` package; reads the
