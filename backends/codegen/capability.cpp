@@ -80,7 +80,16 @@ TileConfig TargetCapability::generated(const KernelWork& w, const TileConfig& as
     // fp16 kernels are stored in fp16 whatever the options say (a target made for a profile
     // serves plans of every float type).
     const bool f16 = o_.float_storage == Storage::kF16 || w.dtype == DType::kFloat16;
-    if (const auto op = mma_operand(o_, f16)) {
+    if (const auto v = fit_gemv_tile(asked, L, o_)) {
+      t.block_m = v->bm;
+      t.block_n = v->bn;
+      t.block_k = v->lanes;
+      t.threads = v->threads;
+      t.stages = 1;
+      t.split_k = v->split;
+      t.smem_bytes = static_cast<int>(v->shared_bytes() + (v->split > 1 ? kSplitFlagBytes : 0));
+      t.main_loop = MainLoop::kVector;
+    } else if (const auto op = mma_operand(o_, f16)) {
       const MmaTile m = fit_mma_tile(asked, L, o_, *op);
       t.main_loop = *op == MmaOperand::kTf32 ? MainLoop::kTf32 : MainLoop::kMatrix;
       t.block_m = m.bm;

@@ -310,6 +310,10 @@ void emit_gemm_mma(const GemmLoop& L, const MmaTile& t, MatrixPath path, Kernel&
 }
 
 void emit_gemm_kernel(const GemmLoop& L, const TileConfig& tc, const Options& opts, Kernel& k) {
+  if (const auto g = fit_gemv_tile(tc, L, opts)) {
+    emit_gemv(L, *g, k);
+    return;
+  }
   if (const auto op = mma_operand(opts, opts.float_storage == Storage::kF16)) {
     emit_gemm_mma(L, fit_mma_tile(tc, L, opts, *op), opts.matrix, k);
     return;

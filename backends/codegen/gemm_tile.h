@@ -82,6 +82,22 @@ GemmTile fit_gemm_tile(const TileConfig& t, const GemmLoop& L, const Options& op
 // Tiles are spread over the groups linearly (x, then y past 65535 groups).
 void emit_gemm(const GemmLoop& L, const GemmTile& t, Kernel& k);
 
+// The GEMV-shaped tile (gemv.cpp) of a GEMM of at most kGemvMaxRows rows: bm (all of M, a power
+// of two) x bn outputs a group, `lanes` threads (threads / bn) splitting each column's K with no
+// barrier, their sums added in shared memory; split as generated_split_k over `lanes`-deep
+// k-steps. As a TileConfig: block_m bm, block_n bn, block_k lanes, threads, stages 1 — the one
+// GEMM tile with more threads than outputs (is_gemv_tile), which is how the cost model knows it.
+inline constexpr int64_t kGemvMaxRows = 8;
+struct GemvTile {
+  int bm = 1, bn = 8, lanes = 32, threads = 256, split = 1;
+  uint64_t shared_bytes() const { return static_cast<uint64_t>(threads) * bm * 4; }  // the partial sums
+};
+// The GEMV tile codegen builds for L when asked for tc: none where M is over kGemvMaxRows (or
+// the target has fewer than 32 threads a group). Threads as asked (256 where unset), at least 32;
+// a warp of 32 per column, fewer columns where N is narrower.
+std::optional<GemvTile> fit_gemv_tile(const TileConfig& tc, const GemmLoop& L, const Options& opts);
+void emit_gemv(const GemmLoop& L, const GemvTile& t, Kernel& k);
+
 // The operands a matrix-unit main loop multiplies: fp16 (16-deep fragments), fp32 rounded to
 // TF32 (wmma's m16n16k8 tf32, 8-deep), or fp32 (CDNA's v_mfma_f32_16x16x4f32, 4-deep).
 enum class MmaOperand { kF16, kTf32, kF32 };
@@ -161,7 +177,8 @@ std::string split_k_header(const SplitK& s, int64_t tiles, int bk);
 std::string split_k_arrive(const SplitK& s);
 void add_split_scratch(Kernel& k, int64_t partial_floats, int64_t tiles);
 
-// The GEMM kernel the generators emit: on matrix units (opts.matrix) when the floats are fp16,
+// The GEMM kernel the generators emit: GEMV-shaped where M is at most kGemvMaxRows (fit_gemv_tile),
+// else on matrix units (opts.matrix) when the floats are fp16 (or fp32 with TF32 or fp32 MFMA),
 // else the SIMT loop.
 void emit_gemm_kernel(const GemmLoop& L, const TileConfig& tc, const Options& opts, Kernel& k);
 

@@ -26,6 +26,10 @@ bool has_gemm_view(const KernelWork& w) {
   return (w.cls == OpClass::kGemm || w.cls == OpClass::kConv) && w.m > 0 && w.n > 0 && w.k > 0;
 }
 
+bool gemv_shaped(const TileConfig& t) {
+  return t.block_m > 0 && t.block_n > 0 && static_cast<int64_t>(t.threads) > static_cast<int64_t>(t.block_m) * t.block_n;
+}
+
 int generated_split_k(int asked, int64_t k, int block_k) {
   const int64_t steps = block_k > 0 && k > 0 ? (k + block_k - 1) / block_k : 1;
   const int64_t s = std::clamp<int64_t>(asked, 1, std::min<int64_t>(64, steps));

@@ -138,6 +138,10 @@ void waves(KernelCost& c, const DeviceModel& d) {
 int gemm_registers(const KernelWork& w, const TileConfig& t) {
   if (t.registers > 0) return t.registers;  // the compiler's figure
   const double eb = elem_bytes(w.dtype);
+  // GEMV-shaped: a row's sum a thread, and a vector load of B and of A (registers of 4 bytes).
+  if (gemv_shaped(t)) {
+    return kRegisterBase + t.block_m + 2 * static_cast<int>(std::ceil(std::max(1, t.vector_width) * eb / 4.0));
+  }
   const double acc = static_cast<double>(t.block_m) * t.block_n / t.threads;
   const double frag = (t.block_m + t.block_n) * t.block_k * eb / (4.0 * t.threads);
   return kRegisterBase + static_cast<int>(std::ceil(acc + frag));
@@ -165,11 +169,84 @@ double streaming_smem(const KernelWork& w, const TileConfig& t) {
 
 double gemm_smem(const KernelWork& w, const TileConfig& t) {
   if (t.smem_bytes > 0) return t.smem_bytes;  // the generator's own layout (padding, staging)
+  if (gemv_shaped(t)) return static_cast<double>(t.threads) * t.block_m * 4.0;  // the threads' partial sums
   return t.stages * (static_cast<double>(t.block_m) * t.block_k + static_cast<double>(t.block_k) * t.block_n) *
          elem_bytes(w.dtype);
 }
 
+// A GEMV-shaped tile (gemv_shaped): block_k threads a column walk their share of K with vector
+// loads and no barrier, so the weight streams at what the resident threads keep in flight; one
+// barrier and a sum over the lanes in shared memory close each block.
+KernelCost gemv_cost(const KernelWork& w, const TileConfig& t, const DeviceModel& d) {
+  KernelCost c;
+  c.tile = t;
+  const double eb = elem_bytes(w.dtype);
+  if (!place(c, d, t.threads, gemm_registers(w, t), gemm_smem(w, t))) return c;
+  const int split = std::max(1, t.split_k);
+  const int lanes = std::max(1, t.block_k);
+  const int64_t grid_m = ceil_div(w.m, t.block_m), grid_n = ceil_div(w.n, t.block_n);
+  c.ctas = w.batch * grid_m * grid_n * split;
+  const int64_t k_split = ceil_div(w.k, split);
+  const double cta_flops = 2.0 * t.block_m * t.block_n * static_cast<double>(k_split);
+  c.executed_flops = cta_flops * static_cast<double>(c.ctas);
+  waves(c, d);
+  const int warps = static_cast<int>(ceil_div(t.threads, d.warp_size));
+  c.occupancy = std::min(1.0, static_cast<double>(c.ctas_per_unit * warps) / d.max_warps_per_unit);
+  double peak = 0;
+  const double grouped = w.cls == OpClass::kConv && w.batch > 1 ? d.grouped_conv_eff : 1.0;
+  const double rate = gemm_rate(w, d, MainLoop::kVector, &c.matrix_units, &peak, &c.tf32) * grouped;
+  c.peak_tflops = peak;
+  const int64_t load = ceil_div(c.ctas, d.units);
+  const double concurrent = static_cast<double>(std::min(c.ctas_per_unit, load));
+  const double util = std::min(1.0, concurrent * warps / kWarpsToSaturate);
+  const double epi_instr = static_cast<double>(w.epilogue_flops.fma) +
+                           2.0 * kTranscendentalSlots * w.epilogue_flops.transcendental +
+                           2.0 * w.epilogue_flops.compare;
+  const double epi_share = static_cast<double>(load) / static_cast<double>(std::max<int64_t>(c.ctas, 1));
+  double compute_s = static_cast<double>(load) * cta_flops / (rate / d.units * util);
+  // The closing sum: every thread's block_m partials through shared memory, read back by one
+  // thread an output; one barrier (three more where the last slice of a split adds the others).
+  if (d.smem_bytes_per_s > 0) {
+    const double cta_smem = 2.0 * static_cast<double>(t.threads) * t.block_m * 4.0;
+    compute_s += static_cast<double>(load) * cta_smem / (d.smem_bytes_per_s / d.units * util);
+  }
+  compute_s += epi_instr * epi_share / (d.fp32_flops_per_s / d.units * util);
+  compute_s += static_cast<double>(load) * (split > 1 ? 4 : 1) * warps * d.barrier_s;
+
+  // Traffic: every block reads its rows of A over its slice of K (from L2 after the first), and
+  // its columns of B once; B's rows are read whole along k or n, sector-rounded per row of K.
+  double sector_factor = 1.0;
+  if (std::fmod(static_cast<double>(w.k) * eb, kSectorBytes) != 0) {
+    sector_factor = sector_round(static_cast<double>(w.k) * eb) / (static_cast<double>(w.k) * eb);
+  }
+  const double batch = static_cast<double>(w.batch);
+  const double a_bytes = w.a_bytes > 0 ? static_cast<double>(w.a_bytes) : batch * w.m * w.k * eb;
+  const double b_bytes = (w.b_shared ? 1.0 : batch) * w.k * w.n * eb;
+  const double c_bytes = batch * w.m * w.n * eb;
+  const double partials = split > 1 ? 2.0 * split * batch * w.m * w.n * 4.0 : 0.0;
+  const double epilogue = sector_round(static_cast<double>(w.epilogue_bytes));
+  c.l2_bytes = std::max(a_bytes, batch * w.m * w.k * eb) * grid_n + batch * w.k * w.n * eb * grid_m * sector_factor +
+               c_bytes + partials + epilogue;
+  const double reuse_capacity = kL2ReuseFraction * (d.l2_size_bytes + d.llc_size_bytes);
+  c.dram_bytes = a_bytes + b_bytes * sector_factor + c_bytes + epilogue + (partials > reuse_capacity ? partials : 0.0);
+  c.dram_bytes = std::max(c_bytes, c.dram_bytes - std::min(a_bytes + b_bytes, static_cast<double>(w.l2_resident_bytes)));
+  // Little's law over the resident threads: each keeps kLoadsInFlightPerThread loads of a vector
+  // outstanding.
+  const double resident_threads =
+      static_cast<double>(std::min<int64_t>(c.ctas, d.units * c.ctas_per_unit)) * warps * d.warp_size;
+  const double bw = achieved_bw(d, resident_threads * std::max(1, t.vector_width) * eb * kLoadsInFlightPerThread) * grouped;
+  c.achieved_dram_gbps = bw / 1e9;
+  // A block's chain: its threads' loads, kLoadsInFlightPerThread at a time, each a DRAM round
+  // trip; then the closing sum and the stores.
+  const double loads_per_thread =
+      std::ceil(static_cast<double>(k_split) / (static_cast<double>(lanes) * std::max(1, t.vector_width)));
+  const double path = d.dram_latency_s * std::max(1.0, loads_per_thread / kLoadsInFlightPerThread) + d.l2_latency_s;
+  finish(c, d, compute_s, c.dram_bytes / bw, c.l2_bytes / d.l2_bytes_per_s, path);
+  return c;
+}
+
 KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel& d) {
+  if (gemv_shaped(t) && t.main_loop != MainLoop::kMatrix && t.main_loop != MainLoop::kTf32) return gemv_cost(w, t, d);
   KernelCost c;
   c.tile = t;
   const double eb = elem_bytes(w.dtype);
@@ -594,6 +671,17 @@ std::vector<TileConfig> tile_menu(const KernelWork& w, const DeviceModel& d) {
       for (const auto& s : kMatrixTiles) add(s);
     } else {
       for (const auto& s : kVectorTiles) add(s);
+    }
+    // Matrix-vector products (at most 8 rows): libraries run GEMV-shaped kernels for them
+    // (cuBLAS's gemv, llama.cpp's mul_mat_vec), a warp of 32 threads per output column.
+    if (w.m <= 8) {
+      int bm = 1;
+      while (bm < w.m) bm *= 2;
+      const int64_t tiles = w.batch * ceil_div(w.m, bm) * ceil_div(w.n, 8);
+      for (int split : {1, 2, 4, 8, 16}) {
+        if (split > 1 && (tiles * split > 2 * d.units || w.k < int64_t{32} * split)) break;
+        menu.push_back({bm, 8, 32, 256, 1, split, vw, 1});
+      }
     }
     return menu;
   }

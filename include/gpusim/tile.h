@@ -127,6 +127,13 @@ GPUSIM_API int generated_vector_lanes(int vector_width, int64_t elements);
 // tiled main loop runs, with block_m/n/k, stages and split_k.
 GPUSIM_API bool has_gemm_view(const KernelWork& w);
 
+// A GEMV-shaped GEMM tile: more threads than block_m x block_n outputs, the threads of each
+// output column splitting its K among them (block_k of them) with no shared-memory staging of the
+// operands and no barrier in the main loop, their sums added once at the end. gpusim's codegen
+// builds it for GEMMs and convolutions of at most 8 rows (backends/codegen/gemv.cpp); libraries
+// run such kernels for matrix-vector products (cuBLAS's gemv, llama.cpp's mul_mat_vec).
+GPUSIM_API bool gemv_shaped(const TileConfig& t);
+
 // The K split codegen builds for a GEMM-like kernel asked for `asked` slices of a K of `k`
 // elements in `block_k`-deep steps: `asked` clamped to [1, min(64, k-steps)], then the fewest
 // slices that give each the same number of k-steps (the last may hold fewer; none is empty).

@@ -628,8 +628,8 @@ struct MatrixCase {
 TEST_CASE("fp16 GEMMs and convolutions on matrix units: wmma and MFMA compile and the portable path matches the reference",
           "[codegen][matrix]") {
   const std::vector<MatrixCase> mms = {
-      {{1, 1}, {1, 1}, {}},                                             // one element: one padded fragment
-      {{7, 61}, {61, 13}, {128, 128, 32, 256, 3, 1, 1, 1}},              // primes, double-buffered, shrunk tile
+      {{9, 1}, {1, 1}, {}},                                             // K and N of one: one padded fragment
+      {{11, 61}, {61, 13}, {128, 128, 32, 256, 3, 1, 1, 1}},             // primes, double-buffered, shrunk tile
       {{127, 33}, {33, 64}, {64, 32, 16, 64, 1, 1, 1, 1}},               // k past one 16-deep slice
       {{2, 3, 17, 19}, {2, 3, 19, 5}, {32, 64, 64, 128, 2, 1, 1, 1}},    // batched
       {{130, 96}, {96, 80}, {128, 64, 32, 256, 2, 1, 1, 1}},             // several tiles, a ragged edge
@@ -675,10 +675,10 @@ TEST_CASE("fp16 GEMMs and convolutions on matrix units: wmma and MFMA compile an
 TEST_CASE("fp32 GEMMs and convolutions on matrix units as TF32 (wmma) and fp32 (MFMA) compile and the portable path matches the reference",
           "[codegen][matrix][tf32]") {
   const std::vector<MatrixCase> mms = {
-      {{7, 61}, {61, 13}, {128, 128, 32, 256, 2, 1, 1, 1}},            // primes, double-buffered, shrunk tile
+      {{11, 61}, {61, 13}, {128, 128, 32, 256, 2, 1, 1, 1}},           // primes, double-buffered, shrunk tile
       {{127, 33}, {33, 64}, {64, 32, 16, 64, 1, 1, 1, 1}},             // k past one slice of every depth
       {{2, 3, 17, 19}, {2, 3, 19, 5}, {32, 64, 64, 128, 2, 1, 1, 1}},  // batched
-      {{1, 300}, {300, 70}, {16, 32, 16, 64, 2, 8, 4, 1}},             // split K 8 ways: the slices summed in the epilogue
+      {{9, 300}, {300, 70}, {16, 32, 16, 64, 2, 8, 4, 1}},             // split K 8 ways: the slices summed in the epilogue
   };
   std::vector<std::pair<Graph, PlanKernel>> kernels;
   for (const MatrixCase& c : mms) {
@@ -841,7 +841,7 @@ TEST_CASE("the capability query answers the tile codegen builds, for every menu 
           }
           // What the main loop runs on is what the kernel does, and what it is priced on.
           const bool tf32_text = kb->body.find("tf32") != std::string::npos || kb->decls.find("precision::tf32") != std::string::npos;
-          if (w.cls == OpClass::kAttention || kb->matrix == codegen::MatrixPath::kNone) {
+          if (w.cls == OpClass::kAttention || kb->matrix == codegen::MatrixPath::kNone || gemv_shaped(built)) {
             CHECK(built.main_loop == MainLoop::kVector);
           } else {
             CHECK(built.main_loop == (tf32_text ? MainLoop::kTf32 : MainLoop::kMatrix));
@@ -852,7 +852,10 @@ TEST_CASE("the capability query answers the tile codegen builds, for every menu 
         }
         if (w.cls == OpClass::kGemm || w.cls == OpClass::kConv) {
           CHECK(groups == w.batch * ceil_div(w.m, built.block_m) * ceil_div(w.n, built.block_n) * built.split_k);
-          if (opts.float_storage == codegen::Storage::kF32 && kb->matrix == codegen::MatrixPath::kNone) {  // A and B tiles, rows padded by at most one
+          if (gemv_shaped(built)) {  // the threads' partial sums (and the split flag)
+            CHECK(kb->shared_bytes == static_cast<uint64_t>(built.threads * built.block_m * 4 + (built.split_k > 1 ? 4 : 0)));
+            CHECK(built.main_loop == MainLoop::kVector);
+          } else if (opts.float_storage == codegen::Storage::kF32 && kb->matrix == codegen::MatrixPath::kNone) {  // A and B tiles, rows padded by at most one
             const auto tiles = static_cast<uint64_t>(built.stages * built.block_k * 4);
             CHECK(kb->shared_bytes >= tiles * static_cast<uint64_t>(built.block_m + built.block_n));
             CHECK(kb->shared_bytes <= tiles * static_cast<uint64_t>(built.block_m + built.block_n + 2));
@@ -891,8 +894,10 @@ TEST_CASE("split-K GEMMs and convolutions: each slice a group, the last of a til
     Compile compile;
   };
   const std::vector<MmCase> mms = {
-      // a classifier at batch 1 (the weight streamed by 16 x 8 groups), double-buffered
+      // a classifier at batch 1: GEMV-shaped (70 columns of 32 threads, K in 5 slices of 64)
       {{1, 300}, {300, 70}, {1, 32, 8, 32, 2, 8, 4, 1}, Compile::kCudaAndFp16},
+      // nine rows, one more than a GEMV-shaped tile takes: the tiled loop, double-buffered
+      {{9, 300}, {300, 70}, {16, 32, 8, 64, 2, 8, 4, 1}, Compile::kCudaAndFp16},
       // ragged slices (13 k-steps in 4 slices of 4, 4, 4, 1), one stage, several tiles
       {{37, 100}, {100, 45}, {32, 32, 8, 64, 1, 4, 1, 1}, Compile::kCuda},
       // batched and broadcast, more slices asked than k-steps
@@ -912,16 +917,20 @@ TEST_CASE("split-K GEMMs and convolutions: each slice a group, the last of a til
     CHECK(k->args.back().scratch == codegen::Scratch::kCounters);
     check(g, pk, c.compile);
   }
-  // The classifier's groups: 3 tiles of 32 columns x 8 slices.
+  // Nine rows: 3 tiles of 32 columns x 8 slices; a classifier's row: 70 columns x 5 slices.
   {
-    const Graph g = matmul_graph({1, 300}, {300, 70}, false);
-    auto k = codegen::generate(g, plan_kernel(g, {"mm"}, "mm", {1, 32, 8, 32, 2, 8, 4, 1}));
+    const Graph g = matmul_graph({9, 300}, {300, 70}, false);
+    auto k = codegen::generate(g, plan_kernel(g, {"mm"}, "mm", {16, 32, 8, 64, 2, 8, 4, 1}));
     REQUIRE(k);
     CHECK(k->groups[0] * k->groups[1] == 3u * 8u);
-    auto one = codegen::generate(g, plan_kernel(g, {"mm"}, "mm", {1, 32, 8, 32, 2, 1, 4, 1}));
+    auto one = codegen::generate(g, plan_kernel(g, {"mm"}, "mm", {16, 32, 8, 64, 2, 1, 4, 1}));
     REQUIRE(one);
     CHECK(one->groups[0] * one->groups[1] == 3u);
     for (const codegen::Arg& a : one->args) CHECK(a.scratch == codegen::Scratch::kNone);
+    const Graph row = matmul_graph({1, 300}, {300, 70}, false);
+    auto v = codegen::generate(row, plan_kernel(row, {"mm"}, "mm", {1, 32, 8, 32, 2, 8, 4, 1}));
+    REQUIRE(v);
+    CHECK(v->groups[0] * v->groups[1] == 70u * 5u);
   }
   // A convolution with a bias, K = 16 x 9 in 6 slices.
   const ConvCase cc{{1, 16, 7, 13}, {32, 16, 3, 3}, 1, {}, {1, 1, 1, 1}, {}, "", true, Compile::kCudaAndFp16};
@@ -929,7 +938,7 @@ TEST_CASE("split-K GEMMs and convolutions: each slice a group, the last of a til
   const PlanKernel conv_pk = plan_kernel(conv, {"conv"}, "conv", {32, 32, 8, 128, 2, 6, 1, 1});
   check(conv, conv_pk, cc.compile);
   // The matrix kernels split too: wmma and MFMA texts compile (where NVRTC and hiprtc are).
-  const Graph mm = matmul_graph({1, 300}, {300, 70}, true, 70);
+  const Graph mm = matmul_graph({9, 300}, {300, 70}, true, 70);
   for (const auto& [g32, pk] : {std::pair{mm, plan_kernel(mm, {"mm", "add", "relu"}, "mm", {16, 32, 16, 64, 2, 8, 1, 1})},
                                 std::pair{conv, conv_pk}}) {
     const Graph g = retype(g32, DType::kFloat16);
@@ -941,58 +950,142 @@ TEST_CASE("split-K GEMMs and convolutions: each slice a group, the last of a til
 }
 
 TEST_CASE("split-K kernels through the executor in fp32 and fp16 and a second launch gives the same bits", "[codegen][split]") {
-  const Graph g32 = matmul_graph({3, 200}, {200, 40}, true, 40);
-  const PlanKernel pk = plan_kernel(g32, {"mm", "add", "relu"}, "mm", {16, 32, 16, 64, 2, 5, 1, 1});
-  Plan plan;
-  plan.kernels.push_back(pk);
-  for (auto& d : test::devices()) {
-    INFO(d.backend);
-    exec::RunOptions o;
-    o.seed = 5;
-    o.repeat = 1;
-    const test::PlanRun r = test::run_plan_against_reference(*d.dev, g32, plan, o);
-    for (const auto& k : r.run.kernels) CHECK(k.device);
-    for (double e : r.errors) CHECK(e <= 1e-5);
-    if (d.dev->info().fp16) run_fp16(*d.dev, g32, pk, codegen::MatrixPath::kPortable);
+  // Three rows (GEMV-shaped) and twelve (the tiled loop).
+  for (const int64_t m : {3, 12}) {
+    const Graph g32 = matmul_graph({m, 200}, {200, 40}, true, 40);
+    const PlanKernel pk = plan_kernel(g32, {"mm", "add", "relu"}, "mm", {16, 32, 16, 64, 2, 5, 1, 1});
+    Plan plan;
+    plan.kernels.push_back(pk);
+    for (auto& d : test::devices()) {
+      INFO(d.backend << " rows " << m);
+      exec::RunOptions o;
+      o.seed = 5;
+      o.repeat = 1;
+      const test::PlanRun r = test::run_plan_against_reference(*d.dev, g32, plan, o);
+      for (const auto& k : r.run.kernels) CHECK(k.device);
+      for (double e : r.errors) CHECK(e <= 1e-5);
+      if (d.dev->info().fp16) run_fp16(*d.dev, g32, pk, codegen::MatrixPath::kPortable);
 
-    // The same kernel launched twice on the same scratch, the output wiped between: the last group
-    // of each tile set its counter back to 0, and the slices are summed in a fixed order.
-    backend::Backend& dev = *d.dev;
-    auto k = codegen::generate(g32, pk);
-    REQUIRE(k);
-    std::vector<backend::Buffer> bufs;
-    size_t out = 0;
-    std::mt19937 rng(3);
-    std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
-    for (size_t ai = 0; ai < k->args.size(); ++ai) {
-      const codegen::Arg& a = k->args[ai];
-      auto b = dev.allocate(static_cast<uint64_t>(a.elements) * 4);
-      REQUIRE(b);
-      std::vector<float> data(static_cast<size_t>(a.elements));
-      if (a.scratch != codegen::Scratch::kNone) {
-        std::fill(data.begin(), data.end(), 0.0f);  // int zeros too
-      } else if (a.written) {
-        std::fill(data.begin(), data.end(), std::numeric_limits<float>::quiet_NaN());
-        out = ai;
-      } else {
-        for (float& v : data) v = uni(rng);
+      // The same kernel launched twice on the same scratch, the output wiped between: the last group
+      // of each tile set its counter back to 0, and the slices are summed in a fixed order.
+      backend::Backend& dev = *d.dev;
+      auto k = codegen::generate(g32, pk);
+      REQUIRE(k);
+      std::vector<backend::Buffer> bufs;
+      size_t out = 0;
+      std::mt19937 rng(3);
+      std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+      for (size_t ai = 0; ai < k->args.size(); ++ai) {
+        const codegen::Arg& a = k->args[ai];
+        auto b = dev.allocate(static_cast<uint64_t>(a.elements) * 4);
+        REQUIRE(b);
+        std::vector<float> data(static_cast<size_t>(a.elements));
+        if (a.scratch != codegen::Scratch::kNone) {
+          std::fill(data.begin(), data.end(), 0.0f);  // int zeros too
+        } else if (a.written) {
+          std::fill(data.begin(), data.end(), std::numeric_limits<float>::quiet_NaN());
+          out = ai;
+        } else {
+          for (float& v : data) v = uni(rng);
+        }
+        REQUIRE(dev.upload(*b, data.data(), data.size() * 4));
+        bufs.push_back(*b);
       }
-      REQUIRE(dev.upload(*b, data.data(), data.size() * 4));
-      bufs.push_back(*b);
+      auto h = dev.compile(k->source(dev.info().language));
+      REQUIRE(h);
+      std::vector<std::vector<float>> got;
+      for (int run = 0; run < 2; ++run) {
+        std::vector<float> nan(static_cast<size_t>(k->args[out].elements), std::numeric_limits<float>::quiet_NaN());
+        REQUIRE(dev.upload(bufs[out], nan.data(), nan.size() * 4));
+        REQUIRE(dev.launch(*h, k->groups, bufs, false));
+        REQUIRE(dev.synchronize());
+        got.emplace_back(nan.size());
+        REQUIRE(dev.download(bufs[out], got.back().data(), got.back().size() * 4));
+      }
+      for (float v : got[0]) REQUIRE(!std::isnan(v));
+      CHECK(std::memcmp(got[0].data(), got[1].data(), got[0].size() * 4) == 0);
+      for (const auto& b : bufs) dev.release(b);
     }
-    auto h = dev.compile(k->source(dev.info().language));
-    REQUIRE(h);
-    std::vector<std::vector<float>> got;
-    for (int run = 0; run < 2; ++run) {
-      std::vector<float> nan(static_cast<size_t>(k->args[out].elements), std::numeric_limits<float>::quiet_NaN());
-      REQUIRE(dev.upload(bufs[out], nan.data(), nan.size() * 4));
-      REQUIRE(dev.launch(*h, k->groups, bufs, false));
-      REQUIRE(dev.synchronize());
-      got.emplace_back(nan.size());
-      REQUIRE(dev.download(bufs[out], got.back().data(), got.back().size() * 4));
+  }
+}
+
+TEST_CASE("GEMV-shaped kernels for GEMMs and convolutions of at most 8 rows match the reference", "[codegen][gemv]") {
+  // The tile: all of M (as a power of two), a warp of 32 threads a column, fewer columns where N is
+  // narrower; none past 8 rows; fitting a fitted tile changes nothing.
+  codegen::GemmLoop L;
+  L.m = 5;
+  L.n = 1000;
+  L.k = 4096;
+  const codegen::Options o;
+  const auto t = codegen::fit_gemv_tile(TileConfig{128, 128, 32, 256, 2, 4, 4, 1}, L, o);
+  REQUIRE(t);
+  CHECK((t->bm == 8 && t->bn == 8 && t->lanes == 32 && t->threads == 256 && t->split == 4));
+  L.n = 3;
+  const auto narrow = codegen::fit_gemv_tile(TileConfig{}, L, o);
+  REQUIRE(narrow);
+  CHECK((narrow->bn == 4 && narrow->lanes == 64));
+  L.m = 9;
+  CHECK_FALSE(codegen::fit_gemv_tile(TileConfig{}, L, o));
+  codegen::Options tiny;
+  tiny.max_threads = 16;  // fewer than a warp: the tiled loop
+  L.m = 1;
+  CHECK_FALSE(codegen::fit_gemv_tile(TileConfig{}, L, tiny));
+  CHECK(gemv_shaped(TileConfig{1, 8, 32, 256, 1, 1, 4, 1}));
+  CHECK_FALSE(gemv_shaped(TileConfig{8, 32, 8, 256, 1, 1, 4, 1}));  // 256 outputs on 256 threads: tiled
+
+  // B read along n (MatMul's [K, N]), scalar: a classifier row, with a bias and Relu, whole and
+  // split; rows that are not a power of two; a batch of broadcast GEMMs.
+  SECTION("MatMul") {
+    struct Case {
+      std::vector<int64_t> a, b;
+      TileConfig tile;
+    };
+    for (const Case& c : {Case{{1, 300}, {300, 70}, {128, 64, 8, 256, 2, 1, 4, 1}},
+                          Case{{1, 300}, {300, 70}, {128, 64, 8, 256, 2, 4, 4, 1}},
+                          Case{{5, 129}, {129, 33}, {32, 32, 8, 64, 1, 1, 1, 1}},
+                          Case{{2, 3, 7, 19}, {2, 3, 19, 5}, {32, 32, 8, 128, 1, 2, 1, 1}}}) {
+      INFO("a " << shape_str(c.a) << " b " << shape_str(c.b) << " split " << c.tile.split_k);
+      const Graph g = matmul_graph(c.a, c.b, true, c.b.back());
+      const PlanKernel pk = plan_kernel(g, {"mm", "add", "relu"}, "mm", c.tile);
+      auto k = codegen::generate(g, pk);
+      REQUIRE(k);
+      CHECK_THAT(k->body, Contains("GEMV-shaped GEMM"));
+      check(g, pk, Compile::kCudaAndFp16);
     }
-    for (float v : got[0]) REQUIRE(!std::isnan(v));
-    CHECK(std::memcmp(got[0].data(), got[1].data(), got[0].size() * 4) == 0);
-    for (const auto& b : bufs) dev.release(b);
+  }
+  // B read along k (a Gemm with transB, as PyTorch exports a Linear): vector loads of B and A.
+  SECTION("Gemm transB") {
+    for (const int64_t m : {1, 4}) {
+      const int64_t n = 45, kk = 256;
+      test::OnnxBuilder b;
+      b.input("a", kF32, {m, kk});
+      b.input("w", kF32, {n, kk});
+      b.input("c", kF32, {n});
+      b.node("Gemm", {"a", "w", "c"}, {"y"}, "gemm").i("transB", 1);
+      b.output("y");
+      const Graph g = build_graph(b, "gemv.onnx");
+      for (const int split : {1, 3}) {
+        INFO("rows " << m << " split " << split);
+        const PlanKernel pk = plan_kernel(g, {"gemm"}, "gemm", {64, 64, 8, 256, 1, split, 4, 1});
+        auto k = codegen::generate(g, pk);
+        REQUIRE(k);
+        CHECK_THAT(k->body, Contains("loads of 4 along k"));
+        check(g, pk, Compile::kCudaAndFp16);
+      }
+    }
+  }
+  // A convolution with four output pixels: implicit GEMM of 4 rows (im2col gathers of A).
+  SECTION("Conv") {
+    const ConvCase cc{{1, 32, 3, 3}, {16, 32, 3, 3}, 1, {2, 2}, {1, 1, 1, 1}, {}, "", true, Compile::kCudaAndFp16};
+    const Graph g = conv_graph(cc, true);
+    const PlanKernel pk = plan_kernel(g, {"conv", "bn", "relu"}, "conv", {64, 32, 16, 128, 2, 2, 4, 1}, {"batchnorm-fold", "gemm-epilogue"});
+    auto k = codegen::generate(g, pk);
+    REQUIRE(k);
+    CHECK_THAT(k->body, Contains("GEMV-shaped GEMM 1 x [4 x 16 x 288]"));
+    check(g, pk, cc.compile);
+    // fp16 storage on the portable matrix path (GEMV-shaped whatever the path), on every device.
+    for (auto& d : test::devices()) {
+      if (d.dev->info().fp16) run_fp16(*d.dev, g, pk, codegen::MatrixPath::kPortable);
+    }
   }
 }

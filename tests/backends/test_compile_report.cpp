@@ -441,10 +441,12 @@ TEST_CASE("the compiled report reads what hiprtc builds for an AMD GPU", "[codeg
     CHECK(k.compiled.registers <= 512);
     CHECK(k.compiled.ctas_per_unit > 0);
     if (k.cls == "gemm" || k.cls == "conv") {
-      CHECK(k.matrix_path == "mfma");
+      // The one-row MatMul is GEMV-shaped: vector units, shared memory only for its closing sum.
+      const bool gemv = gemv_shaped(k.tile);
+      CHECK(k.matrix_path == (gemv ? "none" : "mfma"));
       CHECK(k.compiled.smem_bytes > 0);
       if (k.binary.instructions_read) {
-        CHECK(k.binary.mfma > 0);
+        CHECK((k.binary.mfma > 0) == !gemv);
         CHECK(k.binary.ld_shared > 0);
       }
     }
@@ -638,17 +640,29 @@ TEST_CASE("the compiled report reads what NVRTC builds for every kernel and sets
     CHECK(flagged == (k.compiled.ctas_per_unit != k.assumed.ctas_per_unit));
   }
   CHECK(gemm_like == 2);
-  // fp16 on an H100: the GEMMs are priced on matrix units, and the binary has them (wmma).
+  // fp16 on an H100: the convolution is priced on matrix units, and the binary has them (wmma);
+  // the one-row MatMul is GEMV-shaped, on the vector units and priced there.
   auto h = exec::compile_report(retype(m->graph(), DType::kFloat16), t, {});
   INFO((h ? std::string() : h.error().message));
   REQUIRE(h);
+  int gemv = 0;
   for (const auto& k : h->kernels) {
     if (k.cls != "gemm" && k.cls != "conv") continue;
     INFO(k.name);
+    if (gemv_shaped(k.tile)) {
+      ++gemv;
+      CHECK(k.cls == "gemm");
+      CHECK(k.matrix_path == "none");
+      CHECK_FALSE(k.priced_on_matrix_units);
+      CHECK(k.binary.wmma == 0);
+      CHECK(k.flags.empty());
+      continue;
+    }
     CHECK(k.matrix_path == "wmma");
     CHECK(k.priced_on_matrix_units);
     CHECK(k.binary.wmma > 0);
   }
+  CHECK(gemv == 1);
   CHECK(h->missing_matrix == 0);
   // Only the tiles codegen builds are compiled: the library menu is refused, naming the option.
   auto lib = exec::compile_report(m->graph(), s.target(h100, TileSpace::kLibrary), {});
