@@ -86,7 +86,7 @@ void emit_gemm(const GemmLoop& L, const GemmTile& t, Kernel& k);
 // of two) x bn outputs a group, `lanes` threads (threads / bn) splitting each column's K with no
 // barrier, their sums added in shared memory; split as generated_split_k over `lanes`-deep
 // k-steps. As a TileConfig: block_m bm, block_n bn, block_k lanes, threads, stages 1 — the one
-// GEMM tile with more threads than outputs (is_gemv_tile), which is how the cost model knows it.
+// GEMM tile with more threads than outputs (gemv_shaped, gpusim/tile.h): how the cost model knows it.
 inline constexpr int64_t kGemvMaxRows = 8;
 struct GemvTile {
   int bm = 1, bn = 8, lanes = 32, threads = 256, split = 1;

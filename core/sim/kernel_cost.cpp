@@ -174,6 +174,28 @@ double gemm_smem(const KernelWork& w, const TileConfig& t) {
          elem_bytes(w.dtype);
 }
 
+// The busiest unit of a GEMM-like kernel: its CTAs, and the share of its schedulers their warps keep busy.
+struct BusiestUnit {
+  int64_t load = 0;
+  double util = 0;
+};
+BusiestUnit busiest_unit(const KernelCost& c, const DeviceModel& d, int warps) {
+  BusiestUnit u;
+  u.load = ceil_div(c.ctas, d.units);
+  const double concurrent = static_cast<double>(std::min(c.ctas_per_unit, u.load));
+  u.util = std::min(1.0, concurrent * warps / kWarpsToSaturate);
+  return u;
+}
+
+// The fused epilogue's time on the busiest unit: it runs per output element on the vector units
+// after the main loop.
+double epilogue_s(const KernelWork& w, const KernelCost& c, const DeviceModel& d, const BusiestUnit& u) {
+  const double instr = static_cast<double>(w.epilogue_flops.fma) + 2.0 * kTranscendentalSlots * w.epilogue_flops.transcendental +
+                       2.0 * w.epilogue_flops.compare;
+  const double share = static_cast<double>(u.load) / static_cast<double>(std::max<int64_t>(c.ctas, 1));
+  return instr * share / (d.fp32_flops_per_s / d.units * u.util);
+}
+
 // A GEMV-shaped tile (gemv_shaped): block_k threads a column walk their share of K with vector
 // loads and no barrier, so the weight streams at what the resident threads keep in flight; one
 // barrier and a sum over the lanes in shared memory close each block.
@@ -196,13 +218,9 @@ KernelCost gemv_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   const double grouped = w.cls == OpClass::kConv && w.batch > 1 ? d.grouped_conv_eff : 1.0;
   const double rate = gemm_rate(w, d, MainLoop::kVector, &c.matrix_units, &peak, &c.tf32) * grouped;
   c.peak_tflops = peak;
-  const int64_t load = ceil_div(c.ctas, d.units);
-  const double concurrent = static_cast<double>(std::min(c.ctas_per_unit, load));
-  const double util = std::min(1.0, concurrent * warps / kWarpsToSaturate);
-  const double epi_instr = static_cast<double>(w.epilogue_flops.fma) +
-                           2.0 * kTranscendentalSlots * w.epilogue_flops.transcendental +
-                           2.0 * w.epilogue_flops.compare;
-  const double epi_share = static_cast<double>(load) / static_cast<double>(std::max<int64_t>(c.ctas, 1));
+  const BusiestUnit u = busiest_unit(c, d, warps);
+  const int64_t load = u.load;
+  const double util = u.util;
   double compute_s = static_cast<double>(load) * cta_flops / (rate / d.units * util);
   // The closing sum: every thread's block_m partials through shared memory, read back by one
   // thread an output; one barrier (three more where the last slice of a split adds the others).
@@ -210,7 +228,7 @@ KernelCost gemv_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
     const double cta_smem = 2.0 * static_cast<double>(t.threads) * t.block_m * 4.0;
     compute_s += static_cast<double>(load) * cta_smem / (d.smem_bytes_per_s / d.units * util);
   }
-  compute_s += epi_instr * epi_share / (d.fp32_flops_per_s / d.units * util);
+  compute_s += epilogue_s(w, c, d, u);
   compute_s += static_cast<double>(load) * (split > 1 ? 4 : 1) * warps * d.barrier_s;
 
   // Traffic: every block reads its rows of A over its slice of K (from L2 after the first), and
@@ -267,14 +285,9 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   const double grouped = w.cls == OpClass::kConv && w.batch > 1 ? d.grouped_conv_eff : 1.0;
   const double rate = gemm_rate(w, d, t.main_loop, &c.matrix_units, &peak, &c.tf32) * grouped;
   c.peak_tflops = peak;
-  const int64_t load = ceil_div(c.ctas, d.units);  // CTAs on the busiest unit
-  const double concurrent = static_cast<double>(std::min(c.ctas_per_unit, load));
-  const double util = std::min(1.0, concurrent * warps / kWarpsToSaturate);
-  // The fused epilogue runs per output element on the vector units after the main loop.
-  const double epi_instr = static_cast<double>(w.epilogue_flops.fma) +
-                           2.0 * kTranscendentalSlots * w.epilogue_flops.transcendental +
-                           2.0 * w.epilogue_flops.compare;
-  const double epi_share = static_cast<double>(load) / static_cast<double>(std::max<int64_t>(c.ctas, 1));
+  const BusiestUnit u = busiest_unit(c, d, warps);
+  const int64_t load = u.load;
+  const double util = u.util;
   double compute_s = static_cast<double>(load) * cta_flops / (rate / d.units * util);
   if (!c.matrix_units && d.smem_bytes_per_s > 0) {
     // SIMT main loop: per k, every thread reads its tm x tn micro-tile's tm + tn operands from
@@ -287,7 +300,7 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
     const double cta_smem = static_cast<double>(k_split) * (static_cast<double>(threads) * (tm + tn) + t.block_m + t.block_n) * 4.0;
     compute_s = std::max(compute_s, static_cast<double>(load) * cta_smem / (d.smem_bytes_per_s / d.units * util));
   }
-  compute_s += epi_instr * epi_share / (d.fp32_flops_per_s / d.units * util);
+  compute_s += epilogue_s(w, c, d, u);
   // Group barriers: two per k-step (one when double-buffered), each paid by every warp.
   const double k_steps = static_cast<double>(ceil_div(k_split, std::max(1, t.block_k)));
   compute_s += static_cast<double>(load) * k_steps * (t.stages >= 2 ? 1 : 2) * warps * d.barrier_s;

@@ -293,3 +293,50 @@ TEST_CASE("infeasible tiles are data with a reason and occupancy names its limit
   CHECK(k.ctas_per_unit == 1);  // 48 KiB of shared memory per CTA: one fits in 64 KiB (registers allow two)
   CHECK(std::string(k.occupancy_limiter) == "shared memory");
 }
+
+TEST_CASE("GEMV-shaped tiles stream the weight with what their threads keep in flight", "[sim][gemv]") {
+  const DeviceModel d = make_device(profile("nvidia-h100-sxm"));
+  const TileConfig gemv{1, 8, 32, 256, 1, 1, 4, 1};
+  REQUIRE(gemv_shaped(gemv));
+  CHECK_FALSE(gemv_shaped(TileConfig{1, 32, 8, 32, 2, 1, 4, 1}));  // the tiled loop's one-row tile
+  CHECK_FALSE(gemv_shaped(TileConfig{}));                          // not a GEMM tile
+  // A classifier at batch 1: 8 MB of fp32 weight, never read faster than the bandwidth allows.
+  // 125 blocks leave each thread 16 loads of 4 floats, 2 in flight: its chain of 8 DRAM round trips
+  // bounds it; split in 2, the chain halves and the weight streams at the bandwidth.
+  const KernelWork w = gemm_work(DType::kFloat32, 1, 1, 1000, 2048);
+  const KernelCost c = kernel_cost(w, gemv, d);
+  REQUIRE(c.feasible);
+  CHECK(c.ctas == 125);
+  CHECK(c.bound == Bound::kLatency);
+  const KernelCost halves = kernel_cost(w, TileConfig{1, 8, 32, 256, 1, 2, 4, 1}, d);
+  CHECK(halves.bound == Bound::kDram);
+  CHECK(halves.total_us < c.total_us);
+  CHECK(c.dram_bytes >= 1000.0 * 2048 * 4);
+  CHECK(c.total_us >= c.dram_bytes / (d.dram_bytes_per_s * 1e-6));
+  // Residency: registers for the row's sum and two vectors, shared memory for the partial sums.
+  const Residency r = assumed_residency(w, gemv, d);
+  CHECK(r.smem_bytes == 256 * 4);
+  CHECK(r.registers < 32);
+  // Fewer loads in flight (scalar loads) stream slower; more rows read the weight once all the same.
+  TileConfig scalar = gemv;
+  scalar.vector_width = 1;
+  CHECK(kernel_cost(w, scalar, d).achieved_dram_gbps < c.achieved_dram_gbps);
+  const KernelCost rows8 = kernel_cost(gemm_work(DType::kFloat32, 1, 8, 1000, 2048), TileConfig{8, 8, 32, 256, 1, 1, 4, 1}, d);
+  CHECK(rows8.dram_bytes < c.dram_bytes * 1.01 + 8 * 2048 * 4 + 8 * 1000 * 4);
+  // Split K: more blocks, the partial sums' traffic and barriers on top.
+  const KernelCost split = kernel_cost(w, TileConfig{1, 8, 32, 256, 1, 4, 4, 1}, d);
+  CHECK(split.ctas == 4 * 125);
+  CHECK(split.l2_bytes > c.l2_bytes);
+  // The menu offers the tile for at most 8 rows, and not past them.
+  auto has_gemv = [&](const KernelWork& k) {
+    for (const TileConfig& t : tile_menu(k, d)) {
+      if (gemv_shaped(t)) return true;
+    }
+    return false;
+  };
+  CHECK(has_gemv(gemm_work(DType::kFloat16, 1, 1, 4096, 4096)));
+  CHECK(has_gemv(gemm_work(DType::kFloat32, 1, 8, 4096, 4096)));
+  CHECK_FALSE(has_gemv(gemm_work(DType::kFloat32, 1, 9, 4096, 4096)));
+  // The one-row GEMM's best tile is a GEMV-shaped one on this GPU.
+  CHECK(gemv_shaped(choose_tile(w, d)));
+}
