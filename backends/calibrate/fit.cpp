@@ -83,11 +83,17 @@ std::vector<Param> fit_parameters(const GpuProfile& p, const std::vector<Observa
       {"launch.latency_floor_us", std::max(p.launch.latency_floor_us, 1e-2), 1e-3, 1000.0},
       {"compute.barrier_ns", std::max(p.compute.barrier_ns, 1e-3), 1e-4, 1e6},
   };
+  // A GEMM rate (a throughput) is fitted only where some GEMM the fit sees fills the device: at
+  // least a full wave of blocks on every unit. Fitted on GEMMs too small for that, whose time is
+  // latency (k-steps, barriers, the launch floor), the efficiency absorbs the latency the model
+  // leaves out and slows every large GEMM: the H200's calibration put the SIMT one at 4.1% from
+  // MatMuls of 64-384 (bench/RESULTS.md, "Session 6").
   const DeviceModel d = make_device(p);
   bool matrix = false, simt = false;
   for (const Observation& o : obs) {
     if (o.held_out) continue;
     const KernelCost c = kernel_cost(o.work, o.tile, d);
+    if (!c.feasible || c.ctas < static_cast<int64_t>(d.units) * std::max<int64_t>(1, c.ctas_per_unit)) continue;
     matrix = matrix || c.matrix_units;
     simt = simt || ((o.work.cls == OpClass::kGemm || o.work.cls == OpClass::kConv) && !c.matrix_units && o.work.m > 0);
   }

@@ -176,6 +176,8 @@ TEST_CASE("fit: recovers the efficiency factors and launch figures of a syntheti
     if (p.key == "launch.latency_floor_us") p.value = 25;
     if (p.key == "compute.barrier_ns") p.value = 80;
   }
+  // The synthetic GEMMs are priced compute-bound, so their rate is one of the parameters.
+  CHECK(std::any_of(start.begin(), start.end(), [](const Param& p) { return p.key == "efficiency.gemm_vector_flops"; }));
   const FitResult r = fit(base, o, start);
   INFO("cost " << r.cost_before << " -> " << r.cost_after << " in " << r.iterations << " iterations");
   CHECK(r.fitted == static_cast<int>(o.size()) / 2);
@@ -585,4 +587,31 @@ TEST_CASE("every calibration kernel compiles for CUDA and HIP targets", "[calibr
 #else
   WARN("the HIP backend is not built: calibration kernels not compiled for HIP");
 #endif
+}
+
+TEST_CASE("fit: a GEMM rate is not fitted on GEMMs the model prices as latency", "[calibrate]") {
+  // The H200's calibration (gpu_profiles/calibrated): its SIMT MatMuls of 64-384 are priced at the
+  // launch floor or their k-steps' latency, its fp16 ones of 1024-4096 on the matrix units' rate.
+  const fs::path raw = fs::path(test::source_dir()) / "gpu_profiles" / "calibrated" / "nvidia-h200-calibrated.measurements.json";
+  std::ifstream f(raw);
+  REQUIRE(f);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  std::vector<Observation> v;
+  for (const auto& o : j.at("observations")) {
+    auto w = work_from_json(o.at("work"));
+    auto t = tile_from_json(o.at("tile"));
+    REQUIRE(w);
+    REQUIRE(t);
+    v.push_back(obs(o.at("class").get<std::string>(), *w, *t, o.at("measured_us").at("p50").get<double>(),
+                    o.at("held_out").get<bool>()));
+  }
+  auto h200 = find_profile("nvidia-h200", default_profile_dirs());
+  REQUIRE(h200);
+  const std::vector<Param> params = fit_parameters(*h200, v);
+  auto has = [&](const char* key) {
+    return std::any_of(params.begin(), params.end(), [&](const Param& p) { return p.key == key; });
+  };
+  CHECK_FALSE(has("efficiency.gemm_vector_flops"));
+  CHECK(has("efficiency.matrix_flops"));
+  CHECK(has("efficiency.vector_flops"));
 }
