@@ -1,5 +1,8 @@
 // gpusim calibrate --backend vulkan|cuda|hip [--device N] [--quick] [--base PROFILE] [--out FILE]
+// gpusim calibrate --refit MEASUREMENTS.json [--base PROFILE] [--out FILE]
 //
+// --refit fits a calibration's raw data again, without its device: after a change to the cost
+// model or the fit, the same measurements give the profile this gpusim would have written.
 // Measures the device with backends/calibrate/'s microbenchmarks and codegen kernels, fits the base
 // profile's efficiency factors, and writes a profile that `extends:` the base with a `calibrated`
 // block (plus the raw measurements beside it), atomically. Prints a progress bar to stderr and
@@ -10,6 +13,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "backend.h"
 #include "calibrate.h"
@@ -21,7 +27,7 @@ namespace gpusim::cli {
 namespace {
 
 struct Args {
-  std::string backend;
+  std::string backend, refit;
   int device = 0;
   bool quick = false, force_base = false;
   std::string base, out;
@@ -43,22 +49,67 @@ void progress(double frac, const std::string& what, double elapsed) {
   last = what;
 }
 
+// The default --out: <base>-calibrated.yaml in the user's profile directory, which every later
+// command searches (`--gpu <base>-calibrated` then finds it from any working directory); "" when
+// that directory cannot be made (said on stderr).
+std::string default_out(const std::string& base) {
+  const std::string user = user_profile_dir();
+  const std::string out = (std::filesystem::path(user.empty() ? "." : user) / (base + "-calibrated.yaml")).string();
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(out).parent_path(), ec);
+  if (ec) {
+    fmt::print(stderr, "gpusim calibrate: cannot create {}: {}; pass --out FILE.yaml\n",
+               std::filesystem::path(out).parent_path().string(), ec.message());
+    return "";
+  }
+  return out;
+}
+
+int refit(const Args& a, const std::vector<std::string>& dirs) {
+  auto o = calibrate::read_raw(a.refit);
+  if (!o) {
+    fmt::print(stderr, "gpusim calibrate: --refit: {}\n", say(o.error()));
+    return 1;
+  }
+  // The base the measurements were taken against, unless --base names another.
+  std::string base_name = a.base;
+  if (base_name.empty()) {
+    std::ifstream in(a.refit);
+    base_name = nlohmann::json::parse(in, nullptr, false).value("base", "");
+  }
+  if (base_name.empty()) {
+    fmt::print(stderr, "gpusim calibrate: --refit {}: the raw data names no base profile; pass --base NAME\n", a.refit);
+    return 2;
+  }
+  auto base = find_profile(base_name, dirs);
+  if (!base) {
+    fmt::print(stderr, "gpusim calibrate: --refit: base profile: {}\n", say(base.error()));
+    return 1;
+  }
+  o->base = *base;
+  const std::string out = a.out.empty() ? default_out(base->name) : a.out;
+  if (out.empty()) return 1;
+  o->notes.push_back(fmt::format("fitted again from these measurements by `gpusim calibrate --refit` on {} (measured {})",
+                                 calibrate::today(), o->date));
+  calibrate::fit_outcome(*o);
+  if (auto s = calibrate::write_profile(*o, out, dirs); !s) {
+    fmt::print(stderr, "gpusim calibrate: {}\n", say(s.error()));
+    return 1;
+  }
+  if (a.json) {
+    fmt::print("{}\n", calibrate::raw_json(*o, std::filesystem::path(out).stem().string()).dump(1, ' ', false, kInvalidUtf8));
+  } else {
+    fmt::print("{}\nWrote {} (extends {}), fitted again from {}.\n", calibrate::report(*o), out, base->name, a.refit);
+  }
+  return 0;
+}
+
 int run(const Args& a, const std::string& command) {
-  if (a.backend == "null") {
-    fmt::print(stderr, "gpusim calibrate: --backend null has no device to measure (its timers answer from a table); "
-                       "choose vulkan, cuda or hip\n");
-    return 2;
-  }
-  if (!backend::is_device_backend(a.backend)) {
-    fmt::print(stderr, "gpusim calibrate: --backend \"{}\" is not a device backend; choose vulkan, cuda or hip\n", a.backend);
-    return 2;
-  }
   std::vector<std::string> dirs = a.profile_dirs;
   for (const auto& d : default_profile_dirs()) dirs.push_back(d);
   if (std::filesystem::path(a.base).extension() == ".yaml") {
     dirs.push_back(std::filesystem::path(a.base).parent_path().string());
   }
-  // An --out that cannot be written is refused before minutes of measuring, not after.
   if (!a.out.empty()) {
     const std::filesystem::path out(a.out);
     if (out.extension() != ".yaml") {
@@ -70,6 +121,28 @@ int run(const Args& a, const std::string& command) {
       fmt::print(stderr, "gpusim calibrate: {}\n", why);
       return 2;
     }
+  }
+  if (!a.refit.empty()) {
+    if (!a.backend.empty() || a.quick || a.force_base) {
+      fmt::print(stderr, "gpusim calibrate: --refit fits measurements already taken; --backend, --device, --quick and "
+                         "--force-base are for measuring a device: leave them out\n");
+      return 2;
+    }
+    return refit(a, dirs);
+  }
+  if (a.backend.empty()) {
+    fmt::print(stderr, "gpusim calibrate: --backend is required (vulkan, cuda or hip); or --refit MEASUREMENTS.json to "
+                       "fit a calibration's raw data again\n");
+    return 2;
+  }
+  if (a.backend == "null") {
+    fmt::print(stderr, "gpusim calibrate: --backend null has no device to measure (its timers answer from a table); "
+                       "choose vulkan, cuda or hip\n");
+    return 2;
+  }
+  if (!backend::is_device_backend(a.backend)) {
+    fmt::print(stderr, "gpusim calibrate: --backend \"{}\" is not a device backend; choose vulkan, cuda or hip\n", a.backend);
+    return 2;
   }
   auto dev = backend::open(a.backend, a.device);
   if (!dev) {
@@ -116,18 +189,8 @@ int run(const Args& a, const std::string& command) {
   }
   // By default the profile lands in the user's profile directory, which every later command
   // searches: `--gpu <base>-calibrated` then finds it from any working directory.
-  std::string out = a.out;
-  if (out.empty()) {
-    const std::string user = user_profile_dir();
-    out = (std::filesystem::path(user.empty() ? "." : user) / (base.name + "-calibrated.yaml")).string();
-    std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(out).parent_path(), ec);
-    if (ec) {
-      fmt::print(stderr, "gpusim calibrate: cannot create {}: {}; pass --out FILE.yaml\n",
-                 std::filesystem::path(out).parent_path().string(), ec.message());
-      return 1;
-    }
-  }
+  const std::string out = a.out.empty() ? default_out(base.name) : a.out;
+  if (out.empty()) return 1;
   if (std::filesystem::path(out).extension() != ".yaml") {
     fmt::print(stderr, "gpusim calibrate: --out {}: a profile file must end in .yaml (its name is the profile's name)\n", out);
     return 2;
@@ -174,7 +237,8 @@ int run(const Args& a, const std::string& command) {
 void add_calibrate(CLI::App& app, int& rc) {
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("calibrate", "Measure this device and write a calibrated profile (extends the datasheet one)");
-  cmd->add_option("--backend", a->backend, "vulkan, cuda or hip")->required();
+  cmd->add_option("--backend", a->backend, "vulkan, cuda or hip (required unless --refit)");
+  cmd->add_option("--refit", a->refit, "Fit the raw data of an earlier calibration again (its .measurements.json), without its device: after a change to the cost model or the fit");
   cmd->add_option("--device", a->device, "Device index within the backend (default 0)");
   cmd->add_flag("--quick", a->quick, "Fewer sizes and repeats: under a minute");
   cmd->add_option("--base", a->base, "Datasheet profile to extend (name or .yaml path; default: the one matching the device)");
@@ -183,7 +247,7 @@ void add_calibrate(CLI::App& app, int& rc) {
   cmd->add_option("--profiles", a->profile_dirs, "Extra directories of GPU profiles");
   cmd->add_flag("--json", a->json, "Print the raw measurements (schema gpusim.calibration/1) instead of the report");
   cmd->callback([a, &rc] {
-    std::string command = "gpusim calibrate --backend " + a->backend;
+    std::string command = a->refit.empty() ? "gpusim calibrate --backend " + a->backend : "gpusim calibrate --refit " + a->refit;
     if (a->device) command += fmt::format(" --device {}", a->device);
     if (a->quick) command += " --quick";
     if (!a->base.empty()) command += " --base " + a->base;

@@ -28,9 +28,10 @@ inline const std::map<std::string, std::string>& exit_codes() {
       {"tune", "0 tuned (and the tuned plan timed), or the cache described or cleared; 1 the model, plan, device or "
                "store failed, or --out cannot be written; 2 bad arguments (no model, the cpu backend, --top-k or "
                "--budget-s out of range, no profile to rank with)"},
-      {"calibrate", "0 measured and the profile written; 1 no device, a --base that cannot be loaded, a failed "
-                    "measurement or fit, or the profile cannot be written (nothing half-written is left); 2 bad "
-                    "arguments (not a device backend, a --base of another device without --force-base)"},
+      {"calibrate", "0 measured (or, with --refit, fitted again) and the profile written; 1 no device, a --base "
+                    "that cannot be loaded, a failed measurement or fit, --refit raw data that cannot be read, or the "
+                    "profile cannot be written (nothing half-written is left); 2 bad arguments (not a device backend, "
+                    "a --base of another device without --force-base, --refit with --backend)"},
       {"validate", "0 validated (and no figure worse than --check-against); 1 the measurements cannot be read, "
                    "nothing was validated (every record skipped), a file cannot be written, or a figure is worse than "
                    "--check-against; 2 bad arguments"},

@@ -9,7 +9,9 @@
 #include <cctype>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 
 #include "session.h"
 #include "base/json_text.h"
@@ -164,18 +166,126 @@ Result<Outcome> run(backend::Backend& dev, const GpuProfile& base, const Options
                                     f.label, f.stats.rounds, 100 * f.stats.cv));
     }
   }
-  const GpuProfile direct = apply_direct(base, s.figures);
-  o.fit = fit(direct, s.observations, starting_point(direct, s.figures, s.observations));
-  o.fit.before = fit_parameters(base, s.observations);
-  o.fit.errors_before = class_errors(base, s.observations);
-  o.fit.cost_before = fit_cost(base, s.observations);
-  o.calibrated = with_parameters(direct, o.fit.after);
   o.figures = std::move(s.figures);
   o.observations = std::move(s.observations);
   o.curves = std::move(s.curves);
   o.notes = std::move(s.notes);
   o.elapsed_s = s.elapsed_s();
+  fit_outcome(o);
   return o;
+}
+
+namespace {
+
+Stats stats_from_json(const nlohmann::json& j) {
+  Stats s;
+  s.p50 = j.at("p50").get<double>();
+  s.p95 = j.value("p95", s.p50);
+  s.mean = j.value("mean", s.p50);
+  s.min = j.value("min", s.p50);
+  s.max = j.value("max", s.p50);
+  s.cv = j.value("cv", 0.0);
+  s.n = j.value("n", int64_t{1});
+  s.rounds = j.value("rounds", 1);
+  s.noisy = j.value("noisy", false);
+  return s;
+}
+
+}  // namespace
+
+Result<Outcome> read_raw(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return make_error(ErrorCode::kIo, fmt::format("{}: cannot open the file; give the raw data a calibration wrote "
+                                                  "beside its profile (<profile>.<id>.measurements.json)",
+                                                  path));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  Outcome o;
+  std::string at = "(the file)";
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text.str());
+    at = "schema";
+    if (j.value("schema", "") != "gpusim.calibration/1") {
+      return make_error(ErrorCode::kParse, fmt::format("{}: schema is \"{}\", not gpusim.calibration/1: not the raw data "
+                                                       "`gpusim calibrate` writes beside a profile",
+                                                       path, j.value("schema", "")));
+    }
+    at = "device";
+    const auto& d = j.at("device");
+    o.device.backend = d.value("backend", "");
+    o.device.name = d.at("name").get<std::string>();
+    o.device.vendor = d.value("vendor", "");
+    o.device.driver = d.value("driver", "");
+    o.device.arch = d.value("arch", "");
+    o.device.is_cpu = d.value("is_cpu", false);
+    o.device.memory_bytes = d.value("memory_bytes", uint64_t{0});
+    o.device.subgroup_size = d.value("subgroup_size", 0u);
+    at = "date";
+    o.date = j.at("date").get<std::string>();
+    o.command = j.value("command", "");
+    o.quick = j.value("quick", false);
+    o.elapsed_s = j.value("elapsed_s", 0.0);
+    for (const auto& f : j.value("figures", nlohmann::json::array())) {
+      at = fmt::format("figures[{}]", o.figures.size());
+      Figure x;
+      x.key = f.at("key").get<std::string>();
+      x.label = f.value("label", x.key);
+      x.unit = f.value("unit", "");
+      x.measured = f.value("measured", true);
+      x.peak = f.value("datasheet", 0.0);
+      x.note = f.value("note", "");
+      x.stats = stats_from_json(f.at("stats"));
+      o.figures.push_back(std::move(x));
+    }
+    for (const auto& c : j.value("curves", nlohmann::json::array())) {
+      at = fmt::format("curves[{}]", o.curves.size());
+      Curve x;
+      x.key = c.at("key").get<std::string>();
+      x.x_unit = c.value("x_unit", "");
+      x.y_unit = c.value("y_unit", "");
+      x.x = c.at("x").get<std::vector<double>>();
+      x.y = c.at("y").get<std::vector<double>>();
+      o.curves.push_back(std::move(x));
+    }
+    at = "observations";
+    for (const auto& ob : j.at("observations")) {
+      at = fmt::format("observations[{}]", o.observations.size());
+      Observation x;
+      x.cls = ob.at("class").get<std::string>();
+      x.name = ob.value("name", x.cls);
+      x.held_out = ob.value("held_out", false);
+      auto w = work_from_json(ob.at("work"));
+      if (!w) return make_error(ErrorCode::kParse, fmt::format("{}: {}: {}", path, at, w.error().message));
+      auto t = tile_from_json(ob.at("tile"));
+      if (!t) return make_error(ErrorCode::kParse, fmt::format("{}: {}: {}", path, at, t.error().message));
+      x.work = *w;
+      x.tile = *t;
+      x.stats = stats_from_json(ob.at("measured_us"));
+      o.observations.push_back(std::move(x));
+    }
+    for (const auto& n : j.value("notes", nlohmann::json::array())) o.notes.push_back(n.get<std::string>());
+  } catch (const nlohmann::json::exception& e) {
+    return make_error(ErrorCode::kParse, fmt::format("{}: {}: {}; raw data of `gpusim calibrate` (schema "
+                                                     "gpusim.calibration/1) has it",
+                                                     path, at, e.what()));
+  }
+  if (o.observations.empty()) {
+    return make_error(ErrorCode::kParse, fmt::format("{}: observations: none; there is nothing to fit", path));
+  }
+  return o;
+}
+
+std::string today() { return today_utc(); }
+
+void fit_outcome(Outcome& o) {
+  const GpuProfile direct = apply_direct(o.base, o.figures);
+  o.fit = fit(direct, o.observations, starting_point(direct, o.figures, o.observations));
+  o.fit.before = fit_parameters(o.base, o.observations);
+  o.fit.errors_before = class_errors(o.base, o.observations);
+  o.fit.cost_before = fit_cost(o.base, o.observations);
+  o.calibrated = with_parameters(direct, o.fit.after);
 }
 
 std::string profile_yaml(const Outcome& o, const std::string& name, const std::string& measurements_file) {

@@ -57,6 +57,17 @@ struct Outcome {
 
 Result<Outcome> run(backend::Backend& dev, const GpuProfile& base, const Options& opts);
 
+// The raw data a calibration wrote (raw_json, schema gpusim.calibration/1) read back: the device,
+// date, command, figures, curves, observations and notes as measured; base, calibrated and fit
+// are left for fit_outcome. Errors name the file and the field.
+Result<Outcome> read_raw(const std::string& path);
+// The fit of `o`'s measurements against o.base (the step run() ends with): fit, calibrated. With
+// read_raw, `gpusim calibrate --refit` fits a calibration again without its device, after a
+// change to the cost model or the fit.
+void fit_outcome(Outcome& o);
+// Today's date, UTC, as YYYY-MM-DD.
+std::string today();
+
 // The calibrated profile's YAML: `extends: <base>` and a `calibrated` block (schema in
 // gpu_profiles/README.md). `name` must be the file name without .yaml.
 std::string profile_yaml(const Outcome& o, const std::string& name, const std::string& measurements_file = "");

@@ -55,15 +55,29 @@ struct Problem {
   }
 };
 
-// The observations the fit uses (not held out, measured), each class weighing the same in total.
+// Whether a GEMM-like kernel fills the device: at least a full wave of blocks on every unit (every
+// other kernel: true). Smaller ones take the time of their k-steps' latency, barriers and launch,
+// which the model does not explain yet: fitted, they would pull a throughput (or the launch
+// floor) to absorb it (bench/RESULTS.md, "Session 6").
+bool fills_device(const Observation& o, const DeviceModel& d) {
+  if (!has_gemm_view(o.work)) return true;
+  const KernelCost c = kernel_cost(o.work, o.tile, d);
+  return c.feasible && c.ctas >= static_cast<int64_t>(d.units) * std::max<int64_t>(1, c.ctas_per_unit);
+}
+
+// The observations the fit uses (not held out, measured, GEMMs that fill the device), each class
+// weighing the same in total.
 Problem problem(const GpuProfile& p, const std::vector<Observation>& obs) {
   Problem prob{p, {}, {}};
-  std::map<std::string, int> per_class;
+  const DeviceModel d = make_device(p);
+  std::vector<const Observation*> use;
   for (const Observation& o : obs) {
-    if (!o.held_out && o.stats.p50 > 0) ++per_class[o.cls];
+    if (!o.held_out && o.stats.p50 > 0 && fills_device(o, d)) use.push_back(&o);
   }
-  for (const Observation& o : obs) {
-    if (o.held_out || o.stats.p50 <= 0) continue;
+  std::map<std::string, int> per_class;
+  for (const Observation* o : use) ++per_class[o->cls];
+  for (const Observation* po : use) {
+    const Observation& o = *po;
     prob.rows.push_back(&o);
     prob.weight.push_back(1.0 / (per_class[o.cls] * static_cast<double>(per_class.size())));
   }
@@ -83,17 +97,15 @@ std::vector<Param> fit_parameters(const GpuProfile& p, const std::vector<Observa
       {"launch.latency_floor_us", std::max(p.launch.latency_floor_us, 1e-2), 1e-3, 1000.0},
       {"compute.barrier_ns", std::max(p.compute.barrier_ns, 1e-3), 1e-4, 1e6},
   };
-  // A GEMM rate (a throughput) is fitted only where some GEMM the fit sees fills the device: at
-  // least a full wave of blocks on every unit. Fitted on GEMMs too small for that, whose time is
-  // latency (k-steps, barriers, the launch floor), the efficiency absorbs the latency the model
-  // leaves out and slows every large GEMM: the H200's calibration put the SIMT one at 4.1% from
-  // MatMuls of 64-384 (bench/RESULTS.md, "Session 6").
+  // A GEMM rate (a throughput) is fitted only where some GEMM the fit sees fills the device
+  // (fills_device). Fitted on GEMMs too small for that, the efficiency absorbed the latency the
+  // model leaves out and slowed every large GEMM: the H200's calibration put the SIMT one at 4.1%
+  // from MatMuls of 64-384 (bench/RESULTS.md, "Session 6").
   const DeviceModel d = make_device(p);
   bool matrix = false, simt = false;
   for (const Observation& o : obs) {
-    if (o.held_out) continue;
+    if (o.held_out || !fills_device(o, d)) continue;
     const KernelCost c = kernel_cost(o.work, o.tile, d);
-    if (!c.feasible || c.ctas < static_cast<int64_t>(d.units) * std::max<int64_t>(1, c.ctas_per_unit)) continue;
     matrix = matrix || c.matrix_units;
     simt = simt || ((o.work.cls == OpClass::kGemm || o.work.cls == OpClass::kConv) && !c.matrix_units && o.work.m > 0);
   }
