@@ -13,9 +13,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-
-#include <nlohmann/json.hpp>
 
 #include "backend.h"
 #include "calibrate.h"
@@ -72,14 +69,11 @@ int refit(const Args& a, const std::vector<std::string>& dirs) {
     return 1;
   }
   // The base the measurements were taken against, unless --base names another.
-  std::string base_name = a.base;
+  const std::string base_name = a.base.empty() ? o->base_name : a.base;
   if (base_name.empty()) {
-    std::ifstream in(a.refit);
-    base_name = nlohmann::json::parse(in, nullptr, false).value("base", "");
-  }
-  if (base_name.empty()) {
-    fmt::print(stderr, "gpusim calibrate: --refit {}: the raw data names no base profile; pass --base NAME\n", a.refit);
-    return 2;
+    fmt::print(stderr, "gpusim calibrate: --refit {}: base: the raw data names no base profile; pass --base NAME\n",
+               a.refit);
+    return 1;
   }
   auto base = find_profile(base_name, dirs);
   if (!base) {
@@ -110,6 +104,7 @@ int run(const Args& a, const std::string& command) {
   if (std::filesystem::path(a.base).extension() == ".yaml") {
     dirs.push_back(std::filesystem::path(a.base).parent_path().string());
   }
+  // An --out that cannot be written is refused before minutes of measuring (or a fit), not after.
   if (!a.out.empty()) {
     const std::filesystem::path out(a.out);
     if (out.extension() != ".yaml") {
@@ -123,7 +118,7 @@ int run(const Args& a, const std::string& command) {
     }
   }
   if (!a.refit.empty()) {
-    if (!a.backend.empty() || a.quick || a.force_base) {
+    if (!a.backend.empty() || a.device != 0 || a.quick || a.force_base) {
       fmt::print(stderr, "gpusim calibrate: --refit fits measurements already taken; --backend, --device, --quick and "
                          "--force-base are for measuring a device: leave them out\n");
       return 2;

@@ -212,6 +212,7 @@ Result<Outcome> read_raw(const std::string& path) {
                                                        "`gpusim calibrate` writes beside a profile",
                                                        path, j.value("schema", "")));
     }
+    o.base_name = j.value("base", "");
     at = "device";
     const auto& d = j.at("device");
     o.device.backend = d.value("backend", "");

@@ -44,6 +44,7 @@ struct Options {
 struct Outcome {
   backend::DeviceInfo device;
   GpuProfile base;
+  std::string base_name;  // read_raw: the base profile the raw data names (base is left to the caller)
   GpuProfile calibrated;  // base with the fitted and measured figures applied
   bool quick = false;
   std::string command, date;

@@ -687,5 +687,16 @@ TEST_CASE("gpusim calibrate --refit: bad raw data and arguments get clear errors
   r = test::run_gpusim("calibrate --refit " + dir + "/empty.json --backend vulkan");
   CHECK(r.rc == 2);
   CHECK_THAT(r.out, Catch::Contains("--refit fits measurements already taken"));
+  r = test::run_gpusim("calibrate --refit " + dir + "/empty.json --device 1");
+  CHECK(r.rc == 2);
+  // Raw data that names no base profile, and no --base.
+  {
+    std::ofstream(dir + "/nobase.json") << R"({"schema": "gpusim.calibration/1", "device": {"name": "X"}, "date": "2026-11-27",
+      "observations": [{"class": "dram", "work": {"class": "elementwise", "dtype": "fp32", "elements": 1024, "bytes_read": 4096},
+                        "tile": {"threads": 256}, "measured_us": {"p50": 3.0}}]})";
+  }
+  r = test::run_gpusim("calibrate --refit " + dir + "/nobase.json --out " + dir + "/x.yaml");
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.out, Catch::Contains("base: the raw data names no base profile; pass --base NAME"));
   CHECK(!fs::exists(dir + "/x.yaml"));  // nothing written
 }
