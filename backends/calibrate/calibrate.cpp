@@ -18,11 +18,8 @@
 #include "base/hash.h"
 
 namespace gpusim::calibrate {
-namespace {
 
-namespace fs = std::filesystem;
-
-std::string today_utc() {
+std::string today() {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
   gmtime_r(&t, &tm);
@@ -30,6 +27,10 @@ std::string today_utc() {
   std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
   return buf;
 }
+
+namespace {
+
+namespace fs = std::filesystem;
 
 const Figure* find(const std::vector<Figure>& v, const std::string& key) {
   for (const Figure& f : v) {
@@ -159,7 +160,7 @@ Result<Outcome> run(backend::Backend& dev, const GpuProfile& base, const Options
   o.base = base;
   o.quick = opts.quick;
   o.command = opts.command;
-  o.date = opts.date.empty() ? today_utc() : opts.date;
+  o.date = opts.date.empty() ? today() : opts.date;
   for (const Figure& f : s.figures) {
     if (f.measured && f.stats.noisy) {
       s.notes.push_back(fmt::format("{} stayed noisy after {} rounds (CV {:.1f} %): flagged; re-run on a quieter machine",
@@ -277,8 +278,6 @@ Result<Outcome> read_raw(const std::string& path) {
   }
   return o;
 }
-
-std::string today() { return today_utc(); }
 
 void fit_outcome(Outcome& o) {
   const GpuProfile direct = apply_direct(o.base, o.figures);

@@ -59,9 +59,8 @@ struct Problem {
 // other kernel: true). Smaller ones take the time of their k-steps' latency, barriers and launch,
 // which the model does not explain yet: fitted, they would pull a throughput (or the launch
 // floor) to absorb it (bench/RESULTS.md, "Session 6").
-bool fills_device(const Observation& o, const DeviceModel& d) {
-  if (!has_gemm_view(o.work)) return true;
-  const KernelCost c = kernel_cost(o.work, o.tile, d);
+// `c` is the GEMM-like kernel's price on `d`.
+bool fills_device(const KernelCost& c, const DeviceModel& d) {
   return c.feasible && c.ctas >= static_cast<int64_t>(d.units) * std::max<int64_t>(1, c.ctas_per_unit);
 }
 
@@ -70,16 +69,15 @@ bool fills_device(const Observation& o, const DeviceModel& d) {
 Problem problem(const GpuProfile& p, const std::vector<Observation>& obs) {
   Problem prob{p, {}, {}};
   const DeviceModel d = make_device(p);
-  std::vector<const Observation*> use;
-  for (const Observation& o : obs) {
-    if (!o.held_out && o.stats.p50 > 0 && fills_device(o, d)) use.push_back(&o);
-  }
   std::map<std::string, int> per_class;
-  for (const Observation* o : use) ++per_class[o->cls];
-  for (const Observation* po : use) {
-    const Observation& o = *po;
+  for (const Observation& o : obs) {
+    if (o.held_out || o.stats.p50 <= 0) continue;
+    if (has_gemm_view(o.work) && !fills_device(kernel_cost(o.work, o.tile, d), d)) continue;
     prob.rows.push_back(&o);
-    prob.weight.push_back(1.0 / (per_class[o.cls] * static_cast<double>(per_class.size())));
+    ++per_class[o.cls];
+  }
+  for (const Observation* o : prob.rows) {
+    prob.weight.push_back(1.0 / (per_class[o->cls] * static_cast<double>(per_class.size())));
   }
   return prob;
 }
@@ -104,10 +102,11 @@ std::vector<Param> fit_parameters(const GpuProfile& p, const std::vector<Observa
   const DeviceModel d = make_device(p);
   bool matrix = false, simt = false;
   for (const Observation& o : obs) {
-    if (o.held_out || !fills_device(o, d)) continue;
+    if (o.held_out || !has_gemm_view(o.work)) continue;
     const KernelCost c = kernel_cost(o.work, o.tile, d);
+    if (!fills_device(c, d)) continue;
     matrix = matrix || c.matrix_units;
-    simt = simt || ((o.work.cls == OpClass::kGemm || o.work.cls == OpClass::kConv) && !c.matrix_units && o.work.m > 0);
+    simt = simt || !c.matrix_units;
   }
   if (matrix) v.push_back({"efficiency.matrix_flops", p.efficiency.matrix_flops, 1e-4, 1.0});
   if (simt) {

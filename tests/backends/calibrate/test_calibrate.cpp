@@ -597,18 +597,9 @@ TEST_CASE("fit: GEMMs too small to fill the device are not fitted and fit no GEM
   REQUIRE(cal);
   REQUIRE(cal->calibrated);
   const fs::path raw = fs::path(test::source_dir()) / "gpu_profiles" / "calibrated" / cal->calibrated->measurements;
-  std::ifstream f(raw);
-  REQUIRE(f);
-  const nlohmann::json j = nlohmann::json::parse(f);
-  std::vector<Observation> v;
-  for (const auto& o : j.at("observations")) {
-    auto w = work_from_json(o.at("work"));
-    auto t = tile_from_json(o.at("tile"));
-    REQUIRE(w);
-    REQUIRE(t);
-    v.push_back(obs(o.at("class").get<std::string>(), *w, *t, o.at("measured_us").at("p50").get<double>(),
-                    o.at("held_out").get<bool>()));
-  }
+  auto measured = read_raw(raw.string());
+  REQUIRE(measured);
+  const std::vector<Observation>& v = measured->observations;
   auto h200 = find_profile("nvidia-h200", default_profile_dirs());
   REQUIRE(h200);
   const std::vector<Param> params = fit_parameters(*h200, v);
