@@ -349,13 +349,31 @@ static json models_json(const ModelReport& m) {
   return {{"groups", groups}, {"speedups", speedups}, {"skipped", skipped}};
 }
 
+static json llm_json(const LlmReport& l) {
+  json groups = json::array(), rows = json::array(), ratios = json::array(), skipped = json::array();
+  for (const auto& g : l.groups) groups.push_back({{"gpu", g.gpu}, {"backend", g.backend}, {"test", g.test}, {"stats", stats_json(g.stats)}});
+  for (const auto& r : l.rows) {
+    rows.push_back({{"model", r.model}, {"gpu", r.gpu}, {"profile", r.profile}, {"backend", r.backend}, {"weights", r.weights},
+                    {"test", r.test}, {"tokens", r.tokens}, {"measured_us", r.measured_us}, {"predicted_us", r.predicted_us},
+                    {"kernels_us", r.kernels_us}, {"kernels", r.kernels}, {"gap_us", r.gap_us}, {"bound", r.bound}});
+  }
+  for (const auto& r : l.ratios) {
+    ratios.push_back({{"gpu", r.gpu}, {"backend", r.backend}, {"model", r.model}, {"test", r.test}, {"weights", r.weights},
+                      {"measured", r.measured}, {"predicted", r.predicted}, {"error_pct", r.error_pct}});
+  }
+  for (const auto& s : l.skipped) skipped.push_back({{"reason", s.reason}, {"count", s.count}});
+  return {{"leave_one_gpu_out", l.leave_one_gpu_out}, {"groups", groups}, {"target_tg128", stats_json(l.target_tg)},
+          {"target_pp512", stats_json(l.target_pp)}, {"gaps_us", l.gaps}, {"ratios", ratios}, {"rows", rows},
+          {"skipped", skipped}};
+}
+
 std::string validation_document(const ValidationReport& rep, const std::vector<Measurement>& records,
                                 const std::string& mode, const std::string& truth, const std::string& runtime) {
   json groups = json::array(), per_gpu = json::array(), skipped = json::array();
   for (const auto& g : rep.groups) groups.push_back(group_json(g, records));
   for (const auto& g : rep.per_gpu) per_gpu.push_back(group_json(g, records));
   for (const auto& s : rep.skipped) skipped.push_back({{"reason", s.reason}, {"count", s.count}});
-  return json{{"schema", "gpusim.validate/1"},
+  json doc{{"schema", "gpusim.validate/1"},
               {"mode", mode},
               {"truth", truth},
               {"records", records.size()},
@@ -364,8 +382,10 @@ std::string validation_document(const ValidationReport& rep, const std::vector<M
               {"per_gpu", per_gpu},
               {"overall", group_json(rep.overall, records)},
               {"models", models_json(rep.models)},
-              {"skipped", skipped}}
-      .dump(1, ' ', false, kInvalidUtf8);
+              {"skipped", skipped}};
+  // Language models only where there were some: documents of other truth sets keep their bytes.
+  if (!rep.llm.rows.empty() || !rep.llm.skipped.empty()) doc["llm"] = llm_json(rep.llm);
+  return doc.dump(1, ' ', false, kInvalidUtf8);
 }
 
 std::string tune_document(const TuneReport& t, const RunReport* end_to_end) {

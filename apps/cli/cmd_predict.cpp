@@ -36,7 +36,50 @@ struct Args {
   bool on_device = false;
   std::string tiles;
   bool allow_tf32 = false;
+  // A language model's generation (a gpusim.llm/1 description or a config.json as the model).
+  int64_t prompt = -1, generate = -1, batch = 1, ubatch = 512;
+  std::string weights;
+  std::string backend;
+  bool flash_attn = false;
 };
+
+void print_phase(const GenerationPhase& ph, bool all) {
+  fmt::print("\n{} ({} tokens, {} pass{}): {:.3f} ms, {:.1f} tokens/s, {} kernels, bound: {}", ph.name, ph.tokens, ph.steps,
+             ph.steps == 1 ? "" : "es", ph.time_us / 1e3, ph.tokens_per_s, ph.kernels, ph.bound);
+  std::string shares;
+  for (const auto& [b, v] : ph.bound_share) shares += fmt::format(" {} {:.0f}%", b, 100 * v);
+  fmt::print(" (kernel time:{}; GPU waiting on launches {:.3f} ms)\n", shares, ph.launch_us / 1e3);
+  fmt::print("  {:<16} {:<16} {:>5} {:>10} {:>10} {:<8} {:>8} {}\n", "kernel", "op", "count", "us_each", "us_total", "bound",
+             "GB/s", "tile");
+  const size_t shown = all ? ph.kernels_of_step.size() : std::min<size_t>(ph.kernels_of_step.size(), 12);
+  for (size_t i = 0; i < shown; ++i) {
+    const GenerationKernel& k = ph.kernels_of_step[i];
+    const double gbps = k.cost.total_us > 0 ? k.cost.dram_bytes / (k.cost.total_us * 1e3) : 0;
+    fmt::print("  {:<16} {:<16} {:>5} {:>10.2f} {:>10.1f} {:<8} {:>8.1f} {}{}\n", k.name, k.op, k.count, k.cost.total_us,
+               k.cost.total_us * k.count, bound_name(k.cost.bound), gbps, tile_notation(k.cost.tile),
+               k.cost.matrix_units ? " [mma]" : "");
+  }
+  if (shown < ph.kernels_of_step.size()) fmt::print("  ... {} more (--all lists every one)\n", ph.kernels_of_step.size() - shown);
+}
+
+void print_generation(const GenerationPrediction& g, const GpuProfile& gpu, bool all) {
+  fmt::print("model     {} ({} weights)\n", g.model, g.weights);
+  fmt::print("gpu       {} ({}), llama.cpp {} backend, runtime {}\n", gpu.display_name, gpu.name, g.backend, g.runtime);
+  fmt::print("workload  prompt {} tokens, generate {} tokens, batch {}\n", g.prompt, g.generate, g.batch);
+  fmt::print("TTFT      {:.3f} ms (the prompt's pass)\n", g.ttft_us / 1e3);
+  if (g.generate > 0) {
+    fmt::print("per token {:.3f} ms first, {:.3f} ms last, {:.3f} ms mean ({:.1f} tokens/s generating)\n",
+               g.token_first_us / 1e3, g.token_last_us / 1e3, g.token_mean_us / 1e3, g.decode.tokens_per_s);
+  }
+  fmt::print("total     {:.3f} ms\n", g.total_us / 1e3);
+  fmt::print("memory    {} (weights {}, KV cache {}, activations {}) of {:.0f} GB{}\n", bytes_str(static_cast<double>(g.memory_bytes)),
+             bytes_str(static_cast<double>(g.weight_bytes)), bytes_str(static_cast<double>(g.kv_cache_bytes)),
+             bytes_str(static_cast<double>(g.compute_bytes)), gpu.memory.dram.size_gb, g.fits_in_memory ? "" : "  DOES NOT FIT");
+  if (g.prompt > 0) print_phase(g.prefill, all);
+  if (g.generate > 0) print_phase(g.decode, all);
+  fmt::print("\nplanned in {:.1f} ms\nnotes\n", g.planning_ms);
+  for (const auto& n : g.notes) fmt::print("  - {}\n", say(n));
+}
 
 // A kernel as the table names it: the runtime pattern or fusion that made it, else its op(s).
 std::string kernel_label(const PlannedKernel& k) {
@@ -172,6 +215,52 @@ std::optional<Model> load(const Args& a, const char* cmd, const Session& s, Pred
   return std::move(*m);
 }
 
+// `gpusim predict DESCRIPTION --prompt N --generate M`: a generation, phase by phase.
+int predict_llm(const Args& a, const Session& session) {
+  auto spec = load_llm_spec(a.model);
+  if (!spec) {
+    fmt::print(stderr, "gpusim predict: {}\n", say(spec.error()));
+    return exit_code(spec.error());
+  }
+  if (!a.dtype.empty() || !a.plan.empty() || !a.dims.empty()) {
+    fmt::print(stderr, "gpusim predict: {}: --dtype, --plan and --dim apply to ONNX graphs; a language model takes "
+                       "--weights (F16, Q8_0, Q4_0, ...), --prompt and --generate\n", a.model);
+    return 2;
+  }
+  auto gpu = session.gpu(a.gpu);
+  if (!gpu) {
+    fmt::print(stderr, "gpusim predict: {}\n", say(gpu.error()));
+    return 1;
+  }
+  GenerationOptions o;
+  o.prompt = a.prompt >= 0 ? a.prompt : 512;
+  o.generate = a.generate >= 0 ? a.generate : 128;
+  o.batch = a.batch;
+  o.ubatch = a.ubatch;
+  if (!a.weights.empty()) o.weights = a.weights;
+  o.backend = a.backend;
+  o.flash_attention = a.flash_attn;
+  if (!a.runtime.empty()) {
+    auto rt = find_runtime(a.runtime, default_runtime_dirs());
+    if (!rt) {
+      fmt::print(stderr, "gpusim predict: --runtime: {}\n", say(rt.error()));
+      return 2;
+    }
+    o.runtime = std::move(*rt);
+  }
+  auto g = predict_generation(*spec, library_target(*gpu, {a.allow_tf32}), o);
+  if (!g) {
+    fmt::print(stderr, "gpusim predict: {}: {}\n", a.model, say(g.error()));
+    return g.error().code == ErrorCode::kInvalidArgument ? 2 : exit_code(g.error());
+  }
+  if (a.json) {
+    fmt::print("{}\n", generation_json(*g));
+  } else {
+    print_generation(*g, *gpu, a.all);
+  }
+  return 0;
+}
+
 }  // namespace
 
 void add_predict(CLI::App& app, int& rc) {
@@ -182,9 +271,30 @@ void add_predict(CLI::App& app, int& rc) {
   cmd->add_option("--trace", a->trace, "Write the timeline as Chrome trace-event JSON (Perfetto, chrome://tracing)");
   cmd->add_flag("--all", a->all, "List every kernel, not the 25 slowest");
   cmd->add_option("--plan", a->plan, "Score this plan (JSON from gpusim plan --out) instead of the eager one");
+  cmd->add_option("--prompt", a->prompt, "Language models: tokens of the prompt, pushed through before the first token (default 512)");
+  cmd->add_option("--generate", a->generate, "Language models: tokens generated one at a time after it (default 128)");
+  cmd->add_option("--batch", a->batch, "Language models: sequences generated together (default 1)");
+  cmd->add_option("--ubatch", a->ubatch, "Language models: rows of a prompt pass (llama.cpp's n_ubatch, default 512)");
+  cmd->add_option("--weights", a->weights,
+                  "Language models: how the weights are stored, a llama.cpp file type: F16 (default), Q8_0, Q4_0, Q4_K_M, ...");
+  cmd->add_option("--backend", a->backend, "Language models: llama.cpp's backend: cuda, hip, metal or vulkan (default: the GPU vendor's)");
+  cmd->add_flag("--flash-attn", a->flash_attn, "Language models: fused attention (llama.cpp's -fa 1)");
   cmd->callback([a, &rc] {
     const Session session({a->profile_dirs, {}});
     warn_profile_dirs(session.profile_dirs());
+    if (is_llm_spec_file(a->model)) {
+      rc = predict_llm(*a, session);
+      return;
+    }
+    if (a->prompt >= 0 || a->generate >= 0 || !a->weights.empty()) {
+      fmt::print(stderr,
+                 "gpusim predict: {}: --prompt, --generate and --weights need a language model's description (a "
+                 "gpusim.llm/1 YAML such as models/llm/llama-2-7b.yaml, or a Hugging Face config.json); an ONNX graph "
+                 "is predicted as one pass\n",
+                 a->model);
+      rc = 2;
+      return;
+    }
     PredictRequest req;
     TileSpace tiles = TileSpace::kGenerated;
     auto m = load(*a, "predict", session, req, tiles, rc);

@@ -109,6 +109,40 @@ void print_table(const ValidationReport& rep) {
   row(rep.overall);
 }
 
+void print_llm(const LlmReport& l, int worst) {
+  if (l.rows.empty()) return;
+  fmt::print("\nlanguage models (llama-bench: ppN = a prompt of N tokens in one pass, tgN = N tokens generated one at a "
+             "time){}\n", l.leave_one_gpu_out ? ", leave-one-GPU-out: each GPU's kernel gap fitted on the other GPUs of "
+                                                "its backend" : "");
+  fmt::print("{:<30} {:<7} {:<5} {:>4} {:>7} {:>7} {:>8} {:>6}\n", "gpu", "backend", "test", "n", "MAPE", "median", "bias", "tau");
+  for (const LlmGroup& g : l.groups) {
+    fmt::print("{:<30} {:<7} {:<5} {:>4} {:>6.1f}% {:>6.1f}% {:>+7.1f}% {:>6.3f}\n", g.gpu.substr(0, 30), g.backend, g.test,
+               g.stats.n, g.stats.mape, g.stats.median_ape, g.stats.bias, g.stats.kendall_tau);
+  }
+  fmt::print("target set (CUDA and Metal; F16, Q8_0, Q4_0): tg128 {} rows MAPE {:.1f}% bias {:+.1f}%; pp512 {} rows MAPE "
+             "{:.1f}% bias {:+.1f}%\n",
+             l.target_tg.n, l.target_tg.mape, l.target_tg.bias, l.target_pp.n, l.target_pp.mape, l.target_pp.bias);
+  std::string gaps;
+  for (const auto& [b, g] : l.gaps) gaps += fmt::format("{}{} {:.2f} us", gaps.empty() ? "" : ", ", b, g);
+  fmt::print("kernel gap fitted on every GPU's tg rows: {}\n", gaps);
+  if (!l.ratios.empty()) {
+    fmt::print("\nquantized time / F16 time (same GPU, backend, model, test)\n");
+    for (const LlmRatio& r : l.ratios) {
+      fmt::print("  {:<30} {:<7} {:<12} {:<6} {:<7} measured {:.3f}  predicted {:.3f} ({:+.1f}%)\n", r.gpu.substr(0, 30),
+                 r.backend, r.model, r.test, r.weights, r.measured, r.predicted, r.error_pct);
+    }
+  }
+  if (worst <= 0) return;
+  fmt::print("\nrows (tokens/s measured and predicted)\n");
+  for (const LlmRow& r : l.rows) {
+    fmt::print("  {:<30} {:<7} {:<12} {:<7} {:<6} measured {:>9.1f}  predicted {:>9.1f} ({:+.0f}% time)  {} kernels, gap "
+               "{:.2f} us, {}\n",
+               r.gpu.substr(0, 30), r.backend, r.model, r.weights, r.test, r.tokens / (r.measured_us * 1e-6),
+               r.tokens / (r.predicted_us * 1e-6), 100 * (r.predicted_us - r.measured_us) / r.measured_us, r.kernels, r.gap_us,
+               r.bound);
+  }
+}
+
 void print_models(const ModelReport& m, int worst) {
   if (m.groups.empty()) return;
   fmt::print("\nwhole models (one forward pass, end to end; roofline = each kernel's FLOPs or bytes at datasheet peaks)\n");
@@ -166,6 +200,30 @@ std::vector<std::string> compare_with(const ValidationReport& rep, const nlohman
     }
   }
   // Whole models: the same per (GPU, runtime, layout, family), and the speed-ups' tau.
+  // Language models: per (GPU, backend, test kind).
+  if (rec.contains("llm")) {
+    for (const auto& r : rec.at("llm").at("groups")) {
+      const std::string gpu = r.at("gpu"), backend = r.at("backend"), test = r.at("test");
+      const std::string name = fmt::format("{} / {} / {}", gpu, backend, test);
+      const LlmGroup* cur = nullptr;
+      for (const LlmGroup& g : rep.llm.groups) {
+        if (g.gpu == gpu && g.backend == backend && g.test == test) cur = &g;
+      }
+      if (!cur) {
+        bad.push_back(name + ": recorded, but no such language-model rows were validated now");
+        continue;
+      }
+      const auto& m = r.at("stats");
+      const double mape = m.at("mape"), bias = m.at("bias");
+      if (cur->stats.n != m.at("n").get<int64_t>()) {
+        bad.push_back(fmt::format("{}: {} rows, recorded {}", name, cur->stats.n, m.at("n").get<int64_t>()));
+      }
+      if (cur->stats.mape > mape + tol) bad.push_back(fmt::format("{}: MAPE {:.2f}% rose above the recorded {:.2f}%", name, cur->stats.mape, mape));
+      if (std::abs(cur->stats.bias) > std::abs(bias) + tol) {
+        bad.push_back(fmt::format("{}: |bias| {:.2f}% rose above the recorded {:.2f}%", name, std::abs(cur->stats.bias), std::abs(bias)));
+      }
+    }
+  }
   if (rec.contains("models")) {
     std::map<std::array<std::string, 4>, const ModelGroup*> mnow;
     for (const auto& g : rep.models.groups) mnow[{g.gpu, g.runtime, g.layout, g.family}] = &g;
@@ -375,11 +433,13 @@ int run_validate(const ValidateArgs& a) {
       fmt::print("  {}\n", kTileLegend);
     }
     print_models(rep->models, a.worst);
+    print_llm(rep->llm, a.worst);
+    for (const auto& s : rep->llm.skipped) fmt::print("skipped  {} language-model record(s): {}\n", s.count, say(s.reason));
     for (const auto& s : rep->skipped) fmt::print("skipped  {} record(s): {}\n", s.count, say(s.reason));
     for (const auto& s : rep->models.skipped) fmt::print("skipped  {} model record(s): {}\n", s.count, say(s.reason));
     for (const auto& n : read_notes) fmt::print("note     {}\n", say(n));
   }
-  if (rep->overall.model.n == 0 && rep->models.rows.empty()) {
+  if (rep->overall.model.n == 0 && rep->models.rows.empty() && rep->llm.rows.empty()) {
     fmt::print(stderr, "gpusim validate: nothing was validated: every one of the {} record(s) was skipped (the reasons "
                        "are listed above); give measurements of a GPU with a profile (--profile-for DEVICE=PROFILE "
                        "names one for a device no profile matches)\n",

@@ -27,6 +27,8 @@ constexpr double kFullBoostTdpW = 125.0;
 int64_t ceil_div(int64_t a, int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
 double sector_round(double bytes) { return std::ceil(bytes / kSectorBytes) * kSectorBytes; }
 double elem_bytes(DType t) { return std::max(0.5, dtype_bits(t) / 8.0); }
+// Bytes of one element of a GEMM's B as stored: its quantized width where it has one.
+double b_elem_bytes(const KernelWork& w) { return w.b_bits > 0 ? w.b_bits / 8.0 : elem_bytes(w.dtype); }
 
 struct Occupancy {
   int64_t ctas_per_unit = 0;
@@ -140,7 +142,9 @@ int gemm_registers(const KernelWork& w, const TileConfig& t) {
   const double eb = elem_bytes(w.dtype);
   // GEMV-shaped: a row's sum a thread, and a vector load of B and of A (registers of 4 bytes).
   if (gemv_shaped(t)) {
-    return kRegisterBase + t.block_m + 2 * static_cast<int>(std::ceil(std::max(1, t.vector_width) * eb / 4.0));
+    const double vb = std::max(1, t.vector_width);
+    return kRegisterBase + t.block_m + static_cast<int>(std::ceil(vb * eb / 4.0)) +
+           static_cast<int>(std::ceil(vb * b_elem_bytes(w) / 4.0));
   }
   const double acc = static_cast<double>(t.block_m) * t.block_n / t.threads;
   const double frag = (t.block_m + t.block_n) * t.block_k * eb / (4.0 * t.threads);
@@ -203,6 +207,7 @@ KernelCost gemv_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   KernelCost c;
   c.tile = t;
   const double eb = elem_bytes(w.dtype);
+  const double beb = b_elem_bytes(w);
   if (!place(c, d, t.threads, gemm_registers(w, t), gemm_smem(w, t))) return c;
   const int split = std::max(1, t.split_k);
   const int lanes = std::max(1, t.block_k);
@@ -222,6 +227,12 @@ KernelCost gemv_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   const int64_t load = u.load;
   const double util = u.util;
   double compute_s = static_cast<double>(load) * cta_flops / (rate / d.units * util);
+  // Unpacking quantized weights: every element of B a block reads, once per block (its rows share it),
+  // on the vector units beside the multiply-adds (an instruction is an FMA's issue slot: 2 FLOPs).
+  if (w.dequant_ops > 0) {
+    const double cta_ops = w.dequant_ops * t.block_n * static_cast<double>(k_split);
+    compute_s += static_cast<double>(load) * 2.0 * cta_ops / (d.fp32_flops_per_s * d.vector_eff / d.units * util);
+  }
   // The closing sum: every thread's block_m partials through shared memory, read back by one
   // thread an output; one barrier (three more where the last slice of a split adds the others).
   if (d.smem_bytes_per_s > 0) {
@@ -234,16 +245,16 @@ KernelCost gemv_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   // Traffic: every block reads its rows of A over its slice of K (from L2 after the first), and
   // its columns of B once; B's rows are read whole along k or n, sector-rounded per row of K.
   double sector_factor = 1.0;
-  if (std::fmod(static_cast<double>(w.k) * eb, kSectorBytes) != 0) {
-    sector_factor = sector_round(static_cast<double>(w.k) * eb) / (static_cast<double>(w.k) * eb);
+  if (std::fmod(static_cast<double>(w.k) * beb, kSectorBytes) != 0) {
+    sector_factor = sector_round(static_cast<double>(w.k) * beb) / (static_cast<double>(w.k) * beb);
   }
   const double batch = static_cast<double>(w.batch);
   const double a_bytes = w.a_bytes > 0 ? static_cast<double>(w.a_bytes) : batch * w.m * w.k * eb;
-  const double b_bytes = (w.b_shared ? 1.0 : batch) * w.k * w.n * eb;
+  const double b_bytes = (w.b_shared ? 1.0 : batch) * w.k * w.n * beb;
   const double c_bytes = batch * w.m * w.n * eb;
   const double partials = split > 1 ? 2.0 * split * batch * w.m * w.n * 4.0 : 0.0;
   const double epilogue = sector_round(static_cast<double>(w.epilogue_bytes));
-  c.l2_bytes = std::max(a_bytes, batch * w.m * w.k * eb) * grid_n + batch * w.k * w.n * eb * grid_m * sector_factor +
+  c.l2_bytes = std::max(a_bytes, batch * w.m * w.k * eb) * grid_n + batch * w.k * w.n * beb * grid_m * sector_factor +
                c_bytes + partials + epilogue;
   const double reuse_capacity = kL2ReuseFraction * (d.l2_size_bytes + d.llc_size_bytes);
   c.dram_bytes = a_bytes + b_bytes * sector_factor + c_bytes + epilogue + (partials > reuse_capacity ? partials : 0.0);
@@ -252,7 +263,7 @@ KernelCost gemv_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   // outstanding.
   const double resident_threads =
       static_cast<double>(std::min<int64_t>(c.ctas, d.units * c.ctas_per_unit)) * warps * d.warp_size;
-  const double bw = achieved_bw(d, resident_threads * std::max(1, t.vector_width) * eb * kLoadsInFlightPerThread) * grouped;
+  const double bw = achieved_bw(d, resident_threads * std::max(1, t.vector_width) * beb * kLoadsInFlightPerThread) * grouped;
   c.achieved_dram_gbps = bw / 1e9;
   // A block's chain: its threads' loads, kLoadsInFlightPerThread at a time, each a DRAM round
   // trip; then the closing sum and the stores.
@@ -300,6 +311,13 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
     const double cta_smem = static_cast<double>(k_split) * (static_cast<double>(threads) * (tm + tn) + t.block_m + t.block_n) * 4.0;
     compute_s = std::max(compute_s, static_cast<double>(load) * cta_smem / (d.smem_bytes_per_s / d.units * util));
   }
+  // Unpacking quantized weights: each block unpacks its B tile once per k-step on the vector units.
+  // A SIMT loop issues them between its multiply-adds; beside matrix units they overlap the MMAs.
+  if (w.dequant_ops > 0) {
+    const double cta_ops = w.dequant_ops * t.block_n * static_cast<double>(k_split);
+    const double dq = static_cast<double>(load) * 2.0 * cta_ops / (d.fp32_flops_per_s * d.vector_eff / d.units * util);
+    compute_s = c.matrix_units ? std::max(compute_s, dq) : compute_s + dq;
+  }
   compute_s += epilogue_s(w, c, d, u);
   // Group barriers: two per k-step (one when double-buffered), each paid by every warp.
   const double k_steps = static_cast<double>(ceil_div(k_split, std::max(1, t.block_k)));
@@ -310,11 +328,12 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   double sector_factor = sector_round(row_bytes) / row_bytes;
   if (std::fmod(static_cast<double>(w.k) * eb, kSectorBytes) != 0) sector_factor *= 1.0 + 0.5 * kSectorBytes / row_bytes;
   const double batch = static_cast<double>(w.batch);
+  const double beb = b_elem_bytes(w);
   const double a_bytes = w.a_bytes > 0 ? static_cast<double>(w.a_bytes) : batch * w.m * w.k * eb;
-  const double b_bytes = (w.b_shared ? 1.0 : batch) * w.k * w.n * eb;
+  const double b_bytes = (w.b_shared ? 1.0 : batch) * w.k * w.n * beb;
   const double c_bytes = batch * w.m * w.n * eb;
   const double a_loads = std::max(a_bytes, batch * w.m * w.k * eb) * grid_n * sector_factor;
-  const double b_loads = batch * w.k * w.n * eb * grid_m * sector_factor;
+  const double b_loads = batch * w.k * w.n * beb * grid_m * sector_factor;
   const double partials = split > 1 ? 2.0 * split * batch * w.m * w.n * 4.0 : 0.0;
   const double epilogue = sector_round(static_cast<double>(w.epilogue_bytes));
   c.l2_bytes = a_loads + b_loads + c_bytes + partials + epilogue;
@@ -342,7 +361,7 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   c.dram_bytes = std::max(c_bytes, c.dram_bytes - std::min(a_bytes + b_bytes, static_cast<double>(w.l2_resident_bytes)));
   // Multi-stage pipelines keep (stages - 1) tiles of A and B in flight per CTA.
   const double resident = static_cast<double>(std::min<int64_t>(c.ctas, d.units * c.ctas_per_unit));
-  const double inflight = resident * std::max(1, t.stages - 1) * (t.block_m + t.block_n) * t.block_k * eb;
+  const double inflight = resident * std::max(1, t.stages - 1) * (t.block_m * eb + t.block_n * beb) * t.block_k;
   const double bw = achieved_bw(d, inflight) * grouped;
   c.achieved_dram_gbps = bw / 1e9;
   // A block's chain: its first tiles from DRAM, then each k-step waits for the next tile from L2
@@ -539,6 +558,7 @@ double gemm_rate(const KernelWork& w, const DeviceModel& d, MainLoop loop, bool*
   const GpuProfile& p = *d.profile;
   const Precision prec = precision_of(w.dtype);
   Precision acc = Precision::kFp32;
+  if (w.accumulate_half && (prec == Precision::kFp16 || prec == Precision::kBf16)) acc = prec;
   if (prec == Precision::kInt8 || prec == Precision::kInt4) acc = Precision::kInt32;
   if (prec == Precision::kFp64) acc = Precision::kFp64;
   *tf32 = false;
@@ -691,9 +711,15 @@ std::vector<TileConfig> tile_menu(const KernelWork& w, const DeviceModel& d) {
       int bm = 1;
       while (bm < w.m) bm *= 2;
       const int64_t tiles = w.batch * ceil_div(w.m, bm) * ceil_div(w.n, 8);
+      // A quantized B loads in 16-byte vectors of its packed blocks (32 nibbles of Q4_0).
+      int gvw = vw;
+      if (w.b_bits > 0) {
+        gvw = 1;
+        while (gvw * 2 * w.b_bits / 8.0 <= 16 && w.k % (gvw * 2) == 0 && gvw < 32) gvw *= 2;
+      }
       for (int split : {1, 2, 4, 8, 16}) {
         if (split > 1 && (tiles * split > 2 * d.units || w.k < int64_t{32} * split)) break;
-        menu.push_back({bm, 8, 32, 256, 1, split, vw, 1});
+        menu.push_back({bm, 8, 32, 256, 1, split, gvw, 1});
       }
     }
     return menu;

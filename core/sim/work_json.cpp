@@ -16,7 +16,7 @@ Error bad(std::string_view where, const std::string& field, const std::string& w
 }  // namespace
 
 nlohmann::json work_to_json(const KernelWork& w) {
-  return {{"class", std::string(op_class_name(w.cls))},
+  nlohmann::json j = {{"class", std::string(op_class_name(w.cls))},
           {"dtype", std::string(dtype_name(w.dtype))},
           {"batch", w.batch}, {"m", w.m}, {"n", w.n}, {"k", w.k}, {"b_shared", w.b_shared},
           {"window", w.window}, {"a_bytes", w.a_bytes}, {"epilogue_bytes", w.epilogue_bytes},
@@ -26,6 +26,11 @@ nlohmann::json work_to_json(const KernelWork& w) {
           {"bytes_read", w.bytes_read}, {"bytes_written", w.bytes_written}, {"elements", w.elements},
           {"rows", w.rows}, {"row_elements", w.row_elements}, {"passes", w.passes},
           {"contiguous_run", w.contiguous_run}};
+  // Written only where set, so that records of unquantized kernels keep their identity.
+  if (w.b_bits > 0) j["b_bits"] = w.b_bits;
+  if (w.dequant_ops > 0) j["dequant_ops"] = w.dequant_ops;
+  if (w.accumulate_half) j["accumulate_half"] = true;
+  return j;
 }
 
 nlohmann::json tile_to_json(const TileConfig& t) {
@@ -90,8 +95,18 @@ Result<KernelWork> work_from_json(const nlohmann::json& j, std::string_view wher
     i64("row_elements", w.row_elements);
     w.passes = j.value("passes", w.passes);
     i64("contiguous_run", w.contiguous_run);
+    w.b_bits = j.value("b_bits", 0.0);
+    w.dequant_ops = j.value("dequant_ops", 0.0);
+    w.accumulate_half = j.value("accumulate_half", false);
   } catch (const nlohmann::json::exception& e) {
     return bad(where, "work", fmt::format("a field has the wrong type ({})", e.what()));
+  }
+  if (!(w.b_bits >= 0 && w.b_bits <= 64)) {
+    return bad(where, "work.b_bits", fmt::format("{} is not a width; expected 0 (B stored as the dtype) or bits an element, "
+                                                 "at most 64", w.b_bits));
+  }
+  if (!(w.dequant_ops >= 0 && w.dequant_ops <= 1000)) {
+    return bad(where, "work.dequant_ops", fmt::format("{} is not an instruction count; expected 0 to 1000", w.dequant_ops));
   }
   return w;
 }

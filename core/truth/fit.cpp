@@ -83,6 +83,8 @@ Result<FittedModel> fit_model(const std::vector<Measurement>& records, const Fit
   std::vector<Measurement> models;
   for (size_t i = 0; i < records.size(); ++i) {
     if (records[i].op_class == "model") {
+      // Language models fit their own figure (validate_llm): the kernel gap of each backend.
+      if (records[i].config.count("family") && records[i].config.at("family") == "llm") continue;
       models.push_back(records[i]);
     } else {
       by_op[{records[i].gpu, records[i].op}].push_back(i);
@@ -330,11 +332,29 @@ Result<FittedModel> fit_model(const std::vector<Measurement>& records, const Fit
   return fm;
 }
 
-Result<ValidationReport> validate_leave_one_out(const std::vector<Measurement>& records, const ValidateOptions& vopts,
+Result<ValidationReport> validate_leave_one_out(const std::vector<Measurement>& all_records, const ValidateOptions& vopts,
                                                 const FitOptions& fopts, std::vector<FittedModel>* fits) {
+  // Language-model records have a leave-one-out of their own (validate_llm); the rest fit here.
+  std::vector<Measurement> records;
+  std::vector<size_t> orig;  // index in all_records
+  bool any_llm = false;
+  for (size_t i = 0; i < all_records.size(); ++i) {
+    const Measurement& m = all_records[i];
+    if (m.op_class == "model" && m.config.count("family") && m.config.at("family") == "llm") {
+      any_llm = true;
+    } else {
+      records.push_back(m);
+      orig.push_back(i);
+    }
+  }
   std::set<std::string> gpus;
   for (const Measurement& m : records) gpus.insert(m.gpu);
   ValidationReport out;
+  if (any_llm) {
+    auto lr = validate_llm(all_records, vopts, true);
+    if (!lr) return lr.error();
+    out.llm = std::move(*lr);
+  }
   std::vector<ValidatedRow> all_rows;
   std::vector<double> pred, roof, meas;
   std::vector<ModelRow> model_rows;
@@ -344,7 +364,7 @@ Result<ValidationReport> validate_leave_one_out(const std::vector<Measurement>& 
     for (size_t i = 0; i < records.size(); ++i) {
       if (records[i].gpu == g) {
         test.push_back(records[i]);
-        test_idx.push_back(i);
+        test_idx.push_back(orig[i]);
       } else {
         train.push_back(records[i]);
       }
@@ -400,7 +420,7 @@ Result<ModelReport> validate_leave_one_family_out(const std::vector<Measurement>
                                                   const FitOptions& fopts) {
   std::set<std::string> families;
   for (const Measurement& m : records) {
-    if (m.op_class == "model" && m.config.count("family")) families.insert(m.config.at("family"));
+    if (m.op_class == "model" && m.config.count("family") && m.config.at("family") != "llm") families.insert(m.config.at("family"));
   }
   std::vector<ModelRow> rows;
   std::vector<SkippedRecords> skipped;

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <cctype>
 #include <charconv>
 #include <filesystem>
@@ -500,6 +502,101 @@ Result<std::vector<Measurement>> read_timm_csv(const std::string& path) {
   return out;
 }
 
+// "RTX 3090" -> "NVIDIA GeForce RTX 3090", "RTX A6000" -> "NVIDIA RTX A6000": the device name as
+// the driver gives it (llama-bench prints CUDA's); Apple's and Tesla's as written.
+std::string llamacpp_gpu(const std::string& norm) {
+  if (norm.rfind("RTX A", 0) == 0) return "NVIDIA " + norm;
+  if (norm.rfind("RTX ", 0) == 0 || norm.rfind("GTX ", 0) == 0) return "NVIDIA GeForce " + norm;
+  return norm;
+}
+
+// llama-bench's model label ("llama 7B", "llama 8B", "llama 70B (...)") -> the bundled description
+// of that architecture (models/llm).
+std::string llamacpp_model(const std::string& label) {
+  if (label.rfind("llama 7B", 0) == 0) return "llama-2-7b";
+  if (label.rfind("llama 8B", 0) == 0) return "llama-3-8b";
+  if (label.rfind("llama 70B", 0) == 0) return "llama-3-70b";
+  return "";
+}
+
+Result<std::vector<Measurement>> read_llamacpp_csv(const std::string& path) {
+  auto text = read_text(path);
+  if (!text) return text.error();
+  std::istringstream in(*text);
+  std::string line;
+  std::map<std::string, int> col;
+  std::vector<Measurement> out;
+  const std::string ref = short_ref(path);
+  size_t lineno = 0;
+  const char* kNeeded[] = {"gpu", "gpu_norm", "backend", "model", "quant", "test", "tokens_per_s"};
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    const std::vector<std::string> f = csv_fields(line);
+    if (col.empty()) {
+      for (size_t i = 0; i < f.size(); ++i) col[f[i]] = static_cast<int>(i);
+      for (const char* k : kNeeded) {
+        if (!col.count(k)) {
+          return make_error(ErrorCode::kParse, fmt::format("{}:{}: the header has no \"{}\" column; a llama-bench CSV has "
+                                                           "gpu, gpu_norm, backend, model, quant, test and tokens_per_s",
+                                                           path, lineno, k));
+        }
+      }
+      continue;
+    }
+    auto get = [&](const char* k) -> std::string {
+      auto it = col.find(k);
+      return it == col.end() || static_cast<size_t>(it->second) >= f.size() ? std::string() : f[static_cast<size_t>(it->second)];
+    };
+    const std::string test = get("test");
+    int64_t tokens = 0;
+    const bool pp = test.rfind("pp", 0) == 0, tg = test.rfind("tg", 0) == 0;
+    if ((!pp && !tg) || test.size() < 3 || test.find_first_not_of("0123456789", 2) != std::string::npos) {
+      return make_error(ErrorCode::kParse, fmt::format("{}:{}: test \"{}\" is not ppN or tgN (llama-bench's prompt and "
+                                                       "generation tests)", path, lineno, test));
+    }
+    tokens = std::stoll(test.substr(2));
+    double tps = 0;
+    try {
+      tps = std::stod(get("tokens_per_s"));
+    } catch (const std::exception&) {
+      tps = 0;
+    }
+    if (!(tps > 0) || !std::isfinite(tps) || tokens <= 0) {
+      return make_error(ErrorCode::kParse, fmt::format("{}:{}: tokens_per_s \"{}\" is not a positive number", path, lineno,
+                                                       get("tokens_per_s")));
+    }
+    Measurement m;
+    m.op = llamacpp_model(get("model"));
+    m.op_class = "model";
+    m.dims = {{pp ? "prompt" : "generate", tokens}};
+    m.dtype = DType::kFloat16;
+    m.gpu = llamacpp_gpu(get("gpu_norm").empty() ? get("gpu") : get("gpu_norm"));
+    std::string backend = get("backend");
+    for (char& c : backend) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    m.backend = backend;
+    m.driver = get("build").empty() ? "llama.cpp" : "llama.cpp " + get("build");
+    m.runtime = "llamacpp-" + backend;
+    m.timer = "llama-bench: wall time of the test after a warm-up run";
+    m.statistic = "mean of 5 runs";
+    m.repeats = 5;
+    m.time_us = static_cast<double>(tokens) / tps * 1e6;
+    m.source = "llamacpp";
+    m.source_ref = fmt::format("{}:{}", ref, lineno);
+    m.config["family"] = "llm";
+    m.config["weights"] = get("quant");
+    m.config["test"] = test;
+    m.config["model"] = get("model");
+    if (!get("flash_attn").empty()) m.config["flash_attn"] = get("flash_attn");
+    if (!get("n_ubatch").empty()) m.config["n_ubatch"] = get("n_ubatch");
+    if (!get("date").empty()) m.config["date"] = get("date");
+    if (m.op.empty()) m.config["unpriced"] = fmt::format("no description of model \"{}\" in models/llm", get("model"));
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
 Result<std::vector<Measurement>> read_measurements(const std::string& path, std::vector<std::string>* notes) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
@@ -525,10 +622,9 @@ Result<std::vector<Measurement>> read_measurements(const std::string& path, std:
       std::string skip;
       if (ends_with(f, ".csv") || ends_with(f, ".csv.xz")) {
         const std::string h = csv_header(f);
-        if (h.rfind("op,", 0) != 0 && h.find("infer_step_time") == std::string::npos) {
-          skip = h.find("tokens_per_s") != std::string::npos
-                     ? "llama.cpp bench rows (prompt and generation speeds): gpusim does not predict LLM generation yet"
-                     : "a CSV of no format gpusim reads (NeuSight per-op rows, timm benchmark rows)";
+        if (h.rfind("op,", 0) != 0 && h.find("infer_step_time") == std::string::npos &&
+            h.find("tokens_per_s") == std::string::npos) {
+          skip = "a CSV of no format gpusim reads (NeuSight per-op rows, timm benchmark rows, llama-bench rows)";
         }
       } else if (ends_with(f, ".json") || ends_with(f, ".json.xz")) {
         auto j = read_json(f);
@@ -556,6 +652,7 @@ Result<std::vector<Measurement>> read_measurements(const std::string& path, std:
   }
   if (ends_with(path, ".csv") || ends_with(path, ".csv.xz")) {
     if (csv_header(path).find("infer_step_time") != std::string::npos) return read_timm_csv(path);
+    if (csv_header(path).find("tokens_per_s") != std::string::npos) return read_llamacpp_csv(path);
     return read_neusight_csv(path);
   }
   if (ends_with(path, ".db") || ends_with(path, ".sqlite")) {

@@ -157,9 +157,13 @@ Result<ValidationReport> validate(const std::vector<Measurement>& records, const
   };
   std::vector<Job> jobs;
   std::map<std::string, int64_t> skip_counts;
-  bool any_model = false;
+  bool any_model = false, any_llm = false;
   for (size_t i = 0; i < records.size(); ++i) {
     const Measurement& m = records[i];
+    if (m.op_class == "model" && m.config.count("family") && m.config.at("family") == "llm") {  // validate_llm
+      any_llm = true;
+      continue;
+    }
     if (m.op_class == "model") {  // whole models: validate_models
       any_model = true;
       continue;
@@ -175,7 +179,7 @@ Result<ValidationReport> validate(const std::vector<Measurement>& records, const
     if (!rt) return rt.error();
     jobs.push_back({i, t, *rt});
   }
-  if (targets.filtered() && jobs.empty() && !any_model) {
+  if (targets.filtered() && jobs.empty() && !any_model && !any_llm) {
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("`gpu {}`: no record of the truth data ran on it (its GPUs: {})",
                                   fmt::join(opts.gpus, ","), [&] {
@@ -289,6 +293,11 @@ Result<ValidationReport> validate(const std::vector<Measurement>& records, const
     auto mr = validate_models(records, opts);
     if (!mr) return mr.error();
     rep.models = std::move(*mr);
+  }
+  if (any_llm) {
+    auto lr = validate_llm(records, opts, false);
+    if (!lr) return lr.error();
+    rep.llm = std::move(*lr);
   }
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return rep;

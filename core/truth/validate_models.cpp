@@ -68,6 +68,7 @@ Result<ModelReport> validate_models(const std::vector<Measurement>& records, con
   for (size_t i = 0; i < records.size(); ++i) {
     const Measurement& m = records[i];
     if (m.op_class != "model") continue;
+    if (m.config.count("family") && m.config.at("family") == "llm") continue;  // validate_llm
     const truth::Target* t = targets.find(m.gpu);
     if (!targets.wanted(m.gpu, t)) continue;
     if (!t) {

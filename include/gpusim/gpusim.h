@@ -38,6 +38,7 @@
 #include "gpusim/documents.h"
 #include "gpusim/gpu_profile.h"
 #include "gpusim/graph.h"
+#include "gpusim/llm.h"
 #include "gpusim/measurement.h"
 #include "gpusim/plan.h"
 #include "gpusim/target.h"

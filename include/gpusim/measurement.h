@@ -209,7 +209,7 @@ class GPUSIM_API MeasurementStore {
 // Errors name the file, the line or field, the value and what was expected.
 //   timm-*.csv        timm's published whole-model benchmark rows, with the graphs in models/ beside
 //                     it (models/manifest.json names each model's graph and image size)
-// In a directory, files of another format (a manifest, llama.cpp's bench rows) are skipped, each
+// In a directory, files of another format (a manifest) are skipped, each
 // with a line in `notes` saying why.
 GPUSIM_API Result<std::vector<Measurement>> read_measurements(const std::string& path, std::vector<std::string>* notes = nullptr);
 
@@ -220,5 +220,10 @@ GPUSIM_API Result<std::vector<Measurement>> read_run_json(const std::string& pat
 GPUSIM_API Result<std::vector<Measurement>> parse_run_json(const std::string& text, const std::string& source);
 GPUSIM_API Result<std::vector<Measurement>> read_calibration_json(const std::string& path);
 GPUSIM_API Result<std::vector<Measurement>> read_timm_csv(const std::string& path);
+// llama-bench rows (../shared/truth/llamacpp: gpu, backend, model, quant, test ppN/tgN, tokens_per_s):
+// one whole-model record a row, op_class "model", op the bundled description it ran
+// ("llama-2-7b"), dims {prompt: N} or {generate: N}, config family "llm", weights, test and
+// flash_attn; time_us is the test's N tokens at its tokens/s.
+GPUSIM_API Result<std::vector<Measurement>> read_llamacpp_csv(const std::string& path);
 
 }  // namespace gpusim

@@ -105,6 +105,16 @@ struct GPUSIM_API KernelWork {
   int64_t l2_resident_bytes = 0;
   // Data movement: contiguous run of elements on the strided side (0 = fully contiguous copy).
   int64_t contiguous_run = 0;
+  // Block-quantized weights (GGUF's Q4_0/Q8_0/K-quants, MatMulNBits): B as stored, in bits an
+  // element with its share of the blocks' scales (Q4_0: 4.5); 0 when B is stored as `dtype`.
+  // `dequant_ops`: vector instructions per element of B to unpack and scale it, paid each time a
+  // block of the kernel loads it (include/gpusim/llm.h, BlockFormat).
+  double b_bits = 0;
+  double dequant_ops = 0;
+  // The matrix units accumulate in the inputs' own precision (cuBLAS's CUBLAS_COMPUTE_16F, which
+  // llama.cpp asks for fp16 weights): the fp16-accumulate peak, twice the fp32-accumulate one on
+  // GeForce cards.
+  bool accumulate_half = false;
 };
 
 

@@ -153,6 +153,42 @@ struct GPUSIM_API ModelReport {
   double seconds = 0;
 };
 
+// --- language models (records of op_class "model" with config family "llm": llama-bench's ppN and
+// tgN tests, read_llamacpp_csv): each predicted as a generation (include/gpusim/llm.h) of the
+// bundled description it names, on its GPU's profile, under its llama.cpp backend.
+struct GPUSIM_API LlmRow {
+  size_t record = 0;
+  std::string model, gpu, profile, backend, weights, test;
+  int64_t tokens = 0;
+  double measured_us = 0, predicted_us = 0;  // the test's N tokens
+  double kernels_us = 0;                     // of that, the kernels alone
+  int64_t kernels = 0;                       // kernels launched
+  double gap_us = 0;                         // the per-kernel gap it was predicted with
+  std::string bound;                         // of the test's phase
+};
+struct GPUSIM_API LlmGroup {
+  std::string gpu, backend, test;  // test: "pp" or "tg"; "all" where pooled
+  ErrorStats stats;
+};
+// Quantized time over F16 time for the same GPU, backend, model and test, measured and predicted.
+struct GPUSIM_API LlmRatio {
+  std::string gpu, backend, model, test, weights;
+  double measured = 0, predicted = 0;
+  double error_pct = 0;  // (predicted - measured) / measured
+};
+struct GPUSIM_API LlmReport {
+  std::vector<LlmRow> rows;
+  std::vector<LlmGroup> groups;   // per GPU x backend x test kind, then per backend x test kind, then all
+  std::vector<LlmRatio> ratios;
+  // The target set: CUDA and Metal rows in F16, Q8_0 and Q4_0, tests tg128 and pp512.
+  ErrorStats target_tg, target_pp;
+  // The per-kernel gap of each backend's runtime, fitted on tg rows (every GPU; with leave-one-out,
+  // each GPU's own fit is in its rows' gap_us).
+  std::map<std::string, double> gaps;
+  bool leave_one_gpu_out = false;
+  std::vector<SkippedRecords> skipped;
+};
+
 struct GPUSIM_API ValidationReport {
   std::vector<ValidationGroup> groups;  // sorted by GPU, then class
   // Each GPU's rows over all its classes, and every row together.
@@ -163,6 +199,8 @@ struct GPUSIM_API ValidationReport {
   double seconds = 0;              // wall time of the predictions
   // Whole-model records, when any were given (validate_models).
   ModelReport models;
+  // Language-model records, when any were given (validate_llm).
+  LlmReport llm;
 };
 
 // Per-op records are grouped per (GPU, op class); whole-model records (op_class "model") go to
@@ -171,6 +209,13 @@ GPUSIM_API Result<ValidationReport> validate(const std::vector<Measurement>& rec
 
 // The whole-model records of `records` predicted and scored (others are ignored).
 GPUSIM_API Result<ModelReport> validate_models(const std::vector<Measurement>& records, const ValidateOptions& opts);
+
+// The language-model records of `records` predicted and scored. The one figure fitted is each
+// llama.cpp backend's per-kernel gap (the device's time between one kernel and the next), from the
+// tg rows: on every GPU, or with `leave_one_gpu_out` for each GPU on the other GPUs of its backend
+// only (a backend measured on one GPU alone keeps its runtime file's figure).
+GPUSIM_API Result<LlmReport> validate_llm(const std::vector<Measurement>& records, const ValidateOptions& opts,
+                                          bool leave_one_gpu_out);
 
 // A plain roofline of one kernel: its FLOPs at the datasheet peak it may use, or its compulsory
 // bytes at the datasheet DRAM bandwidth, whichever is longer; microseconds.
