@@ -308,7 +308,11 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
     int tm = 1;
     while (tm * 2 * tm * 2 <= outputs) tm *= 2;
     const int tn = std::max(1, outputs / tm);
-    const double cta_smem = static_cast<double>(k_split) * (static_cast<double>(threads) * (tm + tn) + t.block_m + t.block_n) * 4.0;
+    // fp32 operands (narrow floats are widened for the FMA); int8 as packed 32-bit words, four
+    // values a dp4a.
+    const double operand_bytes = precision_of(w.dtype) == Precision::kInt8 ? 1.0 : 4.0;
+    const double cta_smem =
+        static_cast<double>(k_split) * (static_cast<double>(threads) * (tm + tn) + t.block_m + t.block_n) * operand_bytes;
     compute_s = std::max(compute_s, static_cast<double>(load) * cta_smem / (d.smem_bytes_per_s / d.units * util));
   }
   // Unpacking quantized weights: each block unpacks its B tile once per k-step on the vector units.
@@ -317,6 +321,14 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
     const double cta_ops = w.dequant_ops * t.block_n * static_cast<double>(k_split);
     const double dq = static_cast<double>(load) * 2.0 * cta_ops / (d.fp32_flops_per_s * d.vector_eff / d.units * util);
     compute_s = c.matrix_units ? std::max(compute_s, dq) : compute_s + dq;
+  }
+  // Per-block rescale of integer products: each output, each block of K, converts its int32 sum
+  // (kTranscendentalSlots issue slots: conversions run at the special-function rate) and adds it
+  // scaled (two FMAs); it waits on that block's product, so it adds to the main loop's time.
+  if (w.k_block > 0) {
+    const double blocks = std::ceil(static_cast<double>(k_split) / w.k_block);
+    const double slots = static_cast<double>(t.block_m) * t.block_n * blocks * (kTranscendentalSlots + 2.0);
+    compute_s += static_cast<double>(load) * 2.0 * slots / (d.fp32_flops_per_s * d.vector_eff / d.units * util);
   }
   compute_s += epilogue_s(w, c, d, u);
   // Group barriers: two per k-step (one when double-buffered), each paid by every warp.

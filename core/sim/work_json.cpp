@@ -30,6 +30,7 @@ nlohmann::json work_to_json(const KernelWork& w) {
   if (w.b_bits > 0) j["b_bits"] = w.b_bits;
   if (w.dequant_ops > 0) j["dequant_ops"] = w.dequant_ops;
   if (w.accumulate_half) j["accumulate_half"] = true;
+  if (w.k_block > 0) j["k_block"] = w.k_block;
   return j;
 }
 
@@ -98,12 +99,16 @@ Result<KernelWork> work_from_json(const nlohmann::json& j, std::string_view wher
     w.b_bits = j.value("b_bits", 0.0);
     w.dequant_ops = j.value("dequant_ops", 0.0);
     w.accumulate_half = j.value("accumulate_half", false);
+    w.k_block = j.value("k_block", 0);
   } catch (const nlohmann::json::exception& e) {
     return bad(where, "work", fmt::format("a field has the wrong type ({})", e.what()));
   }
   if (!(w.b_bits >= 0 && w.b_bits <= 64)) {
     return bad(where, "work.b_bits", fmt::format("{} is not a width; expected 0 (B stored as the dtype) or bits an element, "
                                                  "at most 64", w.b_bits));
+  }
+  if (w.k_block < 0 || w.k_block > 65536) {
+    return bad(where, "work.k_block", fmt::format("{} is out of range; expected 0 (no per-block rescale) to 65536", w.k_block));
   }
   if (!(w.dequant_ops >= 0 && w.dequant_ops <= 1000)) {
     return bad(where, "work.dequant_ops", fmt::format("{} is not an instruction count; expected 0 to 1000", w.dequant_ops));

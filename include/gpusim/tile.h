@@ -115,6 +115,11 @@ struct GPUSIM_API KernelWork {
   // llama.cpp asks for fp16 weights): the fp16-accumulate peak, twice the fp32-accumulate one on
   // GeForce cards.
   bool accumulate_half = false;
+  // Block-scaled integer products (llama.cpp's MMQ: int8 activations times int8-unpacked weights,
+  // a scale per block of k_block elements of K on each side): every output converts each block's
+  // int32 sum to float and adds it scaled (a conversion and two multiply-adds on the vector units,
+  // waiting on that block's product). 0: no per-block rescale.
+  int k_block = 0;
 };
 
 
