@@ -29,15 +29,17 @@ constexpr double kKvBytes = 2.0;  // the KV cache is fp16 (llama.cpp's default c
 struct BackendTraits {
   bool quantize_activations = false;  // a q8_1 kernel before each quantized mul_mat
   bool int8_matmul = false;           // large quantized mul_mats on int8 (MMQ)
+  bool dequantize_cublas = false;     // large quantized mul_mats: dequantize to fp16, then cuBLAS
   bool cublas_fp16 = false;           // large fp16 mul_mats: cuBLAS with fp16 accumulation and two converts
 };
 
-BackendTraits traits(const std::string& backend) {
+BackendTraits traits(const std::string& backend, const std::string& cuda_prompt) {
   BackendTraits t;
   if (backend == "cuda" || backend == "hip") {
     t.quantize_activations = true;
-    t.int8_matmul = true;
     t.cublas_fp16 = true;
+    t.int8_matmul = cuda_prompt != "cublas";
+    t.dequantize_cublas = cuda_prompt == "cublas";
   }
   return t;
 }
@@ -171,21 +173,31 @@ class StepBuilder {
     GenerationKernel g;
     g.name = name;
     g.op = "mul_mat";
+    g.work = gemm_work(DType::kFloat16, 1, m, n, k);
     KernelWork& w = g.work;
-    w.cls = OpClass::kGemm;
-    w.batch = 1;
-    w.m = m;
-    w.n = n;
-    w.k = k;
     w.b_shared = true;
-    w.macs = m * n * k;
-    w.flops.fma = 2 * m * n * k;
     w.bytes_written = static_cast<int64_t>(m * n * kF32);
     const bool vec = m <= 8;
+    if (quantized && !vec && bt_.dequantize_cublas) {
+      // The weight unpacked to fp16 by a kernel of its own, then an fp16 product as below.
+      GenerationKernel dq = ew("dequantize", "dequantize", n * k, static_cast<double>(t.bytes), n * k * 2.0, 0);
+      dq.work.flops.fma = static_cast<int64_t>(f.dequant_ops * static_cast<double>(n * k));
+      ks.push_back(std::move(dq));
+      w.dtype = DType::kFloat16;
+      w.accumulate_half = true;
+      w.a_bytes = static_cast<int64_t>(m * k * 2);
+      ks.push_back(ew("to_fp16", "cpy", m * k, m * k * kF32, m * k * 2.0, 0));
+      w.bytes_read = w.a_bytes + n * k * 2;
+      ks.push_back(std::move(g));
+      ks.push_back(ew("to_fp32", "cpy", m * n, m * n * 2.0, m * n * kF32, 0));
+      return;
+    }
     if (quantized) {
       w.b_bits = f.bits();
       w.dequant_ops = f.dequant_ops;
       w.dtype = !vec && bt_.int8_matmul ? DType::kInt8 : DType::kFloat16;
+      // mul_mat_q rescales each 32-element block's integer sum (K-quants' sub-blocks are 32 wide too).
+      if (w.dtype == DType::kInt8) w.k_block = 32;
       if (bt_.quantize_activations) {
         ks.push_back(ew("quantize_q8_1", "quantize_q8_1", m * k, m * k * kF32, m * k * 1.125, 2 * m * k));
       }
@@ -237,16 +249,8 @@ class StepBuilder {
       GenerationKernel g;
       g.name = name;
       g.op = "mul_mat";
+      g.work = gemm_work(DType::kFloat16, groups, rows, n, k);
       KernelWork& w = g.work;
-      w.cls = OpClass::kGemm;
-      w.dtype = DType::kFloat16;
-      w.batch = groups;
-      w.m = rows;
-      w.n = n;
-      w.k = k;
-      w.b_shared = false;
-      w.macs = groups * rows * n * k;
-      w.flops.fma = 2 * w.macs;
       w.a_bytes = static_cast<int64_t>(groups * rows * k * kF32);
       w.bytes_read = static_cast<int64_t>(w.a_bytes + cache_bytes);
       w.bytes_written = static_cast<int64_t>(groups * rows * n * kF32);
@@ -286,7 +290,20 @@ class Pricer {
     const std::string key = work_to_json(w).dump();
     auto it = memo_.find(key);
     if (it != memo_.end()) return it->second;
-    const TileConfig tile = best_generated_tile(w, t_.device, t_.capability());
+    TileConfig tile = best_generated_tile(w, t_.device, t_.capability());
+    // A matrix-vector product (at most 8 rows) runs llama.cpp's mul_mat_vec kernels: a GEMV-shaped
+    // tile, whatever a tiled loop would cost.
+    if (w.cls == OpClass::kGemm && w.m <= 8) {
+      double best = -1;
+      for (const TileConfig& g : generated_tiles(w, t_.device, t_.capability())) {
+        if (!gemv_shaped(g)) continue;
+        const KernelCost c = kernel_cost(w, g, t_.device);
+        if (c.feasible && (best < 0 || c.total_us < best)) {
+          best = c.total_us;
+          tile = g;
+        }
+      }
+    }
     KernelCost c = kernel_cost(w, tile, t_.device);
     memo_.emplace(key, c);
     return c;
@@ -368,6 +385,14 @@ void finish_phase(GenerationPhase& ph, const StepResult& total) {
   ph.tokens_per_s = ph.time_us > 0 ? static_cast<double>(ph.tokens) / (ph.time_us * 1e-6) : 0;
 }
 
+// The type of most of the weights (the layers' attn_q).
+GgmlType base_type(const std::vector<LlmTensor>& w) {
+  for (const LlmTensor& t : w) {
+    if (t.name == "blk.0.attn_q.weight") return t.type;
+  }
+  return GgmlType::kF16;
+}
+
 }  // namespace
 
 std::string default_llm_backend(const GpuProfile& gpu) {
@@ -404,6 +429,22 @@ Result<GenerationPrediction> predict_generation(const LlmSpec& spec, const Targe
   }
   auto weights = llm_weights(spec, o.weights);
   if (!weights) return weights.error();
+  if (!o.cuda_prompt.empty() && o.cuda_prompt != "mmq" && o.cuda_prompt != "cublas") {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("cuda_prompt \"{}\" is not a path llama.cpp takes; expected mmq or cublas", o.cuda_prompt));
+  }
+  // As llama.cpp chooses (ggml_cuda_should_use_mmq): MMQ unless the GPU has fp16 matrix units but
+  // no int8 ones.
+  // Builds before it took cuBLAS only on GPUs with fp16 matrix units, and MMQ (integer dot
+  // products) on the others, as every build does.
+  std::string cuda_prompt = o.cuda_prompt;
+  {
+    const GpuProfile& p = target.gpu();
+    const bool int8_mma = p.matrix_tflops(Precision::kInt8, Precision::kInt32).has_value();
+    const bool fp16_mma = p.matrix_tflops(Precision::kFp16, Precision::kFp16).has_value();
+    if (cuda_prompt.empty()) cuda_prompt = !int8_mma && fp16_mma ? "cublas" : "mmq";
+    if (!fp16_mma) cuda_prompt = "mmq";
+  }
 
   GenerationPrediction g;
   g.gpu = target.gpu().name;
@@ -436,7 +477,7 @@ Result<GenerationPrediction> predict_generation(const LlmSpec& spec, const Targe
   }
   g.kernel_gap_us = gap_us;
 
-  const StepBuilder builder(spec, *weights, traits(backend), o.flash_attention);
+  const StepBuilder builder(spec, *weights, traits(backend, cuda_prompt), o.flash_attention);
   Pricer pricer(target);
   for (const LlmTensor& t : *weights) g.weight_bytes += t.bytes;
 
@@ -529,8 +570,11 @@ Result<GenerationPrediction> predict_generation(const LlmSpec& spec, const Targe
   if (ctx > spec.context) {
     g.notes.push_back(fmt::format("{} tokens exceed the {} the model was trained for", ctx, spec.context));
   }
-  g.notes.push_back(fmt::format("llama.cpp's {} kernels for a {} decoder in {}, the KV cache in fp16{}", backend,
-                                spec.architecture, g.weights, o.flash_attention ? ", flash attention" : ""));
+  g.notes.push_back(fmt::format("llama.cpp's {} kernels for a {} decoder in {}, the KV cache in fp16{}{}", backend,
+                                spec.architecture, g.weights, o.flash_attention ? ", flash attention" : "",
+                                (backend == "cuda" || backend == "hip") && block_format(base_type(*weights)).block_elements > 1
+                                    ? fmt::format(", quantized prompt products by {}", cuda_prompt == "mmq" ? "mul_mat_q (int8)" : "dequantize + cuBLAS (fp16)")
+                                    : ""));
   g.planning_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return g;
 }

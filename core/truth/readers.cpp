@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <cctype>
 #include <charconv>
@@ -591,6 +592,18 @@ Result<std::vector<Measurement>> read_llamacpp_csv(const std::string& path) {
     if (!get("flash_attn").empty()) m.config["flash_attn"] = get("flash_attn");
     if (!get("n_ubatch").empty()) m.config["n_ubatch"] = get("n_ubatch");
     if (!get("date").empty()) m.config["date"] = get("date");
+    // llama.cpp's CUDA backend multiplied a prompt by quantized weights with fp16 cuBLAS (the weights
+    // dequantized by a kernel first) until PR #8075 (2024-06-23, build b3216) made mul_mat_q the
+    // default: rows dated before it, of an earlier build number, or of the January 2024 branch
+    // sl/backend-sched (PR #4766's thread) ran that path.
+    if (backend == "cuda" || backend == "hip") {
+      const std::string date = get("date"), build = get("build");
+      int number = 0;
+      if (const size_t open = build.find('('); open != std::string::npos) number = std::atoi(build.c_str() + open + 1);
+      if ((!date.empty() && date < "2024-06-23") || (number > 0 && number < 3216) || build == "sl/backend-sched") {
+        m.config["cuda_prompt"] = "cublas";
+      }
+    }
     if (m.op.empty()) m.config["unpriced"] = fmt::format("no description of model \"{}\" in models/llm", get("model"));
     out.push_back(std::move(m));
   }

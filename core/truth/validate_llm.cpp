@@ -95,6 +95,7 @@ Result<LlmReport> validate_llm(const std::vector<Measurement>& records, const Va
     o.weights = weights;
     o.backend = m.backend;
     o.flash_attention = cfg(m, "flash_attn") == "1";
+    o.cuda_prompt = cfg(m, "cuda_prompt");
     if (!cfg(m, "n_ubatch").empty()) o.ubatch = std::stoll(cfg(m, "n_ubatch"));
     o.kernel_gap_us = 0.0;
     auto g = predict_generation(sit->second, t->library, o);
@@ -186,9 +187,11 @@ Result<LlmReport> validate_llm(const std::vector<Measurement>& records, const Va
   rep.target_pp = stats_of([&](const LlmRow& r) { return target(r, "pp512"); });
 
   // Ratios: the mean time of each quantized type over F16's, same GPU, backend, model and test.
-  std::map<std::tuple<std::string, std::string, std::string, std::string, std::string>, std::pair<std::vector<double>, std::vector<double>>> t;
+  // Rows of one build only: a ratio across builds would measure the build.
+  using Key = std::tuple<std::string, std::string, std::string, std::string, std::string, std::string>;
+  std::map<Key, std::pair<std::vector<double>, std::vector<double>>> t;
   for (const LlmRow& r : rep.rows) {
-    auto& v = t[{r.gpu, r.backend, r.model, r.test, r.weights}];
+    auto& v = t[{r.gpu, r.backend, r.model, r.test, records[r.record].driver, r.weights}];
     v.first.push_back(r.measured_us);
     v.second.push_back(r.predicted_us);
   }
@@ -198,9 +201,9 @@ Result<LlmReport> validate_llm(const std::vector<Measurement>& records, const Va
     return v.empty() ? 0.0 : s / static_cast<double>(v.size());
   };
   for (const auto& [k, v] : t) {
-    const auto& [gpu, backend, model, test, weights] = k;
+    const auto& [gpu, backend, model, test, build, weights] = k;
     if (weights == "F16") continue;
-    auto f16 = t.find({gpu, backend, model, test, "F16"});
+    auto f16 = t.find({gpu, backend, model, test, build, "F16"});
     if (f16 == t.end()) continue;
     LlmRatio ra{gpu, backend, model, test, weights, mean(v.first) / mean(f16->second.first),
                 mean(v.second) / mean(f16->second.second), 0};

@@ -125,6 +125,13 @@ struct GPUSIM_API GenerationOptions {
   // The llama.cpp backend whose kernels run: "cuda", "metal", "vulkan", "hip"; "" = the GPU
   // vendor's (Apple: metal, AMD: hip, NVIDIA: cuda, others: vulkan).
   std::string backend;
+  // How the cuda and hip backends multiply quantized weights by more than 8 rows (a prompt):
+  // "mmq", llama.cpp's mul_mat_q on int8 (the default since llama.cpp PR #8075, June 2024, where the
+  // GPU has int8 matrix units or only integer dot products), or "cublas", the builds before it and
+  // GPUs with fp16 matrix units but no int8 ones (V100): a kernel dequantizes the weight to fp16,
+  // then cuBLAS multiplies. "": as current llama.cpp chooses for the GPU. A GPU without fp16 matrix
+  // units (Pascal) runs mmq on integer dot products whichever is asked, as every build did.
+  std::string cuda_prompt;
 };
 
 // A kernel of a step, with how many times the step launches it.

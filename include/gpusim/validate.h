@@ -170,7 +170,8 @@ struct GPUSIM_API LlmGroup {
   std::string gpu, backend, test;  // test: "pp" or "tg"; "all" where pooled
   ErrorStats stats;
 };
-// Quantized time over F16 time for the same GPU, backend, model and test, measured and predicted.
+// Quantized time over F16 time for the same GPU, backend, model, test and llama.cpp build,
+// measured and predicted.
 struct GPUSIM_API LlmRatio {
   std::string gpu, backend, model, test, weights;
   double measured = 0, predicted = 0;

@@ -167,6 +167,68 @@ TEST_CASE("a generation reports its phases, per-token latency and memory", "[llm
   CHECK_THAT(generation_json(*g), Catch::Contains("\"schema\": \"gpusim.generation/1\"") && Catch::Contains("\"ttft_us\""));
 }
 
+TEST_CASE("a prompt's quantized products run as mul_mat_q or as dequantize and cuBLAS, as the build chose", "[llm]") {
+  const LlmSpec spec = bundled("llama-2-7b");
+  const Target t = library_target(profile("nvidia-rtx-3090"));
+  GenerationOptions o;
+  o.weights = "Q4_0";
+  o.prompt = 512;
+  o.generate = 0;
+  auto mmq = predict_generation(spec, t, o);
+  o.cuda_prompt = "cublas";
+  auto cublas = predict_generation(spec, t, o);
+  REQUIRE(mmq);
+  REQUIRE(cublas);
+  auto find = [](const GenerationPrediction& g, const std::string& name) -> const GenerationKernel* {
+    for (const GenerationKernel& k : g.prefill.kernels_of_step) {
+      if (k.name == name) return &k;
+    }
+    return nullptr;
+  };
+  // MMQ: int8 products with a rescale a 32-element block; no fp16 copy of the weights.
+  const GenerationKernel* q = find(*mmq, "ffn_up");
+  REQUIRE(q);
+  CHECK(q->work.dtype == DType::kInt8);
+  CHECK(q->work.k_block == 32);
+  CHECK(find(*mmq, "dequantize") == nullptr);
+  // Older builds: a dequantize kernel writes the fp16 weight, which cuBLAS then reads.
+  const GenerationKernel* dq = find(*cublas, "dequantize");
+  REQUIRE(dq);
+  CHECK(dq->work.bytes_written == 2 * 4096 * 11008);
+  const GenerationKernel* f = find(*cublas, "ffn_up");
+  REQUIRE(f);
+  CHECK(f->work.dtype == DType::kFloat16);
+  CHECK(f->work.accumulate_half);
+  // Decode is matrix-vector either way: the same.
+  o.prompt = 0;
+  o.generate = 8;
+  auto d1 = predict_generation(spec, t, o);
+  o.cuda_prompt = "";
+  auto d2 = predict_generation(spec, t, o);
+  REQUIRE(d1);
+  REQUIRE(d2);
+  CHECK(d1->decode.time_us == d2->decode.time_us);
+  o.cuda_prompt = "dp4a";
+  auto bad = predict_generation(spec, t, o);
+  REQUIRE_FALSE(bad);
+  CHECK_THAT(bad.error().message, Catch::Contains("cuda_prompt \"dp4a\"") && Catch::Contains("mmq or cublas"));
+}
+
+TEST_CASE("a per-block rescale of integer products adds vector work to the main loop", "[llm][sim]") {
+  const DeviceModel d = make_device(profile("nvidia-rtx-3090"));
+  KernelWork w = gemm_work(DType::kInt8, 1, 512, 4096, 4096);
+  w.b_shared = true;
+  const TileConfig tile = choose_tile(w, d);
+  const KernelCost plain = kernel_cost(w, tile, d);
+  w.k_block = 32;
+  const KernelCost scaled = kernel_cost(w, tile, d);
+  CHECK(plain.matrix_units);
+  CHECK(scaled.compute_us > 1.5 * plain.compute_us);
+  // A finer block rescales more often.
+  w.k_block = 16;
+  CHECK(kernel_cost(w, tile, d).compute_us > scaled.compute_us);
+}
+
 TEST_CASE("generation options out of range are refused with the allowed values", "[llm][errors]") {
   const LlmSpec spec = bundled("tiny-llama-test");
   const Target t = library_target(profile("nvidia-rtx-3060"));
@@ -194,10 +256,15 @@ TEST_CASE("llama-bench rows are read as whole-model records of a generation", "[
       "source_url,gpu,gpu_norm,backend,model,model_size_gib,quant,test,tokens_per_s,n_ubatch,flash_attn,build\n"
       "x,NVIDIA GeForce RTX 3090,RTX 3090,CUDA,llama 7B,3.56,Q4_0,tg128,158.16,,0,c76b420\n"
       "x,NVIDIA GeForce RTX 3090,RTX 3090,CUDA,llama 7B,3.56,Q4_0,pp512,5174.69,,0,c76b420\n"
-      "x,Apple M2 Max (38-core GPU),Apple M2 Max (38-core GPU),Metal,llama 7B (Llama-2-7B),12.55,F16,tg128,24.65,,,\n");
+      "x,Apple M2 Max (38-core GPU),Apple M2 Max (38-core GPU),Metal,llama 7B (Llama-2-7B),12.55,F16,tg128,24.65,,,\n"
+      "x,NVIDIA RTX A6000,RTX A6000,CUDA,llama 8B,4.58,Q4_K_M,pp512,3780.55,,,4426e298 (2824)\n");
   auto recs = read_measurements(csv);
   REQUIRE(recs);
-  REQUIRE(recs->size() == 3);
+  REQUIRE(recs->size() == 4);
+  // Builds before llama.cpp PR #8075 (b3216) ran a prompt's quantized products through cuBLAS.
+  CHECK((*recs)[3].config.at("cuda_prompt") == "cublas");
+  CHECK((*recs)[1].config.count("cuda_prompt") == 0);
+  CHECK((*recs)[3].op == "llama-3-8b");
   const Measurement& tg = (*recs)[0];
   CHECK(tg.op == "llama-2-7b");
   CHECK(tg.op_class == "model");
@@ -213,7 +280,7 @@ TEST_CASE("llama-bench rows are read as whole-model records of a generation", "[
   vo.profile_dirs = {test::source_dir() + "/gpu_profiles"};
   auto rep = validate(*recs, vo);
   REQUIRE(rep);
-  REQUIRE(rep->llm.rows.size() == 3);
+  REQUIRE(rep->llm.rows.size() == 4);
   for (const LlmRow& r : rep->llm.rows) {
     INFO(r.gpu << " " << r.test);
     CHECK(r.predicted_us > 0);

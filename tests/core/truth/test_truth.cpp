@@ -834,14 +834,17 @@ TEST_CASE("timm reader errors name the file, the line and the fix", "[truth][mod
 TEST_CASE("a truth directory skips files of other formats, saying which", "[truth][models]") {
   const fs::path dir = fs::path(test::temp_dir()) / "truth-mixed";
   fs::create_directories(dir);
-  std::ofstream(dir / "llama.csv") << "source_url,gpu,model,test,tokens_per_s\nx,RTX 4090,llama 7B,tg128,61\n";
+  std::ofstream(dir / "prices.csv") << "item,price\nbread,3\n";
+  // llama-bench rows are read now (language models, validate_llm), beside NeuSight's.
+  std::ofstream(dir / "llama.csv") << "gpu,gpu_norm,backend,model,quant,test,tokens_per_s\n"
+                                      "NVIDIA GeForce RTX 4090,RTX 4090,CUDA,llama 7B,F16,tg128,61\n";
   std::ofstream(dir / "add.csv") << kCsvHeader << "add,Tesla T4,p2.1.0,0.03,k,1,1x1x1,128x1x1,64,1024\n";
   std::vector<std::string> notes;
   auto recs = read_measurements(dir.string(), &notes);
   REQUIRE(recs);
-  CHECK(recs->size() == 1);
+  CHECK(recs->size() == 2);
   REQUIRE(notes.size() == 1);
-  CHECK_THAT(notes[0], Catch::Contains("llama.csv") && Catch::Contains("LLM generation"));
+  CHECK_THAT(notes[0], Catch::Contains("prices.csv") && Catch::Contains("a CSV of no format gpusim reads"));
 }
 
 // The CI guard for whole models: the committed sample, validated, must not get worse than its
