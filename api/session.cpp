@@ -224,6 +224,24 @@ Result<TileSpace> Session::runtime_tiles(const std::string& runtime) const noexc
   });
 }
 
+Result<LlmSpec> Session::llm(const std::string& name_or_path) const noexcept {
+  return guarded("llm", [&]() -> Result<LlmSpec> { return find_llm_spec(name_or_path, default_llm_dirs()); });
+}
+
+Result<LlmSpec> Session::llm_from_text(const std::string& text, const std::string& source) const noexcept {
+  return guarded("llm_from_text", [&]() -> Result<LlmSpec> { return parse_llm_spec(text, source); });
+}
+
+Result<GenerationPrediction> Session::generate(const LlmSpec& spec, const Target& target, GenerationOptions opts) const noexcept {
+  return guarded("generate", [&]() -> Result<GenerationPrediction> {
+    if (!opts.runtime && !opts.kernel_gap_us) {
+      const std::string backend = opts.backend.empty() ? default_llm_backend(target.gpu()) : opts.backend;
+      if (auto rt = find_runtime(llm_runtime_name(backend), runtime_dirs_)) opts.runtime = std::move(*rt);
+    }
+    return predict_generation(spec, target, opts);
+  });
+}
+
 Result<Prediction> Session::predict(const Model& m, const Target& target, const PredictRequest& req) const noexcept {
   return guarded("predict", [&]() -> Result<Prediction> {
     if (!m.valid()) return invalid_model_handle("predict");

@@ -3,11 +3,14 @@
 //     elementwise, reduction and attention kernels and tiles. Target >= 1e6 / s / core.
 //   BM_PredictUnet: predict() of the bundled SD-1.5 UNet (after import) on an RTX 3060 at fp16:
 //     the eager plan's ~1.4k kernels, each tile chosen from the menu. Target < 20 ms.
+//   BM_GenerationLlama2Q4: predict_generation() of Llama-2-7B in Q4_0 on an RTX 3060 12 GB, prompt 512
+//     and generate 128 (issue 34): the prompt's pass and 65 priced decode steps. Target < 100 ms.
 // Run: build/bench/bench_sim --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
 #include "gpusim/gpu_profile.h"
 #include "gpusim/kernel_cost.h"
+#include "gpusim/llm.h"
 #include "gpusim/onnx_import.h"
 #include "gpusim/predict.h"
 #include "gpusim/scheduler.h"
@@ -77,6 +80,21 @@ void BM_PredictUnet(benchmark::State& state) {
   state.SetLabel(std::to_string(kernels) + " kernels");
 }
 BENCHMARK(BM_PredictUnet)->Unit(benchmark::kMillisecond);
+
+void BM_GenerationLlama2Q4(benchmark::State& state) {
+  using namespace gpusim;
+  const LlmSpec spec = *load_llm_spec(std::string(GPUSIM_SOURCE_DIR) + "/models/llm/llama-2-7b.yaml");
+  const Target target = library_target(rtx3060());
+  GenerationOptions o;
+  o.weights = "Q4_0";
+  o.prompt = 512;
+  o.generate = 128;
+  for (auto _ : state) {
+    auto g = predict_generation(spec, target, o);
+    benchmark::DoNotOptimize(g);
+  }
+}
+BENCHMARK(BM_GenerationLlama2Q4)->Unit(benchmark::kMillisecond);
 
 gpusim::Graph load(const char* file) {
   gpusim::ImportOptions opts;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -40,6 +41,7 @@ struct Args {
   int64_t prompt = -1, generate = -1, batch = 1, ubatch = 512;
   std::string weights;
   std::string backend;
+  std::string cuda_prompt;
   bool flash_attn = false;
 };
 
@@ -135,7 +137,7 @@ void print_text(const Prediction& p, const GpuProfile& gpu, bool all) {
 }
 
 void add_common(CLI::App* cmd, Args& a, std::string_view schema) {
-  cmd->add_option("model", a.model, "The .onnx file (weights are not needed)")->required();
+  cmd->add_option("model", a.model, "The .onnx file (weights are not needed); for predict, also a language model: a gpusim.llm/1 YAML, a config.json or a bundled name (llama-2-7b)")->required();
   cmd->add_option("--dtype", a.dtype, "Re-type the graph's float tensors: fp32, fp16 or bf16");
   cmd->add_option("--dim", a.dims, "Set a symbolic input dim: NAME=VALUE or INPUT:AXIS=VALUE (repeatable)");
   cmd->add_option("--profiles", a.profile_dirs, "Extra directory of GPU profiles, searched first (repeatable)");
@@ -217,7 +219,7 @@ std::optional<Model> load(const Args& a, const char* cmd, const Session& s, Pred
 
 // `gpusim predict DESCRIPTION --prompt N --generate M`: a generation, phase by phase.
 int predict_llm(const Args& a, const Session& session) {
-  auto spec = load_llm_spec(a.model);
+  auto spec = session.llm(a.model);
   if (!spec) {
     fmt::print(stderr, "gpusim predict: {}\n", say(spec.error()));
     return exit_code(spec.error());
@@ -240,6 +242,7 @@ int predict_llm(const Args& a, const Session& session) {
   if (!a.weights.empty()) o.weights = a.weights;
   o.backend = a.backend;
   o.flash_attention = a.flash_attn;
+  o.cuda_prompt = a.cuda_prompt;
   if (!a.runtime.empty()) {
     auto rt = find_runtime(a.runtime, default_runtime_dirs());
     if (!rt) {
@@ -248,7 +251,7 @@ int predict_llm(const Args& a, const Session& session) {
     }
     o.runtime = std::move(*rt);
   }
-  auto g = predict_generation(*spec, library_target(*gpu, {a.allow_tf32}), o);
+  auto g = session.generate(*spec, session.target(*gpu, TileSpace::kLibrary, {a.allow_tf32}), o);
   if (!g) {
     fmt::print(stderr, "gpusim predict: {}: {}\n", a.model, say(g.error()));
     return g.error().code == ErrorCode::kInvalidArgument ? 2 : exit_code(g.error());
@@ -279,10 +282,15 @@ void add_predict(CLI::App& app, int& rc) {
                   "Language models: how the weights are stored, a llama.cpp file type: F16 (default), Q8_0, Q4_0, Q4_K_M, ...");
   cmd->add_option("--backend", a->backend, "Language models: llama.cpp's backend: cuda, hip, metal or vulkan (default: the GPU vendor's)");
   cmd->add_flag("--flash-attn", a->flash_attn, "Language models: fused attention (llama.cpp's -fa 1)");
+  cmd->add_option("--cuda-prompt", a->cuda_prompt,
+                  "Language models on cuda/hip: how a prompt's quantized products run, mmq (int8 mul_mat_q, llama.cpp "
+                  "since June 2024) or cublas (dequantize to fp16, then cuBLAS: older builds); default as llama.cpp picks");
   cmd->callback([a, &rc] {
     const Session session({a->profile_dirs, {}});
     warn_profile_dirs(session.profile_dirs());
-    if (is_llm_spec_file(a->model)) {
+    // A language model: a description file, or a bundled one's name ("llama-2-7b") that is no file.
+    std::error_code ec;
+    if (is_llm_spec_file(a->model) || (!std::filesystem::exists(a->model, ec) && session.llm(a->model))) {
       rc = predict_llm(*a, session);
       return;
     }

@@ -295,7 +295,7 @@ class Metrics {
 std::string route_label(const std::string& path) {
   static const std::set<std::string> fixed = {"/healthz",    "/openapi.json", "/metrics",     "/v1/profiles",
                                               "/v1/models",  "/v1/predict",   "/v1/compare",  "/v1/plan",
-                                              "/v1/validate"};
+                                              "/v1/validate", "/v1/generate"};
   if (fixed.count(path)) return path;
   if (path.rfind("/v1/profiles/", 0) == 0) return "/v1/profiles/{name}";
   return "other";
@@ -308,7 +308,7 @@ std::string allowed_methods(const std::string& path) {
     return "GET, HEAD";
   }
   if (path == "/v1/models" || path == "/v1/predict" || path == "/v1/compare" || path == "/v1/plan" ||
-      path == "/v1/validate") {
+      path == "/v1/validate" || path == "/v1/generate") {
     return "POST";
   }
   return "";
@@ -355,12 +355,16 @@ const std::vector<std::string>& fields_of(const std::string& path) {
                                                 "objective", "top",          "beam_width", "samples",   "seed",
                                                 "memory_budget_gb", "allow_tf32"};
   static const std::vector<std::string> validate = {"gpus", "runtime", "runs"};
+  static const std::vector<std::string> generate = {"llm",      "llm_text", "gpu",     "gpu_yaml",        "weights",
+                                                    "prompt",   "generate", "batch",   "ubatch",          "backend",
+                                                    "flash_attention", "cuda_prompt"};
   static const std::vector<std::string> none;
   if (path == "/v1/models") return models;
   if (path == "/v1/predict") return predict;
   if (path == "/v1/compare") return compare;
   if (path == "/v1/plan") return plan;
   if (path == "/v1/validate") return validate;
+  if (path == "/v1/generate") return generate;
   return none;
 }
 
@@ -891,6 +895,59 @@ struct Service::Impl {
     return plan_search_document(m->source(), m->graph(), *g, o, *res);
   }
 
+  // A language model's generation (llm.h): "llm" names a bundled description (models/llm), or
+  // "llm_text" is one's text (gpusim.llm/1 YAML or a config.json).
+  Result<std::string> do_generate(const Request& r) {
+    const json& b = r.body;
+    auto name = str(b, "llm", false);
+    if (!name) return name.error();
+    auto text = str(b, "llm_text", false);
+    if (!text) return text.error();
+    if (name->empty() == text->empty()) {
+      return bad_request("give the model as \"llm\" (a bundled description's name, such as llama-2-7b) or \"llm_text\" "
+                         "(a gpusim.llm/1 YAML or a config.json), one of them");
+    }
+    if (!name->empty() && name->find_first_of("/\\") != std::string::npos) {
+      return bad_request(fmt::format("\"llm\": \"{}\" names a path; the service reads only its bundled descriptions by "
+                                     "name, or a description's text as \"llm_text\"", name->substr(0, 64)));
+    }
+    auto spec = name->empty() ? session.llm_from_text(*text, "llm_text") : session.llm(*name);
+    if (!spec) return spec.error();
+    auto g = gpu(b);
+    if (!g) return g.error();
+    GenerationOptions o;
+    auto weights = str(b, "weights", false);
+    if (!weights) return weights.error();
+    if (!weights->empty()) o.weights = *weights;
+    struct IntField {
+      const char* name;
+      int64_t GenerationOptions::*field;
+    };
+    for (const IntField& f : {IntField{"prompt", &GenerationOptions::prompt}, IntField{"generate", &GenerationOptions::generate},
+                              IntField{"batch", &GenerationOptions::batch}, IntField{"ubatch", &GenerationOptions::ubatch}}) {
+      if (!b.contains(f.name)) continue;
+      if (!b[f.name].is_number_integer()) {
+        return bad_request(fmt::format("\"{}\" must be an integer, got a {}", f.name, b[f.name].type_name()));
+      }
+      o.*f.field = b[f.name].get<int64_t>();
+    }
+    auto backend = str(b, "backend", false);
+    if (!backend) return backend.error();
+    o.backend = *backend;
+    auto cuda_prompt = str(b, "cuda_prompt", false);
+    if (!cuda_prompt) return cuda_prompt.error();
+    o.cuda_prompt = *cuda_prompt;
+    if (b.contains("flash_attention")) {
+      if (!b["flash_attention"].is_boolean()) {
+        return bad_request(fmt::format("\"flash_attention\" must be true or false, got a {}", b["flash_attention"].type_name()));
+      }
+      o.flash_attention = b["flash_attention"].get<bool>();
+    }
+    auto p = session.generate(*spec, session.target(*g, TileSpace::kLibrary, {}), o);
+    if (!p) return p.error();
+    return generation_json(*p);
+  }
+
   Result<std::string> do_validate(const Request& r) {
     const json& b = r.body;
     ValidateOptions o;
@@ -1009,7 +1066,8 @@ struct Service::Impl {
     res.set_content(*out, "application/json");
   }
 
-  static constexpr const char* kPostRoutes[] = {"/v1/models", "/v1/predict", "/v1/compare", "/v1/plan", "/v1/validate"};
+  static constexpr const char* kPostRoutes[] = {"/v1/models", "/v1/predict", "/v1/compare", "/v1/plan", "/v1/validate",
+                                                "/v1/generate"};
 
   // The work behind a POST route; null for a path that is not one.
   std::function<Result<std::string>(const Request&)> endpoint(const std::string& path) {
@@ -1018,6 +1076,7 @@ struct Service::Impl {
     if (path == "/v1/compare") return [this](const Request& r) { return do_compare(r); };
     if (path == "/v1/plan") return [this](const Request& r) { return do_plan(r); };
     if (path == "/v1/validate") return [this](const Request& r) { return do_validate(r); };
+    if (path == "/v1/generate") return [this](const Request& r) { return do_generate(r); };
     return nullptr;
   }
 

@@ -331,6 +331,17 @@ class GPUSIM_API Session {
   // directory of them; read_measurements).
   Result<Validation> validate(const std::string& truth_path, ValidateOptions opts = {}) const noexcept;
 
+  // ---- language models (llm.h)
+  // A model description by name (models/llm: "llama-2-7b", in default_llm_dirs()) or path (a
+  // gpusim.llm/1 YAML or a config.json).
+  Result<LlmSpec> llm(const std::string& name_or_path) const noexcept;
+  // One from its text (an upload); `source` names it in messages.
+  Result<LlmSpec> llm_from_text(const std::string& text, const std::string& source = "model.yaml") const noexcept;
+  // A generation predicted on the target: time to first token, per-token latency, tokens/s and
+  // memory. Without opts.runtime, the backend's llama.cpp runtime from this session's runtime
+  // directories.
+  Result<GenerationPrediction> generate(const LlmSpec& spec, const Target& target, GenerationOptions opts = {}) const noexcept;
+
  private:
   std::vector<std::string> profile_dirs_;
   std::vector<std::string> runtime_dirs_;

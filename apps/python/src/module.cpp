@@ -410,6 +410,34 @@ class PySession {
     });
   }
 
+  // A language model's generation (llm.h): `model` a bundled description's name, a path, or its text.
+  py::object generate(const py::object& model, const py::object& gpu, const std::string& weights, int64_t prompt,
+                      int64_t generate, int64_t batch, int64_t ubatch, const std::string& backend, bool flash_attention,
+                      const std::string& cuda_prompt) const {
+    live(*this);
+    const std::string text = py::str(py::isinstance<py::str>(model) ? model : py::module_::import("os").attr("fspath")(model));
+    const gpusim::GpuProfile g = gpu_arg(*s_, gpu);
+    gpusim::GenerationOptions o;
+    o.weights = weights;
+    o.prompt = prompt;
+    o.generate = generate;
+    o.batch = batch;
+    o.ubatch = ubatch;
+    o.backend = backend;
+    o.flash_attention = flash_attention;
+    o.cuda_prompt = cuda_prompt;
+    const gpusim::Target target = s_->target(g, gpusim::TileSpace::kLibrary, {});
+    return document([&]() -> gpusim::Result<std::string> {
+      // Text of a description (it has a newline or starts a JSON object), else a name or a path.
+      const bool is_text = text.find('\n') != std::string::npos || (!text.empty() && text.front() == '{');
+      auto spec = is_text ? s_->llm_from_text(text, "model") : s_->llm(text);
+      if (!spec) return spec.error();
+      auto r = s_->generate(*spec, target, o);
+      if (!r) return r.error();
+      return gpusim::generation_json(*r);
+    });
+  }
+
   py::object compare(const gpusim::Model& m, const py::object& gpus, const std::optional<std::string>& dtype,
                      const std::string& runtime, const std::optional<std::string>& tiles, bool allow_tf32) const {
     live(*this);
@@ -866,6 +894,16 @@ PYBIND11_MODULE(_gpusim, m) {
            "menu, as vendor libraries run kernels); None: generated for gpusim's runtimes, library for a\n"
            "framework's. allow_tf32: fp32 GEMMs and convolutions on the matrix units as TF32 where the GPU\n"
            "has them (torch.backends.cuda.matmul.allow_tf32; off by default, as there).")
+      .def("generate", &PySession::generate, "model"_a, "gpu"_a, "weights"_a = "F16", "prompt"_a = 512,
+           "generate"_a = 128, "batch"_a = 1, "ubatch"_a = 512, "backend"_a = "", "flash_attention"_a = false,
+           "cuda_prompt"_a = "",
+           "Predicts a language model's generation and returns the gpusim.generation/1 document (`gpusim predict\n"
+           "LLM.yaml --json`): time to first token, per-token latency, tokens/s and bound of each phase, memory.\n\n"
+           "model: a bundled description's name (\"llama-2-7b\"), a path to a gpusim.llm/1 YAML or a config.json,\n"
+           "or the text of one. weights: a llama.cpp file type (F16, Q8_0, Q4_0, Q4_K_M, ...). prompt, generate:\n"
+           "tokens. batch: sequences. ubatch: rows a prompt pass takes. backend: cuda, hip, metal or vulkan\n"
+           "(\"\": the GPU vendor's). flash_attention: llama.cpp's -fa 1. cuda_prompt: mmq or cublas (\"\": as\n"
+           "llama.cpp picks).")
       .def("compare", &PySession::compare, "model"_a, "gpus"_a, "dtype"_a = py::none(), "runtime"_a = "",
            "tiles"_a = py::none(), "allow_tf32"_a = false,
            "Predicts the model on several GPUs (profile ids) and returns the gpusim.compare/1 document.\n"

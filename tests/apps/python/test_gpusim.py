@@ -426,3 +426,22 @@ def test_readme_python_block(root):
     assert r.returncode == 0, f"{r.stdout}\n{r.stderr}"
     assert "ms in" in r.stdout and "not_found no GPU profile named" in r.stdout
     assert f"gpusim from {gpusim.__file__}" in r.stdout
+
+
+def test_generate_equals_the_cli_and_refuses_bad_options(session, root, gpusim_binary):
+    # A bundled description by name, its path, and its text give the same generation as the CLI.
+    by_name = session.generate("llama-2-7b", "nvidia-rtx-3060", weights="Q4_0", prompt=128, generate=16)
+    path = root / "models" / "llm" / "llama-2-7b.yaml"
+    by_text = session.generate(path.read_text(), "nvidia-rtx-3060", weights="Q4_0", prompt=128, generate=16)
+    cli = cli_json(gpusim_binary, root, "predict", str(path), "--gpu", "nvidia-rtx-3060", "--weights", "Q4_0", "--prompt", "128",
+                   "--generate", "16")
+    assert by_name["schema"] == "gpusim.generation/1"
+    for doc in (by_text, cli):
+        assert doc["ttft_us"] == pytest.approx(by_name["ttft_us"], rel=1e-12)
+        assert doc["token_mean_us"] == pytest.approx(by_name["token_mean_us"], rel=1e-12)
+        assert doc["memory"] == by_name["memory"]
+    assert by_name["decode"]["bound"] == "dram"
+    with pytest.raises(gpusim.Error, match='weights "Q4_9"'):
+        session.generate("llama-2-7b", "nvidia-rtx-3060", weights="Q4_9")
+    with pytest.raises(gpusim.Error, match="no model description"):
+        session.generate("llama-9-1b", "nvidia-rtx-3060")

@@ -7,7 +7,7 @@
    examples the schemas give fit them.
 2. With --gpusim PATH: starts `PATH serve --port 0` (the port it prints), sends real requests to it
    (upload a model, /healthz, /v1/profiles, /v1/profiles/NAME, /v1/predict, /v1/compare, /v1/plan,
-   /v1/validate, and requests that fail), and checks each answer against the document: the status
+   /v1/validate, /v1/generate, and requests that fail), and checks each answer against the document: the status
    is one the operation declares, the Content-Type is the declared media type, and the body
    validates against the declared schema (jsonschema, JSON Schema 2020-12 as OpenAPI 3.1 uses, with
    every $ref resolved in the document). Each JSON request body sent is checked against the
@@ -38,7 +38,7 @@ DEFAULT_SOURCE = HERE.parent.parent.parent
 
 # The paths tests/apps/serve/test_serve.cpp requires, and the ones the service has grown since.
 REQUIRED_PATHS = ["/healthz", "/openapi.json", "/v1/profiles", "/v1/profiles/{name}", "/v1/models", "/v1/predict",
-                  "/v1/compare", "/v1/plan", "/v1/validate", "/metrics"]
+                  "/v1/compare", "/v1/plan", "/v1/validate", "/v1/generate", "/metrics"]
 DOC_URI = "urn:gpusim:openapi"
 
 
@@ -428,6 +428,11 @@ def live(c, contract, gpusim, source, extended):
         ex("POST", "/v1/plan", "/v1/plan?gpu=nvidia-t4&scheduler=random&samples=4&seed=7&top=1&objective=energy",
            body=resnet, content_type=O, expect=200)
         ex("POST", "/v1/validate", body=body(), content_type=J, expect=200)
+        ex("POST", "/v1/generate", body=body(llm="llama-2-7b", gpu="nvidia-rtx-3060", weights="Q4_0", prompt=64,
+                                            generate=8), content_type=J, expect=200)
+        ex("POST", "/v1/generate", body=body(llm_text=(source / "models/llm/tiny-llama-test.yaml").read_text(),
+                                            gpu="apple-m2-max", flash_attention=True, generate=4), content_type=J,
+           expect=200, label="POST /v1/generate (llm_text, flash attention)")
 
         # Requests that fail: each answer a documented status with a gpusim.error/1 body.
         ex("POST", "/v1/predict", body="{not json", content_type=J, expect=400, label="POST /v1/predict (not JSON)")
@@ -438,6 +443,10 @@ def live(c, contract, gpusim, source, extended):
         ex("POST", "/v1/compare", body=body(model_id=model_id), content_type=J, expect=400,
            label="POST /v1/compare (no gpus)")
         ex("GET", "/v1/nope", expect=404)
+        ex("POST", "/v1/generate", body=body(llm="llama-9-1b", gpu="nvidia-t4"), content_type=J, expect=404,
+           label="POST /v1/generate (unknown model)")
+        ex("POST", "/v1/generate", body=body(llm="llama-2-7b", gpu="nvidia-t4", weights="Q4_9"), content_type=J,
+           expect=400, label="POST /v1/generate (unknown weights)")
 
         if extended:
             # What the document declares beyond the routes: request ids, metrics, auth, Host, 405, 415, 400.

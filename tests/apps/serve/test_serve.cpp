@@ -42,7 +42,7 @@ TEST_CASE("serve: /healthz, /openapi.json (the file in the repo) and unknown pat
   CHECK(api == json::parse(file_bytes(test::source_dir() + "/apps/serve/openapi.json")));
   CHECK(api.at("openapi").get<std::string>().rfind("3.", 0) == 0);
   for (const char* path : {"/healthz", "/openapi.json", "/v1/profiles", "/v1/profiles/{name}", "/v1/models", "/v1/predict",
-                           "/v1/compare", "/v1/plan", "/v1/validate"}) {
+                           "/v1/compare", "/v1/plan", "/v1/validate", "/v1/generate"}) {
     CHECK(api.at("paths").contains(path));
   }
   auto none = c.Get("/v1/nope");
@@ -151,6 +151,50 @@ TEST_CASE("serve: symbolic dims, profiles, YAML profiles and validate", "[serve]
   const json rep = json::parse(v->body);
   CHECK(rep.at("schema") == "gpusim.validate/1");
   CHECK(rep.at("records").get<int>() > 0);
+}
+
+TEST_CASE("serve: a language model's generation is the library's document, and bad requests name the field", "[serve][llm]") {
+  Running s(small_service());
+  auto c = s.client();
+  const json req = {{"llm", "llama-2-7b"}, {"gpu", "nvidia-rtx-3060"}, {"weights", "Q4_0"}, {"prompt", 128}, {"generate", 16}};
+  auto g = c.Post("/v1/generate", req.dump(), "application/json");
+  REQUIRE(g);
+  REQUIRE(g->status == 200);
+  const json doc = json::parse(g->body);
+  CHECK(doc.at("schema") == "gpusim.generation/1");
+  CHECK(doc.at("weights") == "Q4_0");
+  // The same figures as the library's.
+  auto spec = load_llm_spec(test::source_dir() + "/models/llm/llama-2-7b.yaml");
+  REQUIRE(spec);
+  auto gpu = find_profile("nvidia-rtx-3060", {test::source_dir() + "/gpu_profiles"});
+  REQUIRE(gpu);
+  GenerationOptions o;
+  o.weights = "Q4_0";
+  o.prompt = 128;
+  o.generate = 16;
+  auto lib = Session().generate(*spec, library_target(*gpu), o);
+  REQUIRE(lib);
+  CHECK(doc.at("ttft_us").get<double>() == Approx(lib->ttft_us).epsilon(1e-12));
+  CHECK(doc.at("token_mean_us").get<double>() == Approx(lib->token_mean_us).epsilon(1e-12));
+  auto both = c.Post("/v1/generate", json{{"llm", "llama-2-7b"}, {"llm_text", "x"}, {"gpu", "nvidia-t4"}}.dump(), "application/json");
+  REQUIRE(both);
+  CHECK(both->status == 400);
+  CHECK_THAT(error_message(both), Catch::Contains("\"llm\"") && Catch::Contains("\"llm_text\""));
+  auto path = c.Post("/v1/generate", json{{"llm", "/etc/passwd"}, {"gpu", "nvidia-t4"}}.dump(), "application/json");
+  REQUIRE(path);
+  CHECK(path->status == 400);
+  CHECK_THAT(error_message(path), Catch::Contains("names a path"));
+  auto none = c.Post("/v1/generate", json{{"llm", "llama-9-1b"}, {"gpu", "nvidia-t4"}}.dump(), "application/json");
+  REQUIRE(none);
+  CHECK(none->status == 404);
+  auto tokens = c.Post("/v1/generate", json{{"llm", "llama-2-7b"}, {"gpu", "nvidia-t4"}, {"prompt", "many"}}.dump(), "application/json");
+  REQUIRE(tokens);
+  CHECK(tokens->status == 400);
+  CHECK_THAT(error_message(tokens), Catch::Contains("\"prompt\" must be an integer"));
+  auto range = c.Post("/v1/generate", json{{"llm", "llama-2-7b"}, {"gpu", "nvidia-t4"}, {"batch", 0}}.dump(), "application/json");
+  REQUIRE(range);
+  CHECK(range->status == 400);
+  CHECK_THAT(error_message(range), Catch::Contains("batch: 0 is out of range"));
 }
 
 TEST_CASE("serve: bad requests get JSON errors with the field, the value and the fix", "[serve]") {
