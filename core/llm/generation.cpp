@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "gpusim/cancel.h"
 #include "gpusim/device_plan.h"
 #include "gpusim/llm.h"
 #include "sim/work_json.h"
@@ -421,6 +423,22 @@ Result<GenerationPrediction> predict_generation(const LlmSpec& spec, const Targe
   if (o.ubatch < 1 || o.ubatch > 65536) {
     return make_error(ErrorCode::kInvalidArgument, fmt::format("ubatch: {} is out of range; expected 1 to 65536 rows", o.ubatch));
   }
+  // The largest figures the kernels count (a pass's widest product and its attention over the whole
+  // cache, the cache itself), in floating point: they must stay well inside 64-bit counts.
+  {
+    const double rows = static_cast<double>(o.batch) * static_cast<double>(std::min(o.ubatch, std::max<int64_t>(o.prompt, 1)));
+    const double ctx = static_cast<double>(o.prompt + o.generate);
+    const double width = static_cast<double>(std::max({spec.ffn, spec.vocab, spec.heads * spec.head_dim}));
+    const double gemm = rows * width * static_cast<double>(spec.hidden);
+    const double attention = rows * static_cast<double>(spec.heads) * ctx * static_cast<double>(spec.head_dim);
+    const double cache = 4.0 * static_cast<double>(spec.layers * spec.kv_heads * spec.head_dim) * ctx * static_cast<double>(o.batch);
+    if (std::max({gemm, attention, cache}) > 1e17) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("batch {} x ubatch {} over {} tokens of {} is too large to price ({:.2g} multiply-adds in "
+                                    "one kernel, a {:.2g}-byte cache); give fewer sequences, rows or tokens",
+                                    o.batch, o.ubatch, o.prompt + o.generate, spec.name, std::max(gemm, attention), cache));
+      }
+  }
   const std::string backend = o.backend.empty() ? default_llm_backend(target.gpu()) : o.backend;
   static const char* kBackends[] = {"cuda", "hip", "metal", "vulkan"};
   if (std::find_if(std::begin(kBackends), std::end(kBackends), [&](const char* b) { return backend == b; }) == std::end(kBackends)) {
@@ -433,17 +451,20 @@ Result<GenerationPrediction> predict_generation(const LlmSpec& spec, const Targe
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("cuda_prompt \"{}\" is not a path llama.cpp takes; expected mmq or cublas", o.cuda_prompt));
   }
-  // As llama.cpp chooses (ggml_cuda_should_use_mmq): MMQ unless the GPU has fp16 matrix units but
-  // no int8 ones.
-  // Builds before it took cuBLAS only on GPUs with fp16 matrix units, and MMQ (integer dot
-  // products) on the others, as every build does.
+  // Unset, as current llama.cpp chooses (ggml_cuda_should_use_mmq): MMQ unless the GPU has fp16
+  // matrix units but no int8 ones. A GPU without fp16 matrix units runs MMQ on integer dot products
+  // in every build, the older ones included.
   std::string cuda_prompt = o.cuda_prompt;
+  bool cublas_refused = false;
   {
     const GpuProfile& p = target.gpu();
     const bool int8_mma = p.matrix_tflops(Precision::kInt8, Precision::kInt32).has_value();
     const bool fp16_mma = p.matrix_tflops(Precision::kFp16, Precision::kFp16).has_value();
     if (cuda_prompt.empty()) cuda_prompt = !int8_mma && fp16_mma ? "cublas" : "mmq";
-    if (!fp16_mma) cuda_prompt = "mmq";
+    if (!fp16_mma && cuda_prompt == "cublas") {
+      cuda_prompt = "mmq";
+      cublas_refused = true;
+    }
   }
 
   GenerationPrediction g;
@@ -454,6 +475,10 @@ Result<GenerationPrediction> predict_generation(const LlmSpec& spec, const Targe
   g.prompt = o.prompt;
   g.generate = o.generate;
   g.batch = o.batch;
+  if (cublas_refused && (backend == "cuda" || backend == "hip")) {
+    g.notes.push_back(fmt::format("cuda_prompt cublas: {} has no fp16 matrix units, where llama.cpp always ran mul_mat_q; "
+                                  "priced as mmq", target.gpu().name));
+  }
 
   // The gap after each kernel: the option's, the runtime's (default_us of runtimes/llamacpp-*.yaml),
   // else the profile's launch overhead.
@@ -481,68 +506,66 @@ Result<GenerationPrediction> predict_generation(const LlmSpec& spec, const Targe
   Pricer pricer(target);
   for (const LlmTensor& t : *weights) g.weight_bytes += t.bytes;
 
-  // Prefill: the prompt in passes of at most ubatch rows, each over the cache the earlier ones filled.
+  // Passes that differ only in the cache before them (attention is linear in its length): up to 65
+  // are priced one by one, more at 65 evenly spaced ones with those between interpolated. `at(i)`
+  // builds pass i; the sum of all `count` passes goes to `total`, each priced pass's result to
+  // `priced` (first and last).
+  auto integrate = [&](int64_t count, const std::function<Pass(int64_t)>& at, StepResult& total,
+                       std::vector<StepResult>* priced, std::vector<GenerationKernel>* first_step) {
+    if (count <= 0) return;
+    constexpr int64_t kSamples = 65;
+    std::vector<int64_t> sample;
+    if (count <= kSamples) {
+      for (int64_t j = 0; j < count; ++j) sample.push_back(j);
+    } else {
+      for (int64_t s = 0; s < kSamples; ++s) sample.push_back(s * (count - 1) / (kSamples - 1));
+    }
+    for (size_t s = 0; s < sample.size(); ++s) {
+      check_cancelled();
+      std::vector<Segment> ks = builder.build(at(sample[s]));
+      const StepResult r = run_step(ks, pricer, gap_us);
+      if (s == 0 && first_step) *first_step = summarize(ks);
+      if (priced) priced->push_back(r);
+      // The passes nearer this sample than the next weigh as it does.
+      const int64_t lo = s == 0 ? 0 : (sample[s - 1] + sample[s]) / 2 + 1;
+      const int64_t hi = s + 1 == sample.size() ? count - 1 : (sample[s] + sample[s + 1]) / 2;
+      const double weight = static_cast<double>(hi - lo + 1);
+      total.time_us += weight * r.time_us;
+      total.kernels_us += weight * r.kernels_us;
+      total.launch_us += weight * r.launch_us;
+      total.dram_bytes += weight * r.dram_bytes;
+      total.kernels += (hi - lo + 1) * r.kernels;
+      for (const auto& [b, us] : r.bound_us) total.bound_us[b] += weight * us;
+    }
+  };
+
+  // Prefill: the prompt in passes of ubatch rows over the cache the earlier ones filled, the last
+  // pass holding what is left.
   g.prefill.name = "prefill";
   g.prefill.tokens = o.prompt * o.batch;
   StepResult pre;
-  int64_t largest_rows = 1;
-  for (int64_t done = 0; done < o.prompt;) {
-    const int64_t rows = std::min(o.ubatch, o.prompt - done);
-    largest_rows = std::max(largest_rows, rows);
-    Pass p{o.batch, rows, done, true};
-    std::vector<Segment> ks = builder.build(p);
-    const StepResult r = run_step(ks, pricer, gap_us);
-    if (done == 0) g.prefill.kernels_of_step = summarize(ks);
-    pre.time_us += r.time_us;
-    pre.kernels_us += r.kernels_us;
-    pre.launch_us += r.launch_us;
-    pre.dram_bytes += r.dram_bytes;
-    pre.kernels += r.kernels;
-    for (const auto& [b, us] : r.bound_us) pre.bound_us[b] += us;
-    ++g.prefill.steps;
-    done += rows;
-  }
+  const int64_t full = o.prompt / o.ubatch, tail = o.prompt % o.ubatch;
+  const int64_t largest_rows = std::max<int64_t>(1, std::min(o.ubatch, o.prompt));
+  integrate(full, [&](int64_t i) { return Pass{o.batch, o.ubatch, i * o.ubatch, true}; }, pre, nullptr,
+            &g.prefill.kernels_of_step);
+  integrate(tail > 0 ? 1 : 0, [&](int64_t) { return Pass{o.batch, tail, full * o.ubatch, true}; }, pre, nullptr,
+            full == 0 ? &g.prefill.kernels_of_step : nullptr);
+  g.prefill.steps = full + (tail > 0 ? 1 : 0);
   g.prefill.time_us = pre.time_us;
   finish_phase(g.prefill, pre);
   g.ttft_us = g.prefill.time_us;
 
-  // Decode: one step a token over a cache of prompt + j tokens. Only attention depends on the
-  // cache's length, and linearly: long generations are priced at 65 evenly spaced steps and the
-  // steps between interpolated.
+  // Decode: one step a token over a cache of prompt + j tokens.
   g.decode.name = "decode";
   g.decode.tokens = o.generate * o.batch;
   g.decode.steps = o.generate;
   StepResult dec;
   if (o.generate > 0) {
-    std::vector<int64_t> sample;
-    const int64_t kSamples = 65;
-    if (o.generate <= kSamples) {
-      for (int64_t j = 0; j < o.generate; ++j) sample.push_back(j);
-    } else {
-      for (int64_t s = 0; s < kSamples; ++s) sample.push_back(s * (o.generate - 1) / (kSamples - 1));
-    }
-    std::vector<StepResult> at;
-    for (int64_t j : sample) {
-      Pass p{o.batch, 1, o.prompt + j, false};
-      std::vector<Segment> ks = builder.build(p);
-      at.push_back(run_step(ks, pricer, gap_us));
-      if (j == 0) g.decode.kernels_of_step = summarize(ks);
-    }
-    g.token_first_us = at.front().time_us;
-    g.token_last_us = at.back().time_us;
-    // Each step between two samples weighs as the straight line between them says.
-    for (size_t s = 0; s < sample.size(); ++s) {
-      const int64_t lo = s == 0 ? 0 : (sample[s - 1] + sample[s]) / 2 + 1;
-      const int64_t hi = s + 1 == sample.size() ? o.generate - 1 : (sample[s] + sample[s + 1]) / 2;
-      const double weight = static_cast<double>(hi - lo + 1);
-      const StepResult& r = at[s];
-      dec.time_us += weight * r.time_us;
-      dec.kernels_us += weight * r.kernels_us;
-      dec.launch_us += weight * r.launch_us;
-      dec.dram_bytes += weight * r.dram_bytes;
-      dec.kernels += static_cast<int64_t>(weight) * r.kernels;
-      for (const auto& [b, us] : r.bound_us) dec.bound_us[b] += weight * us;
-    }
+    std::vector<StepResult> priced;
+    integrate(o.generate, [&](int64_t j) { return Pass{o.batch, 1, o.prompt + j, false}; }, dec, &priced,
+              &g.decode.kernels_of_step);
+    g.token_first_us = priced.front().time_us;
+    g.token_last_us = priced.back().time_us;
     g.decode.time_us = dec.time_us;
     g.token_mean_us = dec.time_us / static_cast<double>(o.generate);
   }

@@ -50,15 +50,18 @@ Error bad(const std::string& source, const std::string& field, const std::string
 
 // The checks every description passes, whichever format it came in.
 Status check_spec(const LlmSpec& s, const std::string& source) {
+  // Limits well past any published decoder (Llama-3-405B: 126 layers, width 16384, FFN 53248, 128
+  // heads, vocab 128256), which keep every product of them the model forms inside 64 bits.
   struct Field {
     const char* name;
-    int64_t value;
+    int64_t value, max;
   };
-  for (const Field& f : {Field{"layers", s.layers}, Field{"hidden", s.hidden}, Field{"ffn", s.ffn}, Field{"heads", s.heads},
-                         Field{"kv_heads", s.kv_heads}, Field{"head_dim", s.head_dim}, Field{"vocab", s.vocab},
-                         Field{"context", s.context}}) {
-    if (f.value < 1 || f.value > (int64_t{1} << 24)) {
-      return bad(source, f.name, fmt::format("{} is out of range; expected a whole number from 1 to {}", f.value, int64_t{1} << 24));
+  for (const Field& f : {Field{"layers", s.layers, 1024}, Field{"hidden", s.hidden, 1 << 17}, Field{"ffn", s.ffn, 1 << 19},
+                         Field{"heads", s.heads, 1024}, Field{"kv_heads", s.kv_heads, 1024},
+                         Field{"head_dim", s.head_dim, 4096}, Field{"vocab", s.vocab, 1 << 22},
+                         Field{"context", s.context, 1 << 24}}) {
+    if (f.value < 1 || f.value > f.max) {
+      return bad(source, f.name, fmt::format("{} is out of range; expected a whole number from 1 to {}", f.value, f.max));
     }
   }
   if (s.heads % s.kv_heads != 0) {

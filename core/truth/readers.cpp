@@ -553,11 +553,26 @@ Result<std::vector<Measurement>> read_llamacpp_csv(const std::string& path) {
     const std::string test = get("test");
     int64_t tokens = 0;
     const bool pp = test.rfind("pp", 0) == 0, tg = test.rfind("tg", 0) == 0;
-    if ((!pp && !tg) || test.size() < 3 || test.find_first_not_of("0123456789", 2) != std::string::npos) {
-      return make_error(ErrorCode::kParse, fmt::format("{}:{}: test \"{}\" is not ppN or tgN (llama-bench's prompt and "
-                                                       "generation tests)", path, lineno, test));
+    const auto [end, ec] = test.size() > 2 ? std::from_chars(test.data() + 2, test.data() + test.size(), tokens)
+                                           : std::from_chars_result{test.data(), std::errc::invalid_argument};
+    if ((!pp && !tg) || ec != std::errc() || end != test.data() + test.size() || tokens < 1 || tokens > (int64_t{1} << 22)) {
+      return make_error(ErrorCode::kParse, fmt::format("{}:{}: test \"{}\" is not ppN or tgN with N from 1 to {} "
+                                                       "(llama-bench's prompt and generation tests)",
+                                                       path, lineno, test.substr(0, 64), int64_t{1} << 22));
     }
-    tokens = std::stoll(test.substr(2));
+    // Optional columns that change what ran: a whole number of rows a pass, flash attention 0 or 1.
+    if (const std::string ub = get("n_ubatch"); !ub.empty()) {
+      int64_t v = 0;
+      const auto [e, c] = std::from_chars(ub.data(), ub.data() + ub.size(), v);
+      if (c != std::errc() || e != ub.data() + ub.size() || v < 1 || v > 65536) {
+        return make_error(ErrorCode::kParse, fmt::format("{}:{}: n_ubatch \"{}\" is not a whole number of rows from 1 to "
+                                                         "65536", path, lineno, ub.substr(0, 64)));
+      }
+    }
+    if (const std::string fa = get("flash_attn"); !fa.empty() && fa != "0" && fa != "1") {
+      return make_error(ErrorCode::kParse,
+                        fmt::format("{}:{}: flash_attn \"{}\" is not 0 or 1", path, lineno, fa.substr(0, 64)));
+    }
     double tps = 0;
     try {
       tps = std::stod(get("tokens_per_s"));

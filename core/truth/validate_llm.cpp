@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <map>
 #include <set>
@@ -70,6 +71,10 @@ Result<LlmReport> validate_llm(const std::vector<Measurement>& records, const Va
       ++skip[targets.why_missing(m.gpu)];
       continue;
     }
+    if (m.dims.count("prompt") == m.dims.count("generate") || !(m.time_us > 0)) {
+      ++skip["a language-model record needs one dim, prompt or generate (llama-bench's ppN or tgN), and a positive time"];
+      continue;
+    }
     if (!cfg(m, "unpriced").empty()) {
       ++skip[cfg(m, "unpriced")];
       continue;
@@ -96,7 +101,13 @@ Result<LlmReport> validate_llm(const std::vector<Measurement>& records, const Va
     o.backend = m.backend;
     o.flash_attention = cfg(m, "flash_attn") == "1";
     o.cuda_prompt = cfg(m, "cuda_prompt");
-    if (!cfg(m, "n_ubatch").empty()) o.ubatch = std::stoll(cfg(m, "n_ubatch"));
+    if (const std::string ub = cfg(m, "n_ubatch"); !ub.empty()) {
+      const auto [end, ec] = std::from_chars(ub.data(), ub.data() + ub.size(), o.ubatch);
+      if (ec != std::errc() || end != ub.data() + ub.size()) {
+        ++skip[fmt::format("config n_ubatch \"{}\" is not a whole number", ub.substr(0, 64))];
+        continue;
+      }
+    }
     o.kernel_gap_us = 0.0;
     auto g = predict_generation(sit->second, t->library, o);
     if (!g) {

@@ -248,6 +248,47 @@ TEST_CASE("generation options out of range are refused with the allowed values",
   auto b = predict_generation(spec, t, o);
   REQUIRE_FALSE(b);
   CHECK_THAT(b.error().message, Catch::Contains("batch: 0 is out of range"));
+  // Sizes whose counts would not fit 64 bits are refused, not priced.
+  LlmSpec wide = spec;
+  wide.hidden = 1 << 17;
+  wide.ffn = 1 << 19;
+  o.batch = 4096;
+  o.ubatch = 65536;
+  o.prompt = 1 << 22;
+  auto big = predict_generation(wide, t, o);
+  REQUIRE_FALSE(big);
+  CHECK_THAT(big.error().message, Catch::Contains("too large to price"));
+  // A long prompt in many passes is priced at sampled passes, not pass by pass.
+  o.batch = 1;
+  o.ubatch = 1;
+  o.prompt = 100000;
+  o.generate = 0;
+  auto many = predict_generation(spec, t, o);
+  o.prompt = 1;
+  auto single = predict_generation(spec, t, o);
+  REQUIRE(many);
+  REQUIRE(single);
+  CHECK(many->prefill.steps == 100000);
+  CHECK(many->prefill.kernels == 100000 * single->prefill.kernels);
+  // Later passes attend over a longer cache: none is cheaper than the first.
+  CHECK(many->prefill.time_us >= 100000 * single->prefill.time_us);
+}
+
+TEST_CASE("a prompt not a multiple of ubatch ends with a shorter pass", "[llm]") {
+  const LlmSpec spec = bundled("tiny-llama-test");
+  const Target t = library_target(profile("nvidia-rtx-3060"));
+  GenerationOptions o;
+  o.prompt = 300;
+  o.generate = 0;
+  o.ubatch = 128;
+  auto g = predict_generation(spec, t, o);
+  REQUIRE(g);
+  CHECK(g->prefill.steps == 3);
+  CHECK(g->prefill.tokens == 300);
+  o.ubatch = 512;
+  auto one = predict_generation(spec, t, o);
+  REQUIRE(one);
+  CHECK(one->prefill.steps == 1);
 }
 
 TEST_CASE("llama-bench rows are read as whole-model records of a generation", "[llm][truth]") {
@@ -300,6 +341,23 @@ TEST_CASE("llama-bench reader errors name the file, the line and the fix", "[llm
   auto b = read_measurements(bad_test);
   REQUIRE_FALSE(b);
   CHECK_THAT(b.error().message, Catch::Contains(":2: test \"t128\" is not ppN or tgN"));
+  const std::string huge = write_file("gpusim_llamacpp_huge.csv",
+                                      "gpu,gpu_norm,backend,model,quant,test,tokens_per_s\nA,A,CUDA,llama 7B,Q4_0,"
+                                      "tg99999999999999999999999,5\n");
+  auto h = read_measurements(huge);
+  REQUIRE_FALSE(h);
+  CHECK_THAT(h.error().message, Catch::Contains(":2: test \"tg9999") && Catch::Contains("N from 1 to"));
+  const std::string ubatch = write_file("gpusim_llamacpp_ubatch.csv",
+                                        "gpu,gpu_norm,backend,model,quant,test,tokens_per_s,n_ubatch,flash_attn\n"
+                                        "A,A,CUDA,llama 7B,Q4_0,tg128,5,lots,0\n");
+  auto u = read_measurements(ubatch);
+  REQUIRE_FALSE(u);
+  CHECK_THAT(u.error().message, Catch::Contains(":2: n_ubatch \"lots\" is not a whole number"));
+  const std::string fa = write_file("gpusim_llamacpp_fa.csv",
+                                    "gpu,gpu_norm,backend,model,quant,test,tokens_per_s,flash_attn\nA,A,CUDA,llama 7B,Q4_0,tg128,5,yes\n");
+  auto f = read_measurements(fa);
+  REQUIRE_FALSE(f);
+  CHECK_THAT(f.error().message, Catch::Contains(":2: flash_attn \"yes\" is not 0 or 1"));
   const std::string bad_tps = write_file("gpusim_llamacpp_badtps.csv",
                                          "gpu,gpu_norm,backend,model,quant,test,tokens_per_s\nA,A,CUDA,llama 7B,Q4_0,tg128,fast\n");
   auto c = read_measurements(bad_tps);
