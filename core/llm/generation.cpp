@@ -274,16 +274,6 @@ class StepBuilder {
   std::map<std::string, size_t> by_name_;
 };
 
-std::string bound_key(Bound b) {
-  switch (b) {
-    case Bound::kCompute: return "compute";
-    case Bound::kDram: return "dram";
-    case Bound::kL2: return "l2";
-    case Bound::kLatency: return "latency";
-  }
-  return "compute";
-}
-
 // Prices kernels on the target, each work once.
 class Pricer {
  public:
@@ -336,7 +326,7 @@ StepResult run_step(std::vector<Segment>& segs, Pricer& pricer, double gap_us) {
         r.launch_us += gap_us;
         r.kernels_us += k.cost.total_us;
         r.dram_bytes += k.cost.dram_bytes;
-        r.bound_us[bound_key(k.cost.bound)] += k.cost.total_us;
+        r.bound_us[std::string(bound_name(k.cost.bound))] += k.cost.total_us;
         ++r.kernels;
       }
     }
