@@ -44,14 +44,19 @@ std::optional<KernelWork> node_work(const Graph& g, const Node& n) {
   const Tensor& out = g.tensor(n.outputs.front());
   const Tensor* in0 = n.inputs.empty() || n.inputs[0] == kNoTensor ? nullptr : &g.tensor(n.inputs[0]);
   w.dtype = in0 && dtype_is_float(in0->dtype) ? in0->dtype : out.dtype;
+  // Integer products (MatMulInteger, ConvInteger, the QLinear ops) multiply 8-bit operands: the int8
+  // rate, whatever type they write.
+  if ((c.cls == OpClass::kGemm || c.cls == OpClass::kConv) && in0 && dtype_is_integer(in0->dtype) && dtype_bits(in0->dtype) == 8) {
+    w.dtype = in0->dtype;
+  }
   w.elements = out.elements();
   const std::string& op = n.op_type;
 
   if (c.cls == OpClass::kGemm) {
     const Shape& os = out.shape;
-    if ((op == "MatMul" || op == "MatMulInteger") && in0) {
+    if ((op == "MatMul" || op == "MatMulInteger" || op == "QLinearMatMul") && in0) {
       const Shape& a = in0->shape;
-      const Shape& b = g.tensor(n.inputs[1]).shape;
+      const Shape& b = g.tensor(n.inputs[op == "QLinearMatMul" ? 3 : 1]).shape;
       w.k = a.back();
       w.m = a.size() >= 2 ? a[a.size() - 2] : 1;
       w.n = b.size() >= 2 ? b.back() : 1;
@@ -69,9 +74,20 @@ std::optional<KernelWork> node_work(const Graph& g, const Node& n) {
       w.m = std::max<int64_t>(1, out.elements() / std::max<int64_t>(1, w.n));
       w.k = std::max<int64_t>(1, c.macs / std::max<int64_t>(1, out.elements()));
       w.b_shared = true;
+      if (op == "MatMulNBits") {
+        // A block-quantized weight: `bits` a weight plus a scale (the scales' type) and, where given,
+        // a zero point of `bits` a block; unpacking is a shift, a mask and the offset (2), or a
+        // convert for 8 bits (1).
+        const int64_t bits = attr(n, "bits", 4), block = std::max<int64_t>(1, attr(n, "block_size", 32));
+        const double scale_bits = n.inputs.size() > 2 && n.inputs[2] != kNoTensor ? dtype_bits(g.tensor(n.inputs[2]).dtype) : 16;
+        const double zp_bits = n.inputs.size() > 3 && n.inputs[3] != kNoTensor ? static_cast<double>(bits) : 0.0;
+        w.b_bits = static_cast<double>(bits) + (scale_bits + zp_bits) / static_cast<double>(block);
+        w.dequant_ops = bits >= 8 ? 1.0 : 2.0;
+      }
     }
   } else if (c.cls == OpClass::kConv && in0) {
-    const Shape& wt = g.tensor(n.inputs[1]).shape;
+    const size_t wi = op == "QLinearConv" ? 3 : 1;  // QLinearConv: x, x_scale, x_zero_point, w, ...
+    const Shape& wt = g.tensor(n.inputs[wi]).shape;
     const int64_t groups = attr(n, "group", 1);
     if (op == "ConvTranspose") {  // GEMM over input pixels, then col2im
       w.m = in0->shape[0] * prod(in0->shape, 2);
@@ -85,7 +101,7 @@ std::optional<KernelWork> node_work(const Graph& g, const Node& n) {
     w.batch = groups;
     w.window = prod(wt, 2);
     w.b_shared = true;
-    w.a_bytes = c.bytes_read - g.tensor(n.inputs[1]).bytes();  // input and bias, read at least once
+    w.a_bytes = c.bytes_read - g.tensor(n.inputs[wi]).bytes();  // input and bias, read at least once
     if (w.n < 16 || w.k < 16) {  // depthwise and tiny convolutions run as direct (streaming) kernels
       w.m = w.n = w.k = 0;
     }

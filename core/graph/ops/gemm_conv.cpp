@@ -420,6 +420,9 @@ void cost_global_pool(const CostContext& c, OpCost& cost) {
 
 }  // namespace
 
+Status matmul_shape(InferContext& c) { return infer_matmul(c); }
+Status conv_shape(InferContext& c) { return infer_conv(c); }
+
 std::vector<OpDef> gemm_conv_ops() {
   return {
       {"Conv", "", OpClass::kConv, infer_conv, cost_conv},

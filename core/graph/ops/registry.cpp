@@ -138,7 +138,7 @@ const Table& table() {
   static const Table t = [] {
     Table m;
     for (auto family : {elementwise_ops, gemm_conv_ops, reduction_ops, normalization_ops, data_movement_ops,
-                        sequence_ops, attention_ops}) {
+                        sequence_ops, attention_ops, quantization_ops}) {
       for (const OpDef& d : family()) {
         std::vector<OpDef>& defs = m[std::string(d.op_type)];
         // The first definition of a (domain, op) pair wins, as with one map keyed by both.
@@ -196,7 +196,7 @@ std::optional<OpClass> op_class(std::string_view domain, std::string_view op_typ
 std::vector<std::string> supported_ops() {
   std::vector<std::string> names;
   for (auto family : {ops::elementwise_ops, ops::gemm_conv_ops, ops::reduction_ops, ops::normalization_ops,
-                      ops::data_movement_ops, ops::sequence_ops, ops::attention_ops}) {
+                      ops::data_movement_ops, ops::sequence_ops, ops::attention_ops, ops::quantization_ops}) {
     for (const ops::OpDef& d : family()) {
       names.push_back(d.domain.empty() ? std::string(d.op_type) : fmt::format("{}:{}", d.domain, d.op_type));
     }

@@ -36,6 +36,14 @@ class InferContext {
   DType dtype(size_t i) const { return in_.at(i)->dtype; }
   const Value* value(size_t i) const { return has_input(i) && in_[i]->value ? &*in_[i]->value : nullptr; }
   Tensor& out(size_t i) { return out_.at(i); }
+  // A context over some of this node's inputs in the order given (-1: absent), writing the same
+  // outputs: an op that is another op with extra operands (QLinearConv is a Conv of inputs 0 and 3)
+  // infers through the other's rule.
+  InferContext remapped(const std::vector<int>& order) const {
+    std::vector<const Tensor*> ins;
+    for (int i : order) ins.push_back(i >= 0 && has_input(static_cast<size_t>(i)) ? in_[static_cast<size_t>(i)] : nullptr);
+    return InferContext(node_, std::move(ins), out_, opset_, notes_);
+  }
 
   bool has_attr(const std::string& k) const { return node_.attr(k) != nullptr; }
   int64_t attr_i(const std::string& k, int64_t def) const;
@@ -121,6 +129,12 @@ std::vector<OpDef> normalization_ops();
 std::vector<OpDef> data_movement_ops();
 std::vector<OpDef> sequence_ops();
 std::vector<OpDef> attention_ops();
+std::vector<OpDef> quantization_ops();
+
+// Shared rules: MatMul's and Conv's output shapes (gemm_conv.cpp), for ops that are those with
+// extra operands (quantization.cpp: QLinearMatMul, QLinearConv) through InferContext::remapped.
+Status matmul_shape(InferContext& c);
+Status conv_shape(InferContext& c);
 
 // Shared helpers.
 Result<Shape> broadcast(const Shape& a, const Shape& b);

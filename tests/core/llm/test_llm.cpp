@@ -7,7 +7,11 @@
 #include <fstream>
 
 #include "gpusim/gpusim.h"
+#include "gpusim/kernel_work.h"
 #include "gpusim/llm.h"
+#include "gpusim/onnx_import.h"
+#include "gpusim/op_catalog.h"
+#include "support/onnx_builder.h"
 #include "support/fixtures.h"
 #include "support/run_cli.h"
 
@@ -396,4 +400,144 @@ TEST_CASE("language-model errors on the llama-bench rows do not rise above the r
   INFO(r.out);
   CHECK(r.rc == 0);
   CHECK_THAT(r.out, Catch::Contains("language models") && Catch::Contains("none worse"));
+}
+
+// --- quantized ONNX graphs: QDQ, QLinear ops and MatMulNBits import, cost and price as such
+
+namespace {
+
+constexpr int kOnnxF16 = onnx::TensorProto::FLOAT16;
+constexpr int kOnnxF32 = onnx::TensorProto::FLOAT;
+constexpr int kOnnxU8 = onnx::TensorProto::UINT8;
+constexpr int kOnnxI8 = onnx::TensorProto::INT8;
+
+// A Llama-shaped projection as ONNX Runtime's int4 quantizer writes it: x [1, 1, 4096] by a
+// 4096 x 4096 weight in 4-bit blocks of 32 with fp16 scales.
+std::string nbits_model(int64_t rows) {
+  test::OnnxBuilder b(17);
+  b.input("x", kOnnxF16, {int64_t{1}, rows, int64_t{4096}});
+  b.initializer("w", kOnnxU8, {4096, 128, 16});
+  b.initializer("scales", kOnnxF16, {4096 * 128});
+  b.node("MatMulNBits", {"x", "w", "scales"}, {"y"}, "proj")
+      .i("K", 4096)
+      .i("N", 4096)
+      .i("bits", 4)
+      .i("block_size", 32)
+      .proto()
+      ->set_domain("com.microsoft");
+  b.output("y");
+  auto* op = b.model().add_opset_import();
+  op->set_domain("com.microsoft");
+  op->set_version(1);
+  return b.write("nbits_" + std::to_string(rows) + ".onnx");
+}
+
+}  // namespace
+
+TEST_CASE("MatMulNBits imports with its packed weight's exact bytes and prices as a quantized GEMV", "[llm][graph]") {
+  auto g = import_onnx(nbits_model(1));
+  REQUIRE(g);
+  const Node& n = g->nodes.front();
+  const OpCost c = op_cost(*g, n);
+  CHECK(c.cls == OpClass::kGemm);
+  CHECK(c.macs == 4096LL * 4096);
+  // Packed nibbles and one fp16 scale a block of 32: 4.5 bits a weight, and the activations.
+  CHECK(c.bytes_read == 4096LL * 4096 / 2 + 4096LL * 128 * 2 + 4096 * 2);
+  CHECK(g->tensor(n.outputs[0]).shape == Shape{1, 1, 4096});
+  auto w = node_work(*g, n);
+  REQUIRE(w);
+  CHECK(w->m == 1);
+  CHECK(w->k == 4096);
+  CHECK(w->b_bits == Approx(4.5));
+  CHECK(w->dequant_ops == 2);
+  // Predicted: DRAM-bound, and faster than the same product by an fp16 weight.
+  const GpuProfile gpu = profile("nvidia-rtx-3060");
+  auto p = predict(*g, library_target(gpu));
+  REQUIRE(p);
+  KernelWork f16 = *w;
+  f16.b_bits = 0;
+  f16.dequant_ops = 0;
+  const DeviceModel d = make_device(gpu);
+  CHECK(p->kernels.front().cost.bound == Bound::kDram);
+  CHECK(p->kernels.front().cost.total_us < kernel_cost(f16, choose_tile(f16, d), d).total_us);
+}
+
+TEST_CASE("QDQ and QLinear graphs import with their integer types and price at the int8 rate", "[llm][graph]") {
+  test::OnnxBuilder b(21);
+  b.input("x", kOnnxF32, {int64_t{8}, int64_t{64}, int64_t{56}, int64_t{56}});
+  b.initializer("xs", kOnnxF32, {});
+  b.initializer("xz", kOnnxU8, {});
+  b.node("QuantizeLinear", {"x", "xs", "xz"}, {"xq"}, "q");
+  b.initializer("w", kOnnxI8, {128, 64, 3, 3});
+  b.initializer("ws", kOnnxF32, {128});
+  b.initializer("wz", kOnnxI8, {128});
+  b.initializer("ys", kOnnxF32, {});
+  b.initializer("yz", kOnnxU8, {});
+  b.node("QLinearConv", {"xq", "xs", "xz", "w", "ws", "wz", "ys", "yz"}, {"yq"}, "conv").ints("pads", {1, 1, 1, 1});
+  b.node("DequantizeLinear", {"yq", "ys", "yz"}, {"y"}, "dq");
+  b.output("y");
+  auto g = import_onnx(b.write("qdq_conv.onnx"));
+  REQUIRE(g);
+  const Node& conv = g->nodes[1];
+  CHECK(g->tensor(g->nodes[0].outputs[0]).dtype == DType::kUInt8);
+  CHECK(g->tensor(conv.outputs[0]).dtype == DType::kUInt8);
+  CHECK(g->tensor(conv.outputs[0]).shape == Shape{8, 128, 56, 56});
+  CHECK(g->tensor(g->nodes[2].outputs[0]).dtype == DType::kFloat32);
+  const OpCost c = op_cost(*g, conv);
+  CHECK(c.macs == 8LL * 128 * 56 * 56 * 64 * 9);
+  auto w = node_work(*g, conv);
+  REQUIRE(w);
+  CHECK(w->dtype == DType::kUInt8);
+  CHECK(w->n == 128);
+  CHECK(w->k == 64 * 9);
+  // On the int8 matrix units of an RTX 3060.
+  const DeviceModel d = make_device(profile("nvidia-rtx-3060"));
+  const KernelCost kc = kernel_cost(*w, choose_tile(*w, d), d);
+  CHECK(kc.matrix_units);
+  CHECK(kc.peak_tflops == Approx(*d.profile->matrix_tflops(Precision::kInt8, Precision::kInt32)));
+
+  test::OnnxBuilder m(17);
+  m.input("a", kOnnxU8, {int64_t{128}, int64_t{768}});
+  m.initializer("as", kOnnxF32, {});
+  m.initializer("az", kOnnxU8, {});
+  m.initializer("b", kOnnxI8, {768, 3072});
+  m.initializer("bs", kOnnxF32, {});
+  m.initializer("bz", kOnnxI8, {});
+  m.initializer("ys", kOnnxF32, {});
+  m.initializer("yz", kOnnxI8, {});
+  m.node("QLinearMatMul", {"a", "as", "az", "b", "bs", "bz", "ys", "yz"}, {"y"}, "mm");
+  m.output("y");
+  auto mg = import_onnx(m.write("qlinear_matmul.onnx"));
+  REQUIRE(mg);
+  CHECK(mg->tensor(mg->nodes[0].outputs[0]).shape == Shape{128, 3072});
+  CHECK(mg->tensor(mg->nodes[0].outputs[0]).dtype == DType::kInt8);
+  auto mw = node_work(*mg, mg->nodes[0]);
+  REQUIRE(mw);
+  CHECK(mw->m == 128);
+  CHECK(mw->n == 3072);
+  CHECK(mw->k == 768);
+}
+
+TEST_CASE("quantized op errors name the node, the attribute or input, and what is expected", "[llm][graph][errors]") {
+  test::OnnxBuilder b(17);
+  b.input("x", kOnnxF16, {int64_t{1}, int64_t{4096}});
+  b.initializer("w", kOnnxU8, {4096, 64, 16});  // blocks of 32 over K = 4096 need 128, not 64
+  b.initializer("scales", kOnnxF16, {4096 * 128});
+  b.node("MatMulNBits", {"x", "w", "scales"}, {"y"}, "proj").i("K", 4096).i("N", 4096).i("bits", 4).i("block_size", 32).proto()->set_domain("com.microsoft");
+  b.output("y");
+  auto* op = b.model().add_opset_import();
+  op->set_domain("com.microsoft");
+  op->set_version(1);
+  auto g = import_onnx(b.write("nbits_bad.onnx"));
+  REQUIRE_FALSE(g);
+  CHECK_THAT(g.error().message, Catch::Contains("proj") && Catch::Contains("[4096, 64, 16]") && Catch::Contains("[4096, 128, 16]"));
+
+  test::OnnxBuilder d(17);
+  d.input("x", kOnnxU8, {int64_t{4}});
+  d.initializer("s", kOnnxU8, {});
+  d.node("DequantizeLinear", {"x", "s"}, {"y"}, "dq");
+  d.output("y");
+  auto dg = import_onnx(d.write("dq_bad.onnx"));
+  REQUIRE_FALSE(dg);
+  CHECK_THAT(dg.error().message, Catch::Contains("node \"dq\"") && Catch::Contains("is uint8") && Catch::Contains("x_scale takes float"));
 }
