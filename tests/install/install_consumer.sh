@@ -14,6 +14,7 @@ prefix="$work/prefix"
 cmake --install "$build" --prefix "$prefix" >/dev/null
 test -f "$prefix/include/gpusim/gpusim.h"
 test -f "$prefix/share/gpusim/gpu_profiles/nvidia/nvidia-rtx-3060.yaml"
+test -f "$prefix/share/gpusim/llm/llama-2-7b.yaml"
 test -x "$prefix/bin/gpusim"
 
 cmake -S "$src/examples/predict_consumer" -B "$work/example" -DCMAKE_PREFIX_PATH="$prefix" \
@@ -57,6 +58,10 @@ echo "install test: the README's C++ snippet builds and runs"
 grep -q "\"$prefix/share/gpusim/gpu_profiles" "$work/profiles.json"
 "$prefix/bin/gpusim" predict model.onnx --gpu nvidia-rtx-3060 --runtime pytorch-eager --json > "$work/predict.json"
 grep -q '"schema": "gpusim.predict/1"' "$work/predict.json"
+# A bundled language model by name, from the installed data (<prefix>/share/gpusim/llm) and runtimes.
+"$prefix/bin/gpusim" predict llama-2-7b --gpu nvidia-rtx-3060 --weights Q4_0 --prompt 64 --generate 8 --json > "$work/llm.json"
+grep -q '"schema": "gpusim.generation/1"' "$work/llm.json"
+grep -q '"runtime": "llamacpp-cuda"' "$work/llm.json"
 
 # A calibrated profile in the user's config directory is found by name.
 mkdir -p "$XDG_CONFIG_HOME/gpusim/profiles"
