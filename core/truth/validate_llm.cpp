@@ -183,7 +183,10 @@ Result<LlmReport> validate_llm(const std::vector<Measurement>& records, const Va
     keys.insert({"all", r.backend, kind(r)});
     keys.insert({"all", "all", kind(r)});
   }
-  for (const auto& [gpu, backend, test] : keys) {
+  for (const auto& key : keys) {
+    const std::string& gpu = std::get<0>(key);
+    const std::string& backend = std::get<1>(key);
+    const std::string& test = std::get<2>(key);
     LlmGroup grp{gpu, backend, test, {}};
     grp.stats = stats_of([&](const LlmRow& r) {
       return (gpu == "all" || r.gpu == gpu) && (backend == "all" || r.backend == backend) && kind(r) == test;
