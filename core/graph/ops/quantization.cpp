@@ -76,13 +76,16 @@ void cost_dynamic_quantize(const CostContext& c, OpCost& cost) {
 // The type a QLinear op writes: its y_zero_point's (input 7), else its first input's.
 DType qlinear_out_type(const InferContext& c) { return c.has_input(7) ? c.dtype(7) : c.dtype(0); }
 
-Status infer_qlinear_matmul(InferContext& c) {
-  if (auto s = c.need(0, "a"); !s) return s;
-  if (auto s = c.need(3, "b"); !s) return s;
-  InferContext mm = c.remapped({0, 3});
-  if (auto s = matmul_shape(mm); !s) return s;
+// A QLinear op: `rule` (MatMul's or Conv's) over inputs 0 and 3, writing the output zero point's type.
+Status infer_qlinear(InferContext& c, const char* first, const char* second, Status (*rule)(InferContext&)) {
+  if (auto s = c.need(0, first); !s) return s;
+  if (auto s = c.need(3, second); !s) return s;
+  InferContext inner = c.remapped({0, 3});
+  if (auto s = rule(inner); !s) return s;
   return c.set(0, qlinear_out_type(c), c.out(0).shape);
 }
+
+Status infer_qlinear_matmul(InferContext& c) { return infer_qlinear(c, "a", "b", matmul_shape); }
 
 void cost_qlinear_matmul(const CostContext& c, OpCost& cost) {
   const Shape& a = c.in(0).shape;
@@ -90,13 +93,7 @@ void cost_qlinear_matmul(const CostContext& c, OpCost& cost) {
   cost.flops.fma = 2 * cost.macs + 2 * c.out_elems();
 }
 
-Status infer_qlinear_conv(InferContext& c) {
-  if (auto s = c.need(0, "x"); !s) return s;
-  if (auto s = c.need(3, "w"); !s) return s;
-  InferContext conv = c.remapped({0, 3});
-  if (auto s = conv_shape(conv); !s) return s;
-  return c.set(0, qlinear_out_type(c), c.out(0).shape);
-}
+Status infer_qlinear_conv(InferContext& c) { return infer_qlinear(c, "x", "w", conv_shape); }
 
 void cost_qlinear_conv(const CostContext& c, OpCost& cost) {
   cost.macs = c.out_elems() * prod_from(c.in(3).shape, 1);
