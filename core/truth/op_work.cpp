@@ -94,7 +94,9 @@ Result<KernelWork> measurement_work(const Measurement& m) {
     }
     o.input("x", t, {*b * *mm, *n});
     o.input("w", t, {*k, *n}, TensorRole::kWeight);
-    o.input("bias", t, {*k}, TensorRole::kWeight);
+    // nn.Linear's bias unless a `bias` column says 0 (F.linear without one, as a language model's
+    // projections run).
+    if (auto nb = m.dims.find("bias"); nb == m.dims.end() || nb->second != 0) o.input("bias", t, {*k}, TensorRole::kWeight);
     o.i("transB", 1);
     o.output(t, {*b * *mm, *k});
   } else if (op == "bmm") {  // x[B, M, N] @ y[B, N, K]

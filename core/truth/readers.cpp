@@ -155,8 +155,14 @@ Result<std::vector<Measurement>> read_neusight_csv(const std::string& path) {
   }
   const int c_torch = col("torch"), c_kernel = col("kernel"), c_launched = col("kernels_launched");
   const int c_grid = col("grid"), c_block = col("block");
+  // Optional columns of measurements taken the same way on other types or timers (gpusim's own
+  // sweeps on a lent GPU, tools/device/llm_measure.py): the operands' float type (fp32 where
+  // absent), the runtime whose host times apply (pytorch-eager where absent; cuda-graph for
+  // kernels timed in graph replays), how the time was taken, and whether the inputs may still be
+  // in L2 from the call before (1 where absent, as in NeuSight's back-to-back calls).
+  const int c_dtype = col("dtype"), c_runtime = col("runtime"), c_stat = col("statistic"), c_warm = col("warm_cache");
   static const std::set<std::string> kKnown = {"op", "device", "torch", "latency_ms", "kernel", "kernels_launched",
-                                               "grid", "block"};
+                                               "grid", "block", "dtype", "runtime", "statistic", "warm_cache"};
   std::vector<int> dim_cols;
   for (size_t i = 0; i < header.size(); ++i) {
     if (!kKnown.count(header[i])) dim_cols.push_back(static_cast<int>(i));
@@ -218,7 +224,31 @@ Result<std::vector<Measurement>> read_neusight_csv(const std::string& path) {
     m.timer = "cuda events around the framework call";
     m.statistic = "mean of the 5 fastest of 25 back-to-back calls";
     m.repeats = 25;
+    if (c_dtype >= 0) {
+      const std::string& dt = f[static_cast<size_t>(c_dtype)];
+      const std::optional<DType> d = float_dtype_from_name(dt);
+      if (!d) {
+        return make_error(ErrorCode::kParse, fmt::format("{}: dtype \"{}\" is not a float type; expected fp32, fp16 or bf16",
+                                                         where_line(path, lineno), dt));
+      }
+      m.dtype = *d;
+    }
+    if (c_runtime >= 0 && !f[static_cast<size_t>(c_runtime)].empty()) m.runtime = f[static_cast<size_t>(c_runtime)];
+    if (m.runtime == "cuda-graph") m.timer = "cuda events around the replay of a CUDA graph of the calls";
+    if (c_stat >= 0 && !f[static_cast<size_t>(c_stat)].empty()) {
+      m.statistic = f[static_cast<size_t>(c_stat)];
+      m.repeats = 0;
+    }
     m.warm_cache = true;
+    if (c_warm >= 0) {
+      const std::string& v = f[static_cast<size_t>(c_warm)];
+      if (v != "0" && v != "1") {
+        return make_error(ErrorCode::kParse, fmt::format("{}: warm_cache \"{}\" is not 0 or 1 (1: the inputs may still be "
+                                                         "in L2 from the previous call)",
+                                                         where_line(path, lineno), v));
+      }
+      m.warm_cache = v == "1";
+    }
     m.source = source;
     m.source_ref = fmt::format("{}:{}", ref, lineno);
     out.push_back(std::move(m));

@@ -209,6 +209,44 @@ TEST_CASE("NeuSight CSVs are read with quoted kernels, and bad rows are named", 
   CHECK(err("ns6.csv", "") == (fs::path(dir) / "ns6.csv").string() + ": empty file; expected a CSV header");
 }
 
+// Rows taken the NeuSight way on other types and timers (tools/device/llm_measure.py csv): the
+// optional dtype, runtime, statistic and warm_cache columns, and a linear without its bias.
+TEST_CASE("NeuSight CSVs carry a dtype runtime statistic and warm_cache where given", "[truth]") {
+  const std::string head =
+      "op,device,torch,latency_ms,kernel,kernels_launched,grid,block,dtype,runtime,statistic,warm_cache,b,m,n,k,bias\n";
+  const std::string ok = write("ns_typed.csv", head + "linear,NVIDIA H200,p2.11.0,0.0254,k,1,,,fp16,cuda-graph,median of 5,0,"
+                                                     "1,1,4096,11008,0\n");
+  auto r = read_neusight_csv(ok);
+  REQUIRE(r);
+  REQUIRE(r->size() == 1);
+  const Measurement& m = (*r)[0];
+  CHECK(m.dtype == DType::kFloat16);
+  CHECK(m.runtime == "cuda-graph");
+  CHECK(m.statistic == "median of 5");
+  CHECK_FALSE(m.warm_cache);
+  CHECK(m.dims.at("bias") == 0);
+  // Without its bias the work is the GEMV's alone: W (11008 x 4096 fp16), x and y.
+  auto w = measurement_work(m);
+  REQUIRE(w);
+  CHECK(w->bytes_read == (11008 * 4096 + 4096) * 2);
+  Measurement with_bias = m;
+  with_bias.dims["bias"] = 1;
+  auto wb = measurement_work(with_bias);
+  REQUIRE(wb);
+  CHECK(wb->bytes_read > w->bytes_read);
+
+  const std::string dir = test::temp_dir();
+  auto bad = read_neusight_csv(write("ns_badtype.csv", head + "linear,H200,p2,0.02,k,1,,,int3,cuda-graph,x,0,1,1,8,8,0\n"));
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().message ==
+        (fs::path(dir) / "ns_badtype.csv").string() + ":2: dtype \"int3\" is not a float type; expected fp32, fp16 or bf16");
+  auto badw = read_neusight_csv(write("ns_badwarm.csv", head + "linear,H200,p2,0.02,k,1,,,fp16,cuda-graph,x,yes,1,1,8,8,0\n"));
+  REQUIRE_FALSE(badw);
+  CHECK(badw.error().message == (fs::path(dir) / "ns_badwarm.csv").string() +
+                                    ":2: warm_cache \"yes\" is not 0 or 1 (1: the inputs may still be in L2 from the "
+                                    "previous call)");
+}
+
 TEST_CASE("read_measurements picks the reader by file and names what it cannot read", "[truth]") {
   auto missing = read_measurements("/nonexistent/truth.csv");
   REQUIRE_FALSE(missing);
@@ -700,6 +738,17 @@ TEST_CASE("validation errors on the H200 measurements do not rise above the reco
   const test::Run r = test::run_gpusim("validate --truth " + test::source_dir() + "/bench/gpu/h200-2026-11-27/truth" +
                                        " --check-against " + test::source_dir() +
                                        "/bench/validate/h200-2026-11-27.json --worst 0");
+  INFO(r.out);
+  CHECK(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("NVIDIA H200") && Catch::Contains("none worse"));
+}
+
+// And for the language-model sweep on the same kind of card (bench/gpu/h200-llm-2026-11-27:
+// cuBLAS's GEMV-shaped GEMMs at 1-512 rows on cold weights, fp16 and bf16, kernel time).
+TEST_CASE("validation errors on the H200 GEMV sweep do not rise above the recorded ones", "[truth][cli]") {
+  const test::Run r = test::run_gpusim("validate --truth " + test::source_dir() + "/bench/gpu/h200-llm-2026-11-27/truth" +
+                                       " --check-against " + test::source_dir() +
+                                       "/bench/validate/h200-llm-gemv.json --worst 0");
   INFO(r.out);
   CHECK(r.rc == 0);
   CHECK_THAT(r.out, Catch::Contains("NVIDIA H200") && Catch::Contains("none worse"));
