@@ -224,9 +224,11 @@ int predict_llm(const Args& a, const Session& session) {
     fmt::print(stderr, "gpusim predict: {}\n", say(spec.error()));
     return exit_code(spec.error());
   }
-  if (!a.dtype.empty() || !a.plan.empty() || !a.dims.empty()) {
-    fmt::print(stderr, "gpusim predict: {}: --dtype, --plan and --dim apply to ONNX graphs; a language model takes "
-                       "--weights (F16, Q8_0, Q4_0, ...), --prompt and --generate\n", a.model);
+  if (!a.dtype.empty() || !a.plan.empty() || !a.dims.empty() || !a.tiles.empty()) {
+    // --tiles too: a generation prices the kernels llama.cpp launches, in their own tiles.
+    fmt::print(stderr, "gpusim predict: {}: --dtype, --plan, --dim and --tiles apply to ONNX graphs; a language model "
+                       "takes --weights (F16, Q8_0, Q4_0, ...), --prompt and --generate (its kernels are llama.cpp's, "
+                       "in their own tiles)\n", a.model);
     return 2;
   }
   auto gpu = session.gpu(a.gpu);

@@ -382,6 +382,11 @@ TEST_CASE("gpusim predict runs a generation from a description and refuses gener
   const test::Run bad = test::run_gpusim("predict " + model + " --gpu rtx-3060 --weights Q4_9");
   CHECK(bad.rc == 2);
   CHECK_THAT(bad.out, Catch::Contains("weights \"Q4_9\""));
+  // llama.cpp's kernels run in their own tiles: --tiles is refused, not silently ignored.
+  const test::Run tiled = test::run_gpusim("predict " + model + " --gpu rtx-3060 --tiles library");
+  CHECK(tiled.rc == 2);
+  CHECK_THAT(tiled.out, Catch::Contains("--dtype, --plan, --dim and --tiles apply to ONNX graphs") &&
+                            Catch::Contains("its kernels are llama.cpp's, in their own tiles"));
   const test::Run graph = test::run_gpusim("predict " + test::source_dir() + "/models/resnet50.onnx --gpu rtx-3060 --generate 8");
   CHECK(graph.rc == 2);
   CHECK_THAT(graph.out, Catch::Contains("--prompt, --generate and --weights need a language model's description"));
