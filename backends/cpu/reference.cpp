@@ -119,6 +119,7 @@ const std::map<std::string, Kernel>& kernels() {
     register_reduction_normalization(k);
     register_gemm_conv(k);
     register_data_movement(k);
+    register_quantization(k);
     return k;
   }();
   return table;
@@ -242,6 +243,16 @@ HostTensor seeded(const Tensor& t, std::mt19937_64& rng, bool weight) {
   // of two or more and keeps a mask binary. (With masks up to 7, BERT's (1 - mask) * finfo(fp32).min
   // overflowed to inf in fp32 kernels, where the fp64 reference stays finite: --check failed on NaN.)
   for (int64_t& x : h.i) x = static_cast<int64_t>(rng() & 1);
+  // Quantized weights (and their zero points) take any value of their 8- or 4-bit type: a packed
+  // block-quantized matrix is bytes whose every bit pattern means a weight.
+  if (weight) {
+    const int64_t lo = t.dtype == DType::kInt8 ? -128 : t.dtype == DType::kInt4 ? -8 : 0;
+    const int64_t span = t.dtype == DType::kUInt8 || t.dtype == DType::kInt8 ? 256
+                         : t.dtype == DType::kUInt4 || t.dtype == DType::kInt4 ? 16 : 0;
+    if (span > 0) {
+      for (int64_t& x : h.i) x = lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(span));
+    }
+  }
   return h;
 }
 
@@ -262,7 +273,7 @@ Result<HostState> initial_state(const Graph& g, const std::vector<HostTensor>& i
   st.vals.resize(g.tensors.size());
   st.ready.assign(g.tensors.size(), false);
   std::mt19937_64 rng(opts.seed);
-  int64_t seeded_weights = 0;
+  int64_t seeded_weights = 0, packed_weights = 0;
   for (size_t id = 0; id < g.tensors.size(); ++id) {
     const Tensor& t = g.tensors[id];
     if (t.role != TensorRole::kWeight) continue;
@@ -279,12 +290,15 @@ Result<HostState> initial_state(const Graph& g, const std::vector<HostTensor>& i
     } else {
       st.vals[id] = seeded(t, rng, true);
       ++seeded_weights;
+      packed_weights += t.dtype == DType::kUInt8 || t.dtype == DType::kInt8 || t.dtype == DType::kUInt4 || t.dtype == DType::kInt4;
     }
     st.ready[id] = true;
   }
   if (seeded_weights > 0) {
-    st.notes.push_back(fmt::format("{} weights are not in the file; filled from seed {} (uniform, scaled by fan-in)",
-                                   seeded_weights, opts.seed));
+    st.notes.push_back(fmt::format("{} weights are not in the file; filled from seed {} (uniform, scaled by fan-in{})",
+                                   seeded_weights, opts.seed,
+                                   packed_weights > 0 ? fmt::format("; {} of 8 or 4 bits: any value of their type", packed_weights)
+                                                      : std::string()));
   }
   for (size_t k = 0; k < g.inputs.size(); ++k) {
     const auto id = static_cast<size_t>(g.inputs[k]);

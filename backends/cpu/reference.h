@@ -93,6 +93,7 @@ void register_elementwise(std::map<std::string, Kernel>& k);
 void register_reduction_normalization(std::map<std::string, Kernel>& k);
 void register_gemm_conv(std::map<std::string, Kernel>& k);
 void register_data_movement(std::map<std::string, Kernel>& k);
+void register_quantization(std::map<std::string, Kernel>& k);
 
 struct RunOptions {
   const std::map<std::string, TensorData>* weights = nullptr;  // by tensor name
