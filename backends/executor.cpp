@@ -38,6 +38,8 @@ DType stored_as(codegen::Storage s) {
     case codegen::Storage::kF32: return DType::kFloat32;
     case codegen::Storage::kF16: return DType::kFloat16;
     case codegen::Storage::kI32: return DType::kInt32;
+    case codegen::Storage::kU8: return DType::kUInt8;
+    case codegen::Storage::kI8: return DType::kInt8;
   }
   return DType::kUndefined;
 }
@@ -102,9 +104,11 @@ class Runner {
                                   cpu::size_text(info.is_cpu ? machine : static_cast<double>(info.memory_bytes))));
   }
 
+  // Whole 32-bit words: byte tensors are read a word at a time (codegen.h: Storage).
   uint64_t device_bytes(TensorId r) const {
-    return static_cast<uint64_t>(std::max<int64_t>(1, g_.tensor(r).elements())) *
-           static_cast<uint64_t>(codegen::storage_bytes(storage(r)));
+    const uint64_t b = static_cast<uint64_t>(std::max<int64_t>(1, g_.tensor(r).elements())) *
+                       static_cast<uint64_t>(codegen::storage_bytes(storage(r)));
+    return (b + 3) / 4 * 4;
   }
   static uint64_t host_bytes(const Tensor& t) { return static_cast<uint64_t>(std::max<int64_t>(1, t.elements())) * 8; }
 
@@ -246,6 +250,15 @@ class Runner {
       } else if (s == codegen::Storage::kF16) {
         const uint16_t v = detail::float_to_half(static_cast<float>(real(k)));
         std::memcpy(&bytes[kk * 2], &v, 2);
+      } else if (codegen::storage_is_byte(s)) {
+        const int64_t v = integer(k);
+        const bool u8 = s == codegen::Storage::kU8;
+        if (v < (u8 ? 0 : -128) || v > (u8 ? 255 : 127)) {
+          return make_error(ErrorCode::kInvalidArgument,
+                            fmt::format("{}: tensor \"{}\" element {} is {}, outside its type {}", g_.source_path,
+                                        g_.tensor(r).name, k, v, u8 ? "uint8 (0 to 255)" : "int8 (-128 to 127)"));
+        }
+        bytes[kk] = static_cast<uint8_t>(static_cast<int8_t>(v));
       } else {
         const int64_t v = integer(k);
         if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
@@ -636,7 +649,8 @@ class Runner {
     const backend::Buffer& b = bufs_.at(r);
     std::vector<uint8_t> bytes(b.bytes);
     const codegen::Storage s = storage(r);
-    for (size_t k = 0; k + 1 < bytes.size(); k += static_cast<size_t>(codegen::storage_bytes(s))) {
+    if (codegen::storage_is_byte(s)) std::fill(bytes.begin(), bytes.end(), uint8_t{0x7f});
+    for (size_t k = 0; !codegen::storage_is_byte(s) && k + 1 < bytes.size(); k += static_cast<size_t>(codegen::storage_bytes(s))) {
       if (s == codegen::Storage::kF16) {
         const uint16_t nan = 0x7e00;
         std::memcpy(&bytes[k], &nan, 2);

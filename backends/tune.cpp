@@ -53,8 +53,9 @@ std::vector<std::string> group_ops(const Graph& g, const PlanKernel& k) {
 std::string group_name(const Graph& g, const PlanKernel& k) { return fmt::format("{}", fmt::join(group_ops(g, k), "+")); }
 
 
-// Device bytes of a random-filled input: floats uniform in [-1, 1] (fp32 or fp16), integers 0 (a
-// valid index into any dim, as the executor's seeded inputs are).
+// Device bytes of a random-filled input: floats uniform in [-1, 1] (fp32 or fp16), bytes any value
+// (packed quantized weights), other integers 0 (a valid index into any dim, as the executor's
+// seeded inputs are).
 std::vector<uint8_t> input_bytes(const codegen::Arg& a, std::mt19937_64& rng) {
   const auto n = static_cast<size_t>(std::max<int64_t>(1, a.elements));
   std::vector<uint8_t> bytes(n * static_cast<size_t>(codegen::storage_bytes(a.storage)), 0);
@@ -66,6 +67,8 @@ std::vector<uint8_t> input_bytes(const codegen::Arg& a, std::mt19937_64& rng) {
     } else if (a.storage == codegen::Storage::kF16) {
       const uint16_t h = detail::float_to_half(u(rng));
       std::memcpy(&bytes[k * 2], &h, 2);
+    } else if (codegen::storage_is_byte(a.storage)) {
+      bytes[k] = static_cast<uint8_t>(rng());  // quantized weights: any byte is a weight
     }
   }
   return bytes;
@@ -427,8 +430,9 @@ class Tuner {
   }
 
   Result<backend::Buffer> buffer(const codegen::Arg& a) {
-    const uint64_t bytes = static_cast<uint64_t>(std::max<int64_t>(1, a.elements)) *
-                           static_cast<uint64_t>(codegen::storage_bytes(a.storage));
+    // Whole 32-bit words, as the executor allocates (byte tensors are read a word at a time).
+    const uint64_t bytes = (static_cast<uint64_t>(std::max<int64_t>(1, a.elements)) *
+                                static_cast<uint64_t>(codegen::storage_bytes(a.storage)) + 3) / 4 * 4;
     if (a.scratch != codegen::Scratch::kNone) {
       // Split-K scratch, per size (candidates split differently); the counters start at zero.
       const auto key = std::make_pair(static_cast<int>(a.scratch), bytes);

@@ -46,12 +46,16 @@ namespace gpusim::codegen {
 
 class CompiledFigureTable;
 
-// How a tensor is stored in a device buffer. Floats are fp32 or fp16 (computed in fp32); integer
-// and bool tensors are int32 on the device (the executor converts int64 data on upload and
-// refuses values outside int32).
-enum class Storage { kF32, kF16, kI32 };
-std::string_view storage_name(Storage s);  // "f32", "f16", "i32"
+// How a tensor is stored in a device buffer. Floats are fp32 or fp16 (computed in fp32); uint8 and
+// int8 tensors (quantized weights and activations, packed low-bit blocks) are bytes, four to a
+// 32-bit word, read as int (GLSL extracts them from words; stores set one byte of a word
+// atomically, so neighbouring threads may write neighbouring bytes); other integer and bool
+// tensors are int32 on the device (the executor converts int64 data on upload and refuses values
+// outside int32). A byte buffer is allocated in whole words.
+enum class Storage { kF32, kF16, kI32, kU8, kI8 };
+std::string_view storage_name(Storage s);  // "f32", "f16", "i32", "u8", "i8"
 int storage_bytes(Storage s);
+inline bool storage_is_byte(Storage s) { return s == Storage::kU8 || s == Storage::kI8; }
 
 // Scratch a kernel needs beside the graph's tensors (Arg::scratch): a split-K GEMM's partial sums
 // (fp32, one slab per output tile and K slice) and its per-tile arrival counters (int32, zero

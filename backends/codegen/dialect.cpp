@@ -13,14 +13,19 @@ std::string_view storage_name(Storage s) {
     case Storage::kF32: return "f32";
     case Storage::kF16: return "f16";
     case Storage::kI32: return "i32";
+    case Storage::kU8: return "u8";
+    case Storage::kI8: return "i8";
   }
   return "?";
 }
 
-int storage_bytes(Storage s) { return s == Storage::kF16 ? 2 : 4; }
+int storage_bytes(Storage s) { return s == Storage::kF16 ? 2 : storage_is_byte(s) ? 1 : 4; }
 
 Storage storage_of(DType t, const Options& opts) {
-  return dtype_is_float(t) ? opts.float_storage : Storage::kI32;
+  if (dtype_is_float(t)) return opts.float_storage;
+  if (t == DType::kUInt8) return Storage::kU8;
+  if (t == DType::kInt8) return Storage::kI8;
+  return Storage::kI32;
 }
 
 namespace {
@@ -114,6 +119,11 @@ constexpr const char* kCudaCommon = R"(typedef unsigned int uint;
 // view of its binding (the block BVk, array bkv), declared by Kernel::source.
 std::string vector_macros(backend::Language lang, const Arg& a, size_t k) {
   static const char* kComp[] = {"x", "y", "z", "w"};
+  if (storage_is_byte(a.storage)) {  // bytes: one element at a time through the scalar macros
+    return fmt::format("#define LDV{0}(i, a, o) {{ for (int v8_ = 0; v8_ < {1}; ++v8_) a[(o) + v8_] = LD{0}((i) + v8_); }}\n"
+                       "#define STV{0}(i, a, o) {{ for (int v8_ = 0; v8_ < {1}; ++v8_) ST{0}((i) + v8_, a[(o) + v8_]); }}\n",
+                       k, a.vector);
+  }
   const bool glsl = lang == backend::Language::kGlsl;
   const bool f16 = a.storage == Storage::kF16;
   const int words = f16 ? a.vector / 2 : a.vector;  // components of the vector type
@@ -212,7 +222,20 @@ backend::KernelSource Kernel::source(backend::Language lang) const {
   std::string macros;
   for (size_t k = 0; k < args.size(); ++k) {
     const Arg& a = args[k];
-    if (a.storage == Storage::kF16) {
+    if (storage_is_byte(a.storage) && lang == backend::Language::kGlsl) {
+      // Four bytes a uint word, the lowest-addressed in the low bits; a store clears and sets its
+      // byte with two atomics, so threads writing other bytes of the word lose nothing.
+      macros += a.storage == Storage::kU8
+                    ? fmt::format("#define LD{0}(i) int(bitfieldExtract(b{0}[(i) >> 2], ((i) & 3) * 8, 8))\n", k)
+                    : fmt::format("#define LD{0}(i) bitfieldExtract(int(b{0}[(i) >> 2]), ((i) & 3) * 8, 8)\n", k);
+      macros += fmt::format("#define ST{0}(i, v) {{ int i8_ = (i); uint s8_ = uint(i8_ & 3) * 8u; "
+                            "atomicAnd(b{0}[i8_ >> 2], ~(0xFFu << s8_)); "
+                            "atomicOr(b{0}[i8_ >> 2], (uint(int(v)) & 0xFFu) << s8_); }}\n",
+                            k);
+    } else if (storage_is_byte(a.storage)) {
+      macros += fmt::format("#define LD{0}(i) int(b{0}[(i)])\n#define ST{0}(i, v) b{0}[(i)] = ({1})(int)(v)\n", k,
+                            a.storage == Storage::kU8 ? "unsigned char" : "signed char");
+    } else if (a.storage == Storage::kF16) {
       macros += lang == backend::Language::kGlsl
                     ? fmt::format("#define LD{0}(i) float(b{0}[(i)])\n#define ST{0}(i, v) b{0}[(i)] = float16_t(v)\n", k)
                     : fmt::format("#define LD{0}(i) __half2float(b{0}[(i)])\n#define ST{0}(i, v) b{0}[(i)] = __float2half(v)\n", k);
@@ -236,10 +259,13 @@ backend::KernelSource Kernel::source(backend::Language lang) const {
                         block[2]);
     for (size_t k = 0; k < args.size(); ++k) {
       const Arg& a = args[k];
-      const char* type = a.storage == Storage::kF32 ? "float" : a.storage == Storage::kF16 ? "float16_t" : "int";
+      const char* type = a.storage == Storage::kF32   ? "float"
+                         : a.storage == Storage::kF16 ? "float16_t"
+                         : storage_is_byte(a.storage) ? "uint"
+                                                      : "int";
       code += fmt::format("layout(std430, binding = {0}) {1}buffer B{0} {{ {2} b{0}[]; }};\n", k,
                           a.scratch != Scratch::kNone ? "coherent " : a.written ? "" : "readonly ", type);
-      if (a.vector > 1) {  // a second view of the same binding, for the vector accesses
+      if (a.vector > 1 && !storage_is_byte(a.storage)) {  // a second view of the same binding, for the vector accesses
         code += fmt::format("layout(std430, binding = {0}) {1}buffer BV{0} {{ {2} b{0}v[]; }};\n", k,
                             a.written ? "" : "readonly ", glsl_vector_type(a));
       }
@@ -250,7 +276,11 @@ backend::KernelSource Kernel::source(backend::Language lang) const {
     std::string params;
     for (size_t k = 0; k < args.size(); ++k) {
       const Arg& a = args[k];
-      const char* type = a.storage == Storage::kF32 ? "float" : a.storage == Storage::kF16 ? "__half" : "int";
+      const char* type = a.storage == Storage::kF32   ? "float"
+                         : a.storage == Storage::kF16 ? "__half"
+                         : a.storage == Storage::kU8  ? "unsigned char"
+                         : a.storage == Storage::kI8  ? "signed char"
+                                                      : "int";
       // Scratch is shared between groups: volatile, so a group reads what others wrote after the fence.
       params += a.scratch != Scratch::kNone
                     ? fmt::format("{}volatile {}* b{}", k ? ", " : "", type, k)

@@ -326,7 +326,58 @@ std::string operand_index(const Operand& op, const std::string& pos) {
   return e.empty() ? "0" : e;
 }
 
-Result<Operand> resolve_operand(const GenContext& c, const Node& reader, TensorId t, std::vector<size_t>& folded) {
+namespace {
+
+// resolve_operand's DequantizeLinear (at group position `pos`): its quantized input as the operand.
+Result<Operand> dequantized_operand(const GenContext& c, const Node& reader, const Node& p, size_t pos,
+                                    std::vector<size_t>& folded) {
+  const TensorId y = p.outputs[0], x = p.inputs[0];
+  auto no = [&](const std::string& why) {
+    return c.unsupported(reader, fmt::format("the fused DequantizeLinear \"{}\" {}", p.name, why));
+  };
+  if (escapes(c, y)) return no("is also needed outside the kernel, which a folded dequantize never stores");
+  for (size_t q = 0; q < c.k.nodes.size(); ++q) {
+    const Node& n = c.node(q);
+    if (&n == &reader || q == pos) continue;
+    for (TensorId in : n.inputs) {
+      if (in != kNoTensor && c.root(in) == c.root(y)) return no(fmt::format("is also read by node \"{}\" in the kernel", n.name));
+    }
+  }
+  for (size_t k = 0; k < p.inputs.size() && k < 3; ++k) {
+    if (p.inputs[k] == kNoTensor) continue;
+    const int xp = c.idx.producer[static_cast<size_t>(c.root(p.inputs[k]))];
+    for (int node : c.k.nodes) {
+      if (node == xp) return no("reads a tensor computed inside the kernel");
+    }
+  }
+  const DType xt = c.tensor(x).dtype;
+  if (xt != DType::kInt8 && xt != DType::kUInt8) return no(fmt::format("reads {}; folded dequantizes read int8 or uint8", dtype_name(xt)));
+  if (c.tensor(y).shape != c.tensor(x).shape || c.root(x) != x) return no("reads a view");
+  Operand op;
+  op.tensor = x;
+  op.shape = c.tensor(x).shape;
+  op.strides = strides_of(op.shape);
+  op.deq_scale = p.inputs.size() > 1 ? p.inputs[1] : kNoTensor;
+  op.deq_zero = p.inputs.size() > 2 ? p.inputs[2] : kNoTensor;
+  if (op.deq_scale == kNoTensor) return no("has no scale");
+  std::string why;
+  const auto idx = quant_param_index(c, p, 1, op.shape, "p", &why);
+  if (!idx || idx->empty()) return no(why.empty() ? "has a scale the GEMM cannot index" : why);
+  if (*idx != "0") {
+    auto rank = static_cast<int64_t>(op.shape.size());
+    int64_t axis = p.attr("axis") ? p.attr("axis")->i : 1;
+    if (axis < 0) axis += rank;
+    op.deq_dim = op.shape[static_cast<size_t>(axis)];
+    for (auto d = static_cast<size_t>(axis) + 1; d < op.shape.size(); ++d) op.deq_inner *= op.shape[d];
+  }
+  folded.push_back(pos);
+  return op;
+}
+
+}  // namespace
+
+Result<Operand> resolve_operand(const GenContext& c, const Node& reader, TensorId t, std::vector<size_t>& folded,
+                                bool dequant) {
   Operand op;
   op.tensor = t;
   op.shape = c.tensor(t).shape;
@@ -342,6 +393,7 @@ Result<Operand> resolve_operand(const GenContext& c, const Node& reader, TensorI
   const int pos = prod < 0 ? -1 : in_group(prod);
   if (pos < 0) return op;
   const Node& p = c.node(static_cast<size_t>(pos));
+  if (dequant && p.op_type == "DequantizeLinear") return dequantized_operand(c, reader, p, static_cast<size_t>(pos), folded);
   if (p.op_type != "Transpose") {
     return c.unsupported(reader, fmt::format("its input \"{}\" is computed inside the same kernel by node \"{}\" ({}), "
                                              "which this generator cannot fold into its operand loads; plan them as "

@@ -193,6 +193,11 @@ struct Operand {
   std::vector<int64_t> strides;
   Shape remap_shape;
   std::vector<int64_t> remap_strides;
+  // A DequantizeLinear folded into the loads (dequantize-into-gemm): `tensor` holds the quantized
+  // values (int8 or uint8, contiguous), and element p is (LD(p) - zero[s]) x scale[s], s = 0 per
+  // tensor (deq_dim 0), else (p / deq_inner) % deq_dim (per axis). deq_zero may be kNoTensor (0).
+  TensorId deq_scale = kNoTensor, deq_zero = kNoTensor;
+  int64_t deq_inner = 1, deq_dim = 0;
 };
 
 // The buffer index of an operand element from its strided position `pos` (an int variable).
@@ -202,7 +207,11 @@ std::string operand_index(const Operand& op, const std::string& pos);
 // the group produces it (transpose-into-gemm, the K^T of attention), directly or through a view —
 // the Transpose's input with permuted strides; the Transpose's position is added to `folded`. kUnsupported when another node
 // inside the group produces t, or the Transpose's output is needed elsewhere.
-Result<Operand> resolve_operand(const GenContext& c, const Node& reader, TensorId t, std::vector<size_t>& folded);
+// With `dequant`, a DequantizeLinear inside the group producing t (per tensor or per axis, not
+// blocked) is folded the same way: the operand reads its quantized input (Operand::deq_*), for a
+// generator whose loads apply them (the GEMM's, through load_stmt).
+Result<Operand> resolve_operand(const GenContext& c, const Node& reader, TensorId t, std::vector<size_t>& folded,
+                                bool dequant = false);
 
 // The int expression of the offset of batch `flat` (a flat index over batch shape `batch`) in an
 // operand whose leading dims `op_batch` (right-aligned against `batch`, numpy broadcasting) have

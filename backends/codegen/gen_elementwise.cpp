@@ -119,7 +119,8 @@ Result<std::string> elementwise_tail(const GenContext& c, ArgList& args, int ski
     }
     std::vector<std::string> ins;
     std::vector<bool> ints;
-    for (TensorId t : n.inputs) {
+    for (size_t ik = 0; ik < n.inputs.size(); ++ik) {
+      const TensorId t = n.inputs[ik];
       if (t == kNoTensor) {
         ins.emplace_back();
         ints.push_back(false);
@@ -142,7 +143,11 @@ Result<std::string> elementwise_tail(const GenContext& c, ArgList& args, int ski
         ints.push_back(args.is_int(t));
         continue;
       }
-      if (vec && contiguous_run(ot.shape, it.shape) % lanes->width == 0) {
+      std::string why;
+      if (auto qi = quant_param_index(c, n, ik, ot.shape, index, &why)) {  // a per-axis scale or zero point
+        if (qi->empty()) return c.unsupported(n, why);
+        ins.push_back(args.load(t, *qi));
+      } else if (vec && contiguous_run(ot.shape, it.shape) % lanes->width == 0) {
         ins.push_back(vec->load(t, broadcast_index(ot.shape, it.shape, lanes->base)));
       } else {
         ins.push_back(args.load(t, broadcast_index(ot.shape, it.shape, index)));

@@ -33,6 +33,12 @@ bool produced_in_group(const GenContext& c, TensorId t) {
 std::string load_stmt(ArgList& args, const Operand& op, const std::string& var, const std::string& base,
                       const std::string& row, int64_t rs, const std::string& col, int64_t cs) {
   const std::string pos = add_term(add_term(base, row, rs), col, cs);
+  if (op.deq_scale != kNoTensor) {  // dequantize-into-gemm: (q - zero point) x scale, per tensor or per axis
+    const std::string s = op.deq_dim > 0 ? fmt::format("({}p / {}) % {}", var, op.deq_inner, op.deq_dim) : "0";
+    const std::string zero = op.deq_zero != kNoTensor ? fmt::format(" - float({})", args.load(op.deq_zero, s)) : "";
+    return fmt::format("{{ int {0}p = {1}; {0} = (float({2}){3}) * float({4}); }}", var, pos,
+                       args.load(op.tensor, var + "p"), zero, args.load(op.deq_scale, s));
+  }
   if (op.remap_shape.empty()) return fmt::format("{} = float({});", var, args.load(op.tensor, pos));
   return fmt::format("int {0}p = {1}; {0} = float({2});", var, pos, args.load(op.tensor, operand_index(op, var + "p")));
 }
@@ -46,7 +52,7 @@ void vector_operand(ArgList& args, const Operand& op, int want, const std::strin
                     const Shape& batch_shape, const std::vector<int64_t>& batch_strides, const std::string& row, int64_t rs,
                     int64_t rows, const std::string& col, int64_t cs, int64_t cols, bool row_fastest, const char* arr,
                     int* vec, std::string* stmt) {
-  if (want <= 1 || !op.remap_shape.empty()) return;
+  if (want <= 1 || !op.remap_shape.empty() || op.deq_scale != kNoTensor) return;
   const int64_t fast_stride = row_fastest ? rs : cs, other_stride = row_fastest ? cs : rs;
   const int64_t fast_extent = row_fastest ? rows : cols;
   if (fast_stride != 1 || fast_extent % want != 0 || other_stride % want != 0) return;
@@ -165,13 +171,67 @@ Result<std::string> einsum_loop(const GenContext& c, const Node& n, ArgList& arg
   return o.empty() ? std::string("0") : o;
 }
 
+// MatMulNBits (com.microsoft) as a GEMM whose B is dequantized as it is loaded: A [..., K] (rows
+// = the rest) by B' [N, K], where row n's block b (block_size values of `bits`, packed from the low
+// bits of each byte up) is (q - zero point) x scales[n x blocks + b]. The zero point is
+// 2^(bits - 1) without input 3, else read as the reference reads it (cpu/kernels_quantization.cpp):
+// packed bytes when uint8, one value a block otherwise. So Q4_0 (4 bits, blocks of 32, zero
+// point 8) and Q8_0 (8 bits, zero point 128 over uint8) are this loop with their arithmetic; the
+// bytes sit in ONNX Runtime's layout (scales apart from the packed values), not GGUF's interleaved
+// blocks. Each element of B costs a byte load, a shift, a mask and a multiply-add, in every
+// main loop (GEMV-shaped, SIMT tiles, matrix units). Returns the output's flat index; sets *value
+// when a bias (input 5) is added.
+Result<std::string> nbits_loop(const GenContext& c, const Node& n, ArgList& args, const Operand& a, GemmLoop& L,
+                               std::string* value) {
+  const int64_t K = n.attr("K") ? n.attr("K")->i : 0, N = n.attr("N") ? n.attr("N")->i : 0;
+  const int64_t bits = n.attr("bits") ? n.attr("bits")->i : 4, bs = n.attr("block_size") ? n.attr("block_size")->i : 0;
+  if (bits != 2 && bits != 4 && bits != 8) {
+    return c.unsupported(n, fmt::format("bits = {}: generated kernels unpack 2, 4 or 8 bits (whole values a byte)", bits));
+  }
+  if (n.inputs.size() > 4 && n.inputs[4] != kNoTensor) return c.unsupported(n, "g_idx (act-order) is not generated");
+  if (n.inputs.size() < 3 || n.inputs[2] == kNoTensor) return c.unsupported(n, "needs its scales");
+  if (!a.remap_shape.empty() || a.shape.empty() || a.shape.back() != K || a.strides != strides_of(a.shape)) {
+    return c.unsupported(n, fmt::format("A {} is not a contiguous [..., K = {}] tensor", shape_str(a.shape), K));
+  }
+  const int64_t blocks = (K + bs - 1) / bs, blob = bs * bits / 8, mask = (int64_t{1} << bits) - 1;
+  const TensorId bt = n.inputs[1], st = n.inputs[2];
+  if (c.tensor(bt).dtype != DType::kUInt8 || c.tensor(bt).elements() != N * blocks * blob) {
+    return c.unsupported(n, "B is not N x blocks x block_size x bits / 8 bytes");
+  }
+  L.batch = 1;
+  L.k = K;
+  L.n = N;
+  L.m = c.tensor(a.tensor).elements() / K;
+  L.load_a = fmt::format("av = float({});", args.load(a.tensor, fmt::format("gm * {} + gk", K)));
+  std::string zero = float_lit(static_cast<double>(int64_t{1} << (bits - 1)));
+  if (n.inputs.size() > 3 && n.inputs[3] != kNoTensor) {
+    const TensorId zt = n.inputs[3];
+    if (c.tensor(zt).dtype == DType::kUInt8) {
+      const int64_t zrow = (blocks * bits + 7) / 8;
+      zero = fmt::format("float(({} >> ((blk_q * {}) & 7)) & {})",
+                         args.load(zt, fmt::format("gn * {} + ((blk_q * {}) >> 3)", zrow, bits)), bits, mask);
+    } else {
+      zero = fmt::format("float({})", args.load(zt, fmt::format("gn * {} + blk_q", blocks)));
+    }
+  }
+  L.load_b = fmt::format(
+      "{{ int blk_q = gk / {0}; int bit_q = (gk % {0}) * {1}; "
+      "int q_q = ({2} >> (bit_q & 7)) & {3}; bv = (float(q_q) - {4}) * float({5}); }}",
+      bs, bits, args.load(bt, fmt::format("(gn * {} + blk_q) * {} + (bit_q >> 3)", blocks, blob)), mask, zero,
+      args.load(st, fmt::format("gn * {} + blk_q", blocks)));
+  L.a_m_fastest = false;
+  L.b_n_fastest = false;  // a row of B' is contiguous along k
+  if (n.inputs.size() > 5 && n.inputs[5] != kNoTensor) *value = fmt::format("acc_v + float({})", args.load(n.inputs[5], "gn"));
+  return fmt::format("gm * {} + gn", N);
+}
+
 }  // namespace
 
 Result<Kernel> gen_gemm(const GenContext& c) {
   const Node& n = c.anchor();
   const auto anchor_pos = static_cast<size_t>(c.k.anchor);
-  if (n.op_type != "MatMul" && n.op_type != "Gemm" && n.op_type != "Einsum") {
-    return c.unsupported(n, "the GEMM generator covers MatMul, Gemm and two-operand Einsum only");
+  if (n.op_type != "MatMul" && n.op_type != "Gemm" && n.op_type != "Einsum" && n.op_type != "MatMulNBits") {
+    return c.unsupported(n, "the GEMM generator covers MatMul, Gemm, two-operand Einsum and MatMulNBits only");
   }
   if (n.inputs.size() < 2 || n.inputs[0] == kNoTensor || n.inputs[1] == kNoTensor || n.outputs.empty()) {
     return c.unsupported(n, "needs two inputs and an output");
@@ -186,9 +246,11 @@ Result<Kernel> gen_gemm(const GenContext& c) {
   }
   ArgList args(c);
   std::vector<size_t> folded;
-  auto a = resolve_operand(c, n, n.inputs[0], folded);
+  // MatMul and Gemm read a folded DequantizeLinear's quantized values (dequantize-into-gemm).
+  const bool dequant = n.op_type == "MatMul" || n.op_type == "Gemm";
+  auto a = resolve_operand(c, n, n.inputs[0], folded, dequant);
   if (!a) return a.error();
-  auto b = resolve_operand(c, n, n.inputs[1], folded);
+  auto b = resolve_operand(c, n, n.inputs[1], folded, dequant);
   if (!b) return b.error();
   Shape as = a->shape, bs = b->shape;
   std::vector<int64_t> ast = a->strides, bst = b->strides;
@@ -269,6 +331,10 @@ Result<Kernel> gen_gemm(const GenContext& c) {
     vector_operand(args, *b, vec_b, "b_off", bb, bbst, "gk", bst[rb], L.k, "gn", bst[rb + 1], L.n, !L.b_n_fastest, "bv_v",
                    &L.b_vec, &L.load_b_vec);
     out_index = fmt::format("(bz * {} + gm) * {} + gn", L.m, L.n);
+  } else if (n.op_type == "MatMulNBits") {
+    auto o = nbits_loop(c, n, args, *a, L, &value);
+    if (!o) return o.error();
+    out_index = *o;
   } else {  // Gemm
     if (as.size() != 2 || bs.size() != 2) return c.unsupported(n, "Gemm needs 2-D A and B");
     const bool ta = n.attr("transA") && n.attr("transA")->i != 0;

@@ -106,5 +106,10 @@ Result<Kernel> gen_data_movement(const GenContext& c);  // Transpose, Concat, Sl
 // `int_in`); sets `int_out` to whether the result is an int expression.
 Result<std::string> scalar_op(const GenContext& c, const Node& n, const std::vector<std::string>& in,
                               const std::vector<bool>& int_in, bool& int_out);
+// The index of QuantizeLinear's / DequantizeLinear's input k (1: scale, 2: zero point) at flat
+// output index `index` of shape `out`: "0" per tensor, the axis coordinate per axis; nullopt for
+// other ops and inputs (broadcast as usual); empty with *why set where it cannot be generated.
+std::optional<std::string> quant_param_index(const GenContext& c, const Node& n, size_t k, const Shape& out,
+                                             const std::string& index, std::string* why);
 
 }  // namespace gpusim::codegen

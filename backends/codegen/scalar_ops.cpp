@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <numbers>
+#include <optional>
 
 #include "generators.h"
 
@@ -202,7 +203,46 @@ Result<std::string> scalar_op(const GenContext& c, const Node& n, const std::vec
     const std::string l = float_lit(attr_f(n, "lambd", 0.5)), bias = float_lit(attr_f(n, "bias", 0.0));
     return fmt::format("(({0} < -{1}) ? {0} + {2} : (({0} > {1}) ? {0} - {2} : 0.0f))", x, l, bias);
   }
+  // Quantization (their per-axis scales and zero points are indexed by quant_param_index, not
+  // broadcast): DequantizeLinear (x - zero point) x scale; QuantizeLinear rounds half to even
+  // (rintf), adds the zero point and saturates to the integer output type.
+  if (op == "DequantizeLinear" && need(1)) {
+    int_out = false;
+    return need(2) ? fmt::format("(({} - {}) * {})", x, f(2), f(1)) : fmt::format("({} * {})", x, f(1));
+  }
+  if (op == "QuantizeLinear" && need(1)) {
+    const DType t = c.tensor(out_t).dtype;
+    if (t != DType::kUInt8 && t != DType::kInt8) {
+      return c.unsupported(n, fmt::format("quantizes to {}; generated kernels write uint8 or int8", dtype_name(t)));
+    }
+    int_out = true;
+    const char* lo = t == DType::kUInt8 ? "0" : "-128";
+    const char* hi = t == DType::kUInt8 ? "255" : "127";
+    return fmt::format("min(max(int(rintf({} / {})) + {}, {}), {})", x, f(1), need(2) ? in[2] : "0", lo, hi);
+  }
   return c.unsupported(n, "not an elementwise op with a generated form (random and string ops run on the host)");
+}
+
+std::optional<std::string> quant_param_index(const GenContext& c, const Node& n, size_t k, const Shape& out,
+                                             const std::string& index, std::string* why) {
+  if ((n.op_type != "QuantizeLinear" && n.op_type != "DequantizeLinear") || (k != 1 && k != 2)) return std::nullopt;
+  const Tensor& p = c.tensor(n.inputs[k]);
+  if (attr_i(n, "block_size", 0) > 0) {
+    *why = "blocked scales (block_size) are not generated";
+    return std::string();
+  }
+  if (p.elements() == 1) return std::string("0");
+  auto rank = static_cast<int64_t>(out.size());
+  int64_t axis = attr_i(n, "axis", 1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank || p.shape.size() != 1 || p.shape[0] != out[static_cast<size_t>(axis)]) {
+    *why = fmt::format("{} {} is neither a scalar nor one value per index of axis {}", k == 1 ? "the scale" : "the zero point",
+                       shape_str(p.shape), attr_i(n, "axis", 1));
+    return std::string();
+  }
+  int64_t inner = 1;
+  for (auto d = static_cast<size_t>(axis) + 1; d < out.size(); ++d) inner *= out[d];
+  return fmt::format("(({}) / {}) % {}", index, inner, out[static_cast<size_t>(axis)]);
 }
 
 }  // namespace gpusim::codegen

@@ -249,6 +249,30 @@ KernelWork group_work(const Graph& g, const GraphIndex& idx, const std::vector<i
       if (idx.graph_output[r] || idx.readers[r] > touched[r].inside) written += g.tensor(t).bytes();
     }
   }
+  // dequantize-into-gemm: a DequantizeLinear of the group producing the GEMM's A or B is read as
+  // its 8-bit input (the GEMM's own operand bytes; B at 8 bits an element, unpacked and scaled
+  // each time a block loads it), and its arithmetic is the GEMM's, not the epilogue's.
+  std::vector<const Node*> dequantized;
+  if ((a.op_type == "MatMul" || a.op_type == "Gemm") && a.inputs.size() >= 2) {
+    for (size_t k = 0; k < 2; ++k) {
+      const int p = a.inputs[k] == kNoTensor ? -1 : idx.producer[root(a.inputs[k])];
+      if (p < 0 || std::find(nodes.begin(), nodes.end(), p) == nodes.end()) continue;
+      const Node& dq = g.nodes[static_cast<size_t>(p)];
+      if (dq.op_type != "DequantizeLinear" || dq.inputs.empty()) continue;
+      const DType qt = g.tensor(dq.inputs[0]).dtype;
+      if (qt != DType::kInt8 && qt != DType::kUInt8) continue;
+      dequantized.push_back(&dq);
+      for (TensorId t : dq.inputs) {
+        if (t != kNoTensor) anchor_inputs += g.tensor(t).bytes();
+      }
+      if (k == 0) {
+        w.a_bytes = g.tensor(dq.inputs[0]).bytes();
+      } else {
+        w.b_bits = 8;
+        w.dequant_ops = 2;  // a conversion and a multiply-add (q - zero point) x scale
+      }
+    }
+  }
   FlopCounts flops, anchor_flops;
   int64_t macs = 0, elements = 0;
   for (int ni : nodes) {
@@ -256,7 +280,7 @@ KernelWork group_work(const Graph& g, const GraphIndex& idx, const std::vector<i
     const OpCost c = op_cost(g, n);
     flops += c.flops;
     macs += c.macs;
-    if (&n == &a) anchor_flops = c.flops;
+    if (&n == &a || std::find(dequantized.begin(), dequantized.end(), &n) != dequantized.end()) anchor_flops += c.flops;
     for (TensorId t : n.outputs) {
       if (t != kNoTensor) elements = std::max(elements, g.tensor(t).elements());
     }

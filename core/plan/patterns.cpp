@@ -373,6 +373,9 @@ const std::vector<Pattern>& planner_pair_passes() {
         pair("norm-prologue", sel({}, {"elementwise"}, {"pointwise"}), sel({}, {"normalization"}, {"rowwise"})),
         pair("norm-epilogue", sel({}, {"normalization"}, {"rowwise"}), pointwise(E::kSame)),
         pair("transpose-into-gemm", sel({"Transpose"}, {}, {}), sel({"MatMul", "Gemm"}, {}, {"main-loop"})),
+        // A QDQ graph's weight (or activation) dequantized as the GEMM loads it: the int8 bytes are
+        // read, never the float copy.
+        pair("dequantize-into-gemm", sel({"DequantizeLinear"}, {}, {}), sel({"MatMul", "Gemm"}, {}, {"main-loop"})),
         // Data movement read through index math by the element-wise kernel (or the data movement)
         // that reads it: its output is never stored (codegen folds it into that kernel's loads).
         pair("fold-data-movement", sel(folded_data_movement(), {}, {}),

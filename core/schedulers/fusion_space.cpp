@@ -111,6 +111,13 @@ void FusionSpace::find_candidates() {
     for (const Pattern& pass : planner_pair_passes()) {
       auto m = pm.match_at(pass, node_of(ku));
       if (!m || m->nodes.size() != 2) continue;
+      // A DequantizeLinear folds into a GEMM's loads when it reads stored values (a weight, a graph
+      // input): one fed by a kernel would pull that kernel's nodes in front of the main loop,
+      // which no generator builds (the QDQ activation pair stays an elementwise kernel).
+      if (pass.name == "dequantize-into-gemm") {
+        const Node& dq = g_.nodes[static_cast<size_t>(m->nodes[0])];
+        if (dq.inputs.empty() || idx_.producer[static_cast<size_t>(idx_.root[static_cast<size_t>(dq.inputs[0])])] >= 0) continue;
+      }
       std::vector<int> ks = {kernel_of(m->nodes[0]), kernel_of(m->nodes[1])};
       if (pass.name == "fold-data-movement") {
         folds.push_back({pass.name, std::move(ks)});
