@@ -222,6 +222,11 @@ backend::KernelSource Kernel::source(backend::Language lang) const {
   std::string macros;
   for (size_t k = 0; k < args.size(); ++k) {
     const Arg& a = args[k];
+    if (storage_is_byte(a.storage)) {  // the word holding bytes i .. i + 3 (i a multiple of 4)
+      macros += lang == backend::Language::kGlsl
+                    ? fmt::format("#define LDW{0}(i) b{0}[(i) >> 2]\n", k)
+                    : fmt::format("#define LDW{0}(i) (reinterpret_cast<const uint*>(b{0})[(i) >> 2])\n", k);
+    }
     if (storage_is_byte(a.storage) && lang == backend::Language::kGlsl) {
       // Four bytes a uint word, the lowest-addressed in the low bits; a store clears and sets its
       // byte with two atomics, so threads writing other bytes of the word lose nothing.

@@ -132,7 +132,9 @@ std::string operand_tile_load(const GemmLoop& L, bool is_a, int p, int bk, int T
   const char* val = is_a ? "av" : "bv";
   const int64_t extent = is_a ? L.m : L.n;
   int vec = std::max(1, is_a ? L.a_vec : L.b_vec);
-  while (vec > (p_fastest ? p : bk)) vec /= 2;  // the tile's extent along the fastest index (powers of two)
+  // A vector wider than the tile along its fastest index loads scalars: the loop's vector statement
+  // fills exactly its own width.
+  if (vec > (p_fastest ? p : bk)) vec = 1;
   // Two loads a thread in flight (UNROLL2): left to itself the compiler unrolled these loops four
   // times or more, holding every gather's address and value at once: 15-27 registers a thread more
   // than the cost model's figure for the tile (bench/RESULTS.md "Compiled truth"), and spills.

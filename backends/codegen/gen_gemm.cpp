@@ -221,6 +221,22 @@ Result<std::string> nbits_loop(const GenContext& c, const Node& n, ArgList& args
       args.load(st, fmt::format("gn * {} + blk_q", blocks)));
   L.a_m_fastest = false;
   L.b_n_fastest = false;  // a row of B' is contiguous along k
+  // Vector loads: one 32-bit word of packed values (8 of 4 bits, 4 of 8) a load, with the block's
+  // scale and zero point read once for them, where K is whole words of whole blocks; A alongside
+  // in a vector of the same width where that is at most 16 bytes.
+  const int vec = static_cast<int>(32 / bits);
+  if (K % bs == 0 && bs % vec == 0) {
+    L.b_vec = vec;
+    L.load_b_vec = fmt::format(
+        "{{ int blk_q = gk / {0}; uint w_q = {1}; float z_q = {2}; float s_q = float({3}); "
+        "for (int v = 0; v < {4}; ++v) bv_v[v] = (float((w_q >> (v * {5})) & {6}u) - z_q) * s_q; }}",
+        bs, args.load_word(bt, fmt::format("(gn * {} + blk_q) * {} + (((gk % {}) * {}) >> 3)", blocks, blob, bs, bits)),
+        zero, args.load(st, fmt::format("gn * {} + blk_q", blocks)), vec, bits, mask);
+    if (vec * storage_bytes(storage_of(c.tensor(a.tensor).dtype, c.opts)) <= 16) {
+      L.a_vec = vec;
+      L.load_a_vec = args.load_vector(a.tensor, fmt::format("gm * {} + gk", K), "av_v", vec);
+    }
+  }
   if (n.inputs.size() > 5 && n.inputs[5] != kNoTensor) *value = fmt::format("acc_v + float({})", args.load(n.inputs[5], "gn"));
   return fmt::format("gm * {} + gn", N);
 }

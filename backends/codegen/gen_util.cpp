@@ -42,6 +42,8 @@ std::string ArgList::load(TensorId t, const std::string& index) {
   return fmt::format("LD{}({})", input(t), index);
 }
 
+std::string ArgList::load_word(TensorId t, const std::string& index) { return fmt::format("LDW{}({})", input(t), index); }
+
 std::string ArgList::store(TensorId t, const std::string& index, const std::string& value) {
   const int k = output(t);
   // Integer tensors hold int32 on the device; a float value is converted (bool results are 0/1).

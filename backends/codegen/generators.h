@@ -45,6 +45,9 @@ class ArgList {
   std::string load_vector(TensorId t, const std::string& base, const std::string& array, int width);
   std::string store_vector(TensorId t, const std::string& base, const std::string& array, int width);
   bool is_int(TensorId t) const { return !dtype_is_float(c_.tensor(t).dtype); }
+  // The uint expression of the 32-bit word holding bytes `index` .. `index` + 3 of byte tensor t
+  // (index a multiple of 4; LDWk in dialect.h): four packed bytes in one load.
+  std::string load_word(TensorId t, const std::string& index);
   std::vector<Arg> args;
 
  private:

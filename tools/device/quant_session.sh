@@ -20,6 +20,7 @@ ln -sfn "$root/runtimes" .dev/share/gpusim/runtimes
 export GPUSIM_KERNEL_CACHE_DIR=/tmp/kc HOME=/tmp/home XDG_CONFIG_HOME=/tmp/home/.config
 mkdir -p /tmp/home
 G=$root/.dev/bin/gpusim
+mkdir -p build-test/bin && ln -sfn "$G" build-test/bin/gpusim   # the tests' compiled-in CLI path
 
 step "machine"
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv; date -u; } > "$R/machine.txt" 2>&1
@@ -39,6 +40,10 @@ for f in /tmp/qm/*_m1.onnx /tmp/qm/*_m512.onnx; do
     args=(--repeat 20); [[ $b == *_m1 ]] && args+=(--check)
     [[ $mode == fp16 ]] && args+=(--dtype fp16)
     [[ $b == *_m512 && $mode == fp32 ]] && continue
+    if [[ $b == int8_* ]]; then  # QDQ: also the planned (fused: dequantize-into-gemm) plan
+      "$G" plan "$f" --gpu nvidia-h200 $([[ $mode == fp16 ]] && echo --dtype fp16) --out "/tmp/${b}_$mode.plan.json" > /dev/null 2>&1 &&
+        args+=(--plan "/tmp/${b}_$mode.plan.json")
+    fi
     timeout "$(lim 40)" "$G" run "$f" --backend cuda --gpu nvidia-h200 --json --quiet "${args[@]}" > "$R/runs/${b}_$mode.json" 2> "$R/runs/${b}_$mode.err"
     echo "$b $mode rc=$? $(python3 -c "import json; d=json.load(open('$R/runs/${b}_$mode.json')); print('measured_us', round(d['total_us'],1), 'predicted_us', round(d['predicted_us'],1), [(k.get('name','')[:30], round(k.get('measured_us', 0),1)) for k in d['kernels']][:3], 'check', [(c['output'], c['pass'], '%.2g' % c['relative_l2']) for c in d.get('check', [])])" 2>/dev/null) $(tail -c 200 "$R/runs/${b}_$mode.err")" | tee -a "$R/runs.txt"
   done
