@@ -242,6 +242,28 @@ Result<GenerationPrediction> Session::generate(const LlmSpec& spec, const Target
   });
 }
 
+Result<GenerationPrediction> Session::generate_decoder(const std::string& onnx_path, const Target& target,
+                                                       const GenerationOptions& opts, const PredictRequest& req) const noexcept {
+  return guarded("generate_decoder", [&]() -> Result<GenerationPrediction> {
+    if (req.plan) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "plan: a generation's passes differ in shape (the prompt's, then one token's over a growing "
+                        "cache); one plan cannot price them all");
+    }
+    PredictOptions po(req.dtype);
+    if (!req.runtime.empty()) {
+      auto r = find_runtime(req.runtime, runtime_dirs_);
+      if (!r) return make_error(r.error().code, "runtime: " + r.error().message);
+      po.runtime = std::move(*r);
+    }
+    po.lowering = req.lowering;
+    // The cache stays on the device from step to step (a runtime binds present to the next step's
+    // past), and a token's ids are bytes: a generation's passes copy nothing in or out.
+    po.host_copies = false;
+    return predict_decoder_generation(onnx_path, target, opts, po);
+  });
+}
+
 Result<Prediction> Session::predict(const Model& m, const Target& target, const PredictRequest& req) const noexcept {
   return guarded("predict", [&]() -> Result<Prediction> {
     if (!m.valid()) return invalid_model_handle("predict");

@@ -19,6 +19,7 @@ are hundreds of GFLOPs a run on a CPU), --run cuda on a GPU minutes.
 """
 import argparse
 import glob
+import json
 import os
 import re
 import shlex
@@ -26,6 +27,28 @@ import subprocess
 import sys
 import tempfile
 import time
+
+
+# Models whose weights are over this are not run (predicted, planned and inspected only): the
+# reference checking a run would hold 4x their fp16 bytes in fp64 on the host.
+RUN_MAX_PARAM_BYTES = 2e9
+
+
+def inspect_json(gpusim, rel, dims, repo, env):
+    r = subprocess.run([gpusim, "inspect", rel, "--json"] + dims, cwd=repo, env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, text=True)
+    try:
+        return json.loads(r.stdout)
+    except ValueError:
+        return {}
+
+
+def inspect_inputs(gpusim, rel, dims, repo, env):
+    return inspect_json(gpusim, rel, dims, repo, env).get("inputs", [])
+
+
+def inspect_param_bytes(gpusim, rel, dims, repo, env):
+    return inspect_json(gpusim, rel, dims, repo, env).get("params", {}).get("bytes", 0)
 
 
 def main():
@@ -89,7 +112,16 @@ def main():
             else:
                 words = shlex.split(hint.group(1))
                 run([gpusim] + words[1:])
-        if args.run:
+        # A decoder with a KV cache also predicts a generation, pass by pass.
+        if "past_key_values" in probe.stdout or any("past_key_values" in i.get("name", "")
+                                                    for i in inspect_inputs(gpusim, rel, dims, repo, env)):
+            run([gpusim, "predict", rel, "--gpu", args.gpu, "--prompt", "16", "--generate", "4"])
+            run([gpusim, "predict", rel, "--gpu", args.gpu, "--prompt", "16", "--generate", "4", "--json"])
+        params = inspect_param_bytes(gpusim, rel, dims, repo, env)
+        if args.run and params > RUN_MAX_PARAM_BYTES:
+            print(f"skip run {rel}: {params / 1e9:.1f} GB of weights; the CPU reference that checks a run holds "
+                  f"every weight in 8 bytes (fp64 or int64)", flush=True)
+        elif args.run:
             backend = ["--backend", args.run]
             run([gpusim, "run", rel, "--check", "--repeat", "1", "--quiet"] + backend + dims)
             if args.run != "cpu":

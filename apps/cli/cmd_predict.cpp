@@ -66,7 +66,11 @@ void print_phase(const GenerationPhase& ph, bool all) {
 
 void print_generation(const GenerationPrediction& g, const GpuProfile& gpu, bool all) {
   fmt::print("model     {} ({} weights)\n", g.model, g.weights);
-  fmt::print("gpu       {} ({}), llama.cpp {} backend, runtime {}\n", gpu.display_name, gpu.name, g.backend, g.runtime);
+  if (g.backend == "onnx") {  // an ONNX decoder's passes, as predict prices the graph
+    fmt::print("gpu       {} ({}), the ONNX graph's kernels, runtime {}\n", gpu.display_name, gpu.name, g.runtime);
+  } else {
+    fmt::print("gpu       {} ({}), llama.cpp {} backend, runtime {}\n", gpu.display_name, gpu.name, g.backend, g.runtime);
+  }
   fmt::print("workload  prompt {} tokens, generate {} tokens, batch {}\n", g.prompt, g.generate, g.batch);
   fmt::print("TTFT      {:.3f} ms (the prompt's pass)\n", g.ttft_us / 1e3);
   if (g.generate > 0) {
@@ -167,14 +171,13 @@ void add_common(CLI::App* cmd, Args& a, std::string_view schema) {
 
 // The session, the model, the request (--dtype, --runtime) and the tile space (--tiles, else the
 // runtime's); prints the error and sets rc on failure.
-std::optional<Model> load(const Args& a, const char* cmd, const Session& s, PredictRequest& req, TileSpace& tiles,
-                          int& rc) {
+bool parse_request(const Args& a, const char* cmd, const Session& s, PredictRequest& req, TileSpace& tiles, int& rc) {
   {
     auto t = a.tiles.empty() ? s.runtime_tiles(a.runtime) : parse_tile_space(a.tiles, "--tiles");
     if (!t) {
       fmt::print(stderr, "gpusim {}: {}{}\n", cmd, a.tiles.empty() ? "--" : "", say(t.error()));
       rc = 2;
-      return std::nullopt;
+      return false;
     }
     tiles = *t;
   }
@@ -183,7 +186,7 @@ std::optional<Model> load(const Args& a, const char* cmd, const Session& s, Pred
     if (!d) {
       fmt::print(stderr, "gpusim {}: {}\n", cmd, say(d.error()));
       rc = 2;
-      return std::nullopt;
+      return false;
     }
     req.dtype = *d;
   }
@@ -192,7 +195,7 @@ std::optional<Model> load(const Args& a, const char* cmd, const Session& s, Pred
     if (auto l = check_layout(a.layout); !l) {
       fmt::print(stderr, "gpusim {}: --layout: {}\n", cmd, say(l.error()));
       rc = 2;
-      return std::nullopt;
+      return false;
     }
     req.lowering.layout = a.layout;
   }
@@ -202,12 +205,18 @@ std::optional<Model> load(const Args& a, const char* cmd, const Session& s, Pred
       fmt::print(stderr, "gpusim {}: --autocast {}: expected fp16 or bf16 (the type torch.autocast computes in)\n",
                  cmd, a.autocast);
       rc = 2;
-      return std::nullopt;
+      return false;
     }
     req.lowering.autocast = *d;
   }
   req.lowering.skip = a.skip;
   req.host_copies = !a.on_device;
+  return true;
+}
+
+std::optional<Model> load(const Args& a, const char* cmd, const Session& s, PredictRequest& req, TileSpace& tiles,
+                          int& rc) {
+  if (!parse_request(a, cmd, s, req, tiles, rc)) return std::nullopt;
   auto m = s.open_model(a.model, {a.dims});
   if (!m) {
     fmt::print(stderr, "gpusim {}: {}\n", cmd, say(m.error()));
@@ -215,6 +224,20 @@ std::optional<Model> load(const Args& a, const char* cmd, const Session& s, Pred
     return std::nullopt;
   }
   return std::move(*m);
+}
+
+// A generation as --json or the text report; its error with the exit code (2 for a bad option).
+int report_generation(const Args& a, const GpuProfile& gpu, const Result<GenerationPrediction>& g) {
+  if (!g) {
+    fmt::print(stderr, "gpusim predict: {}: {}\n", a.model, say(g.error()));
+    return g.error().code == ErrorCode::kInvalidArgument ? 2 : exit_code(g.error());
+  }
+  if (a.json) {
+    fmt::print("{}\n", generation_json(*g));
+  } else {
+    print_generation(*g, gpu, a.all);
+  }
+  return 0;
 }
 
 // `gpusim predict DESCRIPTION --prompt N --generate M`: a generation, phase by phase.
@@ -253,17 +276,38 @@ int predict_llm(const Args& a, const Session& session) {
     }
     o.runtime = std::move(*rt);
   }
-  auto g = session.generate(*spec, session.target(*gpu, TileSpace::kLibrary, {a.allow_tf32}), o);
-  if (!g) {
-    fmt::print(stderr, "gpusim predict: {}: {}\n", a.model, say(g.error()));
-    return g.error().code == ErrorCode::kInvalidArgument ? 2 : exit_code(g.error());
+  return report_generation(a, *gpu, session.generate(*spec, session.target(*gpu, TileSpace::kLibrary, {a.allow_tf32}), o));
+}
+
+// `gpusim predict DECODER.onnx --prompt N --generate M`: an ONNX decoder with a KV cache, its
+// prompt's pass and each token's step predicted as the graph is (--dtype, --runtime, --tiles).
+int predict_decoder(const Args& a, const Session& session) {
+  for (const auto& [set, flag] : {std::pair{!a.plan.empty(), "--plan"}, {!a.dims.empty(), "--dim"},
+                                  {a.ubatch != 512, "--ubatch"}, {!a.backend.empty(), "--backend"},
+                                  {a.flash_attn, "--flash-attn"}, {!a.cuda_prompt.empty(), "--cuda-prompt"}}) {
+    if (set) {
+      fmt::print(stderr,
+                 "gpusim predict: {}: {} does not apply to an ONNX decoder's generation (its passes are sized from "
+                 "--prompt, --generate and --batch; --backend, --ubatch, --flash-attn and --cuda-prompt describe "
+                 "llama.cpp)\n",
+                 a.model, flag);
+      return 2;
+    }
   }
-  if (a.json) {
-    fmt::print("{}\n", generation_json(*g));
-  } else {
-    print_generation(*g, *gpu, a.all);
+  PredictRequest req;
+  TileSpace tiles = TileSpace::kGenerated;
+  int rc = 0;
+  if (!parse_request(a, "predict", session, req, tiles, rc)) return rc;
+  auto gpu = session.gpu(a.gpu);
+  if (!gpu) {
+    fmt::print(stderr, "gpusim predict: {}\n", say(gpu.error()));
+    return 1;
   }
-  return 0;
+  GenerationOptions o;
+  o.prompt = a.prompt >= 0 ? a.prompt : 512;
+  o.generate = a.generate >= 0 ? a.generate : 128;
+  o.batch = a.batch;
+  return report_generation(a, *gpu, session.generate_decoder(a.model, session.target(*gpu, tiles, {a.allow_tf32}), o, req));
 }
 
 }  // namespace
@@ -296,11 +340,15 @@ void add_predict(CLI::App& app, int& rc) {
       rc = predict_llm(*a, session);
       return;
     }
-    if (a->prompt >= 0 || a->generate >= 0 || !a->weights.empty()) {
+    if (a->prompt >= 0 || a->generate >= 0) {  // an ONNX decoder with its KV cache, pass by pass
+      rc = predict_decoder(*a, session);
+      return;
+    }
+    if (!a->weights.empty()) {
       fmt::print(stderr,
-                 "gpusim predict: {}: --prompt, --generate and --weights need a language model's description (a "
-                 "gpusim.llm/1 YAML such as models/llm/llama-2-7b.yaml, or a Hugging Face config.json); an ONNX graph "
-                 "is predicted as one pass\n",
+                 "gpusim predict: {}: --weights is a language model description's (a gpusim.llm/1 YAML such as "
+                 "models/llm/llama-2-7b.yaml, or a Hugging Face config.json); an ONNX graph's weights are its own "
+                 "(tools/export_llama_onnx.py --weights q4 writes a 4-bit decoder)\n",
                  a->model);
       rc = 2;
       return;

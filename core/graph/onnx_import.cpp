@@ -348,6 +348,7 @@ Status Importer::add_initializer(const onnx::TensorProto& t, Scope& scope) {
 Status Importer::resolve_inputs(onnx::GraphProto& g, Scope& scope) {
   std::set<std::string> used;
   std::vector<std::string> problems;
+  std::map<std::string, std::pair<size_t, int>> unresolved;  // symbolic name -> its problem, further dims of it
   std::set<std::string> symbolic;
   for (onnx::ValueInfoProto& vi : *g.mutable_input()) {
     if (scope.names.count(vi.name())) continue;  // an initializer listed as input (IR < 4): a weight
@@ -388,9 +389,14 @@ Status Importer::resolve_inputs(onnx::GraphProto& g, Scope& scope) {
         } else if (opts_.other_dims) {
           v = *opts_.other_dims;
         } else {
-          problems.push_back(fmt::format("input \"{}\" dim {} is symbolic (\"{}\") and has no value; set it with "
-                                         "`dims {}=N`",
-                                         vi.name(), i, d.dim_param(), d.dim_param()));
+          // Once a name: a decoder's cache repeats batch_size and past_sequence_length over its 64
+          // inputs; the first says where, a count the rest.
+          if (auto [seen, fresh] = unresolved.try_emplace(d.dim_param(), problems.size(), 0); !fresh) {
+            ++seen->second.second;
+            continue;
+          }
+          problems.push_back(fmt::format("input \"{}\" dim {} is symbolic (\"{}\") and has no value", vi.name(), i,
+                                         d.dim_param()));
           continue;
         }
       } else if (d.has_dim_value()) {
@@ -423,6 +429,11 @@ Status Importer::resolve_inputs(onnx::GraphProto& g, Scope& scope) {
       scope.names[name] = id;
       g_.inputs.push_back(id);
     }
+  }
+  for (const auto& [name, at] : unresolved) {
+    problems[at.first] += at.second > 0 ? fmt::format(" (and {} more input dim{} of that name); set it with `dims {}=N`",
+                                                      at.second, at.second > 1 ? "s" : "", name)
+                                        : fmt::format("; set it with `dims {}=N`", name);
   }
   if (!problems.empty()) {
     return make_error(ErrorCode::kShape, fmt::format("{}: unresolved symbolic dims: {}", path_,

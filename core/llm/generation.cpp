@@ -14,6 +14,7 @@
 #include "gpusim/cancel.h"
 #include "gpusim/device_plan.h"
 #include "gpusim/llm.h"
+#include "phase.h"
 #include "sim/work_json.h"
 
 namespace gpusim {
@@ -363,18 +364,7 @@ void finish_phase(GenerationPhase& ph, const StepResult& total) {
   ph.launch_us = total.launch_us;
   ph.kernels = total.kernels;
   ph.dram_bytes = total.dram_bytes;
-  double best = -1;
-  for (const auto& [b, us] : total.bound_us) {
-    const double share = total.kernels_us > 0 ? us / total.kernels_us : 0;
-    ph.bound_share[b] = share;
-    if (share > best) {
-      best = share;
-      ph.bound = b;
-    }
-  }
-  // Launch-bound when the GPU waited for launches longer than any bound kept it busy.
-  if (total.time_us > 0 && total.launch_us > best * total.kernels_us) ph.bound = "launch";
-  ph.tokens_per_s = ph.time_us > 0 ? static_cast<double>(ph.tokens) / (ph.time_us * 1e-6) : 0;
+  close_phase(ph, total.bound_us);
 }
 
 // The type of most of the weights (the layers' attn_q).
@@ -386,6 +376,21 @@ GgmlType base_type(const std::vector<LlmTensor>& w) {
 }
 
 }  // namespace
+
+void close_phase(GenerationPhase& ph, const std::map<std::string, double>& bound_us) {
+  double best = -1;
+  for (const auto& [b, us] : bound_us) {
+    const double share = ph.kernels_us > 0 ? us / ph.kernels_us : 0;
+    ph.bound_share[b] = share;
+    if (share > best) {
+      best = share;
+      ph.bound = b;
+    }
+  }
+  // Launch-bound when the GPU waited for launches longer than any bound kept it busy.
+  if (ph.kernels_us > 0 && ph.launch_us > best * ph.kernels_us) ph.bound = "launch";
+  ph.tokens_per_s = ph.time_us > 0 ? static_cast<double>(ph.tokens) / (ph.time_us * 1e-6) : 0;
+}
 
 std::string default_llm_backend(const GpuProfile& gpu) {
   if (gpu.vendor == "apple") return "metal";

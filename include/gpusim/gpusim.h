@@ -341,6 +341,13 @@ class GPUSIM_API Session {
   // memory. Without opts.runtime, the backend's llama.cpp runtime from this session's runtime
   // directories.
   Result<GenerationPrediction> generate(const LlmSpec& spec, const Target& target, GenerationOptions opts = {}) const noexcept;
+  // The generation of an ONNX decoder with a KV cache (past_key_values inputs; llm.h,
+  // predict_decoder_generation): each pass predicted as predict() predicts the graph under `req`'s
+  // dtype, runtime and lowering, with no host copies (the cache stays on the device between steps,
+  // as a runtime binds it); a plan is refused (the passes differ in shape). Of opts, prompt,
+  // generate and batch apply.
+  Result<GenerationPrediction> generate_decoder(const std::string& onnx_path, const Target& target,
+                                                const GenerationOptions& opts, const PredictRequest& req = {}) const noexcept;
 
  private:
   std::vector<std::string> profile_dirs_;

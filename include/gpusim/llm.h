@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "gpusim/kernel_cost.h"
+#include "gpusim/predict.h"
 #include "gpusim/result.h"
 #include "gpusim/runtime.h"
 #include "gpusim/data_dirs.h"
@@ -190,5 +191,22 @@ GPUSIM_API std::string default_llm_backend(const GpuProfile& gpu);
 GPUSIM_API std::string llm_runtime_name(const std::string& backend);
 
 GPUSIM_API std::string generation_json(const GenerationPrediction& g);
+
+// --- ONNX decoders with a KV cache
+
+// Whether a graph takes a KV cache: an input named past_key_values.* (or *past_key* / *past_value*).
+GPUSIM_API bool is_decoder_with_cache(const Graph& g);
+
+// The generation of the ONNX decoder at `path` (tools/export_llama_onnx.py writes them; Optimum's
+// and transformers.js's exports take the same inputs): its prompt's pass (sequence = opts.prompt,
+// an empty cache) and each token's step (sequence 1, a cache of prompt + i), every pass the graph
+// predicted as `predict` predicts it on `target` with `po` (dtype, runtime). The graph's inputs are
+// sized by name: input_ids and position_ids [batch, sequence], attention_mask [batch, past +
+// sequence], each past_key_values input [batch, heads, past, head_dim]; another input is an error
+// naming it. Of opts, prompt, generate and batch apply (the rest describe llama.cpp). The cache's
+// bytes are the cache inputs' at prompt + generate tokens.
+GPUSIM_API Result<GenerationPrediction> predict_decoder_generation(const std::string& path, const Target& target,
+                                                                   const GenerationOptions& opts,
+                                                                   const PredictOptions& po = {});
 
 }  // namespace gpusim

@@ -5,12 +5,8 @@
 # int8 QDQ) run with --check at 1 row and timed at 512. Deadline DEADLINE_S (default 300 s); results
 # in /tmp/r, tarred to $OUT/results.tar after every step. Never touches the card's clocks or settings.
 set -u
-T0=$(date +%s); D=${DEADLINE_S:-300}
-O=${OUT:-/tmp/out}; R=/tmp/r; mkdir -p "$O" "$R/runs"
-left() { echo $(( D - ($(date +%s) - T0) )); }
-save() { tar -C /tmp -cf "$O/results.tar" r; }
-step() { echo "=== [$(( $(date +%s) - T0 ))s] $*"; }
-lim() { local l; l=$(left); (( l > $1 )) && echo "$1" || echo $(( l > 5 ? l : 5 )); }
+source "$(dirname "$0")/lib.sh" 300
+mkdir -p "$R/runs"
 root=$PWD
 export LD_LIBRARY_PATH=$root/.dev/lib PYTHONUNBUFFERED=1
 mkdir -p .dev/share/gpusim

@@ -5,12 +5,7 @@
 # Everything lands in /tmp/r, tarred to $OUT/results.tar after every step, so what finished comes
 # back even if the call is cut off. Never touches the card's clocks or settings.
 set -u
-T0=$(date +%s); D=${DEADLINE_S:-530}
-O=${OUT:-/tmp/out}; R=/tmp/r; mkdir -p "$O" "$R"
-left() { echo $(( D - ($(date +%s) - T0) )); }
-save() { tar -C /tmp -cf "$O/results.tar" r; }
-step() { echo "=== [$(( $(date +%s) - T0 ))s] $*"; }
-lim() { local l; l=$(left); (( l > $1 )) && echo "$1" || echo $(( l > 5 ? l : 5 )); }
+source "$(dirname "$0")/lib.sh" 530
 root=$PWD
 export LD_LIBRARY_PATH=$root/.dev/lib
 mkdir -p .dev/share/gpusim

@@ -428,6 +428,12 @@ class PySession {
     o.cuda_prompt = cuda_prompt;
     const gpusim::Target target = s_->target(g, gpusim::TileSpace::kLibrary, {});
     return document([&]() -> gpusim::Result<std::string> {
+      // An ONNX decoder with a KV cache: its own graph, pass by pass, on gpusim's generated kernels.
+      if (text.size() > 5 && text.ends_with(".onnx")) {
+        auto r = s_->generate_decoder(text, s_->target(g, gpusim::TileSpace::kGenerated, {}), o);
+        if (!r) return r.error();
+        return gpusim::generation_json(*r);
+      }
       // Text of a description (it has a newline or starts a JSON object), else a name or a path.
       const bool is_text = text.find('\n') != std::string::npos || (!text.empty() && text.front() == '{');
       auto spec = is_text ? s_->llm_from_text(text, "model") : s_->llm(text);
@@ -900,7 +906,8 @@ PYBIND11_MODULE(_gpusim, m) {
            "Predicts a language model's generation and returns the gpusim.generation/1 document (`gpusim predict\n"
            "LLM.yaml --json`): time to first token, per-token latency, tokens/s and bound of each phase, memory.\n\n"
            "model: a bundled description's name (\"llama-2-7b\"), a path to a gpusim.llm/1 YAML or a config.json,\n"
-           "or the text of one. weights: a llama.cpp file type (F16, Q8_0, Q4_0, Q4_K_M, ...). prompt, generate:\n"
+           "or the text of one; or a path to an ONNX decoder with a KV cache (past_key_values inputs), priced\n"
+           "pass by pass on gpusim's generated kernels (of the options, prompt, generate and batch apply). weights: a llama.cpp file type (F16, Q8_0, Q4_0, Q4_K_M, ...). prompt, generate:\n"
            "tokens. batch: sequences. ubatch: rows a prompt pass takes. backend: cuda, hip, metal or vulkan\n"
            "(\"\": the GPU vendor's). flash_attention: llama.cpp's -fa 1. cuda_prompt: mmq or cublas (\"\": as\n"
            "llama.cpp picks).")

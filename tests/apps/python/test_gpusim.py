@@ -445,3 +445,12 @@ def test_generate_equals_the_cli_and_refuses_bad_options(session, root, gpusim_b
         session.generate("llama-2-7b", "nvidia-rtx-3060", weights="Q4_9")
     with pytest.raises(gpusim.Error, match="no model description"):
         session.generate("llama-9-1b", "nvidia-rtx-3060")
+    # An ONNX decoder with a KV cache, as the CLI predicts it.
+    dec = root / "models" / "tiny_llama_decoder.onnx"
+    onnx_gen = session.generate(str(dec), "nvidia-rtx-3060", prompt=32, generate=8)
+    cli_dec = cli_json(gpusim_binary, root, "predict", str(dec), "--gpu", "nvidia-rtx-3060", "--prompt", "32", "--generate", "8")
+    assert onnx_gen["backend"] == "onnx"
+    assert onnx_gen["ttft_us"] == pytest.approx(cli_dec["ttft_us"], rel=1e-12)
+    assert onnx_gen["token_mean_us"] == pytest.approx(cli_dec["token_mean_us"], rel=1e-12)
+    with pytest.raises(gpusim.Error, match="no past_key_values inputs"):
+        session.generate(str(root / "models" / "resnet50.onnx"), "nvidia-rtx-3060")

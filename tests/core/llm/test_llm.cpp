@@ -389,7 +389,12 @@ TEST_CASE("gpusim predict runs a generation from a description and refuses gener
                             Catch::Contains("its kernels are llama.cpp's, in their own tiles"));
   const test::Run graph = test::run_gpusim("predict " + test::source_dir() + "/models/resnet50.onnx --gpu rtx-3060 --generate 8");
   CHECK(graph.rc == 2);
-  CHECK_THAT(graph.out, Catch::Contains("--prompt, --generate and --weights need a language model's description"));
+  CHECK_THAT(graph.out, Catch::Contains("resnet50.onnx: no past_key_values inputs: a generation needs a decoder that "
+                                        "takes its KV cache") &&
+                            Catch::Contains("this graph is predicted as one pass"));
+  const test::Run w = test::run_gpusim("predict " + test::source_dir() + "/models/resnet50.onnx --gpu rtx-3060 --weights Q4_0");
+  CHECK(w.rc == 2);
+  CHECK_THAT(w.out, Catch::Contains("--weights is a language model description's"));
 }
 
 // On the published llama-bench rows, where ../shared/truth is present (CI has it beside the clone):
@@ -546,3 +551,81 @@ TEST_CASE("quantized op errors name the node, the attribute or input, and what i
   REQUIRE_FALSE(dg);
   CHECK_THAT(dg.error().message, Catch::Contains("node \"dq\"") && Catch::Contains("is uint8") && Catch::Contains("x_scale takes float"));
 }
+
+// --- ONNX decoders with a KV cache (tools/export_llama_onnx.py; models/*_decoder*.onnx)
+
+TEST_CASE("an ONNX decoder with a KV cache predicts a generation pass by pass", "[llm][cli]") {
+  const std::string tiny = test::source_dir() + "/models/tiny_llama_decoder.onnx";
+  Session s;
+  auto gpu = s.gpu("nvidia-rtx-3060");
+  REQUIRE(gpu);
+  GenerationOptions o;
+  o.prompt = 64;
+  o.generate = 16;
+  o.batch = 2;
+  auto g = s.generate_decoder(tiny, s.target(*gpu, TileSpace::kGenerated), o);
+  INFO((g ? std::string() : g.error().message));
+  REQUIRE(g);
+  CHECK(g->backend == "onnx");
+  CHECK(g->prefill.tokens == 128);
+  CHECK(g->decode.steps == 16);
+  CHECK(g->decode.tokens == 32);
+  // 2 layers x keys and values x 2 KV heads x head_dim 64 x fp16, for 80 tokens of 2 sequences.
+  CHECK(g->kv_cache_bytes == 2 * 2 * 2 * 64 * 2 * 80 * 2);
+  CHECK(g->weight_bytes > 0);
+  CHECK(g->ttft_us > 0);
+  CHECK(g->token_last_us >= g->token_first_us);  // the cache grows
+  CHECK(g->token_mean_us >= g->token_first_us);
+  CHECK(g->token_mean_us <= g->token_last_us);
+  CHECK(g->total_us == Approx(g->ttft_us + g->decode.time_us));
+  CHECK(g->decode.kernels == 16 * static_cast<int64_t>(g->decode.kernels_of_step.size()));
+  // The runtime and dtype of the request price each pass: fp32 weights are twice fp16's bytes.
+  PredictRequest req;
+  req.dtype = DType::kFloat32;
+  auto g32 = s.generate_decoder(tiny, s.target(*gpu, TileSpace::kGenerated), o, req);
+  REQUIRE(g32);
+  CHECK(g32->weight_bytes == Approx(2.0 * static_cast<double>(g->weight_bytes)).epsilon(1e-3));  // int64 shape constants aside
+  CHECK(g32->kv_cache_bytes == 2 * g->kv_cache_bytes);
+  req.plan = Plan{};
+  auto planned = s.generate_decoder(tiny, s.target(*gpu, TileSpace::kGenerated), o, req);
+  REQUIRE_FALSE(planned);
+  CHECK_THAT(planned.error().message, Catch::Contains("a generation's passes differ in shape"));
+
+  // The 7B-shaped decoders: the 4-bit one (MatMulNBits) holds about 3.6x fewer weight bytes and
+  // generates faster at batch 1, where its steps stream the weights.
+  GenerationOptions o7;
+  o7.prompt = 128;
+  o7.generate = 8;
+  auto f16 = s.generate_decoder(test::source_dir() + "/models/llama2_7b_decoder.onnx", s.target(*gpu, TileSpace::kLibrary), o7);
+  auto q4 = s.generate_decoder(test::source_dir() + "/models/llama2_7b_decoder_q4.onnx", s.target(*gpu, TileSpace::kLibrary), o7);
+  REQUIRE(f16);
+  REQUIRE(q4);
+  CHECK(f16->weight_bytes == Approx(13.48e9).epsilon(0.01));
+  CHECK(static_cast<double>(f16->weight_bytes) / static_cast<double>(q4->weight_bytes) > 3.0);
+  CHECK(q4->token_mean_us < f16->token_mean_us);
+  CHECK(f16->decode.bound == "dram");
+
+  // From the CLI, and what it refuses.
+  const test::Run r = test::run_gpusim("predict " + tiny + " --gpu rtx-3060 --prompt 32 --generate 8");
+  INFO(r.out);
+  CHECK(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("the ONNX graph's kernels") && Catch::Contains("TTFT") &&
+                        Catch::Contains("decode (8 tokens, 8 passes)"));
+  const test::Run j = test::run_gpusim("predict " + tiny + " --gpu rtx-3060 --prompt 32 --generate 8 --json");
+  REQUIRE(j.rc == 0);
+  CHECK_THAT(j.out, Catch::Contains("\"schema\": \"gpusim.generation/1\"") && Catch::Contains("\"backend\": \"onnx\""));
+  const test::Run dim = test::run_gpusim("predict " + tiny + " --gpu rtx-3060 --prompt 32 --dim batch_size=2");
+  CHECK(dim.rc == 2);
+  CHECK_THAT(dim.out, Catch::Contains("--dim does not apply to an ONNX decoder's generation"));
+  // One pass of it without --prompt needs its dims, each named once however many inputs share it.
+  const test::Run pass = test::run_gpusim("inspect " + tiny);
+  CHECK(pass.rc != 0);
+  CHECK_THAT(pass.out, Catch::Contains("input \"input_ids\" dim 0 is symbolic (\"batch_size\") and has no value (and 6 "
+                                       "more input dims of that name); set it with --dim batch_size=N") &&
+                           Catch::Contains("(\"total_sequence_length\") and has no value; set it with --dim "
+                                           "total_sequence_length=N"));
+  const test::Run zero = test::run_gpusim("predict " + tiny + " --gpu rtx-3060 --prompt 0 --generate 8");
+  CHECK(zero.rc == 2);
+  CHECK_THAT(zero.out, Catch::Contains("prompt: 0 tokens is out of range; an ONNX decoder's prompt pass takes 1 to"));
+}
+
