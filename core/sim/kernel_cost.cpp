@@ -389,7 +389,11 @@ KernelCost attention_cost(const KernelWork& w, const TileConfig& t, const Device
   const double eb = elem_bytes(w.dtype);
   const double dk = static_cast<double>(w.head_dim), dv = static_cast<double>(w.v_head_dim);
   if (!place(c, d, t.threads, attention_registers(w, t), attention_smem(w, t))) return c;
-  c.ctas = w.batch * ceil_div(w.m, t.block_m);
+  // split_k splits the keys (flash-decoding): each CTA takes kv_per of a head's keys and writes its
+  // partial output with its row max and sum; the partials are combined after (read back once).
+  const int split = std::max(1, t.split_k);
+  const int64_t kv_per = ceil_div(w.kv_seq, split);
+  c.ctas = w.batch * ceil_div(w.m, t.block_m) * split;
   waves(c, d);
   const int warps = static_cast<int>(ceil_div(t.threads, d.warp_size));
   c.occupancy = std::min(1.0, static_cast<double>(c.ctas_per_unit * warps) / d.max_warps_per_unit);
@@ -399,7 +403,7 @@ KernelCost attention_cost(const KernelWork& w, const TileConfig& t, const Device
   double peak = 0;
   const double rate = gemm_rate(as_gemm, d, t.main_loop, &c.matrix_units, &peak, &c.tf32);
   c.peak_tflops = peak;
-  const double kv = static_cast<double>(ceil_div(w.kv_seq, t.block_n) * t.block_n);
+  const double kv = static_cast<double>(ceil_div(kv_per, t.block_n) * t.block_n);
   const double cta_mma = 2.0 * t.block_m * kv * (dk + dv);
   const double cta_scores = static_cast<double>(t.block_m) * kv;
   c.executed_flops = cta_mma * static_cast<double>(c.ctas);
@@ -408,21 +412,25 @@ KernelCost attention_cost(const KernelWork& w, const TileConfig& t, const Device
   const double unit_vec = d.fp32_flops_per_s / d.units;
   // Softmax (3 fma, 1 exp, 1 max per score) competes with the MMAs for issue slots.
   const double softmax_s = cta_scores * (3.0 + 2.0 * kTranscendentalSlots + 2.0) / unit_vec;
-  const double barriers = 2.0 * static_cast<double>(ceil_div(w.kv_seq, std::max(1, t.block_n)));
+  const double barriers = 2.0 * static_cast<double>(ceil_div(kv_per, std::max(1, t.block_n)));
   const double compute_s = static_cast<double>(load) * ((cta_mma / (rate / d.units) + softmax_s) / util +
                                                         barriers * warps * d.barrier_s);
   const double batch = static_cast<double>(w.batch);
   const double q_bytes = batch * w.m * dk * eb, o_bytes = batch * w.m * dv * eb;
   const double kv_bytes = batch * w.kv_seq * (dk + dv) * eb;
-  c.l2_bytes = q_bytes + o_bytes + static_cast<double>(c.ctas) * w.kv_seq * (dk + dv) * eb;
+  // The split's partial outputs (fp32, with a max and a sum a row), written and read back once.
+  const double partials = split > 1 ? 2.0 * batch * w.m * split * (dv + 2.0) * 4.0 : 0.0;
+  c.l2_bytes = q_bytes + o_bytes + static_cast<double>(c.ctas) * static_cast<double>(kv_per) * (dk + dv) * eb + partials;
   const double resident = static_cast<double>(std::min<int64_t>(c.ctas, d.units * c.ctas_per_unit));
-  const double per_head_kv = w.kv_seq * (dk + dv) * eb;
+  const double per_head_kv = static_cast<double>(kv_per) * (dk + dv) * eb;
   const double miss = resident * per_head_kv <= kL2ReuseFraction * d.l2_size_bytes ? 0.0 : 0.5;
-  c.dram_bytes = q_bytes + o_bytes + kv_bytes + (c.l2_bytes - q_bytes - o_bytes - kv_bytes) * miss;
+  c.dram_bytes = q_bytes + o_bytes + kv_bytes + partials +
+                 (c.l2_bytes - q_bytes - o_bytes - kv_bytes - partials) * miss;
   const double bw = achieved_bw(d, resident * t.block_n * (dk + dv) * eb * std::max(1, t.stages - 1));
   c.achieved_dram_gbps = bw / 1e9;
   finish(c, d, compute_s, c.dram_bytes / bw, c.l2_bytes / d.l2_bytes_per_s,
-         d.dram_latency_s + 0.5 * barriers * d.l2_latency_s / std::max(1, t.stages - 1));  // a KV tile per step
+         d.dram_latency_s + 0.5 * barriers * d.l2_latency_s / std::max(1, t.stages - 1) +
+             (split > 1 ? d.dram_latency_s : 0.0));  // a KV tile per step; the combine's round trip
   return c;
 }
 
@@ -683,6 +691,14 @@ std::vector<TileConfig> tile_menu(const KernelWork& w, const DeviceModel& d) {
         for (int stages : {1, 2}) {
           for (int threads : {128, 256}) menu.push_back({bq, bkv, 0, threads, stages, 1, 1, 1});
         }
+      }
+    }
+    // A decode step's few queries over a long cache: flash-decoding's kernels (FlashAttention 2.2+,
+    // FlashInfer, TensorRT-LLM's XQA) split the keys over CTAs so that every SM streams some cache.
+    if (w.m <= 16) {
+      for (int split : {2, 4, 8, 16, 32, 64}) {
+        if (w.kv_seq < int64_t{64} * split) break;
+        for (int bkv : {64, 128}) menu.push_back({16, bkv, 0, 128, 2, split, 1, 1});
       }
     }
     return menu;

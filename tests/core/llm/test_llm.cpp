@@ -629,3 +629,37 @@ TEST_CASE("an ONNX decoder with a KV cache predicts a generation pass by pass", 
   CHECK_THAT(zero.out, Catch::Contains("prompt: 0 tokens is out of range; an ONNX decoder's prompt pass takes 1 to"));
 }
 
+
+// A decode step's attention: one query a head over a long cache. The library menu has
+// flash-decoding's key splits (every SM streams some of the cache); gpusim's own generator does not
+// split, and its tiles say so.
+TEST_CASE("a decode step's attention splits the keys in library tiles as flash-decoding does", "[llm][cost]") {
+  Session s;
+  auto gpu = s.gpu("nvidia-h200");
+  REQUIRE(gpu);
+  const DeviceModel d = make_device(*gpu);
+  KernelWork w;
+  w.cls = OpClass::kAttention;
+  w.dtype = DType::kFloat16;
+  w.batch = 8;  // the KV heads of one sequence (Llama-3-8B's, queries grouped)
+  w.m = 1;
+  w.kv_seq = 4096;
+  w.head_dim = w.v_head_dim = 128;
+  const TileConfig best = choose_tile(w, d);
+  CHECK(best.split_k > 1);
+  double best_unsplit = 1e300;
+  for (const TileConfig& t : tile_menu(w, d)) {
+    if (t.split_k == 1) best_unsplit = std::min(best_unsplit, kernel_cost(w, t, d).total_us);
+  }
+  const KernelCost split = kernel_cost(w, best, d);
+  INFO("split " << best.split_k << ": " << split.total_us << " us; unsplit " << best_unsplit << " us");
+  CHECK(split.total_us * 2 < best_unsplit);
+  // Every byte of the cache is still read once: 8 heads x 4096 keys x (128 + 128) x fp16.
+  CHECK(split.dram_bytes >= 8.0 * 4096 * 256 * 2);
+  // A prompt's attention (many queries) keeps its unsplit tiles.
+  KernelWork prompt = w;
+  prompt.m = 512;
+  CHECK(choose_tile(prompt, d).split_k == 1);
+  const Target gen = s.target(*gpu, TileSpace::kGenerated);
+  CHECK(gen.capability().generated(w, best).split_k == 1);
+}
