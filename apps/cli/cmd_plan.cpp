@@ -36,7 +36,7 @@ void add_plan(CLI::App& app, int& rc) {
   cmd->add_option("--memory-budget-gb", a->memory_budget_gb,
                   "Device memory a plan may use (default: the GPU's); weights are offloaded to fit");
   cmd->add_option("--out", a->out, "Write the best plan as JSON (schema gpusim.plan/1) for predict --plan and run");
-  cmd->add_option("--dtype", a->dtype, "Re-type the graph's float tensors: fp32, fp16 or bf16");
+  cmd->add_option("--dtype", a->dtype, "Re-type the graph's float tensors: fp32, fp16, bf16, or int8 / fp8 (every float tensor in 8 bits, as a W8A8 engine runs it: GEMMs and convolutions on the 8-bit matrix units)");
   cmd->add_option("--dim", a->dims, "Set a symbolic input dim: NAME=VALUE or INPUT:AXIS=VALUE (repeatable)");
   cmd->add_option("--profiles", a->profile_dirs, "Extra directory of GPU profiles, searched first (repeatable)");
   cmd->add_flag("--json", a->json, "Print JSON (schema gpusim.plan-search/1)");

@@ -142,7 +142,7 @@ void print_text(const Prediction& p, const GpuProfile& gpu, bool all) {
 
 void add_common(CLI::App* cmd, Args& a, std::string_view schema) {
   cmd->add_option("model", a.model, "The .onnx file (weights are not needed); for predict, also a language model: a gpusim.llm/1 YAML, a config.json or a bundled name (llama-2-7b)")->required();
-  cmd->add_option("--dtype", a.dtype, "Re-type the graph's float tensors: fp32, fp16 or bf16");
+  cmd->add_option("--dtype", a.dtype, "Re-type the graph's float tensors: fp32, fp16, bf16, or int8 / fp8 (every float tensor in 8 bits, as a W8A8 engine runs it: GEMMs and convolutions on the 8-bit matrix units)");
   cmd->add_option("--dim", a.dims, "Set a symbolic input dim: NAME=VALUE or INPUT:AXIS=VALUE (repeatable)");
   cmd->add_option("--profiles", a.profile_dirs, "Extra directory of GPU profiles, searched first (repeatable)");
   cmd->add_flag("--json", a.json, fmt::format("Print machine-readable JSON (schema {}, see README)", schema));

@@ -729,13 +729,14 @@ struct Service::Impl {
     return gpu_named("gpu", *name);
   }
 
-  // "dtype": unset, or fp32/fp16/bf16.
+  // "dtype": unset, or fp32/fp16/bf16/int8/fp8.
   static Result<std::optional<DType>> dtype(const json& b) {
     auto name = str(b, "dtype", false);
     if (!name) return name.error();
     if (name->empty()) return std::optional<DType>();
-    if (auto d = float_dtype_from_name(*name)) return std::optional<DType>(*d);
-    return bad_request(fmt::format("\"dtype\": \"{}\" is not supported; expected fp32, fp16 or bf16", name->substr(0, 64)));
+    if (auto d = retype_dtype_from_name(*name)) return std::optional<DType>(*d);
+    return bad_request(fmt::format("\"dtype\": \"{}\" is not supported; expected fp32, fp16, bf16, int8 or fp8",
+                                   name->substr(0, 64)));
   }
 
   // "tiles": generated | library; unset: the runtime's (generated for gpusim's own, library for a

@@ -25,6 +25,15 @@ std::optional<DType> float_dtype_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<DType> retype_dtype_from_name(std::string_view name) {
+  if (auto d = float_dtype_from_name(name)) return d;
+  if (name == "int8") return DType::kInt8;
+  if (name == "fp8") return DType::kFloat8E4M3FN;
+  return std::nullopt;
+}
+
+std::string_view retype_dtype_name(DType t) { return t == DType::kFloat8E4M3FN ? "fp8" : dtype_name(t); }
+
 std::string_view dtype_name(DType t) {
   switch (t) {
     case DType::kUndefined: return "undefined";

@@ -3,6 +3,8 @@
 
 namespace gpusim {
 
+// t may be int8 or an fp8 type too: every float tensor then holds 8 bits, as a fully quantized
+// (W8A8) engine runs the graph; the cost model prices each kernel at its tensors' type.
 Graph retype(const Graph& g, DType t) {
   Graph r = g;
   auto is_real = [](DType d) {

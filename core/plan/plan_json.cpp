@@ -77,10 +77,11 @@ class Reader {
     }
     if (j.contains("dtype") && !j["dtype"].is_null()) {
       const std::string d = j["dtype"].is_string() ? j["dtype"].get<std::string>() : brief(j["dtype"]);
-      if (d == "fp32") p.dtype = DType::kFloat32;
-      else if (d == "fp16") p.dtype = DType::kFloat16;
-      else if (d == "bf16") p.dtype = DType::kBFloat16;
-      else return fail("dtype", fmt::format("\"{}\" is not fp32, fp16, bf16 or null", d));
+      if (auto t = retype_dtype_from_name(d)) {
+        p.dtype = *t;
+      } else {
+        return fail("dtype", fmt::format("\"{}\" is not fp32, fp16, bf16, int8, fp8 or null", d));
+      }
     }
     if (j.contains("inputs")) {
       const json& in = j["inputs"];
@@ -301,7 +302,7 @@ std::string plan_to_json(const Plan& p, const Graph& g) {
   json j = {{"schema", kSchema},
             {"model", p.model},
             {"gpu", p.gpu},
-            {"dtype", p.dtype ? json(std::string(dtype_name(*p.dtype))) : json(nullptr)},
+            {"dtype", p.dtype ? json(std::string(retype_dtype_name(*p.dtype))) : json(nullptr)},
             {"inputs", inputs},
             {"scheduler", p.scheduler == SchedulerKind::kLowering ? "lowering:" + p.runtime
                                                                   : std::string(scheduler_name(p.scheduler))},

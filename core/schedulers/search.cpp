@@ -159,7 +159,11 @@ Result<SearchResult> search(const Graph& input, const Target& target, const Sear
   const GpuProfile& gpu = target.gpu();
   // A copy only when re-typed (a million-node graph is a gigabyte).
   std::optional<Graph> retyped;
-  if (o.dtype) retyped = retype(input, *o.dtype);
+  if (o.dtype) {
+    if (auto s = check_retype(*o.dtype, gpu); !s) return s.error();
+    if (auto s = check_retype_tiles(*o.dtype, target); !s) return s.error();
+    retyped = retype(input, *o.dtype);
+  }
   const Graph& g = retyped ? *retyped : input;
   FusionSpace space(g, target);
   auto sched = make_scheduler(o.scheduler, space, o);

@@ -335,6 +335,35 @@ Status check_precisions(const Graph& g, const GpuProfile& gpu) {
                                 fmt::join(matrix, ", ")));
 }
 
+Status check_retype(DType t, const GpuProfile& gpu) {
+  const Precision p = precision_of(t);
+  if (p != Precision::kInt8 && p != Precision::kFp8) return Ok{};
+  std::vector<std::string> matrix;
+  for (const MatrixPeak& m : gpu.compute.matrix_tflops) {
+    if (m.input == p) return Ok{};
+    const std::string n(precision_name(m.input));
+    if (std::find(matrix.begin(), matrix.end(), n) == matrix.end()) matrix.push_back(n);
+  }
+  const bool fp8 = p == Precision::kFp8;
+  return make_error(ErrorCode::kInvalidArgument,
+                    fmt::format("{} ({}) has no {} matrix units: its profile gives matrix rates for {}, so a graph re-typed "
+                                "to {} would be priced at another precision's rate; use `dtype fp16`, or a GPU with {}",
+                                gpu.display_name, gpu.name, fp8 ? "fp8" : "int8",
+                                matrix.empty() ? std::string("none") : fmt::format("{}", fmt::join(matrix, ", ")),
+                                dtype_name(t),
+                                fp8 ? "fp8 (NVIDIA Ada, Hopper or Blackwell; AMD CDNA3)"
+                                    : "int8 matrix units (NVIDIA Turing or newer, AMD CDNA, Intel Xe)"));
+}
+
+Status check_retype_tiles(DType t, const Target& target) {
+  const Precision p = precision_of(t);
+  if ((p != Precision::kInt8 && p != Precision::kFp8) || target.space != TileSpace::kGenerated) return Ok{};
+  return make_error(ErrorCode::kInvalidArgument,
+                    fmt::format("`dtype {}`: gpusim's code generator builds fp32 and fp16 kernels, not {} ones; price the "
+                                "graph in the library tile space (`tiles library`: the kernels a TensorRT-class engine runs)",
+                                dtype_name(t), dtype_name(t)));
+}
+
 namespace {
 // Which tiles the kernels have, as the first note after the plan's.
 void note_tiles(Prediction& p, const Target& target) {
@@ -371,6 +400,10 @@ void note_tiles(Prediction& p, const Target& target) {
 
 Result<Prediction> predict(const Graph& input, const Target& target, const PredictOptions& opts) {
   const GpuProfile& gpu = target.gpu();
+  if (opts.dtype) {
+    if (auto s = check_retype(*opts.dtype, gpu); !s) return s.error();
+    if (auto s = check_retype_tiles(*opts.dtype, target); !s) return s.error();
+  }
   const Graph g = opts.dtype ? retype(input, *opts.dtype) : input;
   if (auto s = check_precisions(g, gpu); !s) return s.error();
   if (opts.runtime && !opts.runtime->lowering.empty()) {
@@ -395,7 +428,10 @@ Result<Prediction> predict(const Graph& input, const Target& target, const Predi
 Result<Prediction> predict_plan(const Graph& input, const Plan& plan, const GpuProfile& gpu,
                                 const PredictOptions& opts) {
   std::optional<Graph> retyped;
-  if (plan.dtype) retyped = retype(input, *plan.dtype);
+  if (plan.dtype) {
+    if (auto s = check_retype(*plan.dtype, gpu); !s) return s.error();
+    retyped = retype(input, *plan.dtype);
+  }
   const Graph& g = retyped ? *retyped : input;
   if (auto s = check_precisions(g, gpu); !s) return s.error();
   auto p = run_timeline(g, plan, gpu, opts);

@@ -42,6 +42,11 @@ GPUSIM_API std::string_view dtype_name(DType t);  // "fp32", "int64", "bf16", ..
 GPUSIM_API std::optional<DType> dtype_from_onnx(int onnx_type);  // nullopt for codes gpusim does not know
 // "fp32" | "fp16" | "bf16": the float types a graph may be re-typed to (--dtype); nullopt otherwise.
 GPUSIM_API std::optional<DType> float_dtype_from_name(std::string_view name);
+// What a graph may be re-typed to (`dtype`): the float types above, "int8", and "fp8" (E4M3FN,
+// the type inference engines run fp8 GEMMs in).
+GPUSIM_API std::optional<DType> retype_dtype_from_name(std::string_view name);
+// Its name for a re-typed graph's type, as retype_dtype_from_name reads it back ("fp8" for E4M3FN).
+GPUSIM_API std::string_view retype_dtype_name(DType t);
 GPUSIM_API bool dtype_is_float(DType t);    // fp64/32/16, bf16, fp8 variants
 GPUSIM_API bool dtype_is_integer(DType t);  // signed and unsigned ints, bool excluded
 

@@ -102,6 +102,16 @@ GPUSIM_API DType graph_float_type(const Graph& g);
 // V100, GTX 1080 Ti): it would be priced at another precision's rate. predict and predict_plan run it.
 GPUSIM_API Status check_precisions(const Graph& g, const GpuProfile& gpu);
 
+// Refuses re-typing a graph to int8 or fp8 (`dtype int8|fp8`: every float tensor in 8 bits, as a
+// fully quantized W8A8 engine runs a model, its GEMMs and convolutions on the 8-bit matrix units) for
+// a GPU whose profile gives no matrix rate for that type (fp8 before Ada and Hopper, int8 before
+// Turing): it would be priced at another precision's rate. Other types pass. predict, predict_plan
+// and search run it.
+GPUSIM_API Status check_retype(DType t, const GpuProfile& gpu);
+// And refuses it in the generated tile space (codegen builds fp32 and fp16 kernels): such a graph is
+// priced in the library's.
+GPUSIM_API Status check_retype_tiles(DType t, const Target& target);
+
 // The eager plan of `g` (re-typed per opts) on `target`, predicted (under a runtime with lowering
 // rules, its kernels, each with the fastest tile of the target's space).
 GPUSIM_API Result<Prediction> predict(const Graph& g, const Target& target, const PredictOptions& opts = {});

@@ -104,9 +104,9 @@ py::object document(F&& make) {
 
 std::optional<DType> float_dtype_arg(const std::optional<std::string>& name, const char* what) {
   if (!name) return std::nullopt;
-  auto d = gpusim::float_dtype_from_name(*name);
+  auto d = gpusim::retype_dtype_from_name(*name);
   if (!d) raise_error(ErrorCode::kInvalidArgument, std::string(what) + ": \"" + *name +
-                                                       "\" is not supported; expected \"fp32\", \"fp16\" or \"bf16\"");
+                                                       "\" is not supported; expected \"fp32\", \"fp16\", \"bf16\", \"int8\" or \"fp8\"");
   return d;
 }
 

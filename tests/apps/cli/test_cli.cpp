@@ -224,9 +224,13 @@ TEST_CASE("compare ranks GPUs and bad arguments are named", "[cli][predict]") {
   const Run bad_gpu = run_gpusim("predict " + model("resnet50.onnx") + " --gpu nvidia-rtx-9999");
   CHECK(bad_gpu.rc == 1);
   CHECK_THAT(bad_gpu.out, Catch::Contains("no GPU profile named \"nvidia-rtx-9999\"; closest: nvidia-rtx-"));
-  const Run bad_dtype = run_gpusim("predict " + model("resnet50.onnx") + " --gpu nvidia-t4 --dtype fp8");
+  const Run bad_dtype = run_gpusim("predict " + model("resnet50.onnx") + " --gpu nvidia-t4 --dtype fp4");
   CHECK(bad_dtype.rc == 2);
-  CHECK_THAT(bad_dtype.out, Catch::Contains("--dtype \"fp8\" is not supported; expected fp32, fp16 or bf16"));
+  CHECK_THAT(bad_dtype.out, Catch::Contains("--dtype \"fp4\" is not supported; expected fp32, fp16, bf16, int8 or fp8"));
+  // fp8 is a type, but not the T4's (Turing has no fp8 matrix units).
+  const Run t4_fp8 = run_gpusim("predict " + model("resnet50.onnx") + " --gpu nvidia-t4 --dtype fp8 --tiles library");
+  CHECK(t4_fp8.rc == 2);
+  CHECK_THAT(t4_fp8.out, Catch::Contains("Tesla T4 (nvidia-t4) has no fp8 matrix units"));
 }
 
 TEST_CASE("compare --gpus all compares every profile, as dojo --gpu all takes them", "[cli][predict]") {

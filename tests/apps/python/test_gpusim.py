@@ -72,8 +72,11 @@ def test_errors_carry_the_library_message_and_code(session, root, tmp_path):
     assert e.value.code == "not_found"
     assert "no GPU profile named \"nvidia-rtx-9090\"" in str(e.value)
     m = session.open_model(root / "models" / "mobilenet_v2.onnx")
-    with pytest.raises(gpusim.Error, match="dtype: \"fp8\" is not supported"):
-        session.predict(m, "nvidia-rtx-3060", dtype="fp8")
+    with pytest.raises(gpusim.Error, match="dtype: \"fp4\" is not supported"):
+        session.predict(m, "nvidia-rtx-3060", dtype="fp4")
+    # fp8 is a type, but not an Ampere card's: no fp8 matrix units.
+    with pytest.raises(gpusim.Error, match="has no fp8 matrix units"):
+        session.predict(m, "nvidia-rtx-3060", dtype="fp8", tiles="library")
     with pytest.raises(gpusim.Error, match="tiles: \"menu\" is not a tile space; use generated"):
         session.predict(m, "nvidia-rtx-3060", tiles="menu")
     with pytest.raises(gpusim.Error, match="tiles: \"menu\" is not a tile space"):

@@ -663,3 +663,67 @@ TEST_CASE("a decode step's attention splits the keys in library tiles as flash-d
   const Target gen = s.target(*gpu, TileSpace::kGenerated);
   CHECK(gen.capability().generated(w, best).split_k == 1);
 }
+
+// `dtype int8|fp8`: a graph re-typed to 8 bits, as a fully quantized (W8A8) engine runs it, priced
+// on the 8-bit matrix units in the library tile space; refused where the GPU has no such units, in
+// the generated tile space, and by the backends.
+TEST_CASE("predict re-types a graph to int8 or fp8 where the GPU has the matrix units", "[llm][predict][errors]") {
+  Session s;
+  ModelOptions mo;
+  mo.dims = {"batch=32"};
+  auto m = s.open_model(test::source_dir() + "/models/resnet50.onnx", mo);
+  REQUIRE(m);
+  auto rtx = s.gpu("nvidia-rtx-3060");
+  auto h100 = s.gpu("nvidia-h100-sxm");
+  REQUIRE(rtx);
+  REQUIRE(h100);
+  PredictRequest f16, i8, f8;
+  f16.dtype = DType::kFloat16;
+  i8.dtype = DType::kInt8;
+  f8.dtype = DType::kFloat8E4M3FN;
+  const Target lib = s.target(*rtx, TileSpace::kLibrary);
+  auto a = s.predict(*m, lib, f16);
+  auto b = s.predict(*m, lib, i8);
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(b->dtype == DType::kInt8);
+  CHECK(b->weight_bytes * 2 == Approx(static_cast<double>(a->weight_bytes)).epsilon(0.01));
+  CHECK(b->kernels_us < 0.7 * a->kernels_us);  // the RTX 3060's int8 matrix rate is twice its fp16 one
+  bool int8_units = false;
+  for (const PlannedKernel& k : b->kernels) int8_units = int8_units || (k.op_type == "Conv" && k.cost.matrix_units);
+  CHECK(int8_units);
+  auto h = s.predict(*m, s.target(*h100, TileSpace::kLibrary), f8);
+  REQUIRE(h);
+  CHECK(h->dtype == DType::kFloat8E4M3FN);
+
+  auto no_fp8 = s.predict(*m, lib, f8);
+  REQUIRE_FALSE(no_fp8);
+  CHECK_THAT(no_fp8.error().message, Catch::Contains("(nvidia-rtx-3060) has no fp8 matrix units: its profile gives matrix "
+                                                     "rates for fp16, bf16, tf32, int8") &&
+                                         Catch::Contains("a GPU with fp8 (NVIDIA Ada, Hopper or Blackwell; AMD CDNA3)"));
+  auto gen = s.predict(*m, s.target(*rtx, TileSpace::kGenerated), i8);
+  REQUIRE_FALSE(gen);
+  CHECK_THAT(gen.error().message, Catch::Contains("`dtype int8`: gpusim's code generator builds fp32 and fp16 kernels"));
+  const test::Run apple = test::run_gpusim("plan " + test::source_dir() + "/models/resnet50.onnx --gpu apple-m3-max --dim batch=1 "
+                                                                          "--dtype int8 --tiles library");
+  CHECK(apple.rc == 2);
+  CHECK_THAT(apple.out, Catch::Contains("has no int8 matrix units"));
+  const test::Run bad = test::run_gpusim("predict " + test::source_dir() + "/models/resnet50.onnx --gpu rtx-3060 --dim batch=1 "
+                                                                         "--dtype int4");
+  CHECK(bad.rc == 2);
+  CHECK_THAT(bad.out, Catch::Contains("--dtype \"int4\" is not supported; expected fp32, fp16, bf16, int8 or fp8"));
+  const test::Run run = test::run_gpusim("run " + test::source_dir() + "/models/resnet50.onnx --backend vulkan --dim batch=1 "
+                                                                       "--dtype int8");
+  CHECK(run.rc == 2);
+  // A plan searched in fp8 is written with its dtype and scores as the search did.
+  const std::string out = test::temp_dir() + "/resnet50_fp8.plan.json";
+  const test::Run plan = test::run_gpusim("plan " + test::source_dir() + "/models/resnet50.onnx --gpu nvidia-h100-sxm --dim "
+                                          "batch=8 --dtype fp8 --tiles library --out " + out);
+  INFO(plan.out);
+  REQUIRE(plan.rc == 0);
+  CHECK_THAT(test::file_bytes(out), Catch::Contains("\"dtype\": \"fp8\""));
+  const test::Run scored = test::run_gpusim("predict " + test::source_dir() + "/models/resnet50.onnx --gpu nvidia-h100-sxm "
+                                            "--dim batch=8 --plan " + out);
+  INFO(scored.out);
+  CHECK(scored.rc == 0);
+}

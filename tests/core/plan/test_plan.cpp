@@ -126,8 +126,8 @@ TEST_CASE("malformed plan files are rejected naming the field", "[plan][errors]"
         "bad.json: inputs.x: [2,-1] is not a shape (a list of dims >= 0)");
   CHECK(err(R"({"schema": "gpusim.plan/1", "allow_tf32": "yes", "kernels": []})") ==
         "bad.json: allow_tf32: \"yes\" is not true or false");
-  CHECK(err(R"({"schema": "gpusim.plan/1", "dtype": "fp8", "kernels": []})") ==
-        "bad.json: dtype: \"fp8\" is not fp32, fp16, bf16 or null");
+  CHECK(err(R"({"schema": "gpusim.plan/1", "dtype": "fp4", "kernels": []})") ==
+        "bad.json: dtype: \"fp4\" is not fp32, fp16, bf16, int8, fp8 or null");
   CHECK(err(R"({"schema": "gpusim.plan/1", "kernels": [{"nodes": ["mm9"], "tile": {}}]})") ==
         "bad.json: kernels[0].nodes[0]: \"mm9\" is not a node of " + g.source_path +
             " (was the plan made for another model?)");
