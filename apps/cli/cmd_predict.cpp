@@ -226,6 +226,15 @@ std::optional<Model> load(const Args& a, const char* cmd, const Session& s, Pred
   return std::move(*m);
 }
 
+// The generation's tokens and sequences as given (512 and 128 tokens, one sequence by default).
+GenerationOptions workload(const Args& a) {
+  GenerationOptions o;
+  o.prompt = a.prompt >= 0 ? a.prompt : 512;
+  o.generate = a.generate >= 0 ? a.generate : 128;
+  o.batch = a.batch;
+  return o;
+}
+
 // A generation as --json or the text report; its error with the exit code (2 for a bad option).
 int report_generation(const Args& a, const GpuProfile& gpu, const Result<GenerationPrediction>& g) {
   if (!g) {
@@ -259,10 +268,7 @@ int predict_llm(const Args& a, const Session& session) {
     fmt::print(stderr, "gpusim predict: {}\n", say(gpu.error()));
     return 1;
   }
-  GenerationOptions o;
-  o.prompt = a.prompt >= 0 ? a.prompt : 512;
-  o.generate = a.generate >= 0 ? a.generate : 128;
-  o.batch = a.batch;
+  GenerationOptions o = workload(a);
   o.ubatch = a.ubatch;
   if (!a.weights.empty()) o.weights = a.weights;
   o.backend = a.backend;
@@ -303,11 +309,7 @@ int predict_decoder(const Args& a, const Session& session) {
     fmt::print(stderr, "gpusim predict: {}\n", say(gpu.error()));
     return 1;
   }
-  GenerationOptions o;
-  o.prompt = a.prompt >= 0 ? a.prompt : 512;
-  o.generate = a.generate >= 0 ? a.generate : 128;
-  o.batch = a.batch;
-  return report_generation(a, *gpu, session.generate_decoder(a.model, session.target(*gpu, tiles, {a.allow_tf32}), o, req));
+  return report_generation(a, *gpu, session.generate_decoder(a.model, session.target(*gpu, tiles, {a.allow_tf32}), workload(a), req));
 }
 
 }  // namespace
