@@ -43,13 +43,6 @@ def inspect_json(gpusim, rel, dims, repo, env):
         return {}
 
 
-def inspect_inputs(gpusim, rel, dims, repo, env):
-    return inspect_json(gpusim, rel, dims, repo, env).get("inputs", [])
-
-
-def inspect_param_bytes(gpusim, rel, dims, repo, env):
-    return inspect_json(gpusim, rel, dims, repo, env).get("params", {}).get("bytes", 0)
-
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -112,12 +105,12 @@ def main():
             else:
                 words = shlex.split(hint.group(1))
                 run([gpusim] + words[1:])
+        summary = inspect_json(gpusim, rel, dims, repo, env)
         # A decoder with a KV cache also predicts a generation, pass by pass.
-        if "past_key_values" in probe.stdout or any("past_key_values" in i.get("name", "")
-                                                    for i in inspect_inputs(gpusim, rel, dims, repo, env)):
+        if any("past_key_values" in i.get("name", "") for i in summary.get("inputs", [])):
             run([gpusim, "predict", rel, "--gpu", args.gpu, "--prompt", "16", "--generate", "4"])
             run([gpusim, "predict", rel, "--gpu", args.gpu, "--prompt", "16", "--generate", "4", "--json"])
-        params = inspect_param_bytes(gpusim, rel, dims, repo, env)
+        params = summary.get("params", {}).get("bytes", 0)
         if args.run and params > RUN_MAX_PARAM_BYTES:
             print(f"skip run {rel}: {params / 1e9:.1f} GB of weights; the CPU reference that checks a run holds "
                   f"every weight in 8 bytes (fp64 or int64)", flush=True)

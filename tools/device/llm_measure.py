@@ -20,9 +20,13 @@ Modes (each writes one file; tools/device/README.md has the whole session):
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_measure import kernel_times  # noqa: E402  (beside this script)
 
 SHAPES = [(4096, 4096), (11008, 4096), (4096, 11008), (1024, 4096), (14336, 4096), (4096, 14336), (32000, 4096)]
 ROWS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
@@ -67,21 +71,6 @@ def graph_time_us(torch, fns, min_calls=24):
     return statistics.median(ts)
 
 
-def kernel_names(torch, fn):
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    ks = []
-    for e in prof.events():
-        if str(getattr(e, "device_type", "")).endswith("CUDA") and not e.name.startswith(("Memset", "Memcpy")):
-            t = getattr(e, "device_time", None)
-            if t is None:
-                t = getattr(e, "cuda_time", 0)
-            ks.append((float(t), e.name))
-    return ks
-
-
 def machine(torch):
     p = torch.cuda.get_device_properties(0)
     return {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,
@@ -113,7 +102,7 @@ def gemv(args):
                 fns = [(lambda w=w: F.linear(x, w)) for w in ws]
                 us = graph_time_us(torch, fns)
                 try:
-                    ks = kernel_names(torch, fns[0])
+                    ks = kernel_times(torch, fns[0])
                 except Exception as e:  # the profiler is optional
                     ks = []
                     print(f"profiler: {e}", file=sys.stderr)
@@ -139,7 +128,7 @@ def rates(args):
     def rec(kind, m, n, k, fn, note=""):
         try:
             us = graph_time_us(torch, [fn])
-            ks = kernel_names(torch, fn)
+            ks = kernel_times(torch, fn)
             main = max(ks)[1] if ks else ""
             out["rows"].append({"kind": kind, "m": m, "n": n, "k": k, "us": us, "tops": 2 * m * n * k / us / 1e6,
                                 "kernel": main, "note": note})

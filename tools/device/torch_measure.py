@@ -82,8 +82,8 @@ def build_op(torch, c):
     raise ValueError(op)
 
 
-def kernels_of(torch, fn):
-    """The kernels one call launches, through the profiler: (main kernel, count)."""
+def kernel_times(torch, fn):
+    """The kernels one call launches, through the profiler: [(device time, name)], copies left out."""
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn()
@@ -94,7 +94,13 @@ def kernels_of(torch, fn):
             t = getattr(e, "device_time", None)
             if t is None:
                 t = getattr(e, "cuda_time", 0)
-            ks.append((t, e.name))
+            ks.append((float(t), e.name))
+    return ks
+
+
+def kernels_of(torch, fn):
+    """The kernels one call launches, through the profiler: (main kernel, count)."""
+    ks = kernel_times(torch, fn)
     if not ks:
         return "", 0
     return max(ks)[1], len(ks)
