@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 
 #include "base/hash.h"
@@ -242,25 +243,93 @@ Result<GenerationPrediction> Session::generate(const LlmSpec& spec, const Target
   });
 }
 
+namespace {
+
+// The options every pass of a decoder's generation is predicted with: the request's dtype, runtime
+// and lowering, and no host copies (a runtime binds each step's present keys and values to the next
+// step's past on the device, and a token's ids are bytes). A plan is refused: the passes differ in
+// shape.
+Result<PredictOptions> decoder_pass_options(const PredictRequest& req, const std::vector<std::string>& runtime_dirs) {
+  if (req.plan) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "plan: a generation's passes differ in shape (the prompt's, then one token's over a growing "
+                      "cache); one plan cannot price them all");
+  }
+  PredictOptions po(req.dtype);
+  if (!req.runtime.empty()) {
+    auto r = find_runtime(req.runtime, runtime_dirs);
+    if (!r) return make_error(r.error().code, "runtime: " + r.error().message);
+    po.runtime = std::move(*r);
+  }
+  po.lowering = req.lowering;
+  po.host_copies = false;
+  return po;
+}
+
+}  // namespace
+
 Result<GenerationPrediction> Session::generate_decoder(const std::string& onnx_path, const Target& target,
                                                        const GenerationOptions& opts, const PredictRequest& req) const noexcept {
   return guarded("generate_decoder", [&]() -> Result<GenerationPrediction> {
-    if (req.plan) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "plan: a generation's passes differ in shape (the prompt's, then one token's over a growing "
-                        "cache); one plan cannot price them all");
-    }
-    PredictOptions po(req.dtype);
-    if (!req.runtime.empty()) {
-      auto r = find_runtime(req.runtime, runtime_dirs_);
-      if (!r) return make_error(r.error().code, "runtime: " + r.error().message);
-      po.runtime = std::move(*r);
-    }
-    po.lowering = req.lowering;
-    // The cache stays on the device from step to step (a runtime binds present to the next step's
-    // past), and a token's ids are bytes: a generation's passes copy nothing in or out.
-    po.host_copies = false;
-    return predict_decoder_generation(onnx_path, target, opts, po);
+    auto po = decoder_pass_options(req, runtime_dirs_);
+    if (!po) return po.error();
+    return predict_decoder_generation(onnx_path, target, opts, *po);
+  });
+}
+
+Result<GenerationPrediction> Session::generate_decoder_bytes(std::string_view bytes, const std::string& name,
+                                                             const Target& target, const GenerationOptions& opts,
+                                                             const PredictRequest& req) const noexcept {
+  return guarded("generate_decoder", [&]() -> Result<GenerationPrediction> {
+    auto po = decoder_pass_options(req, runtime_dirs_);
+    if (!po) return po.error();
+    return predict_decoder_generation_bytes(bytes, name, target, opts, *po);
+  });
+}
+
+namespace {
+
+// Every profile of `gpus` loaded (the first bad name is the error), then `one` on each.
+Result<std::vector<GenerationPrediction>> each_gpu(
+    const std::vector<std::string>& gpus, const std::vector<std::string>& profile_dirs,
+    const std::function<Result<GenerationPrediction>(const GpuProfile&)>& one) {
+  if (gpus.empty()) return make_error(ErrorCode::kInvalidArgument, "compare: no GPUs given; name at least one profile");
+  std::vector<GpuProfile> profiles;
+  for (const std::string& name : gpus) {
+    auto p = find_profile(name, profile_dirs);
+    if (!p) return p.error();
+    profiles.push_back(std::move(*p));
+  }
+  std::vector<GenerationPrediction> rows;
+  for (const GpuProfile& g : profiles) {
+    auto r = one(g);
+    if (!r) return make_error(r.error().code, fmt::format("{}: {}", g.name, r.error().message));
+    rows.push_back(std::move(*r));
+  }
+  return rows;
+}
+
+}  // namespace
+
+Result<std::vector<GenerationPrediction>> Session::compare_generation(const LlmSpec& spec, const std::vector<std::string>& gpus,
+                                                                      const GenerationOptions& opts) const noexcept {
+  return guarded("compare_generation", [&]() -> Result<std::vector<GenerationPrediction>> {
+    return each_gpu(gpus, profile_dirs_,
+                    [&](const GpuProfile& g) { return generate(spec, target(g, TileSpace::kLibrary), opts); });
+  });
+}
+
+Result<std::vector<GenerationPrediction>> Session::compare_decoder_generation(const std::string& onnx_path,
+                                                                              const std::vector<std::string>& gpus,
+                                                                              TileSpace tiles, const GenerationOptions& opts,
+                                                                              const PredictRequest& req,
+                                                                              const TargetOptions& target_opts) const noexcept {
+  return guarded("compare_decoder_generation", [&]() -> Result<std::vector<GenerationPrediction>> {
+    auto po = decoder_pass_options(req, runtime_dirs_);
+    if (!po) return po.error();
+    return each_gpu(gpus, profile_dirs_, [&](const GpuProfile& g) {
+      return predict_decoder_generation(onnx_path, target(g, tiles, target_opts), opts, *po);
+    });
   });
 }
 

@@ -355,9 +355,10 @@ const std::vector<std::string>& fields_of(const std::string& path) {
                                                 "objective", "top",          "beam_width", "samples",   "seed",
                                                 "memory_budget_gb", "allow_tf32"};
   static const std::vector<std::string> validate = {"gpus", "runtime", "runs"};
-  static const std::vector<std::string> generate = {"llm",      "llm_text", "gpu",     "gpu_yaml",        "weights",
-                                                    "prompt",   "generate", "batch",   "ubatch",          "backend",
-                                                    "flash_attention", "cuda_prompt"};
+  static const std::vector<std::string> generate = {
+      "llm",     "llm_text", "model_id", "model_base64", "model_name", "gpu",     "gpu_yaml",        "weights",     "prompt",
+      "generate", "batch",   "ubatch",   "backend",      "flash_attention", "cuda_prompt", "dtype", "runtime", "tiles",
+      "allow_tf32"};
   static const std::vector<std::string> none;
   if (path == "/v1/models") return models;
   if (path == "/v1/predict") return predict;
@@ -513,7 +514,8 @@ struct Service::Impl {
           if (!r.body.contains(k)) r.body[k] = json::array();
           for (const std::string& piece : split_commas(v)) r.body[k].push_back(piece);
           names.push_back(k);
-        } else if (k == "top" || k == "beam_width" || k == "samples" || k == "seed") {
+        } else if (k == "top" || k == "beam_width" || k == "samples" || k == "seed" || k == "prompt" || k == "generate" ||
+                   k == "batch" || k == "ubatch") {
           int64_t n = 0;
           const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
           if (ec != std::errc() || end != v.data() + v.size()) {
@@ -674,32 +676,37 @@ struct Service::Impl {
     return fmt::format("{}|{}|{}", id, fmt::join(dims, ","), name);
   }
 
-  Result<Model> model(const Request& r) {
-    auto d = dims(r.body);
-    if (!d) return d.error();
-    std::shared_ptr<const std::string> bytes = r.raw_model;
-    std::string id;
-    if (!bytes) {
+  // A request's model bytes: the body itself, an uploaded model_id, or model_base64; with the name
+  // messages use and the cache id ("" until cached).
+  struct ModelBytes {
+    std::shared_ptr<const std::string> bytes;
+    std::string id, shown;
+  };
+
+  Result<ModelBytes> model_bytes(const Request& r) {
+    ModelBytes out;
+    out.bytes = r.raw_model;
+    if (!out.bytes) {
       auto mid = str(r.body, "model_id", false);
       if (!mid) return mid.error();
       auto b64 = str(r.body, "model_base64", false);
       if (!b64) return b64.error();
       if (!mid->empty() && !b64->empty()) return bad_request("give \"model_id\" or \"model_base64\", not both");
       if (!mid->empty()) {
-        bytes = cache.bytes(*mid);
-        if (!bytes) {
+        out.bytes = cache.bytes(*mid);
+        if (!out.bytes) {
           return make_error(ErrorCode::kNotFound, fmt::format("model_id \"{}\" is not on this server (evicted or never "
                                                               "uploaded); POST the model to /v1/models again",
                                                               mid->substr(0, 64)));
         }
-        id = *mid;
+        out.id = *mid;
       } else if (!b64->empty()) {
         auto decoded = base64_decode(*b64);
         if (!decoded) return bad_request("\"model_base64\" is not base64");
         if (static_cast<int64_t>(decoded->size()) > opts.max_model_bytes) {
           return model_too_large(decoded->size(), opts.max_model_bytes);
         }
-        bytes = std::make_shared<const std::string>(std::move(*decoded));
+        out.bytes = std::make_shared<const std::string>(std::move(*decoded));
       } else {
         return bad_request("no model: give \"model_id\" (from POST /v1/models), \"model_base64\", or POST the .onnx "
                            "bytes as application/octet-stream");
@@ -707,11 +714,19 @@ struct Service::Impl {
     }
     auto name = str(r.body, "model_name", false);
     if (!name) return name.error();
-    const std::string shown = name->empty() ? "model.onnx" : *name;
-    if (id.empty()) id = cache.put(bytes, content_hash(*bytes));
-    const std::string key = import_key(id, *d, shown);
+    out.shown = name->empty() ? "model.onnx" : *name;
+    return out;
+  }
+
+  Result<Model> model(const Request& r) {
+    auto d = dims(r.body);
+    if (!d) return d.error();
+    auto mb = model_bytes(r);
+    if (!mb) return mb.error();
+    if (mb->id.empty()) mb->id = cache.put(mb->bytes, content_hash(*mb->bytes));
+    const std::string key = import_key(mb->id, *d, mb->shown);
     if (auto m = cache.imported(key)) return *m;
-    auto m = session.open_model_bytes(*bytes, shown, {*d});
+    auto m = session.open_model_bytes(*mb->bytes, mb->shown, {*d});
     if (!m) return m.error();
     cache.keep_imported(key, *m);
     return m;
@@ -896,17 +911,46 @@ struct Service::Impl {
     return plan_search_document(m->source(), m->graph(), *g, o, *res);
   }
 
-  // A language model's generation (llm.h): "llm" names a bundled description (models/llm), or
-  // "llm_text" is one's text (gpusim.llm/1 YAML or a config.json).
+  // A generation's token counts: "prompt", "generate", "batch" and "ubatch", each an integer when given.
+  static Status generation_counts(const json& b, GenerationOptions& o) {
+    struct IntField {
+      const char* name;
+      int64_t GenerationOptions::*field;
+    };
+    for (const IntField& f : {IntField{"prompt", &GenerationOptions::prompt}, IntField{"generate", &GenerationOptions::generate},
+                              IntField{"batch", &GenerationOptions::batch}, IntField{"ubatch", &GenerationOptions::ubatch}}) {
+      if (!b.contains(f.name)) continue;
+      if (!b[f.name].is_number_integer()) {
+        return bad_request(fmt::format("\"{}\" must be an integer, got a {}", f.name, b[f.name].type_name()));
+      }
+      o.*f.field = b[f.name].get<int64_t>();
+    }
+    return Ok{};
+  }
+
+  // A generation (llm.h): of a language model's description — "llm" names a bundled one
+  // (models/llm), or "llm_text" is one's text (gpusim.llm/1 YAML or a config.json) — as llama.cpp
+  // runs it; or of an ONNX decoder with a KV cache (model_id, model_base64 or the .onnx bytes as the
+  // body), its own graph pass by pass.
   Result<std::string> do_generate(const Request& r) {
     const json& b = r.body;
+    if (r.raw_model || b.contains("model_id") || b.contains("model_base64")) return generate_decoder(r);
+    for (const char* f : {"dtype", "tiles", "allow_tf32", "model_name"}) {
+      if (b.contains(f)) {
+        return bad_request(fmt::format("\"{}\" applies to an ONNX decoder's generation (give it as \"model_id\", "
+                                       "\"model_base64\" or the .onnx bytes as the body); a description's runs "
+                                       "llama.cpp's kernels: its weights are \"weights\", its kernels \"backend\"'s",
+                                       f));
+      }
+    }
     auto name = str(b, "llm", false);
     if (!name) return name.error();
     auto text = str(b, "llm_text", false);
     if (!text) return text.error();
     if (name->empty() == text->empty()) {
-      return bad_request("give the model as \"llm\" (a bundled description's name, such as llama-2-7b) or \"llm_text\" "
-                         "(a gpusim.llm/1 YAML or a config.json), one of them");
+      return bad_request("give the model as \"llm\" (a bundled description's name, such as llama-2-7b), \"llm_text\" "
+                         "(a gpusim.llm/1 YAML or a config.json), or an ONNX decoder with a KV cache (\"model_id\", "
+                         "\"model_base64\" or the .onnx bytes as the body), one of them");
     }
     if (!name->empty() && name->find_first_of("/\\") != std::string::npos) {
       return bad_request(fmt::format("\"llm\": \"{}\" names a path; the service reads only its bundled descriptions by "
@@ -920,18 +964,7 @@ struct Service::Impl {
     auto weights = str(b, "weights", false);
     if (!weights) return weights.error();
     if (!weights->empty()) o.weights = *weights;
-    struct IntField {
-      const char* name;
-      int64_t GenerationOptions::*field;
-    };
-    for (const IntField& f : {IntField{"prompt", &GenerationOptions::prompt}, IntField{"generate", &GenerationOptions::generate},
-                              IntField{"batch", &GenerationOptions::batch}, IntField{"ubatch", &GenerationOptions::ubatch}}) {
-      if (!b.contains(f.name)) continue;
-      if (!b[f.name].is_number_integer()) {
-        return bad_request(fmt::format("\"{}\" must be an integer, got a {}", f.name, b[f.name].type_name()));
-      }
-      o.*f.field = b[f.name].get<int64_t>();
-    }
+    if (auto st = generation_counts(b, o); !st) return st.error();
     auto backend = str(b, "backend", false);
     if (!backend) return backend.error();
     o.backend = *backend;
@@ -944,7 +977,52 @@ struct Service::Impl {
       }
       o.flash_attention = b["flash_attention"].get<bool>();
     }
+    auto rt = str(b, "runtime", false);
+    if (!rt) return rt.error();
+    if (auto st = runtime_named("runtime", *rt); !st) return st.error();
+    if (!rt->empty()) {
+      auto loaded = find_runtime(*rt, default_runtime_dirs());
+      if (!loaded) return server_file_error("runtime", *rt, loaded.error());
+      o.runtime = std::move(*loaded);
+    }
     auto p = session.generate(*spec, session.target(*g, TileSpace::kLibrary, {}), o);
+    if (!p) return p.error();
+    return generation_json(*p);
+  }
+
+  // An ONNX decoder's generation: each pass the graph predicted as /v1/predict predicts it ("dtype",
+  // "runtime", "tiles"), sized from "prompt", "generate" and "batch".
+  Result<std::string> generate_decoder(const Request& r) {
+    const json& b = r.body;
+    for (const char* f : {"llm", "llm_text", "weights", "ubatch", "backend", "flash_attention", "cuda_prompt"}) {
+      if (b.contains(f)) {
+        return bad_request(fmt::format(
+            "\"{}\" does not apply to an ONNX decoder's generation: its passes are sized from \"prompt\", \"generate\" "
+            "and \"batch\" and run in the graph's own types (\"dtype\" re-types them); \"llm\" and \"llm_text\" give a "
+            "description instead of a graph, and \"weights\", \"ubatch\", \"backend\", \"flash_attention\" and "
+            "\"cuda_prompt\" describe llama.cpp",
+            f));
+      }
+    }
+    auto mb = model_bytes(r);
+    if (!mb) return mb.error();
+    auto g = gpu(b);
+    if (!g) return g.error();
+    GenerationOptions o;
+    if (auto st = generation_counts(b, o); !st) return st.error();
+    PredictRequest req;
+    auto d = dtype(b);
+    if (!d) return d.error();
+    req.dtype = *d;
+    auto rt = str(b, "runtime", false);
+    if (!rt) return rt.error();
+    if (auto st = runtime_named("runtime", *rt); !st) return st.error();
+    req.runtime = *rt;
+    auto t = tiles(b, req.runtime);
+    if (!t) return t.error();
+    auto to = target_options(b);
+    if (!to) return to.error();
+    auto p = session.generate_decoder_bytes(*mb->bytes, mb->shown, session.target(*g, *t, *to), o, req);
     if (!p) return p.error();
     return generation_json(*p);
   }

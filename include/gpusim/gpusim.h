@@ -278,6 +278,7 @@ class GPUSIM_API Session {
 
   // The directories profiles are searched in, in order.
   const std::vector<std::string>& profile_dirs() const { return profile_dirs_; }
+  const std::vector<std::string>& runtime_dirs() const { return runtime_dirs_; }
 
   // ---- models
   Result<Model> open_model(const std::string& path, const ModelOptions& opts = {}) const noexcept;
@@ -348,6 +349,20 @@ class GPUSIM_API Session {
   // generate and batch apply.
   Result<GenerationPrediction> generate_decoder(const std::string& onnx_path, const Target& target,
                                                 const GenerationOptions& opts, const PredictRequest& req = {}) const noexcept;
+  // The same for a decoder's bytes (an upload, as open_model_bytes takes one); `name` stands for it
+  // in messages.
+  // The same generation on each of several GPUs (profile names or paths; every profile is loaded
+  // before any prediction, so a bad name fails first): a description's as generate() predicts it on
+  // each GPU's library target, an ONNX decoder's as generate_decoder() in `tiles`.
+  Result<std::vector<GenerationPrediction>> compare_generation(const LlmSpec& spec, const std::vector<std::string>& gpus,
+                                                               const GenerationOptions& opts = {}) const noexcept;
+  Result<std::vector<GenerationPrediction>> compare_decoder_generation(const std::string& onnx_path,
+                                                                       const std::vector<std::string>& gpus, TileSpace tiles,
+                                                                       const GenerationOptions& opts,
+                                                                       const PredictRequest& req = {},
+                                                                       const TargetOptions& target_opts = {}) const noexcept;
+  Result<GenerationPrediction> generate_decoder_bytes(std::string_view bytes, const std::string& name, const Target& target,
+                                                      const GenerationOptions& opts, const PredictRequest& req = {}) const noexcept;
 
  private:
   std::vector<std::string> profile_dirs_;

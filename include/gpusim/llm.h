@@ -191,6 +191,9 @@ GPUSIM_API std::string default_llm_backend(const GpuProfile& gpu);
 GPUSIM_API std::string llm_runtime_name(const std::string& backend);
 
 GPUSIM_API std::string generation_json(const GenerationPrediction& g);
+// gpusim.compare-generation/1: the same generation on several GPUs, a row each (time to first
+// token, per-token latency, tokens/s, speed-up over the first row, each phase's bound, memory).
+GPUSIM_API std::string compare_generation_json(const std::string& model, const std::vector<GenerationPrediction>& rows);
 
 // --- ONNX decoders with a KV cache
 
@@ -208,5 +211,10 @@ GPUSIM_API bool is_decoder_with_cache(const Graph& g);
 GPUSIM_API Result<GenerationPrediction> predict_decoder_generation(const std::string& path, const Target& target,
                                                                    const GenerationOptions& opts,
                                                                    const PredictOptions& po = {});
+// The same for a decoder's bytes (an upload); `name` stands for the file in messages and in the
+// prediction's model.
+GPUSIM_API Result<GenerationPrediction> predict_decoder_generation_bytes(std::string_view bytes, const std::string& name,
+                                                                         const Target& target, const GenerationOptions& opts,
+                                                                         const PredictOptions& po = {});
 
 }  // namespace gpusim

@@ -433,6 +433,14 @@ def live(c, contract, gpusim, source, extended):
         ex("POST", "/v1/generate", body=body(llm_text=(source / "models/llm/tiny-llama-test.yaml").read_text(),
                                             gpu="apple-m2-max", flash_attention=True, generate=4), content_type=J,
            expect=200, label="POST /v1/generate (llm_text, flash attention)")
+        decoder = (source / "models/tiny_llama_decoder.onnx").read_bytes()
+        up3 = ex("POST", "/v1/models", "/v1/models?model_name=tiny_llama_decoder.onnx", body=decoder, content_type=O,
+                 expect=200, label="POST /v1/models (an ONNX decoder with a KV cache)")
+        ex("POST", "/v1/generate", body=body(model_id=(up3 or {}).get("model_id", ""), gpu="nvidia-rtx-3060", prompt=64,
+                                            generate=8, batch=2, runtime="pytorch-eager"), content_type=J,
+           expect=200, label="POST /v1/generate (an uploaded ONNX decoder)")
+        ex("POST", "/v1/generate", "/v1/generate?gpu=nvidia-t4&prompt=32&generate=4&dtype=fp16&tiles=library", body=decoder,
+           content_type=O, expect=200, label="POST /v1/generate (an ONNX decoder as the body)")
 
         # Requests that fail: each answer a documented status with a gpusim.error/1 body.
         ex("POST", "/v1/predict", body="{not json", content_type=J, expect=400, label="POST /v1/predict (not JSON)")
@@ -447,6 +455,8 @@ def live(c, contract, gpusim, source, extended):
            label="POST /v1/generate (unknown model)")
         ex("POST", "/v1/generate", body=body(llm="llama-2-7b", gpu="nvidia-t4", weights="Q4_9"), content_type=J,
            expect=400, label="POST /v1/generate (unknown weights)")
+        ex("POST", "/v1/generate", "/v1/generate?gpu=nvidia-t4", body=resnet, content_type=O, expect=400,
+           label="POST /v1/generate (an ONNX graph without a KV cache)")
 
         if extended:
             # What the document declares beyond the routes: request ids, metrics, auth, Host, 405, 415, 400.
