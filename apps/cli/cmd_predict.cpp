@@ -1,6 +1,7 @@
 // gpusim predict MODEL --gpu NAME|FILE [--dtype fp32|fp16|bf16] [--dim k=v]... [--runtime NAME|FILE] [--json]
 //                [--trace out.json]
 // gpusim compare MODEL --gpus a,b,c [--dtype ...] [--dim ...] [--runtime ...] [--json]
+// gpusim compare LLM|DECODER.onnx --gpus a,b,c --prompt N --generate M [--weights ...] [--json]
 // The eager plan's predicted latency with a per-kernel breakdown (time, share, bound, achieved
 // FLOP/s and GB/s), peak memory and energy; JSON schema gpusim.predict/1 (README).
 #include <fmt/format.h>
@@ -226,6 +227,26 @@ std::optional<Model> load(const Args& a, const char* cmd, const Session& s, Pred
   return std::move(*m);
 }
 
+// A language model: a description file, or a bundled one's name ("llama-2-7b") that is no file.
+bool is_description(const Args& a, const Session& session) {
+  std::error_code ec;
+  return is_llm_spec_file(a.model) || (!std::filesystem::exists(a.model, ec) && session.llm(a.model));
+}
+
+void add_generation_options(CLI::App* cmd, Args& a) {
+  cmd->add_option("--prompt", a.prompt, "Language models: tokens of the prompt, pushed through before the first token (default 512)");
+  cmd->add_option("--generate", a.generate, "Language models: tokens generated one at a time after it (default 128)");
+  cmd->add_option("--batch", a.batch, "Language models: sequences generated together (default 1)");
+  cmd->add_option("--ubatch", a.ubatch, "Language models: rows of a prompt pass (llama.cpp's n_ubatch, default 512)");
+  cmd->add_option("--weights", a.weights,
+                  "Language models: how the weights are stored, a llama.cpp file type: F16 (default), Q8_0, Q4_0, Q4_K_M, ...");
+  cmd->add_option("--backend", a.backend, "Language models: llama.cpp's backend: cuda, hip, metal or vulkan (default: the GPU vendor's)");
+  cmd->add_flag("--flash-attn", a.flash_attn, "Language models: fused attention (llama.cpp's -fa 1)");
+  cmd->add_option("--cuda-prompt", a.cuda_prompt,
+                  "Language models on cuda/hip: how a prompt's quantized products run, mmq (int8 mul_mat_q, llama.cpp "
+                  "since June 2024) or cublas (dequantize to fp16, then cuBLAS: older builds); default as llama.cpp picks");
+}
+
 // The generation's tokens and sequences as given (512 and 128 tokens, one sequence by default).
 GenerationOptions workload(const Args& a) {
   GenerationOptions o;
@@ -249,26 +270,17 @@ int report_generation(const Args& a, const GpuProfile& gpu, const Result<Generat
   return 0;
 }
 
-// `gpusim predict DESCRIPTION --prompt N --generate M`: a generation, phase by phase.
-int predict_llm(const Args& a, const Session& session) {
-  auto spec = session.llm(a.model);
-  if (!spec) {
-    fmt::print(stderr, "gpusim predict: {}\n", say(spec.error()));
-    return exit_code(spec.error());
-  }
+// A description's generation options (--prompt, --generate, --batch, --weights, --backend, ... and
+// --runtime): 0, or the exit code after saying why not.
+int description_options(const Args& a, const char* cmd, GenerationOptions& o) {
   if (!a.dtype.empty() || !a.plan.empty() || !a.dims.empty() || !a.tiles.empty()) {
     // --tiles too: a generation prices the kernels llama.cpp launches, in their own tiles.
-    fmt::print(stderr, "gpusim predict: {}: --dtype, --plan, --dim and --tiles apply to ONNX graphs; a language model "
+    fmt::print(stderr, "gpusim {}: {}: --dtype, --plan, --dim and --tiles apply to ONNX graphs; a language model "
                        "takes --weights (F16, Q8_0, Q4_0, ...), --prompt and --generate (its kernels are llama.cpp's, "
-                       "in their own tiles)\n", a.model);
+                       "in their own tiles)\n", cmd, a.model);
     return 2;
   }
-  auto gpu = session.gpu(a.gpu);
-  if (!gpu) {
-    fmt::print(stderr, "gpusim predict: {}\n", say(gpu.error()));
-    return 1;
-  }
-  GenerationOptions o = workload(a);
+  o = workload(a);
   o.ubatch = a.ubatch;
   if (!a.weights.empty()) o.weights = a.weights;
   o.backend = a.backend;
@@ -277,10 +289,75 @@ int predict_llm(const Args& a, const Session& session) {
   if (!a.runtime.empty()) {
     auto rt = find_runtime(a.runtime, default_runtime_dirs());
     if (!rt) {
-      fmt::print(stderr, "gpusim predict: --runtime: {}\n", say(rt.error()));
+      fmt::print(stderr, "gpusim {}: --runtime: {}\n", cmd, say(rt.error()));
       return 2;
     }
     o.runtime = std::move(*rt);
+  }
+  return 0;
+}
+
+// An ONNX decoder's generation options: llama.cpp's and --dim/--plan refused, then the request and
+// the tile space as for the graph (--dtype, --runtime, --tiles). 0, or the exit code.
+int decoder_options(const Args& a, const char* cmd, const Session& session, PredictRequest& req, TileSpace& tiles) {
+  for (const auto& [set, flag] : {std::pair{!a.plan.empty(), "--plan"}, {!a.dims.empty(), "--dim"},
+                                  {a.ubatch != 512, "--ubatch"}, {!a.backend.empty(), "--backend"},
+                                  {a.flash_attn, "--flash-attn"}, {!a.cuda_prompt.empty(), "--cuda-prompt"},
+                                  {!a.weights.empty(), "--weights"}}) {
+    if (set) {
+      fmt::print(stderr,
+                 "gpusim {}: {}: {} does not apply to an ONNX decoder's generation (its passes are sized from "
+                 "--prompt, --generate and --batch and run in the graph's own types, which --dtype re-types; "
+                 "--weights, --backend, --ubatch, --flash-attn and --cuda-prompt describe llama.cpp)\n",
+                 cmd, a.model, flag);
+      return 2;
+    }
+  }
+  int rc = 0;
+  if (!parse_request(a, cmd, session, req, tiles, rc)) return rc;
+  return 0;
+}
+
+// The first option only a generation takes, set on a graph predicted as one pass ("" when none).
+std::string generation_flag(const Args& a) {
+  for (const auto& [set, flag] : {std::pair{!a.weights.empty(), "--weights"}, {a.batch != 1, "--batch"},
+                                  {a.ubatch != 512, "--ubatch"}, {!a.backend.empty(), "--backend"},
+                                  {a.flash_attn, "--flash-attn"}, {!a.cuda_prompt.empty(), "--cuda-prompt"}}) {
+    if (set) return flag;
+  }
+  return "";
+}
+
+// Says that a generation's option was given for one pass of a graph; returns 2.
+int refuse_generation_flag(const Args& a, const char* cmd, const std::string& flag) {
+  if (flag == "--weights") {
+    fmt::print(stderr,
+               "gpusim {}: {}: --weights is a language model description's (a gpusim.llm/1 YAML such as "
+               "models/llm/llama-2-7b.yaml, or a Hugging Face config.json); an ONNX graph's weights are its own "
+               "(tools/export_llama_onnx.py --weights q4 writes a 4-bit decoder)\n",
+               cmd, a.model);
+  } else {
+    fmt::print(stderr,
+               "gpusim {}: {}: {} applies to a generation: a language model's description, or an ONNX decoder with "
+               "a KV cache given --prompt or --generate\n",
+               cmd, a.model, flag);
+  }
+  return 2;
+}
+
+// `gpusim predict DESCRIPTION --prompt N --generate M`: a generation, phase by phase.
+int predict_llm(const Args& a, const Session& session) {
+  auto spec = session.llm(a.model);
+  if (!spec) {
+    fmt::print(stderr, "gpusim predict: {}\n", say(spec.error()));
+    return exit_code(spec.error());
+  }
+  GenerationOptions o;
+  if (int rc = description_options(a, "predict", o); rc != 0) return rc;
+  auto gpu = session.gpu(a.gpu);
+  if (!gpu) {
+    fmt::print(stderr, "gpusim predict: {}\n", say(gpu.error()));
+    return 1;
   }
   return report_generation(a, *gpu, session.generate(*spec, session.target(*gpu, TileSpace::kLibrary, {a.allow_tf32}), o));
 }
@@ -288,28 +365,57 @@ int predict_llm(const Args& a, const Session& session) {
 // `gpusim predict DECODER.onnx --prompt N --generate M`: an ONNX decoder with a KV cache, its
 // prompt's pass and each token's step predicted as the graph is (--dtype, --runtime, --tiles).
 int predict_decoder(const Args& a, const Session& session) {
-  for (const auto& [set, flag] : {std::pair{!a.plan.empty(), "--plan"}, {!a.dims.empty(), "--dim"},
-                                  {a.ubatch != 512, "--ubatch"}, {!a.backend.empty(), "--backend"},
-                                  {a.flash_attn, "--flash-attn"}, {!a.cuda_prompt.empty(), "--cuda-prompt"}}) {
-    if (set) {
-      fmt::print(stderr,
-                 "gpusim predict: {}: {} does not apply to an ONNX decoder's generation (its passes are sized from "
-                 "--prompt, --generate and --batch; --backend, --ubatch, --flash-attn and --cuda-prompt describe "
-                 "llama.cpp)\n",
-                 a.model, flag);
-      return 2;
-    }
-  }
   PredictRequest req;
   TileSpace tiles = TileSpace::kGenerated;
-  int rc = 0;
-  if (!parse_request(a, "predict", session, req, tiles, rc)) return rc;
+  if (int rc = decoder_options(a, "predict", session, req, tiles); rc != 0) return rc;
   auto gpu = session.gpu(a.gpu);
   if (!gpu) {
     fmt::print(stderr, "gpusim predict: {}\n", say(gpu.error()));
     return 1;
   }
   return report_generation(a, *gpu, session.generate_decoder(a.model, session.target(*gpu, tiles, {a.allow_tf32}), workload(a), req));
+}
+
+// `gpusim compare MODEL --gpus ... --prompt N --generate M`: the generation on each GPU, side by
+// side (a description's as llama.cpp runs it, an ONNX decoder's pass by pass).
+int compare_generation(const Args& a, const Session& session, const std::vector<std::string>& gpus) {
+  Result<std::vector<GenerationPrediction>> rows = std::vector<GenerationPrediction>{};
+  if (is_description(a, session)) {
+    auto spec = session.llm(a.model);
+    if (!spec) {
+      fmt::print(stderr, "gpusim compare: {}\n", say(spec.error()));
+      return exit_code(spec.error());
+    }
+    GenerationOptions o;
+    if (int rc = description_options(a, "compare", o); rc != 0) return rc;
+    rows = session.compare_generation(*spec, gpus, o);
+  } else {
+    PredictRequest req;
+    TileSpace tiles = TileSpace::kGenerated;
+    if (int rc = decoder_options(a, "compare", session, req, tiles); rc != 0) return rc;
+    rows = session.compare_decoder_generation(a.model, gpus, tiles, workload(a), req, {a.allow_tf32});
+  }
+  if (!rows) {
+    fmt::print(stderr, "gpusim compare: {}: {}\n", a.model, say(rows.error()));
+    return rows.error().code == ErrorCode::kInvalidArgument ? 2 : exit_code(rows.error());
+  }
+  if (a.json) {
+    fmt::print("{}\n", compare_generation_json(a.model, *rows));
+    return 0;
+  }
+  const GenerationPrediction& f = rows->front();
+  fmt::print("model {} ({} weights), prompt {} tokens, generate {}, batch {}\n", a.model, f.weights, f.prompt, f.generate,
+             f.batch);
+  fmt::print("{:<24} {:<8} {:>9} {:>10} {:>9} {:>10} {:>9} {:<9} {:<9} {:>9}\n", "gpu", "backend", "ttft_ms", "token_ms",
+             "tokens/s", "total_ms", "vs_first", "prefill", "decode", "memory");
+  for (const GenerationPrediction& g : *rows) {
+    fmt::print("{:<24} {:<8} {:>9.3f} {:>10.3f} {:>9.1f} {:>10.1f} {:>8.2f}x {:<9} {:<9} {:>9}{}\n", g.gpu, g.backend,
+               g.ttft_us / 1e3, g.token_mean_us / 1e3, g.decode.tokens_per_s, g.total_us / 1e3,
+               g.total_us > 0 ? f.total_us / g.total_us : 0.0, g.prefill.bound, g.generate > 0 ? g.decode.bound : "-",
+               bytes_str(static_cast<double>(g.memory_bytes)), g.fits_in_memory ? "" : "  (does not fit)");
+  }
+  fmt::print("tokens/s: generating, all sequences together; prefill and decode: each phase's bound\n");
+  return 0;
 }
 
 }  // namespace
@@ -322,23 +428,11 @@ void add_predict(CLI::App& app, int& rc) {
   cmd->add_option("--trace", a->trace, "Write the timeline as Chrome trace-event JSON (Perfetto, chrome://tracing)");
   cmd->add_flag("--all", a->all, "List every kernel, not the 25 slowest");
   cmd->add_option("--plan", a->plan, "Score this plan (JSON from gpusim plan --out) instead of the eager one");
-  cmd->add_option("--prompt", a->prompt, "Language models: tokens of the prompt, pushed through before the first token (default 512)");
-  cmd->add_option("--generate", a->generate, "Language models: tokens generated one at a time after it (default 128)");
-  cmd->add_option("--batch", a->batch, "Language models: sequences generated together (default 1)");
-  cmd->add_option("--ubatch", a->ubatch, "Language models: rows of a prompt pass (llama.cpp's n_ubatch, default 512)");
-  cmd->add_option("--weights", a->weights,
-                  "Language models: how the weights are stored, a llama.cpp file type: F16 (default), Q8_0, Q4_0, Q4_K_M, ...");
-  cmd->add_option("--backend", a->backend, "Language models: llama.cpp's backend: cuda, hip, metal or vulkan (default: the GPU vendor's)");
-  cmd->add_flag("--flash-attn", a->flash_attn, "Language models: fused attention (llama.cpp's -fa 1)");
-  cmd->add_option("--cuda-prompt", a->cuda_prompt,
-                  "Language models on cuda/hip: how a prompt's quantized products run, mmq (int8 mul_mat_q, llama.cpp "
-                  "since June 2024) or cublas (dequantize to fp16, then cuBLAS: older builds); default as llama.cpp picks");
+  add_generation_options(cmd, *a);
   cmd->callback([a, &rc] {
     const Session session({a->profile_dirs, {}});
     warn_profile_dirs(session.profile_dirs());
-    // A language model: a description file, or a bundled one's name ("llama-2-7b") that is no file.
-    std::error_code ec;
-    if (is_llm_spec_file(a->model) || (!std::filesystem::exists(a->model, ec) && session.llm(a->model))) {
+    if (is_description(*a, session)) {
       rc = predict_llm(*a, session);
       return;
     }
@@ -346,13 +440,8 @@ void add_predict(CLI::App& app, int& rc) {
       rc = predict_decoder(*a, session);
       return;
     }
-    if (!a->weights.empty()) {
-      fmt::print(stderr,
-                 "gpusim predict: {}: --weights is a language model description's (a gpusim.llm/1 YAML such as "
-                 "models/llm/llama-2-7b.yaml, or a Hugging Face config.json); an ONNX graph's weights are its own "
-                 "(tools/export_llama_onnx.py --weights q4 writes a 4-bit decoder)\n",
-                 a->model);
-      rc = 2;
+    if (const std::string flag = generation_flag(*a); !flag.empty()) {
+      rc = refuse_generation_flag(*a, "predict", flag);
       return;
     }
     PredictRequest req;
@@ -408,18 +497,15 @@ void add_predict(CLI::App& app, int& rc) {
 
 void add_compare(CLI::App& app, int& rc) {
   auto a = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand("compare", "Predict one graph on several GPUs, side by side");
+  auto* cmd = app.add_subcommand("compare", "Predict one graph, or a language model's generation, on several GPUs, side by side");
   add_common(cmd, *a, "gpusim.compare/1");
   cmd->add_option("--gpus", a->gpus, "Comma-separated GPU profile names or paths; all: every profile found (as dojo --gpu all)")
       ->required()
       ->delimiter(',');
+  add_generation_options(cmd, *a);
   cmd->callback([a, &rc] {
     const Session session({a->profile_dirs, {}});
     warn_profile_dirs(session.profile_dirs());
-    PredictRequest req;
-    TileSpace tiles = TileSpace::kGenerated;
-    auto m = load(*a, "compare", session, req, tiles, rc);
-    if (!m) return;
     // "a, b" and "a,,b" as typed: names without the spaces around them, empty ones dropped.
     std::vector<std::string> gpus;
     for (const std::string& g : a->gpus) {
@@ -432,6 +518,18 @@ void add_compare(CLI::App& app, int& rc) {
         if (profile) gpus.push_back(entry.path);
       }
     }
+    if (is_description(*a, session) || a->prompt >= 0 || a->generate >= 0) {  // a generation on each GPU
+      rc = compare_generation(*a, session, gpus);
+      return;
+    }
+    if (const std::string flag = generation_flag(*a); !flag.empty()) {
+      rc = refuse_generation_flag(*a, "compare", flag);
+      return;
+    }
+    PredictRequest req;
+    TileSpace tiles = TileSpace::kGenerated;
+    auto m = load(*a, "compare", session, req, tiles, rc);
+    if (!m) return;
     auto rows = session.compare(*m, gpus, tiles, req, {a->allow_tf32});
     if (!rows) {
       fmt::print(stderr, "gpusim compare: {}\n", say(rows.error()));

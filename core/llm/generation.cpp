@@ -636,4 +636,33 @@ std::string generation_json(const GenerationPrediction& g) {
   return j.dump(2);
 }
 
+std::string compare_generation_json(const std::string& model, const std::vector<GenerationPrediction>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  const double first = rows.empty() ? 0.0 : rows.front().total_us;
+  for (const GenerationPrediction& g : rows) {
+    out.push_back({{"gpu", g.gpu},
+                   {"weights", g.weights},
+                   {"backend", g.backend},
+                   {"runtime", g.runtime},
+                   {"ttft_us", g.ttft_us},
+                   {"token_mean_us", g.token_mean_us},
+                   {"prefill_tokens_per_s", g.prefill.tokens_per_s},
+                   {"decode_tokens_per_s", g.decode.tokens_per_s},
+                   {"total_us", g.total_us},
+                   {"speedup", g.total_us > 0 ? first / g.total_us : 0.0},
+                   {"prefill_bound", g.prefill.bound},
+                   {"decode_bound", g.decode.bound},
+                   {"memory_bytes", g.memory_bytes},
+                   {"fits", g.fits_in_memory},
+                   {"planning_ms", g.planning_ms}});
+  }
+  nlohmann::json j = {{"schema", "gpusim.compare-generation/1"}, {"model", model}, {"gpus", out}};
+  if (!rows.empty()) {
+    j["prompt"] = rows.front().prompt;
+    j["generate"] = rows.front().generate;
+    j["batch"] = rows.front().batch;
+  }
+  return j.dump(2);
+}
+
 }  // namespace gpusim

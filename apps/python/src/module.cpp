@@ -410,37 +410,92 @@ class PySession {
     });
   }
 
-  // A language model's generation (llm.h): `model` a bundled description's name, a path, or its text.
+  // What generate and compare_generation take: a model (a description by name, path or text, or
+  // an ONNX decoder's path) and the workload's options. A description takes weights, ubatch,
+  // backend, flash_attention and cuda_prompt; an ONNX decoder dtype and tiles; both the runtime.
+  struct GenerationArgs {
+    std::string text;  // the model as given
+    bool decoder = false;
+    gpusim::GenerationOptions o;
+    gpusim::PredictRequest req;
+    gpusim::TileSpace tiles = gpusim::TileSpace::kGenerated;
+    std::optional<gpusim::LlmSpec> spec;
+  };
+
+  GenerationArgs generation_args(const py::object& model, const std::string& weights, int64_t prompt, int64_t generate,
+                                 int64_t batch, int64_t ubatch, const std::string& backend, bool flash_attention,
+                                 const std::string& cuda_prompt, const std::optional<std::string>& dtype,
+                                 const std::string& runtime, const std::optional<std::string>& tiles) const {
+    GenerationArgs a;
+    a.text = py::str(py::isinstance<py::str>(model) ? model : py::module_::import("os").attr("fspath")(model));
+    a.decoder = a.text.size() > 5 && a.text.ends_with(".onnx");
+    a.o.prompt = prompt;
+    a.o.generate = generate;
+    a.o.batch = batch;
+    auto refuse = [](const std::string& what) { raise_error(gpusim::ErrorCode::kInvalidArgument, what); };
+    if (a.decoder) {
+      if (weights != "F16" || ubatch != 512 || !backend.empty() || flash_attention || !cuda_prompt.empty()) {
+        refuse(a.text + ": weights, ubatch, backend, flash_attention and cuda_prompt describe llama.cpp; an ONNX "
+               "decoder's passes run in the graph's own types (dtype re-types them)");
+      }
+      a.req.dtype = float_dtype_arg(dtype, "dtype");
+      a.req.runtime = runtime;
+      a.tiles = tiles_arg(tiles, runtime);
+      return a;
+    }
+    if (dtype || tiles) {
+      refuse(a.text + ": dtype and tiles apply to an ONNX decoder; a language model's description takes weights (F16, "
+             "Q8_0, Q4_0, ...), and its kernels are llama.cpp's, in their own tiles");
+    }
+    a.o.weights = weights;
+    a.o.ubatch = ubatch;
+    a.o.backend = backend;
+    a.o.flash_attention = flash_attention;
+    a.o.cuda_prompt = cuda_prompt;
+    if (!runtime.empty()) {
+      auto rt = gpusim::find_runtime(runtime, s_->runtime_dirs());
+      if (!rt) raise_error(rt.error());
+      a.o.runtime = std::move(*rt);
+    }
+    // Text of a description (it has a newline or starts a JSON object), else a name or a path.
+    const bool is_text = a.text.find('\n') != std::string::npos || (!a.text.empty() && a.text.front() == '{');
+    auto spec = is_text ? s_->llm_from_text(a.text, "model") : s_->llm(a.text);
+    if (!spec) raise_error(spec.error());
+    a.spec = std::move(*spec);
+    return a;
+  }
+
+  // A language model's generation (llm.h).
   py::object generate(const py::object& model, const py::object& gpu, const std::string& weights, int64_t prompt,
                       int64_t generate, int64_t batch, int64_t ubatch, const std::string& backend, bool flash_attention,
-                      const std::string& cuda_prompt) const {
+                      const std::string& cuda_prompt, const std::optional<std::string>& dtype, const std::string& runtime,
+                      const std::optional<std::string>& tiles) const {
     live(*this);
-    const std::string text = py::str(py::isinstance<py::str>(model) ? model : py::module_::import("os").attr("fspath")(model));
     const gpusim::GpuProfile g = gpu_arg(*s_, gpu);
-    gpusim::GenerationOptions o;
-    o.weights = weights;
-    o.prompt = prompt;
-    o.generate = generate;
-    o.batch = batch;
-    o.ubatch = ubatch;
-    o.backend = backend;
-    o.flash_attention = flash_attention;
-    o.cuda_prompt = cuda_prompt;
-    const gpusim::Target target = s_->target(g, gpusim::TileSpace::kLibrary, {});
+    const GenerationArgs a = generation_args(model, weights, prompt, generate, batch, ubatch, backend, flash_attention,
+                                             cuda_prompt, dtype, runtime, tiles);
     return document([&]() -> gpusim::Result<std::string> {
-      // An ONNX decoder with a KV cache: its own graph, pass by pass, on gpusim's generated kernels.
-      if (text.size() > 5 && text.ends_with(".onnx")) {
-        auto r = s_->generate_decoder(text, s_->target(g, gpusim::TileSpace::kGenerated, {}), o);
-        if (!r) return r.error();
-        return gpusim::generation_json(*r);
-      }
-      // Text of a description (it has a newline or starts a JSON object), else a name or a path.
-      const bool is_text = text.find('\n') != std::string::npos || (!text.empty() && text.front() == '{');
-      auto spec = is_text ? s_->llm_from_text(text, "model") : s_->llm(text);
-      if (!spec) return spec.error();
-      auto r = s_->generate(*spec, target, o);
+      auto r = a.decoder ? s_->generate_decoder(a.text, s_->target(g, a.tiles, {}), a.o, a.req)
+                         : s_->generate(*a.spec, s_->target(g, gpusim::TileSpace::kLibrary, {}), a.o);
       if (!r) return r.error();
       return gpusim::generation_json(*r);
+    });
+  }
+
+  // The same generation on several GPUs: gpusim.compare-generation/1.
+  py::object compare_generation(const py::object& model, const py::object& gpus, const std::string& weights, int64_t prompt,
+                                int64_t generate, int64_t batch, int64_t ubatch, const std::string& backend,
+                                bool flash_attention, const std::string& cuda_prompt, const std::optional<std::string>& dtype,
+                                const std::string& runtime, const std::optional<std::string>& tiles) const {
+    live(*this);
+    const std::vector<std::string> ids = strings_arg(gpus, "gpus");
+    const GenerationArgs a = generation_args(model, weights, prompt, generate, batch, ubatch, backend, flash_attention,
+                                             cuda_prompt, dtype, runtime, tiles);
+    return document([&]() -> gpusim::Result<std::string> {
+      auto r = a.decoder ? s_->compare_decoder_generation(a.text, ids, a.tiles, a.o, a.req)
+                         : s_->compare_generation(*a.spec, ids, a.o);
+      if (!r) return r.error();
+      return gpusim::compare_generation_json(a.text.size() > 200 ? "model" : a.text, *r);
     });
   }
 
@@ -902,15 +957,25 @@ PYBIND11_MODULE(_gpusim, m) {
            "has them (torch.backends.cuda.matmul.allow_tf32; off by default, as there).")
       .def("generate", &PySession::generate, "model"_a, "gpu"_a, "weights"_a = "F16", "prompt"_a = 512,
            "generate"_a = 128, "batch"_a = 1, "ubatch"_a = 512, "backend"_a = "", "flash_attention"_a = false,
-           "cuda_prompt"_a = "",
+           "cuda_prompt"_a = "", "dtype"_a = py::none(), "runtime"_a = "", "tiles"_a = py::none(),
            "Predicts a language model's generation and returns the gpusim.generation/1 document (`gpusim predict\n"
            "LLM.yaml --json`): time to first token, per-token latency, tokens/s and bound of each phase, memory.\n\n"
            "model: a bundled description's name (\"llama-2-7b\"), a path to a gpusim.llm/1 YAML or a config.json,\n"
            "or the text of one; or a path to an ONNX decoder with a KV cache (past_key_values inputs), priced\n"
-           "pass by pass on gpusim's generated kernels (of the options, prompt, generate and batch apply). weights: a llama.cpp file type (F16, Q8_0, Q4_0, Q4_K_M, ...). prompt, generate:\n"
-           "tokens. batch: sequences. ubatch: rows a prompt pass takes. backend: cuda, hip, metal or vulkan\n"
-           "(\"\": the GPU vendor's). flash_attention: llama.cpp's -fa 1. cuda_prompt: mmq or cublas (\"\": as\n"
-           "llama.cpp picks).")
+           "pass by pass as predict prices the graph. prompt, generate: tokens. batch: sequences. runtime: what\n"
+           "launches the kernels (a description: a llama.cpp runtime, default its backend's; a decoder: gpusim,\n"
+           "cuda-graph, pytorch-eager, ...). A description only: weights, a llama.cpp file type (F16, Q8_0, Q4_0,\n"
+           "Q4_K_M, ...); ubatch, rows a prompt pass takes; backend, cuda, hip, metal or vulkan (\"\": the GPU\n"
+           "vendor's); flash_attention, llama.cpp's -fa 1; cuda_prompt, mmq or cublas (\"\": as llama.cpp picks).\n"
+           "An ONNX decoder only: dtype (re-type the float tensors) and tiles (generated or library; None: the\n"
+           "runtime's).")
+      .def("compare_generation", &PySession::compare_generation, "model"_a, "gpus"_a, "weights"_a = "F16",
+           "prompt"_a = 512, "generate"_a = 128, "batch"_a = 1, "ubatch"_a = 512, "backend"_a = "",
+           "flash_attention"_a = false, "cuda_prompt"_a = "", "dtype"_a = py::none(), "runtime"_a = "",
+           "tiles"_a = py::none(),
+           "The generation of generate() on several GPUs (profile ids), side by side: the\n"
+           "gpusim.compare-generation/1 document (`gpusim compare LLM --gpus ... --json`), a row per GPU with\n"
+           "time to first token, per-token latency, tokens/s, speed-up over the first, each phase's bound, memory.")
       .def("compare", &PySession::compare, "model"_a, "gpus"_a, "dtype"_a = py::none(), "runtime"_a = "",
            "tiles"_a = py::none(), "allow_tf32"_a = false,
            "Predicts the model on several GPUs (profile ids) and returns the gpusim.compare/1 document.\n"

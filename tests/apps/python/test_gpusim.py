@@ -457,3 +457,31 @@ def test_generate_equals_the_cli_and_refuses_bad_options(session, root, gpusim_b
     assert onnx_gen["token_mean_us"] == pytest.approx(cli_dec["token_mean_us"], rel=1e-12)
     with pytest.raises(gpusim.Error, match="no past_key_values inputs"):
         session.generate(str(root / "models" / "resnet50.onnx"), "nvidia-rtx-3060")
+    # The decoder's passes under a runtime and a dtype, as the CLI prices them; llama.cpp's options refused.
+    eager = session.generate(str(dec), "nvidia-rtx-3060", prompt=32, generate=8, dtype="fp32", runtime="pytorch-eager")
+    cli_eager = cli_json(gpusim_binary, root, "predict", str(dec), "--gpu", "nvidia-rtx-3060", "--prompt", "32", "--generate",
+                         "8", "--dtype", "fp32", "--runtime", "pytorch-eager")
+    assert eager["runtime"] == "pytorch-eager"
+    assert eager["weights"] == "fp32"
+    assert eager["ttft_us"] == pytest.approx(cli_eager["ttft_us"], rel=1e-12)
+    with pytest.raises(gpusim.Error, match="describe llama.cpp"):
+        session.generate(str(dec), "nvidia-rtx-3060", weights="Q4_0")
+    with pytest.raises(gpusim.Error, match="dtype and tiles apply to an ONNX decoder"):
+        session.generate("llama-2-7b", "nvidia-rtx-3060", dtype="fp16")
+
+
+def test_compare_generation_equals_the_cli(session, root, gpusim_binary):
+    rows = session.compare_generation("llama-2-7b", ["nvidia-rtx-3060", "apple-m2-max"], weights="Q4_0", prompt=128,
+                                      generate=16)
+    cli = cli_json(gpusim_binary, root, "compare", "llama-2-7b", "--gpus", "nvidia-rtx-3060,apple-m2-max", "--weights",
+                   "Q4_0", "--prompt", "128", "--generate", "16")
+    assert rows["schema"] == "gpusim.compare-generation/1"
+    assert [r["gpu"] for r in rows["gpus"]] == ["nvidia-rtx-3060", "apple-m2-max"]
+    for mine, theirs in zip(rows["gpus"], cli["gpus"]):
+        assert mine["token_mean_us"] == pytest.approx(theirs["token_mean_us"], rel=1e-12)
+        assert mine["backend"] == theirs["backend"]
+    dec = root / "models" / "tiny_llama_decoder.onnx"
+    onnx_rows = session.compare_generation(str(dec), ["nvidia-t4", "nvidia-h100-sxm"], prompt=16, generate=4)
+    assert [r["backend"] for r in onnx_rows["gpus"]] == ["onnx", "onnx"]
+    with pytest.raises(gpusim.Error, match="no GPU profile named"):
+        session.compare_generation("llama-2-7b", ["nvidia-t4", "no-such-gpu"])

@@ -3,6 +3,8 @@
 // llama-bench reader and validation.
 #include <catch2/catch.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <fstream>
 
@@ -586,6 +588,11 @@ TEST_CASE("an ONNX decoder with a KV cache predicts a generation pass by pass", 
   REQUIRE(g32);
   CHECK(g32->weight_bytes == Approx(2.0 * static_cast<double>(g->weight_bytes)).epsilon(1e-3));  // int64 shape constants aside
   CHECK(g32->kv_cache_bytes == 2 * g->kv_cache_bytes);
+  // Activations are what a pass holds beyond its weights and its cache, both in the re-typed type:
+  // twice fp16's, not fp32's less an fp16-sized cache.
+  CHECK(static_cast<double>(g32->compute_bytes) == Approx(2.0 * static_cast<double>(g->compute_bytes)).epsilon(0.02));
+  CHECK(g->weights == "fp16");
+  CHECK(g32->weights == "fp32");
   req.plan = Plan{};
   auto planned = s.generate_decoder(tiny, s.target(*gpu, TileSpace::kGenerated), o, req);
   REQUIRE_FALSE(planned);
@@ -604,6 +611,9 @@ TEST_CASE("an ONNX decoder with a KV cache predicts a generation pass by pass", 
   CHECK(static_cast<double>(f16->weight_bytes) / static_cast<double>(q4->weight_bytes) > 3.0);
   CHECK(q4->token_mean_us < f16->token_mean_us);
   CHECK(f16->decode.bound == "dram");
+  // Its weights as stored: the projections' packed blocks with their scales, the rest (embeddings,
+  // the vocabulary projection, norms) fp16.
+  CHECK(q4->weights == "87% MatMulNBits int4 in blocks of 32, 13% fp16");
 
   // From the CLI, and what it refuses.
   const test::Run r = test::run_gpusim("predict " + tiny + " --gpu rtx-3060 --prompt 32 --generate 8");
@@ -627,6 +637,58 @@ TEST_CASE("an ONNX decoder with a KV cache predicts a generation pass by pass", 
   const test::Run zero = test::run_gpusim("predict " + tiny + " --gpu rtx-3060 --prompt 0 --generate 8");
   CHECK(zero.rc == 2);
   CHECK_THAT(zero.out, Catch::Contains("prompt: 0 tokens is out of range; an ONNX decoder's prompt pass takes 1 to"));
+}
+
+
+TEST_CASE("gpusim compare puts a generation side by side on several GPUs", "[llm][cli]") {
+  // A description: each GPU its own backend (cuda, metal), the rows the library's generations.
+  const test::Run r = test::run_gpusim("compare llama-2-7b --gpus nvidia-rtx-3060,apple-m2-max --weights Q4_0 --prompt 128 "
+                                       "--generate 16 --json");
+  INFO(r.out);
+  REQUIRE(r.rc == 0);
+  const auto doc = nlohmann::json::parse(r.out);
+  CHECK(doc.at("schema") == "gpusim.compare-generation/1");
+  REQUIRE(doc.at("gpus").size() == 2);
+  Session s;
+  auto spec = s.llm("llama-2-7b");
+  REQUIRE(spec);
+  GenerationOptions o;
+  o.weights = "Q4_0";
+  o.prompt = 128;
+  o.generate = 16;
+  auto rows = s.compare_generation(*spec, {"nvidia-rtx-3060", "apple-m2-max"}, o);
+  REQUIRE(rows);
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& row = doc.at("gpus").at(i);
+    CHECK(row.at("gpu") == (*rows)[i].gpu);
+    CHECK(row.at("backend") == (i == 0 ? "cuda" : "metal"));
+    CHECK(row.at("ttft_us").get<double>() == Approx((*rows)[i].ttft_us).epsilon(1e-12));
+    CHECK(row.at("token_mean_us").get<double>() == Approx((*rows)[i].token_mean_us).epsilon(1e-12));
+  }
+  CHECK(doc.at("gpus").at(0).at("speedup").get<double>() == 1.0);
+  // An ONNX decoder, pass by pass, as text.
+  const std::string tiny = test::source_dir() + "/models/tiny_llama_decoder.onnx";
+  const test::Run t = test::run_gpusim("compare " + tiny + " --gpus nvidia-rtx-3060,nvidia-h100-sxm --prompt 32 --generate 4");
+  INFO(t.out);
+  REQUIRE(t.rc == 0);
+  CHECK_THAT(t.out, Catch::Contains("ttft_ms") && Catch::Contains("nvidia-h100-sxm") && Catch::Contains("onnx"));
+  // What it refuses: llama.cpp's options for a decoder, generation options for one pass of a graph,
+  // and an unknown GPU before any prediction.
+  const test::Run w = test::run_gpusim("compare " + tiny + " --gpus nvidia-t4 --prompt 8 --weights Q4_0");
+  CHECK(w.rc == 2);
+  CHECK_THAT(w.out, Catch::Contains("--weights does not apply to an ONNX decoder's generation"));
+  const test::Run b = test::run_gpusim("compare " + test::source_dir() + "/models/resnet50.onnx --gpus nvidia-t4 --batch 4");
+  CHECK(b.rc == 2);
+  CHECK_THAT(b.out, Catch::Contains("--batch applies to a generation: a language model's description, or an ONNX decoder"));
+  const test::Run p = test::run_gpusim("predict " + test::source_dir() + "/models/resnet50.onnx --gpu nvidia-t4 --backend cuda");
+  CHECK(p.rc == 2);
+  CHECK_THAT(p.out, Catch::Contains("--backend applies to a generation"));
+  const test::Run g = test::run_gpusim("compare llama-2-7b --gpus nvidia-t4,no-such-gpu");
+  CHECK(g.rc == 1);
+  CHECK_THAT(g.out, Catch::Contains("no GPU profile named \"no-such-gpu\""));
+  auto none = s.compare_generation(*spec, {}, o);
+  REQUIRE_FALSE(none);
+  CHECK_THAT(none.error().message, Catch::Contains("no GPUs given"));
 }
 
 
