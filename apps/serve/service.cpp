@@ -766,7 +766,8 @@ struct Service::Impl {
     return t;
   }
 
-  Result<PredictRequest> predict_request(const json& b, const Model& m) {
+  // "dtype" and "runtime": how a graph's kernels are typed and launched.
+  Result<PredictRequest> graph_request(const json& b) {
     PredictRequest p;
     auto d = dtype(b);
     if (!d) return d.error();
@@ -775,6 +776,13 @@ struct Service::Impl {
     if (!rt) return rt.error();
     if (auto st = runtime_named("runtime", *rt); !st) return st.error();
     p.runtime = *rt;
+    return p;
+  }
+
+  Result<PredictRequest> predict_request(const json& b, const Model& m) {
+    auto req = graph_request(b);
+    if (!req) return req.error();
+    PredictRequest p = std::move(*req);
     if (b.contains("plan")) {
       const std::string text = b["plan"].is_string() ? b["plan"].get<std::string>() : b["plan"].dump(-1, ' ', false, kInvalidUtf8);
       auto plan = session.load_plan(m, text, "plan");
@@ -1010,19 +1018,13 @@ struct Service::Impl {
     if (!g) return g.error();
     GenerationOptions o;
     if (auto st = generation_counts(b, o); !st) return st.error();
-    PredictRequest req;
-    auto d = dtype(b);
-    if (!d) return d.error();
-    req.dtype = *d;
-    auto rt = str(b, "runtime", false);
-    if (!rt) return rt.error();
-    if (auto st = runtime_named("runtime", *rt); !st) return st.error();
-    req.runtime = *rt;
-    auto t = tiles(b, req.runtime);
+    auto req = graph_request(b);
+    if (!req) return req.error();
+    auto t = tiles(b, req->runtime);
     if (!t) return t.error();
     auto to = target_options(b);
     if (!to) return to.error();
-    auto p = session.generate_decoder_bytes(*mb->bytes, mb->shown, session.target(*g, *t, *to), o, req);
+    auto p = session.generate_decoder_bytes(*mb->bytes, mb->shown, session.target(*g, *t, *to), o, *req);
     if (!p) return p.error();
     return generation_json(*p);
   }
