@@ -54,22 +54,6 @@ void put(HostTensor& t, int64_t k, double v) {
   }
 }
 
-// A zero point: scalar, or one value per row/column/channel.
-Result<std::vector<double>> zero_point(const KernelArgs& a, size_t idx, int64_t n, const char* what) {
-  std::vector<double> z(static_cast<size_t>(n), 0.0);
-  if (!a.has(idx)) return z;
-  const HostTensor& t = *a.in[idx];
-  if (t.elements() == 1) {
-    std::fill(z.begin(), z.end(), t.real(0));
-  } else if (t.elements() == n) {
-    for (int64_t k = 0; k < n; ++k) z[static_cast<size_t>(k)] = t.real(k);
-  } else {
-    return a.fail(fmt::format("{} {} is neither a scalar nor one value per {} ({})", what, shape_str(t.shape),
-                              idx == 2 ? "row" : "column", n));
-  }
-  return z;
-}
-
 // ---- window arithmetic (conv and pools) --------------------------------------------------------
 
 struct Win {
@@ -167,7 +151,7 @@ Status conv(KernelArgs& a) {
       if (a.in[2]->elements() != 1) return a.fail("x_zero_point must be a scalar");
       xzp = a.in[2]->real(0);
     }
-    auto z = zero_point(a, 3, M, "w_zero_point");
+    auto z = per_line(a, 3, M, "w_zero_point", "channel");
     if (!z) return z.error();
     wzp = *z;
   } else if (a.has(2)) {
@@ -257,9 +241,9 @@ Status matmul(KernelArgs& a) {
   }
   std::vector<double> azp(static_cast<size_t>(M), 0.0), bzp(static_cast<size_t>(N), 0.0);
   if (a.node.op_type == "MatMulInteger") {
-    auto za = zero_point(a, 2, M, "a_zero_point");
+    auto za = per_line(a, 2, M, "a_zero_point", "row");
     if (!za) return za.error();
-    auto zb = zero_point(a, 3, N, "b_zero_point");
+    auto zb = per_line(a, 3, N, "b_zero_point", "column");
     if (!zb) return zb.error();
     azp = *za;
     bzp = *zb;

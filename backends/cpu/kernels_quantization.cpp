@@ -198,21 +198,6 @@ Status dynamic_quantize_linear(KernelArgs& a) {
   return Ok{};
 }
 
-// A per-tensor or per-row (a) / per-column (b) quantization parameter of QLinearMatMul.
-Result<std::vector<double>> per_line(const KernelArgs& a, size_t idx, int64_t n, const char* what, const char* line) {
-  std::vector<double> v(static_cast<size_t>(n), 0.0);
-  if (!a.has(idx)) return v;
-  const HostTensor& t = *a.in[idx];
-  if (t.elements() == 1) {
-    std::fill(v.begin(), v.end(), t.real(0));
-  } else if (t.elements() == n) {
-    for (int64_t k = 0; k < n; ++k) v[static_cast<size_t>(k)] = t.real(k);
-  } else {
-    return a.fail(fmt::format("{} {} is neither a scalar nor one value per {} ({})", what, shape_str(t.shape), line, n));
-  }
-  return v;
-}
-
 // QLinearMatMul on 2-D operands (the batched form is refused, naming the shapes).
 Status qlinear_matmul(KernelArgs& a) {
   const HostTensor &at = *a.in[0], &bt = *a.in[3];

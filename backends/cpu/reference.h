@@ -85,6 +85,11 @@ struct KernelArgs {
   Error fail(const std::string& msg) const;
 };
 
+// Input `idx` as `n` values, one per row, column or channel (`line` names which): a scalar
+// repeated, or n values; all zero when the input is omitted. A zero point's or a scale's (`what`)
+// other shape is an error naming it.
+Result<std::vector<double>> per_line(const KernelArgs& a, size_t idx, int64_t n, const char* what, const char* line);
+
 using Kernel = Status (*)(KernelArgs&);
 
 // "op" or "domain:op" -> kernel. Families register from their own files.

@@ -174,19 +174,24 @@ TEST_CASE("the reference quantizes and dequantizes as ONNX says", "[cpu][quantiz
     CHECK(r->outputs[2].i[0] == 100);
     CHECK(r->outputs[0].i == std::vector<int64_t>{0, 100, 255});
   }
-  SECTION("QLinearMatMul: integer products rescaled and requantized") {
+  // QLinearMatMul of a [rows, 2] uint8 matrix by a [2, 1] one, a_scale of `a_scales` values.
+  auto qlinear_matmul = [](int64_t rows, int64_t a_scales, const char* file) {
     test::OnnxBuilder b;
-    b.input("a", kU8, {int64_t{1}, int64_t{2}});
-    b.input("as", kF32, {});
+    b.input("a", kU8, {rows, int64_t{2}});
+    if (a_scales == 1) {
+      b.input("as", kF32, {});
+    } else {
+      b.input("as", kF32, {a_scales});
+    }
     b.input("az", kU8, {});
     b.input("b", kU8, {int64_t{2}, int64_t{1}});
-    b.input("bs", kF32, {});
-    b.input("bz", kU8, {});
-    b.input("ys", kF32, {});
-    b.input("yz", kU8, {});
+    for (const auto& [name, type] : {std::pair{"bs", kF32}, {"bz", kU8}, {"ys", kF32}, {"yz", kU8}}) b.input(name, type, {});
     b.node("QLinearMatMul", {"a", "as", "az", "b", "bs", "bz", "ys", "yz"}, {"y"}, "qmm");
     b.output("y");
-    const Graph g = load(b, "qlmm_ref.onnx");
+    return load(b, file);
+  };
+  SECTION("QLinearMatMul: integer products rescaled and requantized") {
+    const Graph g = qlinear_matmul(1, 1, "qlmm_ref.onnx");
     // ((12 - 10) x (7 - 5) + (14 - 10) x (9 - 5)) x 0.5 x 0.25 / 0.1 + 3 = 20 x 1.25 + 3 = 28
     auto r = cpu::run_reference(g, {ints(DType::kUInt8, {1, 2}, {12, 14}), reals(DType::kFloat32, {}, {0.5}),
                                     ints(DType::kUInt8, {}, {10}), ints(DType::kUInt8, {2, 1}, {7, 9}),
@@ -194,6 +199,16 @@ TEST_CASE("the reference quantizes and dequantizes as ONNX says", "[cpu][quantiz
                                     reals(DType::kFloat32, {}, {0.1}), ints(DType::kUInt8, {}, {3})});
     REQUIRE(r);
     CHECK(r->outputs[0].i == std::vector<int64_t>{28});
+  }
+  SECTION("QLinearMatMul: a scale neither one value nor one a row is refused, naming it") {
+    const Graph g = qlinear_matmul(2, 3, "qlmm_bad.onnx");
+    auto r = cpu::run_reference(g, {ints(DType::kUInt8, {2, 2}, {12, 14, 1, 2}), reals(DType::kFloat32, {3}, {0.5, 0.5, 0.5}),
+                                    ints(DType::kUInt8, {}, {10}), ints(DType::kUInt8, {2, 1}, {7, 9}),
+                                    reals(DType::kFloat32, {}, {0.25}), ints(DType::kUInt8, {}, {5}),
+                                    reals(DType::kFloat32, {}, {0.1}), ints(DType::kUInt8, {}, {3})});
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.error().message, Catch::Contains("node \"qmm\"") &&
+                                      Catch::Contains("a_scale [3] is neither a scalar nor one value per row (2)"));
   }
 }
 
