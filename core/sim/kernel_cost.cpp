@@ -130,6 +130,22 @@ void finish(KernelCost& c, const DeviceModel& d, double compute_s, double dram_s
   }
 }
 
+// A library kernel's K split (a library tile: main_loop kAny) ends in a second kernel that adds
+// the slices' fp32 partials (`partial_bytes`, read from L2 when they fit its reusable part, else
+// DRAM) and writes the result (`out_bytes`): a streaming kernel of one 4-element load per thread,
+// at least the profile's shortest kernel. gpusim's generated kernels add the slices in the tile's
+// last group (generated_split_k): no second kernel.
+void add_split_reduce(KernelCost& c, const DeviceModel& d, int split, double partial_bytes, double out_bytes) {
+  if (split <= 1 || c.tile.main_loop != MainLoop::kAny || !c.feasible) return;
+  const double reuse_capacity = kL2ReuseFraction * (d.l2_size_bytes + d.llc_size_bytes);
+  const double read_s = partial_bytes / (partial_bytes <= reuse_capacity ? d.l2_bytes_per_s : d.dram_bytes_per_s);
+  const double body_s = std::max(read_s, out_bytes / d.dram_bytes_per_s);
+  const int64_t blocks = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(out_bytes / 4.0 / (256.0 * 4.0))));
+  const double dispatch_s = static_cast<double>(ceil_div(blocks, d.units)) * d.block_s;
+  c.reduce_us = std::max(d.floor_s, body_s + d.dram_latency_s + dispatch_s) * 1e6;
+  c.total_us += c.reduce_us;
+}
+
 void waves(KernelCost& c, const DeviceModel& d) {
   const int64_t per_wave = std::max<int64_t>(1, d.units * c.ctas_per_unit);
   c.waves = ceil_div(c.ctas, per_wave);
@@ -271,6 +287,7 @@ KernelCost gemv_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
       std::ceil(static_cast<double>(k_split) / (static_cast<double>(lanes) * std::max(1, t.vector_width)));
   const double path = d.dram_latency_s * std::max(1.0, loads_per_thread / kLoadsInFlightPerThread) + d.l2_latency_s;
   finish(c, d, compute_s, c.dram_bytes / bw, c.l2_bytes / d.l2_bytes_per_s, path);
+  add_split_reduce(c, d, split, 0.5 * partials, c_bytes);
   return c;
 }
 
@@ -380,6 +397,7 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   // unless (stages - 1) loads already overlap it, then its stores.
   const double path = d.dram_latency_s + k_steps * d.l2_latency_s / std::max(1, t.stages - 1) + d.l2_latency_s;
   finish(c, d, compute_s, c.dram_bytes / bw, c.l2_bytes / d.l2_bytes_per_s, path);
+  add_split_reduce(c, d, split, 0.5 * partials, c_bytes);
   return c;
 }
 
@@ -431,6 +449,7 @@ KernelCost attention_cost(const KernelWork& w, const TileConfig& t, const Device
   finish(c, d, compute_s, c.dram_bytes / bw, c.l2_bytes / d.l2_bytes_per_s,
          d.dram_latency_s + 0.5 * barriers * d.l2_latency_s / std::max(1, t.stages - 1) +
              (split > 1 ? d.dram_latency_s : 0.0));  // a KV tile per step; the combine's round trip
+  add_split_reduce(c, d, split, 0.5 * partials, o_bytes);
   return c;
 }
 

@@ -64,6 +64,13 @@ struct GPUSIM_API KernelCost {
   double dispatch_us = 0;          // starting blocks: ceil(CTAs / units) x the profile's block_us
   double floor_us = 0;             // the profile's shortest kernel
   double total_us = 0;             // max(floor, max(compute, dram, l2, path) + latency + dispatch)
+                                   // + reduce_us
+  // A library's K split (split_k > 1 in a library tile: main_loop kAny) adds its slices' partial
+  // sums in a second kernel, as cuBLAS (splitKreduce_kernel; nvjet's splitK pair) and
+  // FlashAttention's split-KV combine do: that kernel's time, at least the profile's shortest
+  // kernel, is in total_us. gpusim's generated kernels add them in the tile's last group
+  // (generated_split_k): 0.
+  double reduce_us = 0;
   Bound bound = Bound::kCompute;
 };
 

@@ -297,6 +297,33 @@ TEST_CASE("infeasible tiles are data with a reason and occupancy names its limit
   CHECK(std::string(k.occupancy_limiter) == "shared memory");
 }
 
+// cuBLAS launches a split-K GEMM as two kernels (the NeuSight records: kernels_launched is 2 exactly
+// when the grid's third dimension splits K; the H200 sweep: nvjet's splitK kernels come in pairs);
+// gpusim's generated kernels add the slices in their last group, in one launch.
+TEST_CASE("a library's split K adds its partial sums in a second kernel and a generated one does not", "[sim][gemv]") {
+  const DeviceModel d = make_device(profile("nvidia-h100-sxm"));
+  const KernelWork w = gemm_work(DType::kFloat16, 1, 1, 1024, 4096);
+  TileConfig lib{1, 8, 32, 256, 1, 4, 8, 1};  // a library tile: its main loop is the library's (any)
+  REQUIRE(lib.main_loop == MainLoop::kAny);
+  const KernelCost two = kernel_cost(w, lib, d);
+  REQUIRE(two.feasible);
+  CHECK(two.reduce_us >= d.floor_s * 1e6);  // a kernel of its own: at least the shortest one
+  TileConfig gen = lib;
+  gen.main_loop = MainLoop::kVector;  // as codegen builds it: the last group adds the slices
+  const KernelCost one = kernel_cost(w, gen, d);
+  CHECK(one.reduce_us == 0);
+  CHECK(two.total_us == Approx(one.total_us + two.reduce_us).epsilon(1e-9));
+  // Unsplit, there is nothing to add.
+  lib.split_k = 1;
+  CHECK(kernel_cost(w, lib, d).reduce_us == 0);
+  // Large partials (a split GEMM of many rows) are read back from L2 at its bandwidth, not floored.
+  const KernelWork big = gemm_work(DType::kFloat16, 1, 4096, 4096, 4096);
+  TileConfig wide{128, 128, 32, 256, 3, 4, 8, 1};
+  const KernelCost r = kernel_cost(big, wide, d);
+  REQUIRE(r.feasible);
+  CHECK(r.reduce_us * 1e-6 >= 4.0 * 4096 * 4096 * 4 / d.l2_bytes_per_s);
+}
+
 TEST_CASE("GEMV-shaped tiles stream the weight with what their threads keep in flight", "[sim][gemv]") {
   const DeviceModel d = make_device(profile("nvidia-h100-sxm"));
   const TileConfig gemv{1, 8, 32, 256, 1, 1, 4, 1};
@@ -311,7 +338,11 @@ TEST_CASE("GEMV-shaped tiles stream the weight with what their threads keep in f
   REQUIRE(c.feasible);
   CHECK(c.ctas == 125);
   CHECK(c.bound == Bound::kLatency);
-  const KernelCost halves = kernel_cost(w, TileConfig{1, 8, 32, 256, 1, 2, 4, 1}, d);
+  // (As codegen builds the split: one launch, its last group adding the halves. A library's split
+  // pays a second kernel: the test before this one.)
+  TileConfig split2{1, 8, 32, 256, 1, 2, 4, 1};
+  split2.main_loop = MainLoop::kVector;
+  const KernelCost halves = kernel_cost(w, split2, d);
   CHECK(halves.bound == Bound::kDram);
   CHECK(halves.total_us < c.total_us);
   CHECK(c.dram_bytes >= 1000.0 * 2048 * 4);
