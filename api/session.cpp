@@ -245,6 +245,20 @@ Result<GenerationPrediction> Session::generate(const LlmSpec& spec, const Target
 
 namespace {
 
+// The profiles a compare names, every one loaded before any prediction so that a bad name fails
+// first; none is an error.
+Result<std::vector<GpuProfile>> compared_profiles(const std::vector<std::string>& gpus,
+                                                  const std::vector<std::string>& profile_dirs) {
+  if (gpus.empty()) return make_error(ErrorCode::kInvalidArgument, "compare: no GPUs given; name at least one profile");
+  std::vector<GpuProfile> profiles;
+  for (const std::string& name : gpus) {
+    auto p = find_profile(name, profile_dirs);
+    if (!p) return p.error();
+    profiles.push_back(std::move(*p));
+  }
+  return profiles;
+}
+
 // The options every pass of a decoder's generation is predicted with: the request's dtype, runtime
 // and lowering, and no host copies (a runtime binds each step's present keys and values to the next
 // step's past on the device, and a token's ids are bytes). A plan is refused: the passes differ in
@@ -289,19 +303,14 @@ Result<GenerationPrediction> Session::generate_decoder_bytes(std::string_view by
 
 namespace {
 
-// Every profile of `gpus` loaded (the first bad name is the error), then `one` on each.
+// Every profile of `gpus` loaded (compared_profiles), then `one` on each.
 Result<std::vector<GenerationPrediction>> each_gpu(
     const std::vector<std::string>& gpus, const std::vector<std::string>& profile_dirs,
     const std::function<Result<GenerationPrediction>(const GpuProfile&)>& one) {
-  if (gpus.empty()) return make_error(ErrorCode::kInvalidArgument, "compare: no GPUs given; name at least one profile");
-  std::vector<GpuProfile> profiles;
-  for (const std::string& name : gpus) {
-    auto p = find_profile(name, profile_dirs);
-    if (!p) return p.error();
-    profiles.push_back(std::move(*p));
-  }
+  auto profiles = compared_profiles(gpus, profile_dirs);
+  if (!profiles) return profiles.error();
   std::vector<GenerationPrediction> rows;
-  for (const GpuProfile& g : profiles) {
+  for (const GpuProfile& g : *profiles) {
     auto r = one(g);
     if (!r) return make_error(r.error().code, fmt::format("{}: {}", g.name, r.error().message));
     rows.push_back(std::move(*r));
@@ -344,14 +353,10 @@ Result<std::vector<ComparedGpu>> Session::compare(const Model& m, const std::vec
                                                   const PredictRequest& req, const TargetOptions& target_opts) const noexcept {
   return guarded("compare", [&]() -> Result<std::vector<ComparedGpu>> {
     if (!m.valid()) return invalid_model_handle("compare");
-    if (gpus.empty()) return make_error(ErrorCode::kInvalidArgument, "compare: no GPUs given; name at least one profile");
+    auto profiles = compared_profiles(gpus, profile_dirs_);
+    if (!profiles) return profiles.error();
     std::vector<ComparedGpu> rows;
-    // Every profile first, so a bad name fails before any prediction is made.
-    for (const std::string& name : gpus) {
-      auto p = find_profile(name, profile_dirs_);
-      if (!p) return p.error();
-      rows.push_back({std::move(*p), {}});
-    }
+    for (GpuProfile& p : *profiles) rows.push_back({std::move(p), {}});
     for (ComparedGpu& r : rows) {
       auto p = predict_impl(m.graph(), target(r.gpu, tiles, target_opts), req, runtime_dirs_);
       if (!p) return p.error();

@@ -17,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <regex>
 #include <set>
@@ -651,15 +652,16 @@ struct Service::Impl {
     return p;
   }
 
-  Status runtime_named(const char* field, const std::string& name) {
-    if (name.empty()) return Ok{};
+  // The runtime a request names, loaded from the server's runtime directories (none when unnamed).
+  Result<std::optional<RuntimeModel>> runtime_named(const char* field, const std::string& name) {
+    if (name.empty()) return std::optional<RuntimeModel>();
     if (auto st = plain_name(field, name, "runtimes are named by the files of the server's runtime directories, e.g. "
                                            "pytorch-eager"); !st) {
       return st.error();
     }
     const std::vector<std::string> dirs = default_runtime_dirs();
     auto r = find_runtime(name, dirs);
-    if (r) return Ok{};
+    if (r) return std::optional<RuntimeModel>(std::move(*r));
     // A name the runtime directories do not list is unknown; a listed one that fails to load is a
     // file of the server's that is broken.
     const std::vector<std::string> known = list_runtimes(dirs);
@@ -987,12 +989,9 @@ struct Service::Impl {
     }
     auto rt = str(b, "runtime", false);
     if (!rt) return rt.error();
-    if (auto st = runtime_named("runtime", *rt); !st) return st.error();
-    if (!rt->empty()) {
-      auto loaded = find_runtime(*rt, default_runtime_dirs());
-      if (!loaded) return server_file_error("runtime", *rt, loaded.error());
-      o.runtime = std::move(*loaded);
-    }
+    auto loaded = runtime_named("runtime", *rt);
+    if (!loaded) return loaded.error();
+    o.runtime = std::move(*loaded);
     auto p = session.generate(*spec, session.target(*g, TileSpace::kLibrary, {}), o);
     if (!p) return p.error();
     return generation_json(*p);
