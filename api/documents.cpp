@@ -212,7 +212,8 @@ std::string profile_document(const GpuProfile& p) {
                   {"shared_memory_per_block_kb", c.shared_memory_per_block_kb},
                   {"vector_tflops", vec},
                   {"matrix_tflops", matrix},
-                  {"matrix_alignment_elements", c.matrix_alignment_elements}};
+                  {"matrix_alignment_elements", c.matrix_alignment_elements},
+                  {"matrix_units", c.matrix_on_alus ? "alus" : "dedicated"}};
   const DramSpec& d = p.memory.dram;
   j["memory"] = {{"dram",
                   {{"size_gb", d.size_gb},

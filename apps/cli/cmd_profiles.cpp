@@ -102,6 +102,7 @@ void print_show(const GpuProfile& p) {
                     exact(p.efficiency.vector_flops)));
   }
   row("matrix alignment", fmt::format("{} elements", c.matrix_alignment_elements));
+  row("matrix units", c.matrix_on_alus ? "issue on the vector ALUs (alus)" : "their own (dedicated)");
 
   fmt::print("\nmatrix peaks\n");
   if (c.matrix_tflops.empty()) row("(none)", "no matrix units");

@@ -83,7 +83,7 @@ const Spec& schema() {
              integer("registers_per_unit", 1024, 1048576, true), integer("max_registers_per_thread", 16, 1024, true),
              num("shared_memory_per_unit_kb", 0, 1024, true), num("shared_memory_per_block_kb", 0, 1024, true),
              positive("shared_memory_bandwidth_gbps"), num("barrier_ns", 0, 1e6),
-             vector_tflops, matrix, integer("matrix_alignment_elements", 1, 128)},
+             vector_tflops, matrix, integer("matrix_alignment_elements", 1, 128), oneof("matrix_units", {"dedicated", "alus"})},
             true),
         map("memory",
             {map("dram", {positive("size_gb", true), positive("bandwidth_gbps", true), integer("bus_width_bits", 1, 65536),
@@ -503,6 +503,7 @@ GpuProfile convert(const YAML::Node& y) {
     }
   }
   if (c["matrix_alignment_elements"]) p.compute.matrix_alignment_elements = static_cast<int>(c["matrix_alignment_elements"].as<double>());
+  if (c["matrix_units"]) p.compute.matrix_on_alus = c["matrix_units"].as<std::string>() == "alus";
   const YAML::Node m = y["memory"];
   p.memory.dram.size_gb = m["dram"]["size_gb"].as<double>();
   p.memory.dram.bandwidth_gbps = m["dram"]["bandwidth_gbps"].as<double>();
@@ -1006,6 +1007,7 @@ std::vector<Field> fields_of(const GpuProfile& p) {
     f.push_back({"compute.matrix_tflops", list});
   }
   f.push_back({"compute.matrix_alignment_elements", scalar_int(c.matrix_alignment_elements)});
+  f.push_back({"compute.matrix_units", YAML::Node(c.matrix_on_alus ? "alus" : "dedicated")});
   const MemorySpec& m = p.memory;
   f.push_back({"memory.dram.size_gb", scalar(m.dram.size_gb)});
   f.push_back({"memory.dram.bandwidth_gbps", scalar(m.dram.bandwidth_gbps)});

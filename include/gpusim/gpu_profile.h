@@ -60,6 +60,11 @@ struct GPUSIM_API ComputeSpec {
   std::map<Precision, double> vector_tflops;
   std::vector<MatrixPeak> matrix_tflops;
   int matrix_alignment_elements = 8;
+  // Where the matrix instructions run (YAML compute.matrix_units): on units of their own beside the
+  // vector ALUs (NVIDIA tensor cores, AMD CDNA's MFMA, Intel XMX: "dedicated", the default), or on
+  // the vector ALUs themselves (Apple's simdgroup matrices, RDNA3's WMMA: "alus"), where other vector
+  // work in the main loop (unpacking quantized weights) takes the same issue slots.
+  bool matrix_on_alus = false;
 };
 
 struct GPUSIM_API DramSpec {

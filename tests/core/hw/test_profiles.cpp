@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "gpusim/documents.h"
 #include "gpusim/gpu_profile.h"
 #include "support/onnx_builder.h"
 #include "support/run_cli.h"
@@ -254,7 +255,7 @@ TEST_CASE("an unknown nested key lists the keys allowed there", "[profiles][erro
               "warp_size, max_threads_per_unit, "
               "max_blocks_per_unit, max_threads_per_block, registers_per_unit, max_registers_per_thread, "
               "shared_memory_per_unit_kb, shared_memory_per_block_kb, shared_memory_bandwidth_gbps, barrier_ns, vector_tflops, matrix_tflops, "
-              "matrix_alignment_elements");
+              "matrix_alignment_elements, matrix_units");
   check_error("bandwidth_gbps: 360}", "bandwidth_gbps: 360, clock_mhz: 9000}",
               "memory.dram.clock_mhz: unknown key; allowed here: size_gb, bandwidth_gbps, bus_width_bits, type, "
               "latency_ns");
@@ -444,6 +445,27 @@ TEST_CASE("an enum value outside its set lists the allowed values", "[profiles][
   check_error("{dtype: fp16, accumulate: fp16, tflops: 51.0}", "{dtype: fp16, accumulate: bf16, tflops: 51.0}",
               "compute.matrix_tflops[1].accumulate: \"bf16\" is not one of fp64, fp32, fp16, int32");
   check_error("type: pcie", "type: nvlink", "host_link.type: \"nvlink\" is not one of pcie, unified");
+  check_error("  units: 28\n", "  units: 28\n  matrix_units: tensor_cores\n",
+              "compute.matrix_units: \"tensor_cores\" is not one of dedicated, alus");
+}
+
+TEST_CASE("a profile says whether its matrix instructions issue on the vector ALUs", "[profiles]") {
+  // Dedicated units unless the profile says otherwise; Apple's simdgroup matrices and RDNA3's WMMA
+  // run on the ALUs, and a profile that extends one inherits it.
+  CHECK_FALSE(load_ok(kBase).compute.matrix_on_alus);
+  CHECK(load_ok(replace(kBase, "  units: 28\n", "  units: 28\n  matrix_units: alus\n")).compute.matrix_on_alus);
+  CHECK_FALSE(load_ok(replace(kBase, "  units: 28\n", "  units: 28\n  matrix_units: dedicated\n")).compute.matrix_on_alus);
+  const std::vector<std::string> dirs = {gpusim::test::source_dir() + "/gpu_profiles"};
+  for (const char* name : {"apple-m2-max", "apple-m2-max-30", "apple-m1-max-24", "amd-rx-7900-xtx"}) {
+    auto p = gpusim::find_profile(name, dirs);
+    REQUIRE(p);
+    INFO(name);
+    CHECK(p->compute.matrix_on_alus);
+    CHECK(nlohmann::json::parse(gpusim::profile_document(*p))["compute"]["matrix_units"] == "alus");
+  }
+  auto h100 = gpusim::find_profile("nvidia-h100-sxm", dirs);
+  REQUIRE(h100);
+  CHECK_FALSE(h100->compute.matrix_on_alus);
 }
 
 TEST_CASE("a missing required key is named", "[profiles][errors]") {
