@@ -130,17 +130,27 @@ void finish(KernelCost& c, const DeviceModel& d, double compute_s, double dram_s
   }
 }
 
-// A library kernel's K split (a library tile: main_loop kAny) ends in a second kernel that adds
-// the slices' fp32 partials (`partial_bytes`, read from L2 when they fit its reusable part, else
-// DRAM) and writes the result (`out_bytes`): a streaming kernel of one 4-element load per thread,
-// at least the profile's shortest kernel. gpusim's generated kernels add the slices in the tile's
-// last group (generated_split_k): no second kernel.
-void add_split_reduce(KernelCost& c, const DeviceModel& d, int split, double partial_bytes, double out_bytes) {
-  if (split <= 1 || c.tile.main_loop != MainLoop::kAny || !c.feasible) return;
+// Whether a tile's K split ends in a second kernel: a library's (main_loop kAny) does; gpusim's
+// generated kernels add the slices in the tile's last group (generated_split_k), in one launch.
+bool split_reduce_kernel(const TileConfig& t) { return t.split_k > 1 && t.main_loop == MainLoop::kAny; }
+
+// The fp32 partials a K split moves through L2 (`out_partial_bytes`: one slice's): written by every
+// slice, and read back in the kernel where it adds them itself; a second kernel's read is its own.
+double split_partials(const TileConfig& t, double out_partial_bytes) {
+  if (t.split_k <= 1) return 0.0;
+  return (split_reduce_kernel(t) ? 1.0 : 2.0) * t.split_k * out_partial_bytes;
+}
+
+// A library kernel's K split ends in a second kernel that adds the slices' fp32 partials
+// (`partial_bytes`, read from L2 when they fit its reusable part, else DRAM) and writes the result
+// (`out_bytes` of `out_elem_bytes` elements): a streaming kernel of one 4-element load per thread,
+// at least the profile's shortest kernel. The main kernel then only writes its partials.
+void add_split_reduce(KernelCost& c, const DeviceModel& d, double partial_bytes, double out_bytes, double out_elem_bytes) {
+  if (!split_reduce_kernel(c.tile) || !c.feasible) return;
   const double reuse_capacity = kL2ReuseFraction * (d.l2_size_bytes + d.llc_size_bytes);
   const double read_s = partial_bytes / (partial_bytes <= reuse_capacity ? d.l2_bytes_per_s : d.dram_bytes_per_s);
   const double body_s = std::max(read_s, out_bytes / d.dram_bytes_per_s);
-  const int64_t blocks = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(out_bytes / 4.0 / (256.0 * 4.0))));
+  const int64_t blocks = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(out_bytes / out_elem_bytes / (256.0 * 4.0))));
   const double dispatch_s = static_cast<double>(ceil_div(blocks, d.units)) * d.block_s;
   c.reduce_us = std::max(d.floor_s, body_s + d.dram_latency_s + dispatch_s) * 1e6;
   c.total_us += c.reduce_us;
@@ -247,16 +257,18 @@ KernelCost gemv_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   // on the vector units beside the multiply-adds (an instruction is an FMA's issue slot: 2 FLOPs).
   if (w.dequant_ops > 0) {
     const double cta_ops = w.dequant_ops * t.block_n * static_cast<double>(k_split);
-    compute_s += static_cast<double>(load) * 2.0 * cta_ops / (d.fp32_flops_per_s * d.vector_eff / d.units * util);
+    compute_s += static_cast<double>(load) * 2.0 * cta_ops / (d.fp32_flops_per_s / d.units * util);
   }
   // The closing sum: every thread's block_m partials through shared memory, read back by one
-  // thread an output; one barrier (three more where the last slice of a split adds the others).
+  // thread an output; one barrier (three more where the last slice of a split adds the others in
+  // this kernel: generated_split_k).
   if (d.smem_bytes_per_s > 0) {
     const double cta_smem = 2.0 * static_cast<double>(t.threads) * t.block_m * 4.0;
     compute_s += static_cast<double>(load) * cta_smem / (d.smem_bytes_per_s / d.units * util);
   }
   compute_s += epilogue_s(w, c, d, u);
-  compute_s += static_cast<double>(load) * (split > 1 ? 4 : 1) * warps * d.barrier_s;
+  const bool fixup = split > 1 && !split_reduce_kernel(t);
+  compute_s += static_cast<double>(load) * (fixup ? 4 : 1) * warps * d.barrier_s;
 
   // Traffic: every block reads its rows of A over its slice of K (from L2 after the first), and
   // its columns of B once; B's rows are read whole along k or n, sector-rounded per row of K.
@@ -268,7 +280,7 @@ KernelCost gemv_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   const double a_bytes = w.a_bytes > 0 ? static_cast<double>(w.a_bytes) : batch * w.m * w.k * eb;
   const double b_bytes = (w.b_shared ? 1.0 : batch) * w.k * w.n * beb;
   const double c_bytes = batch * w.m * w.n * eb;
-  const double partials = split > 1 ? 2.0 * split * batch * w.m * w.n * 4.0 : 0.0;
+  const double partials = split_partials(t, batch * w.m * w.n * 4.0);
   const double epilogue = sector_round(static_cast<double>(w.epilogue_bytes));
   c.l2_bytes = std::max(a_bytes, batch * w.m * w.k * eb) * grid_n + batch * w.k * w.n * beb * grid_m * sector_factor +
                c_bytes + partials + epilogue;
@@ -287,7 +299,7 @@ KernelCost gemv_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
       std::ceil(static_cast<double>(k_split) / (static_cast<double>(lanes) * std::max(1, t.vector_width)));
   const double path = d.dram_latency_s * std::max(1.0, loads_per_thread / kLoadsInFlightPerThread) + d.l2_latency_s;
   finish(c, d, compute_s, c.dram_bytes / bw, c.l2_bytes / d.l2_bytes_per_s, path);
-  add_split_reduce(c, d, split, 0.5 * partials, c_bytes);
+  add_split_reduce(c, d, split * batch * w.m * w.n * 4.0, c_bytes, eb);
   return c;
 }
 
@@ -333,11 +345,13 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
     compute_s = std::max(compute_s, static_cast<double>(load) * cta_smem / (d.smem_bytes_per_s / d.units * util));
   }
   // Unpacking quantized weights: each block unpacks its B tile once per k-step on the vector units.
-  // A SIMT loop issues them between its multiply-adds; beside matrix units they overlap the MMAs.
+  // A SIMT loop issues them between its multiply-adds; matrix units of their own overlap them with
+  // the MMAs, but matrix instructions that issue on the vector ALUs (Apple's simdgroup matrices,
+  // RDNA3's WMMA) share their slots with the unpacking: it adds.
   if (w.dequant_ops > 0) {
     const double cta_ops = w.dequant_ops * t.block_n * static_cast<double>(k_split);
-    const double dq = static_cast<double>(load) * 2.0 * cta_ops / (d.fp32_flops_per_s * d.vector_eff / d.units * util);
-    compute_s = c.matrix_units ? std::max(compute_s, dq) : compute_s + dq;
+    const double dq = static_cast<double>(load) * 2.0 * cta_ops / (d.fp32_flops_per_s / d.units * util);
+    compute_s = c.matrix_units && !d.matrix_on_alus ? std::max(compute_s, dq) : compute_s + dq;
   }
   // Per-block rescale of integer products: each output, each block of K, converts its int32 sum
   // (kTranscendentalSlots issue slots: conversions run at the special-function rate) and adds it
@@ -345,7 +359,7 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   if (w.k_block > 0) {
     const double blocks = std::ceil(static_cast<double>(k_split) / w.k_block);
     const double slots = static_cast<double>(t.block_m) * t.block_n * blocks * (kTranscendentalSlots + 2.0);
-    compute_s += static_cast<double>(load) * 2.0 * slots / (d.fp32_flops_per_s * d.vector_eff / d.units * util);
+    compute_s += static_cast<double>(load) * 2.0 * slots / (d.fp32_flops_per_s / d.units * util);
   }
   compute_s += epilogue_s(w, c, d, u);
   // Group barriers: two per k-step (one when double-buffered), each paid by every warp.
@@ -363,7 +377,7 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   const double c_bytes = batch * w.m * w.n * eb;
   const double a_loads = std::max(a_bytes, batch * w.m * w.k * eb) * grid_n * sector_factor;
   const double b_loads = batch * w.k * w.n * beb * grid_m * sector_factor;
-  const double partials = split > 1 ? 2.0 * split * batch * w.m * w.n * 4.0 : 0.0;
+  const double partials = split_partials(t, batch * w.m * w.n * 4.0);
   const double epilogue = sector_round(static_cast<double>(w.epilogue_bytes));
   c.l2_bytes = a_loads + b_loads + c_bytes + partials + epilogue;
   // DRAM. Batched GEMMs walk the batch slowest: the CTAs in flight work on one batch slice, so a
@@ -397,7 +411,7 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   // unless (stages - 1) loads already overlap it, then its stores.
   const double path = d.dram_latency_s + k_steps * d.l2_latency_s / std::max(1, t.stages - 1) + d.l2_latency_s;
   finish(c, d, compute_s, c.dram_bytes / bw, c.l2_bytes / d.l2_bytes_per_s, path);
-  add_split_reduce(c, d, split, 0.5 * partials, c_bytes);
+  add_split_reduce(c, d, split * batch * w.m * w.n * 4.0, c_bytes, eb);
   return c;
 }
 
@@ -436,8 +450,9 @@ KernelCost attention_cost(const KernelWork& w, const TileConfig& t, const Device
   const double batch = static_cast<double>(w.batch);
   const double q_bytes = batch * w.m * dk * eb, o_bytes = batch * w.m * dv * eb;
   const double kv_bytes = batch * w.kv_seq * (dk + dv) * eb;
-  // The split's partial outputs (fp32, with a max and a sum a row), written and read back once.
-  const double partials = split > 1 ? 2.0 * batch * w.m * split * (dv + 2.0) * 4.0 : 0.0;
+  // The split's partial outputs (fp32, with a max and a sum a row): written, and read back here
+  // (generated) or by the combine kernel (a library's).
+  const double partials = split_partials(t, batch * w.m * (dv + 2.0) * 4.0);
   c.l2_bytes = q_bytes + o_bytes + static_cast<double>(c.ctas) * static_cast<double>(kv_per) * (dk + dv) * eb + partials;
   const double resident = static_cast<double>(std::min<int64_t>(c.ctas, d.units * c.ctas_per_unit));
   const double per_head_kv = static_cast<double>(kv_per) * (dk + dv) * eb;
@@ -448,8 +463,8 @@ KernelCost attention_cost(const KernelWork& w, const TileConfig& t, const Device
   c.achieved_dram_gbps = bw / 1e9;
   finish(c, d, compute_s, c.dram_bytes / bw, c.l2_bytes / d.l2_bytes_per_s,
          d.dram_latency_s + 0.5 * barriers * d.l2_latency_s / std::max(1, t.stages - 1) +
-             (split > 1 ? d.dram_latency_s : 0.0));  // a KV tile per step; the combine's round trip
-  add_split_reduce(c, d, split, 0.5 * partials, o_bytes);
+             (split > 1 && !split_reduce_kernel(t) ? d.dram_latency_s : 0.0));  // a KV tile per step; an in-kernel combine's round trip
+  add_split_reduce(c, d, split * batch * w.m * (dv + 2.0) * 4.0, o_bytes, eb);
   return c;
 }
 
@@ -576,6 +591,7 @@ DeviceModel make_device(const GpuProfile& p) {
   d.grouped_conv_eff = p.efficiency.grouped_conv;
   d.fp32_flops_per_s = p.vector_tflops(Precision::kFp32) * 1e12 * d.vector_eff * d.clock_scale;
   d.matrix_alignment = p.compute.matrix_alignment_elements;
+  d.matrix_on_alus = p.compute.matrix_on_alus;
   return d;
 }
 

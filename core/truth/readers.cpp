@@ -637,6 +637,7 @@ Result<std::vector<Measurement>> read_llamacpp_csv(const std::string& path) {
     if (!get("flash_attn").empty()) m.config["flash_attn"] = get("flash_attn");
     if (!get("n_ubatch").empty()) m.config["n_ubatch"] = get("n_ubatch");
     if (!get("date").empty()) m.config["date"] = get("date");
+    if (!get("source_url").empty()) m.config["source_url"] = get("source_url");
     // llama.cpp's CUDA backend multiplied a prompt by quantized weights with fp16 cuBLAS (the weights
     // dequantized by a kernel first) until PR #8075 (2024-06-23, build b3216) made mul_mat_q the
     // default: rows dated before it, of an earlier build number, or of the January 2024 branch

@@ -201,11 +201,21 @@ Result<LlmReport> validate_llm(const std::vector<Measurement>& records, const Va
   rep.target_pp = stats_of([&](const LlmRow& r) { return target(r, "pp512"); });
 
   // Ratios: the mean time of each quantized type over F16's, same GPU, backend, model and test.
-  // Rows of one build only: a ratio across builds would measure the build.
+  // Rows of one build only: a ratio across builds would measure the build. A row that names no
+  // build is of the build its source ran that day: rows of another page or date are another build
+  // (a 2023 pull request's Metal prompt ran at 0.8x the speed a 2024 thread's did, same GPU).
+  auto build_of = [&](const Measurement& m) {
+    if (m.driver != "llama.cpp") return m.driver;
+    auto at = [&](const char* k) {
+      auto it = m.config.find(k);
+      return it == m.config.end() ? std::string() : it->second;
+    };
+    return fmt::format("{} of {} {}", m.driver, at("source_url"), at("date"));
+  };
   using Key = std::tuple<std::string, std::string, std::string, std::string, std::string, std::string>;
   std::map<Key, std::pair<std::vector<double>, std::vector<double>>> t;
   for (const LlmRow& r : rep.rows) {
-    auto& v = t[{r.gpu, r.backend, r.model, r.test, records[r.record].driver, r.weights}];
+    auto& v = t[{r.gpu, r.backend, r.model, r.test, build_of(records[r.record]), r.weights}];
     v.first.push_back(r.measured_us);
     v.second.push_back(r.predicted_us);
   }

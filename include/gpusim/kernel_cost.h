@@ -107,6 +107,9 @@ struct GPUSIM_API DeviceModel {
   double matrix_eff = 0;
   double grouped_conv_eff = 1;  // grouped and depthwise convolutions' library kernels
   int matrix_alignment = 8;
+  // The matrix instructions issue on the vector ALUs (compute.matrix_units: alus): vector work in a
+  // matrix main loop adds to its time instead of overlapping it.
+  bool matrix_on_alus = false;
   // fp32 GEMMs and convolutions may run on the matrix units as TF32, where the profile has a TF32
   // rate: PyTorch's torch.backends.cuda.matmul.allow_tf32, off by default there and here (a
   // Target's option: TargetOptions::allow_tf32).

@@ -336,6 +336,30 @@ TEST_CASE("llama-bench rows are read as whole-model records of a generation", "[
   CHECK(rep->llm.gaps.count("cuda") == 1);
 }
 
+TEST_CASE("a quantized-over-F16 ratio pairs rows of one build, a page and date standing for an unnamed one", "[llm][truth]") {
+  // The F16 and first Q4_0 rows come from one thread; the second Q4_0 row, 0.8x as fast, from a
+  // pull request a year earlier. Neither names its build.
+  const std::string csv = write_file(
+      "gpusim_llamacpp_builds.csv",
+      "source_url,date,gpu,gpu_norm,backend,model,quant,test,tokens_per_s,build\n"
+      "thread,,Apple M2 Max (30-core GPU),Apple M2 Max (30-core GPU),Metal,llama 7B,F16,pp512,600.46,\n"
+      "thread,,Apple M2 Max (30-core GPU),Apple M2 Max (30-core GPU),Metal,llama 7B,Q4_0,pp512,537.6,\n"
+      "pr,2023-09-01,Apple M2 Max (30-core GPU),Apple M2 Max (30-core GPU),Metal,llama 7B,Q4_0,pp512,433.35,\n");
+  auto recs = read_measurements(csv);
+  REQUIRE(recs);
+  REQUIRE(recs->size() == 3);
+  CHECK((*recs)[0].config.at("source_url") == "thread");
+  ValidateOptions vo;
+  vo.profile_dirs = {test::source_dir() + "/gpu_profiles"};
+  auto rep = validate(*recs, vo);
+  REQUIRE(rep);
+  REQUIRE(rep->llm.ratios.size() == 1);
+  const LlmRatio& r = rep->llm.ratios[0];
+  CHECK(r.weights == "Q4_0");
+  // The thread's own pair: 600.46 / 537.6 tokens/s, not the mean time of both Q4_0 rows.
+  CHECK(r.measured == Approx(600.46 / 537.6));
+}
+
 TEST_CASE("llama-bench reader errors name the file, the line and the fix", "[llm][truth][errors]") {
   const std::string no_col = write_file("gpusim_llamacpp_nocol.csv", "gpu,gpu_norm,backend,model,quant,test\nA,A,CUDA,llama 7B,Q4_0,tg128\n");
   // Without tokens_per_s the file is not recognised as llama-bench's: read it with the reader itself.
