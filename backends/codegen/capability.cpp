@@ -69,8 +69,8 @@ TileConfig TargetCapability::generated(const KernelWork& w, const TileConfig& as
     t.block_k = 0;
     t.threads = a.threads;
     t.stages = 1;
-    t.split_k = 1;  // gen_attention.cpp does not split the keys (flash-decoding is a library's)
-    t.smem_bytes = static_cast<int>(a.shared_floats() * 4);
+    t.split_k = a.split;  // key blocks over groups, combined by the last (gen_attention.cpp)
+    t.smem_bytes = static_cast<int>(a.shared_bytes());
     t.main_loop = MainLoop::kVector;  // scores and products on the vector units (gen_attention.cpp)
   } else if (gemm_like && !(w.cls == OpClass::kConv && (w.n < 16 || w.k < 16))) {
     GemmLoop L;

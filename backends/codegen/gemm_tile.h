@@ -134,18 +134,25 @@ void emit_gemm_mma(const GemmLoop& L, const MmaTile& t, MatrixPath path, Kernel&
 
 // The tile of the attention generator (gen_attention.cpp): bq query rows and bkv key rows a
 // step, staged in shared memory with the scores and the softmax state (head dims d and dv).
+// Shared memory a split-K kernel adds to its tiles: the flag that tells the last group of a tile.
+constexpr uint64_t kSplitFlagBytes = 4;
+
 struct AttentionTile {
   int bq = 32, bkv = 32, threads = 128;
+  int split = 1;  // key blocks split over this many groups a query block (flash-decoding)
   int64_t d = 0, dv = 0;
   uint64_t shared_floats() const {
     return static_cast<uint64_t>(bq * d + bkv * d + bkv * dv + bq * bkv + 3 * bq);
   }
+  // The kernel's shared memory: its blocks, and the split's flag.
+  uint64_t shared_bytes() const { return shared_floats() * 4 + (split > 1 ? kSplitFlagBytes : 0); }
   int accumulators() const { return static_cast<int>((bq * dv + threads - 1) / threads); }
 };
 
 // The plan's TileConfig made feasible for attention over sq queries and skv keys: block_m as bq
 // and block_n as bkv (powers of two, at most 128 and no larger than the problem), threads within
-// opts, at most 64 accumulators a thread, shared memory within opts.
+// opts, at most 64 accumulators a thread, shared memory within opts; split_k as the groups a query
+// block's key blocks are split over (generated_split_k over the key blocks).
 AttentionTile fit_attention_tile(const TileConfig& tc, int64_t sq, int64_t skv, int64_t d, int64_t dv, const Options& opts);
 
 // The k-loop both main loops share: `steps` (an int expression, at least 1) steps of `bk` from
@@ -156,9 +163,6 @@ AttentionTile fit_attention_tile(const TileConfig& tc, int64_t sq, int64_t skv, 
 std::string k_loop(const std::string& steps, int bk, int stages, const std::string& kbase,
                    const std::function<std::string(const std::string&, const std::string&)>& load,
                    const std::function<std::string(const std::string&)>& compute);
-
-// Shared memory a split-K kernel adds to its tiles: the flag that tells the last group of a tile.
-constexpr uint64_t kSplitFlagBytes = 4;
 
 // Split-K in one launch, shared by both main loops. With `split` > 1 the kernel has
 // tiles x split groups; split_k_header starts the body: `tile` (the output tile), `ks` (the

@@ -12,9 +12,15 @@
 // bq x Dv spread over the threads) gain P x V. At the end each output is divided by its row's sum
 // and handed to the elementwise tail (nodes after the second MatMul) or stored.
 //
-// TileConfig honoured: block_m = query rows per group, block_n = keys per step, threads; fitted
-// to the problem, to 64 accumulators per thread and to the shared memory limit. stages is not
-// used (one buffer per block).
+// A decode step's few queries over a long cache (flash-decoding): split_k > 1 splits a query
+// block's key blocks over that many groups. Each runs the loop above over its share and leaves its
+// unnormalised outputs, row maxima and row sums in scratch; the last of them to arrive rescales
+// every share to the rows' overall maximum and adds them in share order (one launch, the same
+// result on every run), then divides and runs the tail as unsplit.
+//
+// TileConfig honoured: block_m = query rows per group, block_n = keys per step, threads, split_k;
+// fitted to the problem, to 64 accumulators per thread and to the shared memory limit. stages is
+// not used (one buffer per block).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -102,8 +108,11 @@ AttentionTile fit_attention_tile(const TileConfig& tc, int64_t sq, int64_t skv, 
       break;
     }
   }
-  while (t.shared_floats() * 4 > opts.max_shared_bytes && (t.bq > 1 || t.bkv > 1)) {
+  const auto fit_split = [&] { t.split = generated_split_k(tc.split_k, std::max<int64_t>(1, skv), t.bkv); };
+  fit_split();
+  while (t.shared_bytes() > opts.max_shared_bytes && (t.bq > 1 || t.bkv > 1)) {
     (t.bkv >= t.bq && t.bkv > 1 ? t.bkv : t.bq) /= 2;
+    fit_split();
   }
   // No more threads than the larger of the score block and the output block has elements.
   const int64_t work = std::max<int64_t>(static_cast<int64_t>(t.bq) * t.bkv, static_cast<int64_t>(t.bq) * dv);
@@ -260,10 +269,10 @@ Result<Kernel> gen_attention(const GenContext& c) {
     }
   }
   const AttentionTile t = fit_attention_tile(c.k.tile, sq, skv, d, dv, c.opts);
-  if (t.shared_floats() * 4 > c.opts.max_shared_bytes) {
+  if (t.shared_bytes() > c.opts.max_shared_bytes) {
     return c.unsupported(qk, fmt::format("head dims {} and {} need {} bytes of shared memory even with 1x1 blocks; the "
                                          "target allows {}",
-                                         d, dv, t.shared_floats() * 4, c.opts.max_shared_bytes));
+                                         d, dv, t.shared_bytes(), c.opts.max_shared_bytes));
   }
   const auto sub = [](const Shape& s, size_t r) { return Shape(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(r)); };
   const auto subst = [](const std::vector<int64_t>& s, size_t r) {
@@ -301,21 +310,24 @@ Result<Kernel> gen_attention(const GenContext& c) {
   if (!epi) return epi.error();
 
   const int T = t.threads, BQ = t.bq, BKV = t.bkv, NO = t.accumulators();
-  const int64_t qblocks = (sq + BQ - 1) / BQ, kblocks = (skv + BKV - 1) / BKV, total = nb * qblocks;
+  const int64_t qblocks = (sq + BQ - 1) / BQ, total = nb * qblocks;
+  // The key blocks, split over sk.split groups a query block (t.split: flash-decoding).
+  const SplitK sk = split_k_plan(skv, BKV, t.split);
   Kernel k;
   k.name = kernel_name("attention", qk);
   k.cls = "attention";
   k.block = {static_cast<uint32_t>(T), 1, 1};
-  k.groups = groups_for(std::max<int64_t>(total, 1), 1);
-  k.shared_bytes = t.shared_floats() * 4;
+  k.groups = groups_for(std::max<int64_t>(total * sk.split, 1), 1);
+  k.shared_bytes = t.shared_floats() * 4;  // add_split_scratch adds the split's flag
   k.decls = fmt::format(
       "SHARED float sQ[{}];\nSHARED float sK[{}];\nSHARED float sV[{}];\nSHARED float sS[{}];\n"
       "SHARED float sM[{}];\nSHARED float sL[{}];\nSHARED float sA[{}];\n",
       BQ * d, BKV * d, BKV * dv, BQ * BKV, BQ, BQ, BQ);
   std::string& b = k.body;
-  b += fmt::format("  // attention: {} x [{} queries x {} keys], head dims {}/{}; {} queries x {} keys per step, {} threads\n",
-                   nb, sq, skv, d, dv, BQ, BKV, T);
-  b += fmt::format("  int tile = {};\n  if (tile >= {}) return;\n", kLinearGroup, total);
+  b += fmt::format("  // attention: {} x [{} queries x {} keys], head dims {}/{}; {} queries x {} keys per step, {} threads{}\n",
+                   nb, sq, skv, d, dv, BQ, BKV, T, sk.split > 1 ? fmt::format(", keys split {} ways", sk.split) : "");
+  // split_k_header: the group's tile, and where split, its slice ks: key blocks from key kb, ksteps_here of them.
+  b += split_k_header(sk, total, BKV);
   b += fmt::format("  int bh = tile / {};\n  int q0 = (tile % {}) * {};\n", qblocks, qblocks, BQ);
   b += fmt::format("  int q_off = {};\n", batch_offset(batch, sub(q->shape, rq), subst(q->strides, rq), "bh"));
   b += fmt::format("  int k_off = {};\n", batch_offset(batch, sub(kt->shape, rk), subst(kt->strides, rk), "bh"));
@@ -324,7 +336,11 @@ Result<Kernel> gen_attention(const GenContext& c) {
   b += fmt::format("  for (int r = LID_X; r < {}; r += {}) {{ sM[r] = -INF_F; sL[r] = 0.0f; }}\n", BQ, T);
   b += fmt::format("  float oacc[{}];\n  for (int i = 0; i < {}; ++i) oacc[i] = 0.0f;\n", NO, NO);
   b += "  BARRIER();\n";
-  b += fmt::format("  for (int kb = 0; kb < {}; ++kb) {{\n    int k0 = kb * {};\n", kblocks, BKV);
+  if (sk.split > 1) {
+    b += fmt::format("  for (int kstep = 0; kstep < ksteps_here; ++kstep) {{\n    int k0 = kb + kstep * {};\n", BKV);
+  } else {
+    b += fmt::format("  for (int kstep = 0; kstep < {}; ++kstep) {{\n    int k0 = kstep * {};\n", sk.ksteps, BKV);
+  }
   // K^T is [d, skv]: stage its block as sK[j][dd] (key row j, head-dim column dd).
   b += stage(args, *kt, "k_off", kt->strides[rk + 1], kt->strides[rk], "sK", BKV, d, "k0", skv, T);
   b += stage(args, *v, "v_off", v->strides[rv], v->strides[rv + 1], "sV", BKV, dv, "k0", skv, T);
@@ -353,13 +369,42 @@ Result<Kernel> gen_attention(const GenContext& c) {
   b += "        float a = oacc[i] * sA[r];\n";
   b += fmt::format("        for (int j = 0; j < {}; ++j) a += sS[r * {} + j] * sV[j * {} + dd];\n", BKV, BKV, dv);
   b += "        oacc[i] = a;\n      }\n    }\n    BARRIER();\n  }\n";
+  if (sk.split > 1) {
+    // Flash-decoding's combine. Slice ks of the tile leaves its unnormalised outputs, its rows'
+    // maxima and sums at slab(ks) = (tile * split + ks) * BQ * (Dv + 2): outputs, then maxima,
+    // then sums. The last group of the tile rescales each slice to the rows' overall maximum and
+    // adds the slices in slice order (the same sum on every run).
+    const int64_t slab = static_cast<int64_t>(BQ) * (dv + 2);
+    const auto at = [&](const std::string& slice, const std::string& off) {
+      return fmt::format("(tile * {} + {}) * {} + {}", sk.split, slice, slab, off);
+    };
+    b += fmt::format("  for (int i = 0; i < {}; ++i) {{\n    int e = LID_X + i * {};\n", NO, T);
+    b += fmt::format("    if (e < {}) SPLIT_ST({}, oacc[i]);\n  }}\n", BQ * dv, at("ks", "e"));
+    b += fmt::format("  for (int r = LID_X; r < {}; r += {}) {{\n", BQ, T);
+    b += fmt::format("    SPLIT_ST({}, sM[r]);\n    SPLIT_ST({}, sL[r]);\n  }}\n", at("ks", fmt::format("{} + r", BQ * dv)),
+                     at("ks", fmt::format("{} + r", BQ * dv + BQ)));
+    b += split_k_arrive(sk);
+    b += fmt::format("  for (int r = LID_X; r < {}; r += {}) {{\n    float mx = -INF_F;\n", BQ, T);
+    b += fmt::format("    for (int sl = 0; sl < {}; ++sl) mx = fmaxf(mx, SPLIT_LD({}));\n", sk.split,
+                     at("sl", fmt::format("{} + r", BQ * dv)));
+    b += "    float ms = mx == -INF_F ? 0.0f : mx;\n    float l = 0.0f;\n";
+    b += fmt::format("    for (int sl = 0; sl < {}; ++sl) l += SPLIT_LD({}) * expf(SPLIT_LD({}) - ms);\n", sk.split,
+                     at("sl", fmt::format("{} + r", BQ * dv + BQ)), at("sl", fmt::format("{} + r", BQ * dv)));
+    b += "    sA[r] = ms; sL[r] = l;\n  }\n  BARRIER();\n";
+    b += fmt::format("  for (int i = 0; i < {}; ++i) {{\n    int e = LID_X + i * {};\n", NO, T);
+    b += fmt::format("    if (e < {}) {{\n      int r = e / {};\n      float a = 0.0f;\n", BQ * dv, dv);
+    b += fmt::format("      for (int sl = 0; sl < {}; ++sl) a += SPLIT_LD({}) * expf(SPLIT_LD({}) - sA[r]);\n", sk.split,
+                     at("sl", "e"), at("sl", fmt::format("{} + r", BQ * dv)));
+    b += "      oacc[i] = a;\n    }\n  }\n";
+    add_split_scratch(k, total * sk.split * slab, total);
+  }
   b += fmt::format("  for (int i = 0; i < {}; ++i) {{\n    int e = LID_X + i * {};\n", NO, T);
   b += fmt::format("    if (e >= {}) continue;\n", BQ * dv);
   b += fmt::format("    int r = e / {}; int dd = e % {}; int qi = q0 + r;\n", dv, dv);
   b += fmt::format("    if (qi >= {}) continue;\n", sq);
   b += fmt::format("    {{\n        int o = (bh * {} + qi) * {} + dd;\n        float v = oacc[i] / sL[r];\n{}    }}\n  }}\n", sq,
                    dv, *epi);
-  k.args = std::move(args.args);
+  k.args.insert(k.args.begin(), args.args.begin(), args.args.end());  // the kernel's own first, then any scratch
   return k;
 }
 

@@ -66,7 +66,11 @@ std::string_view main_loop_name(MainLoop m) {
 }
 
 TileConfig tile_as_generated(TileConfig t, const KernelWork& w) {
-  t.split_k = has_gemm_view(w) ? generated_split_k(t.split_k, w.k, t.block_k) : 1;
+  if (w.cls == OpClass::kAttention && w.m > 0 && w.kv_seq > 0) {
+    t.split_k = generated_split_k(t.split_k, w.kv_seq, t.block_n);  // key blocks (flash-decoding)
+  } else {
+    t.split_k = has_gemm_view(w) ? generated_split_k(t.split_k, w.k, t.block_k) : 1;
+  }
   if (w.cls == OpClass::kElementwise) {
     t.vector_width = generated_vector_lanes(t.vector_width, w.elements);
   } else if ((w.cls == OpClass::kReduction || w.cls == OpClass::kNormalization) && w.rows > 0) {

@@ -158,7 +158,9 @@ GPUSIM_API bool gemv_shaped(const TileConfig& t);
 GPUSIM_API int generated_split_k(int asked, int64_t k, int block_k);
 
 // The rules every gpusim code generator follows whatever its target: split_k as
-// generated_split_k for GEMMs and convolutions (1 for the other classes); vector_width as
+// generated_split_k for GEMMs and convolutions, and over the key blocks (kv_seq in block_n steps)
+// for attention (flash-decoding: each group a share of the keys, the last combining them; 1 for
+// the other classes); vector_width as
 // generated_vector_lanes for fused elementwise kernels and (over the row length) for row
 // reductions and normalizations; a power of two up to 8 for GEMMs and convolutions (the widest
 // tile load, narrowed per operand); 1 for the other classes; the rest kept.

@@ -325,10 +325,20 @@ TEST_CASE("attention kernels match the reference", "[codegen]") {
                      A{2, 3, 7, 13, 16, 8, true, false, {32, 16, 0, 128, 1, 1, 1, 1}, Compile::kCudaAndFp16},
                      A{1, 2, 61, 61, 8, 8, false, true, {16, 32, 0, 64, 1, 1, 1, 1}, Compile::kCuda},
                      A{1, 1, 13, 127, 32, 16, true, true, {64, 64, 0, 256, 2, 1, 1, 1}, Compile::kVulkanOnly},
-                     A{1, 2, 32, 32, 16, 16, true, false, {32, 32, 0, 128, 1, 1, 1, 1}, Compile::kVulkanOnly}}) {
+                     A{1, 2, 32, 32, 16, 16, true, false, {32, 32, 0, 128, 1, 1, 1, 1}, Compile::kVulkanOnly},
+                     // A decode step: one query over a long cache, the keys split over groups
+                     // (flash-decoding), the last combining them; uneven shares, and a tail.
+                     A{1, 4, 1, 300, 64, 64, true, false, {16, 32, 0, 128, 2, 4, 1, 1}, Compile::kCudaAndFp16},
+                     A{2, 2, 3, 257, 32, 16, false, true, {16, 32, 0, 64, 1, 3, 1, 1}, Compile::kCuda}}) {
     INFO("B " << a.B << " H " << a.H << " Sq " << a.sq << " Skv " << a.skv << " D " << a.d << " Dv " << a.dv);
     const Graph g = attention_graph(a.B, a.H, a.sq, a.skv, a.d, a.dv, a.transpose, a.tail);
-    check(g, plan_kernel(g, attention_nodes(a.transpose, a.tail), "qk", a.tile, {"attention"}), a.compile);
+    const PlanKernel pk = plan_kernel(g, attention_nodes(a.transpose, a.tail), "qk", a.tile, {"attention"});
+    check(g, pk, a.compile);
+    if (a.tile.split_k > 1) {  // the combine ran: each query block's keys in several groups
+      auto k = codegen::generate(g, pk);
+      REQUIRE(k);
+      CHECK_THAT(k->body, Catch::Contains("keys split " + std::to_string(a.tile.split_k) + " ways"));
+    }
   }
 }
 
@@ -787,6 +797,8 @@ TEST_CASE("the capability query answers the tile codegen builds, for every menu 
   {
     Graph g = attention_graph(1, 2, 61, 127, 32, 16, true, false);
     cases.push_back({g, plan_kernel(g, attention_nodes(true, false), "qk", {}, {"attention"})});
+    Graph decode = attention_graph(1, 8, 1, 2048, 64, 64, true, false);  // a decode step's one query
+    cases.push_back({decode, plan_kernel(decode, attention_nodes(true, false), "qk", {}, {"attention"})});
   }
   {
     Graph g = rows_graph();
@@ -794,6 +806,7 @@ TEST_CASE("the capability query answers the tile codegen builds, for every menu 
     cases.push_back({g, plan_kernel(g, {"relu"}, "relu")});
   }
   int differed = 0;
+  bool split_attention = false;
   for (const auto& [name, opts] : targets) {
     const codegen::TargetCapability cap(opts);
     for (const Case& c : cases) {
@@ -861,12 +874,14 @@ TEST_CASE("the capability query answers the tile codegen builds, for every menu 
             CHECK(kb->shared_bytes <= tiles * static_cast<uint64_t>(built.block_m + built.block_n + 2));
           }
         } else if (w.cls == OpClass::kAttention) {
-          CHECK(groups == w.batch * ceil_div(w.m, built.block_m));
+          CHECK(groups == w.batch * ceil_div(w.m, built.block_m) * built.split_k);
+          split_attention = split_attention || built.split_k > 1;
         }
       }
     }
   }
   CHECK(differed > 0);  // the menus ask for stages, blocks and threads the targets fit
+  CHECK(split_attention);  // a decode step's keys split over groups, as the menu asks
 }
 
 TEST_CASE("split-K GEMMs and convolutions: each slice a group, the last of a tile sums them and runs the epilogue",

@@ -717,9 +717,9 @@ TEST_CASE("gpusim compare puts a generation side by side on several GPUs", "[llm
 
 
 // A decode step's attention: one query a head over a long cache. The library menu has
-// flash-decoding's key splits (every SM streams some of the cache); gpusim's own generator does not
-// split, and its tiles say so.
-TEST_CASE("a decode step's attention splits the keys in library tiles as flash-decoding does", "[llm][cost]") {
+// flash-decoding's key splits (every SM streams some of the cache); gpusim's own generator splits
+// alike, combining in the kernel instead of a second one.
+TEST_CASE("a decode step's attention splits the keys as flash-decoding does in a library's two kernels or gpusim's one", "[llm][cost]") {
   Session s;
   auto gpu = s.gpu("nvidia-h200");
   REQUIRE(gpu);
@@ -746,8 +746,21 @@ TEST_CASE("a decode step's attention splits the keys in library tiles as flash-d
   KernelWork prompt = w;
   prompt.m = 512;
   CHECK(choose_tile(prompt, d).split_k == 1);
+  // The library's combine is a second kernel; gpusim's generator splits the keys alike and
+  // combines them in the last group of each query block (gen_attention.cpp), one launch.
+  CHECK(split.reduce_us > 0);
   const Target gen = s.target(*gpu, TileSpace::kGenerated);
-  CHECK(gen.capability().generated(w, best).split_k == 1);
+  CHECK(gen.capability().generated(w, best).split_k == best.split_k);
+  const TileConfig own = best_generated_tile(w, d, gen.capability());
+  CHECK(own.split_k > 1);
+  CHECK(kernel_cost(w, own, d).reduce_us == 0);
+  double own_unsplit = 1e300;
+  for (const TileConfig& t : tile_menu(w, d)) {
+    const TileConfig built = gen.capability().generated(w, t);
+    if (built.split_k == 1) own_unsplit = std::min(own_unsplit, kernel_cost(w, built, d).total_us);
+  }
+  INFO("generated: split " << own.split_k << ": " << kernel_cost(w, own, d).total_us << " us; unsplit " << own_unsplit << " us");
+  CHECK(kernel_cost(w, own, d).total_us * 2 < own_unsplit);
 }
 
 // `dtype int8|fp8`: a graph re-typed to 8 bits, as a fully quantized (W8A8) engine runs it, priced
