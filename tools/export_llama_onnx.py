@@ -17,7 +17,8 @@ causal triangle of a prompt's mask (the padding mask's broadcast Add stands in: 
 MatMulNBits, 4 bits in blocks of 32 with an fp16 scale each (Q4_0's arithmetic), weights [N, K/32, 16].
 
 Shape-only, as tools/export_models.py writes the bundled models: initializers over 1024 bytes are
-external data in "<name>.weights.bin", which is never written; nothing is downloaded. Needs the
+external data in "<name>.weights.bin", which is never written (`gpusim run` seeds them); smaller ones
+are embedded, RMSNorm weights as ones (as transformers initialises them); nothing is downloaded. Needs the
 `onnx` and `pyyaml` packages (tools/setup-export-venv.sh, or any Python with them).
 
 Usage:
@@ -42,15 +43,20 @@ class Builder:
         self.dtype = dtype
         self.nodes, self.inits, self.offset = [], [], 0
 
-    def weight(self, name, dims, dtype=None):
+    def weight(self, name, dims, dtype=None, ones=False):
         t = TensorProto()
         t.name = name
         t.data_type = dtype if dtype is not None else self.dtype
         t.dims.extend(dims)
         nbytes = int(np.prod(dims)) * {TensorProto.FLOAT: 4, TensorProto.FLOAT16: 2, TensorProto.UINT8: 1,
                                        TensorProto.INT64: 8}[t.data_type]
-        if nbytes <= SIZE_THRESHOLD:  # small: embedded zeros, as an exporter keeps its small constants
-            t.raw_data = bytes(nbytes)
+        if nbytes <= SIZE_THRESHOLD:
+            # Small: embedded, as an exporter keeps its small constants: an RMSNorm's weight as
+            # transformers initialises it (ones; zeros would make every output after the first
+            # norm zero, and `run --check` compare nothing), anything else zeros.
+            np_type = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float16, TensorProto.UINT8: np.uint8,
+                       TensorProto.INT64: np.int64}[t.data_type]
+            t.raw_data = (np.ones if ones else np.zeros)(dims, dtype=np_type).tobytes()
         else:
             t.data_location = TensorProto.EXTERNAL
             for k, v in (("location", self.name + ".weights.bin"), ("offset", str(self.offset)), ("length", str(nbytes))):
@@ -99,7 +105,7 @@ def export(spec, weights, out):
         var = b.op("Add", [mean, b.const(f"{p}/eps", eps, ft)], f"{p}/Add")
         rms = b.op("Sqrt", [var], f"{p}/Sqrt")
         normed = b.op("Div", [x, rms], f"{p}/Div")
-        return b.op("Mul", [b.weight(w, [H]), normed], f"{p}/Mul")
+        return b.op("Mul", [b.weight(w, [H], ones=True), normed], f"{p}/Mul")
 
     def linear(x, wname, k, n, p):
         if not q4:

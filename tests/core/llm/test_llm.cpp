@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -15,6 +16,7 @@
 #include "gpusim/op_catalog.h"
 #include "support/onnx_builder.h"
 #include "support/fixtures.h"
+#include "support/devices.h"
 #include "support/run_cli.h"
 
 using namespace gpusim;
@@ -825,4 +827,46 @@ TEST_CASE("predict re-types a graph to int8 or fp8 where the GPU has the matrix 
                                             "--dim batch=8 --plan " + out);
   INFO(scored.out);
   CHECK(scored.rc == 0);
+}
+
+// What a user runs: a decode step of the bundled tiny decoder (one token over 300 cached ones),
+// its attention fused and the keys split over groups (flash-decoding, combined in the kernel), on
+// Vulkan (lavapipe in CI) against the CPU reference. The decoder's RMSNorm weights are ones, so the
+// logits are not all zero and the check compares something.
+TEST_CASE("a decode step of the tiny decoder runs with its attention keys split and matches the reference", "[llm][cli]") {
+  if (test::device("vulkan") == nullptr) return;  // devices.h warned why
+  const std::string tiny = test::source_dir() + "/models/tiny_llama_decoder.onnx";
+  const std::string dims =
+      " --dim batch_size=1 --dim sequence_length=1 --dim total_sequence_length=301 --dim past_sequence_length=300";
+  const std::string plan = (fs::temp_directory_path() / "gpusim_tiny_decode_plan.json").string();
+  test::Run r = test::run_gpusim("plan " + tiny + dims + " --gpu nvidia-h100-sxm --dtype fp16 --out " + plan);
+  INFO(r.out);
+  REQUIRE(r.rc == 0);
+  nlohmann::json p;
+  {
+    std::ifstream in(plan);
+    p = nlohmann::json::parse(in);
+  }
+  int split = 0;
+  for (auto& k : p["kernels"]) {
+    const auto& f = k["fusions"];
+    if (std::find(f.begin(), f.end(), "attention") == f.end()) continue;
+    k["tile"]["split_k"] = 4;  // 300 keys in blocks of 32: four shares, the last shorter
+    ++split;
+  }
+  REQUIRE(split == 2);  // one attention a layer
+  std::ofstream(plan) << p.dump();
+  r = test::run_gpusim("run " + tiny + dims + " --backend vulkan --check --repeat 1 --plan " + plan);
+  INFO(r.out);
+  CHECK(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("check    logits: relative L2 error") && Catch::Contains("PASS"));
+  CHECK_THAT(r.out, !Catch::Contains("logits [1, 1, 1024] fp16: min 0, max 0"));
+  // The plan ran as written: both attentions in four shares.
+  r = test::run_gpusim("predict " + tiny + dims + " --gpu nvidia-h100-sxm --dtype fp16 --json --plan " + plan);
+  INFO(r.out);
+  REQUIRE(r.rc == 0);
+  int shares = 0;
+  const nlohmann::json predicted = nlohmann::json::parse(r.out);
+  for (const auto& k : predicted["kernels"]) shares += k["class"] == "attention" && k["tile"]["split_k"] == 4;
+  CHECK(shares == 2);
 }
