@@ -122,13 +122,18 @@ bool next_index(std::vector<int64_t>& idx, const std::vector<int64_t>& dims, siz
   return false;
 }
 
-// ---- Conv / ConvInteger / ConvTranspose --------------------------------------------------------
+// ---- Conv / ConvInteger / QLinearConv / ConvTranspose ------------------------------------------
 // One loop serves both: it walks the output (Conv, a gather) or the input (ConvTranspose, a
 // scatter); the other side's position is walk * stride + k * dilation - pad_begin either way.
+// QLinearConv (x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B) is
+// ConvInteger's sum plus its int32 bias B, requantized: round(sum x x_scale x w_scale[m] / y_scale)
+// + y_zero_point, saturated to the output's type (w_scale and w_zero_point per tensor or per
+// output channel).
 
 Status conv(KernelArgs& a) {
-  const bool integer = a.node.op_type == "ConvInteger", tr = a.node.op_type == "ConvTranspose";
-  const HostTensor &xt = *a.in[0], &wt = *a.in[1];
+  const bool qlinear = a.node.op_type == "QLinearConv";
+  const bool integer = a.node.op_type == "ConvInteger" || qlinear, tr = a.node.op_type == "ConvTranspose";
+  const HostTensor &xt = *a.in[0], &wt = *a.in[qlinear ? 3 : 1];
   HostTensor& y = *a.out[0];
   y.allocate();
   const int64_t group = a.attr_i("group", 1);
@@ -146,15 +151,38 @@ Status conv(KernelArgs& a) {
   if (prod(wt.shape, 2) != k_sp) return a.fail("kernel_shape does not match the weight");
   double xzp = 0;
   std::vector<double> wzp(static_cast<size_t>(M), 0.0), bias(static_cast<size_t>(M), 0.0);
+  std::vector<double> out_scale;  // QLinearConv: x_scale x w_scale[m] / y_scale
+  double yzp = 0, ylo = 0, yhi = 0;
   if (integer) {
     if (a.has(2)) {
       if (a.in[2]->elements() != 1) return a.fail("x_zero_point must be a scalar");
       xzp = a.in[2]->real(0);
     }
-    auto z = per_line(a, 3, M, "w_zero_point", "channel");
+    auto z = per_line(a, qlinear ? 5 : 3, M, "w_zero_point", "channel");
     if (!z) return z.error();
     wzp = *z;
-  } else if (a.has(2)) {
+  }
+  if (qlinear) {
+    if (!a.has(1) || a.in[1]->elements() != 1) return a.fail("x_scale must be a scalar");
+    if (!a.has(6) || a.in[6]->elements() != 1) return a.fail("y_scale must be a scalar");
+    if (a.has(7) && a.in[7]->elements() != 1) return a.fail("y_zero_point must be a scalar");
+    auto ws = per_line(a, 4, M, "w_scale", "channel");
+    if (!ws) return ws.error();
+    const double xs = a.in[1]->real(0), ys = a.in[6]->real(0);
+    yzp = a.has(7) ? a.in[7]->real(0) : 0.0;
+    switch (y.dtype) {
+      case DType::kUInt8: ylo = 0; yhi = 255; break;
+      case DType::kInt8: ylo = -128; yhi = 127; break;
+      default: return a.fail(fmt::format("the output type {} is not int8 or uint8", dtype_name(y.dtype)));
+    }
+    for (int64_t m = 0; m < M; ++m) out_scale.push_back(xs * (*ws)[static_cast<size_t>(m)] / ys);
+    if (a.has(8)) {
+      if (a.in[8]->elements() != M) {
+        return a.fail(fmt::format("B {} is not one int32 per output channel ({})", shape_str(a.in[8]->shape), M));
+      }
+      for (int64_t m = 0; m < M; ++m) bias[static_cast<size_t>(m)] = a.in[8]->real(m);
+    }
+  } else if (!integer && a.has(2)) {
     for (int64_t m = 0; m < M; ++m) bias[static_cast<size_t>(m)] = a.in[2]->real(m);
   }
   const Reals x(xt), wv(wt);
@@ -200,6 +228,14 @@ Status conv(KernelArgs& a) {
             }
           }
         }
+      }
+      if (qlinear) {
+        const double sc = out_scale[static_cast<size_t>(m)];
+        for (int64_t o = 0; o < out_sp; ++o) {
+          const double q = std::nearbyint(acc[static_cast<size_t>(o)] * sc) + yzp;
+          y.i[static_cast<size_t>(bm * out_sp + o)] = static_cast<int64_t>(std::clamp(q, ylo, yhi));
+        }
+        continue;
       }
       for (int64_t o = 0; o < out_sp; ++o) put(y, bm * out_sp + o, acc[static_cast<size_t>(o)]);
     }
@@ -793,6 +829,7 @@ Status ms_attention(KernelArgs& a) {
 void register_gemm_conv(std::map<std::string, Kernel>& k) {
   k["Conv"] = conv;
   k["ConvInteger"] = conv;
+  k["QLinearConv"] = conv;
   k["ConvTranspose"] = conv;
   k["MatMul"] = matmul;
   k["MatMulInteger"] = matmul;

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "gpusim/onnx_import.h"
+#include "gpusim/op_catalog.h"
 #include "gpusim/tensor_data.h"
 #include "reference.h"
 #include "support/onnx_builder.h"
@@ -198,5 +199,15 @@ TEST_CASE("the CPU reference names the node whose values or types do not fit, an
     REQUIRE_FALSE(small);
     CHECK_THAT(small.error().message, Catch::Contains("would hold at least 16.8 MB on the host at once"));
     CHECK_THAT(small.error().message, Catch::Contains("over its limit of 12.6 MB"));
+  }
+}
+
+// backends/README.md says every catalog op has a reference kernel; QLinearConv had none (the
+// catalog priced it, `run` refused it).
+TEST_CASE("every op the catalog prices has a CPU reference kernel", "[cpu]") {
+  const auto& table = gpusim::cpu::kernels();
+  for (const std::string& op : gpusim::supported_ops()) {
+    INFO(op);
+    CHECK(table.count(op) == 1);
   }
 }

@@ -22,6 +22,7 @@ namespace {
 constexpr int kF32 = onnx::TensorProto::FLOAT;
 constexpr int kU8 = onnx::TensorProto::UINT8;
 constexpr int kI8 = onnx::TensorProto::INT8;
+constexpr int kI32 = onnx::TensorProto::INT32;
 constexpr int kE4M3 = 17;  // TensorProto FLOAT8E4M3FN (Debian 12's onnx headers predate the float8 types)
 
 Graph load(test::OnnxBuilder& b, const std::string& file) {
@@ -209,6 +210,47 @@ TEST_CASE("the reference quantizes and dequantizes as ONNX says", "[cpu][quantiz
     REQUIRE_FALSE(r);
     CHECK_THAT(r.error().message, Catch::Contains("node \"qmm\"") &&
                                       Catch::Contains("a_scale [3] is neither a scalar nor one value per row (2)"));
+  }
+  // QLinearConv of a [1, 1, 2, 2] uint8 image by two 1x1 int8 filters, scales and zero points per
+  // output channel, an int32 bias of `bias` values.
+  auto qlinear_conv = [](int64_t bias, const char* file) {
+    test::OnnxBuilder b;
+    b.input("x", kU8, {int64_t{1}, int64_t{1}, int64_t{2}, int64_t{2}});
+    b.input("xs", kF32, {});
+    b.input("xz", kU8, {});
+    b.input("w", kI8, {int64_t{2}, int64_t{1}, int64_t{1}, int64_t{1}});
+    b.input("ws", kF32, {int64_t{2}});
+    b.input("wz", kI8, {int64_t{2}});
+    b.input("ys", kF32, {});
+    b.input("yz", kU8, {});
+    b.input("bias", kI32, {bias});
+    b.node("QLinearConv", {"x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "bias"}, {"y"}, "qconv");
+    b.output("y");
+    return load(b, file);
+  };
+  auto qconv_inputs = [](std::vector<int64_t> bias) {
+    const auto n = static_cast<int64_t>(bias.size());
+    return std::vector<cpu::HostTensor>{ints(DType::kUInt8, {1, 1, 2, 2}, {10, 20, 30, 40}), reals(DType::kFloat32, {}, {0.5}),
+                                        ints(DType::kUInt8, {}, {10}), ints(DType::kInt8, {2, 1, 1, 1}, {2, -3}),
+                                        reals(DType::kFloat32, {2}, {0.25, 0.125}), ints(DType::kInt8, {2}, {0, 1}),
+                                        reals(DType::kFloat32, {}, {0.25}), ints(DType::kUInt8, {}, {40}),
+                                        ints(DType::kInt32, {n}, std::move(bias))};
+  };
+  SECTION("QLinearConv: integer sums plus the int32 bias, requantized per output channel") {
+    const Graph g = qlinear_conv(2, "qlconv_ref.onnx");
+    auto r = cpu::run_reference(g, qconv_inputs({5, -6}));
+    REQUIRE(r);
+    // Channel 0: (x - 10) x (2 - 0) + 5 = 5, 25, 45, 65, times 0.5 x 0.25 / 0.25 = 2.5, 12.5, 22.5,
+    // 32.5, rounded half to even, + 40. Channel 1: (x - 10) x (-3 - 1) - 6 = -6, -46, -86, -126,
+    // times 0.25 = -1.5, -11.5, -21.5, -31.5, rounded, + 40.
+    CHECK(r->outputs[0].i == std::vector<int64_t>{42, 52, 62, 72, 38, 28, 18, 8});
+  }
+  SECTION("QLinearConv: a bias that is not one value per output channel is refused, naming it") {
+    const Graph g = qlinear_conv(3, "qlconv_bad.onnx");
+    auto r = cpu::run_reference(g, qconv_inputs({5, -6, 7}));
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.error().message, Catch::Contains("node \"qconv\"") &&
+                                      Catch::Contains("B [3] is not one int32 per output channel (2)"));
   }
 }
 
