@@ -35,6 +35,9 @@ import yaml
 from onnx import TensorProto, helper
 
 SIZE_THRESHOLD = 1024
+# The element types the graph stores, as numpy types (their sizes, and embedded values).
+NP_TYPES = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float16, TensorProto.UINT8: np.uint8,
+            TensorProto.INT64: np.int64}
 
 
 class Builder:
@@ -48,15 +51,12 @@ class Builder:
         t.name = name
         t.data_type = dtype if dtype is not None else self.dtype
         t.dims.extend(dims)
-        nbytes = int(np.prod(dims)) * {TensorProto.FLOAT: 4, TensorProto.FLOAT16: 2, TensorProto.UINT8: 1,
-                                       TensorProto.INT64: 8}[t.data_type]
+        nbytes = int(np.prod(dims)) * np.dtype(NP_TYPES[t.data_type]).itemsize
         if nbytes <= SIZE_THRESHOLD:
             # Small: embedded, as an exporter keeps its small constants: an RMSNorm's weight as
             # transformers initialises it (ones; zeros would make every output after the first
             # norm zero, and `run --check` compare nothing), anything else zeros.
-            np_type = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float16, TensorProto.UINT8: np.uint8,
-                       TensorProto.INT64: np.int64}[t.data_type]
-            t.raw_data = (np.ones if ones else np.zeros)(dims, dtype=np_type).tobytes()
+            t.raw_data = (np.ones if ones else np.zeros)(dims, dtype=NP_TYPES[t.data_type]).tobytes()
         else:
             t.data_location = TensorProto.EXTERNAL
             for k, v in (("location", self.name + ".weights.bin"), ("offset", str(self.offset)), ("length", str(nbytes))):
@@ -67,8 +67,7 @@ class Builder:
         return name
 
     def const(self, name, values, dtype=TensorProto.INT64):
-        arr = np.array(values, dtype={TensorProto.INT64: np.int64, TensorProto.FLOAT: np.float32,
-                                      TensorProto.FLOAT16: np.float16}[dtype])
+        arr = np.array(values, dtype=NP_TYPES[dtype])
         self.inits.append(helper.make_tensor(name, dtype, list(arr.shape), arr.tobytes(), raw=True))
         return name
 

@@ -132,11 +132,11 @@ MmaTile fit_mma_tile(const TileConfig& t, const GemmLoop& L, const Options& opts
 // Writes the matrix-unit kernel for `path` (kWmma, kMfma or kPortable) into k, as emit_gemm does.
 void emit_gemm_mma(const GemmLoop& L, const MmaTile& t, MatrixPath path, Kernel& k);
 
-// The tile of the attention generator (gen_attention.cpp): bq query rows and bkv key rows a
-// step, staged in shared memory with the scores and the softmax state (head dims d and dv).
 // Shared memory a split-K kernel adds to its tiles: the flag that tells the last group of a tile.
 constexpr uint64_t kSplitFlagBytes = 4;
 
+// The tile of the attention generator (gen_attention.cpp): bq query rows and bkv key rows a
+// step, staged in shared memory with the scores and the softmax state (head dims d and dv).
 struct AttentionTile {
   int bq = 32, bkv = 32, threads = 128;
   int split = 1;  // key blocks split over this many groups a query block (flash-decoding)

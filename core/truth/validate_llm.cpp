@@ -204,13 +204,9 @@ Result<LlmReport> validate_llm(const std::vector<Measurement>& records, const Va
   // Rows of one build only: a ratio across builds would measure the build. A row that names no
   // build is of the build its source ran that day: rows of another page or date are another build
   // (a 2023 pull request's Metal prompt ran at 0.8x the speed a 2024 thread's did, same GPU).
-  auto build_of = [&](const Measurement& m) {
-    if (m.driver != "llama.cpp") return m.driver;
-    auto at = [&](const char* k) {
-      auto it = m.config.find(k);
-      return it == m.config.end() ? std::string() : it->second;
-    };
-    return fmt::format("{} of {} {}", m.driver, at("source_url"), at("date"));
+  // (The reader names the driver "llama.cpp" alone where the row gives no build.)
+  auto build_of = [](const Measurement& m) {
+    return m.driver != "llama.cpp" ? m.driver : fmt::format("{} of {} {}", m.driver, cfg(m, "source_url"), cfg(m, "date"));
   };
   using Key = std::tuple<std::string, std::string, std::string, std::string, std::string, std::string>;
   std::map<Key, std::pair<std::vector<double>, std::vector<double>>> t;
