@@ -71,6 +71,22 @@ Compile nvrtc_compile(const std::string& arch, std::string* compiler, Status* av
     k.ldmatrix = c->ldmatrix;
     k.cp_async = c->cp_async;
     memory_counts(*c, k);
+    k.code_unavailable = c->sass_unavailable;
+    if (c->sass_read) {  // what runs: the SASS's counts replace the PTX's
+      const MachineCodeRange& all = c->sass.all;
+      k.code_read = true;
+      k.code = c->sass;
+      k.disassembler = c->disassembler;
+      k.mma = all.matrix;
+      k.wmma = 0;
+      k.ldmatrix = all.ldsm;
+      k.cp_async = all.ldgsts;
+      k.ld_global = all.ld_global;
+      k.st_global = all.st_global;
+      k.ld_shared = all.ld_shared;
+      k.st_shared = all.st_shared;
+      k.atomics = all.atomics;
+    }
     return f;
   };
 #else
@@ -152,6 +168,24 @@ Compile spirv_compile(std::string* compiler, Status* available) {
 }
 
 }  // namespace
+
+std::vector<std::string> machine_code_gates(const BinaryFigures& b) {
+  std::vector<std::string> failed;
+  const MachineCodeFigures& c = b.code;
+  if (!b.code_read || !c.has_main_loop || c.main_loop.matrix == 0) return failed;
+  const MachineCodeRange& m = c.main_loop;
+  if (m.ldgsts == 0 && m.loads_in_flight < std::min(4, m.ld_global)) {
+    failed.push_back(fmt::format("loads in flight: the main loop's {} global loads wait {} times, at most {} in flight",
+                                 m.ld_global, m.load_waits, m.loads_in_flight));
+  }
+  if (c.epilogue.barriers > 2) {
+    failed.push_back(fmt::format("epilogue barriers: {} block barriers after the main loop", c.epilogue.barriers));
+  }
+  if (c.volatile_loads_in_loops > 0) {
+    failed.push_back(fmt::format("volatile loads: {} volatile global loads inside loops", c.volatile_loads_in_loops));
+  }
+  return failed;
+}
 
 std::vector<CompiledKernelRecord> compiled_records(const CompiledReport& r, const std::string& model) {
   std::vector<CompiledKernelRecord> out;
@@ -341,6 +375,20 @@ Result<CompiledReport> compile_report(const Graph& g, const Target& target, cons
     if (k.binary.instructions_read && k.priced_on_matrix_units && k.binary.matrix_instructions() == 0) {
       k.flags.push_back("no matrix instructions");
       ++r.missing_matrix;
+    }
+    if (k.binary.code_read) {
+      r.disassembler = k.binary.disassembler;
+    } else if (r.code_unavailable.empty()) {
+      r.code_unavailable = k.binary.code_unavailable;
+    }
+    if (k.binary.code_read && k.binary.code.has_main_loop && k.binary.code.main_loop.matrix > 0) {
+      ++r.matrix_kernels;
+      k.gate_failures = machine_code_gates(k.binary);
+      if (k.gate_failures.empty()) {
+        ++r.gates_passed;
+      } else {
+        k.flags.push_back("machine code");
+      }
     }
   }
   if (o.store_figures && spirv) {

@@ -28,8 +28,12 @@
 #include "gpusim/plan.h"
 #include "gpusim/result.h"
 #include "gpusim/target.h"
+#include "machine_code.h"
 
 namespace gpusim::exec {
+
+using backend::MachineCodeFigures;
+using backend::MachineCodeRange;
 
 // What the compiler reports of one kernel's binary beyond its registers and shared memory (those
 // are in CompiledKernel::compiled): ptxas's report and the PTX, or the AMD code object's metadata
@@ -44,6 +48,12 @@ struct BinaryFigures {
   int mma = 0, wmma = 0, mfma = 0, coop_matrix = 0, ldmatrix = 0, cp_async = 0, ld_global = 0, st_global = 0,
       ld_shared = 0, st_shared = 0, atomics = 0;
   int matrix_instructions() const { return mma + wmma + mfma + coop_matrix; }
+  // The machine code (machine_code.h) where a disassembler read it (NVIDIA: nvdisasm's SASS, and
+  // then the counts above are the SASS's: mma counts HMMA and the like, ldmatrix LDSM, cp_async
+  // LDGSTS); else `code_unavailable` says why and the counts above are the PTX's.
+  bool code_read = false;
+  MachineCodeFigures code;
+  std::string disassembler, code_unavailable;
   // A thread's bytes to local memory and back (AMD: spilled registers, 4 bytes each); 0: no spill.
   int spill_bytes() const { return spill_store_bytes + spill_load_bytes + 4 * spilled_registers; }
 };
@@ -59,6 +69,9 @@ struct CompiledKernel {
   Residency assumed, compiled;   // compiled: the block's threads, the binary's registers and static shared memory
   BinaryFigures binary;
   std::vector<std::string> flags;  // "occupancy", "spills", "no matrix instructions"
+  // The machine-code gates a matrix-path kernel failed (machine_code_gates), empty when it passed
+  // them or is not on a matrix path or its code was not read.
+  std::vector<std::string> gate_failures;
   std::string skipped;             // why it was not compiled (no generator: it runs on the host)
   std::string source;              // the text compiled (CompileReportOptions::keep_sources): CUDA C++, or GLSL for SPIR-V
 };
@@ -67,6 +80,10 @@ struct CompiledReport {
   std::string gpu, arch, compiler;  // compiler: "NVRTC 13.0", "hiprtc (ROCm 5.2.21153)", "libshaderc (Vulkan 1.2, SPIR-V 1.6 rev 1)"
   std::vector<CompiledKernel> kernels;
   int compiled = 0, occupancy_as_assumed = 0, spilling = 0, missing_matrix = 0;
+  // Kernels whose main loop runs on matrix instructions (their machine code read), and those of
+  // them that pass every machine-code gate; code_unavailable: why no machine code was read.
+  int matrix_kernels = 0, gates_passed = 0;
+  std::string disassembler, code_unavailable;
   // CompileReportOptions::store_figures: the file the compiled figures went to (codegen/
   // compiled_figures.h), or why they were not stored.
   std::string figures_path, figures_not_stored;
@@ -81,6 +98,17 @@ struct CompileReportOptions {
   // table for the architecture, which generated targets price those kernels with from then on.
   bool store_figures = false;
 };
+
+// The machine-code gates of a kernel whose main loop runs on matrix instructions (issue 51), each
+// failed one as "name: what was found":
+//   loads in flight   the main loop keeps at least min(4, its global loads) in flight at once, or
+//                     copies asynchronously (cp.async)
+//   epilogue barriers at most 2 block barriers after the main loop (a split-K arrival's two), none
+//                     per output fragment
+//   volatile loads    no volatile (strong) global load inside a loop: a split-K reduction reads its
+//                     partial sums with loads in flight
+// Empty for a kernel not on a matrix path or whose code was not read.
+std::vector<std::string> machine_code_gates(const BinaryFigures& b);
 
 // The report's compiled figures as measurement-store records (MeasurementStore::put_compiled), one
 // per distinct kernel with compiler-stated registers (none for SPIR-V); `model` names the graph.

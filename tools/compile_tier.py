@@ -6,7 +6,11 @@ assumptions.
 
 Fails when a report fails (a kernel that does not compile, a compiler that is missing), when the
 share of NVIDIA kernels whose blocks per SM are as the cost model assumed falls under
---min-as-assumed, or when more NVIDIA kernels spill than --max-spilling. AMD and SPIR-V targets are
+--min-as-assumed, when more NVIDIA kernels spill than --max-spilling, or when fewer NVIDIA kernels
+whose main loop runs on matrix instructions than --min-gates percent pass the machine-code gates
+(their SASS, read with nvdisasm: loads in flight, no block barrier per epilogue fragment, no
+volatile loads in loops; backends/compile_report.h). nvdisasm comes from PyPI
+(tools/setup-tools-venv.sh); --nvdisasm or $GPUSIM_NVDISASM names it, else .venv-tools' is used. AMD and SPIR-V targets are
 compiled and reported but not held to either (bench/RESULTS.md "Compiled truth" has their figures;
 SPIR-V states no registers or spills, so its blocks per unit check the workgroup size and shared
 memory only, with the model's registers). A
@@ -14,9 +18,11 @@ target's dtype is fp32, fp16, or tf32 (fp32 with --allow-tf32: GEMMs and convolu
 TF32 fragments). Prints one row per report and the totals per architecture as Markdown tables.
 
 Usage: tools/compile_tier.py [--gpusim build-test/bin/gpusim] [--models m1,m2] [--targets gpu:dtype,...]
-                             [--min-as-assumed 95] [--max-spilling 0] [--json-dir DIR]
+                             [--min-as-assumed 95] [--max-spilling 0] [--min-gates 95] [--nvdisasm PATH]
+                             [--json-dir DIR]
 """
 import argparse
+import glob
 import json
 import os
 import subprocess
@@ -51,8 +57,23 @@ def main() -> int:
     ap.add_argument("--min-as-assumed", type=float, default=None,
                     help="fail when fewer NVIDIA kernels than this percentage keep the blocks per SM assumed")
     ap.add_argument("--max-spilling", type=int, default=None, help="fail when more NVIDIA kernels than this spill")
+    ap.add_argument("--min-gates", type=float, default=None,
+                    help="fail when fewer NVIDIA matrix-path kernels than this percentage pass the machine-code gates")
+    ap.add_argument("--nvdisasm", default=None, help="nvdisasm to read the SASS with (default: $GPUSIM_NVDISASM, "
+                    "else .venv-tools')")
     ap.add_argument("--json-dir", default=None, help="keep each report's JSON here")
     a = ap.parse_args()
+    env = dict(os.environ)
+    nvdisasm = a.nvdisasm or env.get("GPUSIM_NVDISASM")
+    if not nvdisasm:
+        found = sorted(glob.glob(".venv-tools/lib/python*/site-packages/nvidia/*/bin/nvdisasm"))
+        nvdisasm = os.path.abspath(found[-1]) if found else None
+    if nvdisasm:
+        env["GPUSIM_NVDISASM"] = nvdisasm
+    elif a.min_gates is not None:
+        print("compile_tier: --min-gates needs nvdisasm to read the SASS: run tools/setup-tools-venv.sh (PyPI's "
+              "nvidia-cuda-nvdisasm into .venv-tools), or give --nvdisasm PATH", file=sys.stderr)
+        return 2
     targets = []
     for t in a.targets.split(","):
         gpu, _, dtype = t.partition(":")
@@ -72,8 +93,10 @@ def main() -> int:
 
     failed = []
     totals = {}
-    print("| GPU | arch | dtype | model | kernels compiled | as assumed | spilling | no matrix instr. | s |")
-    print("|---|---|---|---|---:|---:|---:|---:|---:|")
+    gate_failures = []
+    print("| GPU | arch | dtype | model | kernels compiled | as assumed | spilling | no matrix instr. | "
+          "machine-code gates | s |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|")
     for gpu, dtype in targets:
         for m in models:
             cmd = [a.gpusim, "codegen", "report", f"models/{m}.onnx", "--gpu", gpu, "--dim", "batch=1",
@@ -81,11 +104,11 @@ def main() -> int:
             if dtype == "tf32":
                 cmd.append("--allow-tf32")  # a check: the user's kernel cache is left as it was
             t0 = time.time()
-            p = subprocess.run(cmd, capture_output=True, text=True)
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env)
             wall = time.time() - t0
             if p.returncode != 0:
                 failed.append(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()[:2000]}")
-                print(f"| {gpu} | ? | {dtype} | {m} | failed (exit {p.returncode}) | | | | {wall:.0f} |", flush=True)
+                print(f"| {gpu} | ? | {dtype} | {m} | failed (exit {p.returncode}) | | | | | {wall:.0f} |", flush=True)
                 continue
             r = json.loads(p.stdout)
             if a.json_dir:
@@ -93,33 +116,58 @@ def main() -> int:
                     f.write(p.stdout)
             s = r["summary"]
             key = (gpu, r["arch"], dtype)
-            tot = totals.setdefault(key, {"compiled": 0, "as": 0, "spilling": 0, "missing": 0, "compiler": r["compiler"]})
+            tot = totals.setdefault(key, {"compiled": 0, "as": 0, "spilling": 0, "missing": 0, "matrix": 0,
+                                          "gates": 0, "compiler": r["compiler"]})
+            tot["matrix"] += s.get("matrix_kernels", 0)
+            tot["gates"] += s.get("machine_code_gates_passed", 0)
+            for k in r["kernels"]:
+                for g in (k.get("machine_code") or {}).get("gate_failures", []):
+                    gate_failures.append(f"{gpu} {r['arch']} {dtype} {m} #{k['index']} {k['name']}: {g}")
             tot["compiled"] += s["compiled"]
             tot["as"] += s["occupancy_as_assumed"]
             tot["spilling"] += s["spilling"] or 0  # null for SPIR-V
             tot["missing"] += s["missing_matrix_instructions"]
             pct = 100.0 * s["occupancy_as_assumed"] / max(1, s["compiled"])
             spills = "?" if r["arch"] == "spirv" else s["spilling"]  # SPIR-V states none: the driver's
+            gates = (f"{s['machine_code_gates_passed']} of {s['matrix_kernels']}" if r.get("disassembler")
+                     else "not read")
             print(f"| {gpu} | {r['arch']} | {dtype} | {m} | {s['compiled']} | {s['occupancy_as_assumed']} "
-                  f"({pct:.1f}%) | {spills} | {s['missing_matrix_instructions']} | {wall:.0f} |", flush=True)
+                  f"({pct:.1f}%) | {spills} | {s['missing_matrix_instructions']} | {gates} | {wall:.0f} |", flush=True)
 
     print()
-    print("| GPU | arch | dtype | compiler | kernels compiled | as assumed | spilling | no matrix instr. |")
-    print("|---|---|---|---|---:|---:|---:|---:|")
+    print("| GPU | arch | dtype | compiler | kernels compiled | as assumed | spilling | no matrix instr. | "
+          "machine-code gates |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|")
     sums = {}  # "NVIDIA", "AMD", "SPIR-V": compiled, as assumed, spilling
     for (gpu, arch, dtype), t in totals.items():
         pct = 100.0 * t["as"] / max(1, t["compiled"])
         print(f"| {gpu} | {arch} | {dtype} | {t['compiler']} | {t['compiled']} | {t['as']} ({pct:.1f}%) | "
-              f"{'?' if arch == 'spirv' else t['spilling']} | {t['missing']} |")
+              f"{'?' if arch == 'spirv' else t['spilling']} | {t['missing']} | "
+              f"{t['gates']} of {t['matrix']} |")
         v = sums.setdefault("NVIDIA" if arch.startswith("sm_") else "AMD" if arch.startswith("gfx") else "SPIR-V",
-                            [0, 0, 0])
+                            [0, 0, 0, 0, 0])
         v[0] += t["compiled"]
         v[1] += t["as"]
         v[2] += t["spilling"]
-    for vendor, (c, n, sp) in sums.items():
-        print(f"| all {vendor} | | | | {c} | {n} ({100.0 * n / max(1, c):.1f}%) | {'?' if vendor == 'SPIR-V' else sp} | |")
+        v[3] += t["matrix"]
+        v[4] += t["gates"]
+    for vendor, (c, n, sp, mk, gp) in sums.items():
+        print(f"| all {vendor} | | | | {c} | {n} ({100.0 * n / max(1, c):.1f}%) | {'?' if vendor == 'SPIR-V' else sp} | | "
+              f"{gp} of {mk} ({100.0 * gp / max(1, mk):.1f}%) |")
+    if gate_failures:
+        print()
+        print(f"Machine-code gates failed ({len(gate_failures)}):")
+        for g in gate_failures:
+            print(f"- {g}")
 
-    c, n, sp = sums.get("NVIDIA", [0, 0, 0])
+    c, n, sp, mk, gp = sums.get("NVIDIA", [0, 0, 0, 0, 0])
+    if a.min_gates is not None:
+        if mk == 0:
+            failed.append("no NVIDIA kernel's machine code was read with a matrix main loop: is nvdisasm working "
+                          f"({nvdisasm})?")
+        elif 100.0 * gp / mk < a.min_gates:
+            failed.append(f"{gp} of {mk} NVIDIA matrix-path kernels ({100.0 * gp / mk:.1f}%) pass the machine-code "
+                          f"gates, under --min-gates {a.min_gates:g}% (listed above)")
     pct = 100.0 * n / max(1, c)
     if a.min_as_assumed is not None and c > 0 and pct < a.min_as_assumed:
         failed.append(f"blocks per SM as assumed for {pct:.1f}% of the NVIDIA kernels, under --min-as-assumed "

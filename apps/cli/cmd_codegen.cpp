@@ -33,6 +33,41 @@ nlohmann::json residency_json(const Residency& r, bool registers_known = true) {
           {"limiter", r.limiter}};
 }
 
+nlohmann::json range_json(const backend::MachineCodeRange& r) {
+  return {{"instructions", r.instructions},
+          {"matrix", r.matrix},
+          {"fma", r.fma},
+          {"ldmatrix", r.ldsm},
+          {"cp_async", r.ldgsts},
+          {"async_waits", r.async_waits},
+          {"ld_global", r.ld_global},
+          {"loads_in_flight", r.loads_in_flight},
+          {"load_waits", r.load_waits},
+          {"volatile_loads", r.volatile_loads},
+          {"l2_loads", r.l2_loads},
+          {"st_global", r.st_global},
+          {"st_global_bits", {{"narrow", r.st_narrow}, {"32", r.st_32}, {"64", r.st_64}, {"128", r.st_128}}},
+          {"ld_shared", r.ld_shared},
+          {"st_shared", r.st_shared},
+          {"barriers", r.barriers},
+          {"local", r.local},
+          {"atomics", r.atomics}};
+}
+
+// The machine code's figures (backends/machine_code.h), or null where none was read.
+nlohmann::json machine_code_json(const exec::CompiledKernel& k) {
+  const exec::BinaryFigures& b = k.binary;
+  if (!b.code_read) return nullptr;
+  nlohmann::json j = {{"disassembler", b.disassembler},
+                      {"loops", b.code.loops},
+                      {"volatile_loads_in_loops", b.code.volatile_loads_in_loops},
+                      {"all", range_json(b.code.all)},
+                      {"main_loop", b.code.has_main_loop ? range_json(b.code.main_loop) : nlohmann::json(nullptr)},
+                      {"epilogue", b.code.has_main_loop ? range_json(b.code.epilogue) : nlohmann::json(nullptr)},
+                      {"gate_failures", k.gate_failures}};
+  return j;
+}
+
 nlohmann::json report_json(const exec::CompiledReport& r, const std::string& model, DType dtype) {
   nlohmann::json j;
   j["schema"] = "gpusim.codegen-report/1";
@@ -48,7 +83,11 @@ nlohmann::json report_json(const exec::CompiledReport& r, const std::string& mod
                   {"compiled", r.compiled},
                   {"occupancy_as_assumed", r.occupancy_as_assumed},
                   {"spilling", spirv ? nlohmann::json(nullptr) : nlohmann::json(r.spilling)},
-                  {"missing_matrix_instructions", r.missing_matrix}};
+                  {"missing_matrix_instructions", r.missing_matrix},
+                  {"matrix_kernels", r.matrix_kernels},
+                  {"machine_code_gates_passed", r.gates_passed}};
+  j["disassembler"] = r.disassembler.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.disassembler);
+  if (!r.code_unavailable.empty()) j["machine_code_unavailable"] = r.code_unavailable;
   j["kernels"] = nlohmann::json::array();
   for (const auto& k : r.kernels) {
     nlohmann::json e = {{"index", k.index},
@@ -77,10 +116,12 @@ nlohmann::json report_json(const exec::CompiledReport& r, const std::string& mod
                              {"coop_matrix", k.binary.coop_matrix},
                              {"ldmatrix", k.binary.ldmatrix}, {"cp_async", k.binary.cp_async}, {"ld_global", k.binary.ld_global},
                              {"st_global", k.binary.st_global}, {"ld_shared", k.binary.ld_shared}, {"st_shared", k.binary.st_shared},
-                             {"atomics", k.binary.atomics}};
+                             {"atomics", k.binary.atomics},
+                             {"from", k.binary.code_read ? "machine code" : r.arch == "spirv" ? "spirv" : "ptx"}};
       } else {
         e["instructions"] = nullptr;  // no disassembler for this target
       }
+      e["machine_code"] = machine_code_json(k);
     }
     j["kernels"].push_back(std::move(e));
   }
@@ -116,6 +157,16 @@ void print_report(const exec::CompiledReport& r, const std::string& model, DType
   fmt::print("(a/c: assumed by the cost model / compiled; spill: bytes a thread stores and loads to local memory, or "
              "on AMD registers spilled; CTAs: blocks per SM or CU; mma: matrix instructions, ? where no disassembler "
              "read them)\n");
+  if (r.matrix_kernels > 0 || !r.disassembler.empty()) {
+    fmt::print("machine code ({}): {} of {} kernels whose main loop runs on matrix instructions pass the gates (loads "
+               "in flight, no barrier per epilogue fragment, no volatile loads in loops)\n",
+               r.disassembler, r.gates_passed, r.matrix_kernels);
+    for (const auto& k : r.kernels) {
+      for (const auto& g : k.gate_failures) fmt::print("  #{} {}: {}\n", k.index, k.name, g);
+    }
+  } else if (!r.code_unavailable.empty()) {
+    fmt::print("machine code not read: {}\n", r.code_unavailable);
+  }
   if (r.arch == "spirv") {
     fmt::print("(SPIR-V states a kernel's workgroup size, shared memory and instructions but not its registers or "
                "spills, which the driver chooses on the device: ? above, and the compiled CTAs use the model's "

@@ -262,6 +262,17 @@ Result<CudaResources> cuda_resources(const KernelSource& src, const std::string&
   auto ptx = compile_with(src, virt, {}, nullptr);
   if (!ptx) return ptx.error();
   count_ptx(*ptx, r);
+  auto listing = disassemble_cubin(*cubin, src.name);
+  if (!listing) {
+    if (listing.error().code != ErrorCode::kUnavailable) return listing.error();
+    r.sass_unavailable = listing.error().message;
+    return r;
+  }
+  auto sass = parse_sass(*listing, fmt::format("nvdisasm's listing of kernel \"{}\" for {}", src.name, arch));
+  if (!sass) return sass.error();
+  r.sass = *sass;
+  r.sass_read = true;
+  r.disassembler = nvdisasm_version();
   return r;
 }
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "sass.h"
 
 namespace gpusim::backend::cuda {
 
@@ -47,8 +48,9 @@ bool nvrtc_available(std::string* why);
 Result<std::string> compile_cuda(const KernelSource& src, const std::string& arch, std::string* log = nullptr);
 
 // What the compiler built for one kernel on one architecture, without a device: ptxas's resource
-// report (--ptxas-options=-v) of the cubin for "sm_XY", and static instruction counts from the PTX
-// (the lines of each kind in the text, not executions; loops count once).
+// report (--ptxas-options=-v) of the cubin for "sm_XY", static instruction counts from the PTX
+// (the lines of each kind in the text, not executions; loops count once), and, where nvdisasm is
+// installed (sass.h), the cubin's SASS: what runs, its main loop and epilogue.
 struct CudaResources {
   std::string arch;
   int registers = 0;  // per thread
@@ -61,6 +63,10 @@ struct CudaResources {
   int cp_async = 0;   // cp.async (asynchronous global-to-shared copies)
   int ld_global = 0, st_global = 0, ld_shared = 0, st_shared = 0;
   int atomics = 0;    // atom.* and red.* on global memory
+  // The SASS (sass.h) when nvdisasm read the cubin; else `sass_unavailable` says why not.
+  bool sass_read = false;
+  MachineCodeFigures sass;
+  std::string disassembler, sass_unavailable;
 };
 
 // Compiles `src` for `arch` ("sm_XY") and reads the figures above; errors as compile_cuda.

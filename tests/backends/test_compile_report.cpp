@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@
 #include "support/run_cli.h"
 #ifdef GPUSIM_HAVE_CUDA
 #include "cuda/nvrtc_compiler.h"
+#include "cuda/sass.h"
 #endif
 #ifdef GPUSIM_HAVE_HIP
 #include "hip/hiprtc_compiler.h"
@@ -97,6 +99,78 @@ TEST_CASE("ptxas resource reports and PTX instruction counts are read from the c
   CHECK(c.ldmatrix == 1);
   CHECK(c.cp_async == 1);
   CHECK(c.atomics == 1);
+#else
+  WARN("built without the CUDA backend: nothing to parse with");
+#endif
+}
+
+namespace {
+[[maybe_unused]] std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+}  // namespace
+
+TEST_CASE("SASS listings give the main loop's instructions, loads in flight and the epilogue", "[codegen][report][sass]") {
+#ifdef GPUSIM_HAVE_CUDA
+  using backend::cuda::parse_sass;
+  const std::string dir = std::string(GPUSIM_SOURCE_DIR) + "/tests/data/sass/";
+  SECTION("a gather converting each value inside its bounds check, and volatile loads after the loop") {
+    auto f = parse_sass(read_text(dir + "gather_volatile_sm90.sass"));
+    REQUIRE(f);
+    CHECK(f->loops == 2);
+    CHECK(f->all.ld_global == 7);
+    CHECK(f->all.volatile_loads == 4);
+    CHECK(f->volatile_loads_in_loops == 0);
+    REQUIRE(f->has_main_loop);  // no FMA or matrix instruction: the loop with the most global loads, outermost
+    CHECK(f->main_loop.ld_global == 3);
+    CHECK(f->main_loop.barriers == 2);
+    CHECK(f->main_loop.st_shared == 3);
+    CHECK(f->main_loop.ld_shared == 1);
+    // LDG then its conversion (one in flight), then the unrolled pair (two in flight).
+    CHECK(f->main_loop.load_waits == 2);
+    CHECK(f->main_loop.loads_in_flight == 2);
+    // The four volatile loads go out together, and one 32-bit store.
+    CHECK(f->epilogue.ld_global == 4);
+    CHECK(f->epilogue.loads_in_flight == 4);
+    CHECK(f->epilogue.st_global == 1);
+    CHECK(f->epilogue.st_32 == 1);
+    CHECK(f->epilogue.barriers == 0);
+  }
+  SECTION("a wmma k-loop with staged loads, LDSM and HMMA, and a barrier-bound epilogue") {
+    auto f = parse_sass(read_text(dir + "wmma_staged_sm90.sass"));
+    REQUIRE(f);
+    REQUIRE(f->has_main_loop);
+    CHECK(f->main_loop.matrix == 4);  // two mma_sync of m16n16k16, two HMMA.16816 each
+    CHECK(f->main_loop.ldsm == 3);
+    CHECK(f->main_loop.ld_global == 8);
+    CHECK(f->main_loop.loads_in_flight == 4);
+    CHECK(f->main_loop.load_waits == 2);
+    CHECK(f->main_loop.barriers == 2);
+    CHECK(f->main_loop.ldgsts == 0);
+    CHECK(f->epilogue.barriers == 4);
+    CHECK(f->epilogue.st_global == 16);
+    CHECK(f->epilogue.st_narrow == 16);
+    CHECK(f->epilogue.matrix == 0);
+    CHECK(f->all.local == 0);
+    // The gates: loads in flight hold (4 of 8), the epilogue's barriers per fragment do not.
+    exec::BinaryFigures b;
+    b.code_read = true;
+    b.code = *f;
+    const auto failed = exec::machine_code_gates(b);
+    REQUIRE(failed.size() == 1);
+    CHECK_THAT(failed[0], Contains("epilogue barriers: 4"));
+    b.code.main_loop.loads_in_flight = 1;
+    b.code.volatile_loads_in_loops = 2;
+    CHECK(exec::machine_code_gates(b).size() == 3);
+  }
+  SECTION("text that is not a listing is refused, naming it") {
+    auto f = parse_sass("\t.version 8.0\n\tld.global.f32 %f1, [%rd1];\n", "kernel \"k\"'s listing");
+    REQUIRE_FALSE(f);
+    CHECK(f.error().code == ErrorCode::kInvalidArgument);
+    CHECK_THAT(f.error().message, Contains("kernel \"k\"'s listing holds no SASS instruction"));
+  }
 #else
   WARN("built without the CUDA backend: nothing to parse with");
 #endif

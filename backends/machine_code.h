@@ -1,0 +1,44 @@
+// Figures of a kernel's machine code (issue 51): what the instructions a GPU runs do per main-loop
+// iteration, read from a disassembly without a device. NVIDIA's SASS fills them (cuda/sass.h:
+// nvdisasm's listing of the cubin NVRTC built); the compile report keeps them with each kernel, the
+// compile tier gates on them, and the kernel cache stores them (codegen/compiled_figures.h).
+//
+// The main loop is the outermost loop holding the most matrix instructions, else FMAs, else global
+// loads; the epilogue is everything after it. `loads_in_flight` and `load_waits` follow global
+// loads' results through one pass of a range's text (cuda/sass.h says how).
+#pragma once
+
+namespace gpusim::backend {
+
+// Static counts over a range of a listing's instructions.
+struct MachineCodeRange {
+  int instructions = 0;
+  int matrix = 0;        // HMMA, IMMA, DMMA, HGMMA (wgmma), UTC*MMA (tcgen05): warp- and group-level matrix ops
+  int ldsm = 0;          // LDSM: ldmatrix
+  int ldgsts = 0;        // LDGSTS: cp.async, global to shared without registers
+  int async_waits = 0;   // LDGDEPBAR and DEPBAR: the commits and waits of cp.async stages
+  int ld_global = 0;     // LDG and generic LD
+  int st_global = 0;     // STG and generic ST
+  int ld_shared = 0, st_shared = 0;  // LDS, STS (LDSM counted above)
+  int barriers = 0;      // BAR.SYNC / BAR.RED: block-wide barriers (WARPSYNC is not one)
+  int volatile_loads = 0;  // LDG/LD .STRONG.SYS: volatile loads, which the compiler neither merges nor reorders
+  int l2_loads = 0;        // LDG/LD .STRONG.GPU: loads that bypass L1 (ld.global.cg), in flight like any other
+  int local = 0;         // LDL and STL: local memory (spills, indexed arrays)
+  int fma = 0;           // FFMA, HFMA2, DFMA: the SIMT path's multiply-adds
+  int atomics = 0;       // ATOM, ATOMG, RED
+  // Global stores by width: 8 or 16 bits, 32, 64, 128.
+  int st_narrow = 0, st_32 = 0, st_64 = 0, st_128 = 0;
+  int loads_in_flight = 0;  // the most global loads outstanding when one of them is first used
+  int load_waits = 0;       // first uses that wait on an outstanding global load, in one pass over the text
+};
+
+struct MachineCodeFigures {
+  MachineCodeRange all;
+  bool has_main_loop = false;
+  MachineCodeRange main_loop;   // the main loop's text (cuda/sass.h); zeros where there is no loop
+  MachineCodeRange epilogue;    // the instructions after the main loop's last one
+  int loops = 0;         // backward branches
+  int volatile_loads_in_loops = 0;  // volatile loads inside any loop
+};
+
+}  // namespace gpusim::backend
