@@ -169,6 +169,56 @@ Compile spirv_compile(std::string* compiler, Status* available) {
 
 }  // namespace
 
+Result<CompiledSource> compile_cuda_source(const std::string& text, const std::string& arch, const std::string& where) {
+  static constexpr std::string_view kEntry = "__global__ void";
+  size_t at = text.find(kEntry);
+  if (at == std::string::npos) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: no __global__ function: give a CUDA C++ kernel (the .cu files "
+                                  "`gpusim codegen report --sources` writes)",
+                                  where));
+  }
+  // The entry point's name: the identifier after __launch_bounds__(...), if any, before its parameters.
+  size_t p = at + kEntry.size();
+  auto skip_space = [&] {
+    while (p < text.size() && std::isspace(static_cast<unsigned char>(text[p]))) ++p;
+  };
+  skip_space();
+  if (text.compare(p, 17, "__launch_bounds__") == 0) {
+    const size_t close = text.find(')', p);
+    p = close == std::string::npos ? text.size() : close + 1;
+    skip_space();
+  }
+  const size_t b = p;
+  while (p < text.size() && (std::isalnum(static_cast<unsigned char>(text[p])) || text[p] == '_')) ++p;
+  const size_t e = p;
+  skip_space();
+  if (b == e || p >= text.size() || text[p] != '(') {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: the __global__ function has no name gpusim can read", where));
+  }
+  if (!(arch.rfind("sm_", 0) == 0 && arch.size() >= 5)) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: {} is not an NVIDIA architecture; a CUDA source compiles for sm_XY (sm_80, sm_90)",
+                                  where, option_ref("arch", arch)));
+  }
+  CompiledSource out;
+  out.kernel = text.substr(b, e - b);
+  out.arch = arch;
+  Status available = Ok{};
+  const Compile compile = nvrtc_compile(arch, &out.compiler, &available);
+  if (!available) return available.error();
+  backend::KernelSource src;
+  src.name = out.kernel;
+  src.language = backend::Language::kCudaCpp;
+  src.code = text;
+  auto f = compile(src);
+  if (!f) return make_error(f.error().code, fmt::format("{}: {}", where, f.error().message));
+  out.registers = f->registers;
+  out.smem_bytes = f->smem_bytes;
+  out.binary = f->binary;
+  return out;
+}
+
 std::vector<std::string> machine_code_gates(const BinaryFigures& b) {
   std::vector<std::string> failed;
   const MachineCodeFigures& c = b.code;

@@ -110,6 +110,18 @@ struct CompileReportOptions {
 // Empty for a kernel not on a matrix path or whose code was not read.
 std::vector<std::string> machine_code_gates(const BinaryFigures& b);
 
+// One CUDA C++ kernel's text (a file `gpusim codegen report --sources` wrote, or any kernel with an
+// extern "C" __global__ entry point) compiled with NVRTC for `arch` ("sm_XY"): its registers,
+// shared memory, spills and instruction counts, and its machine code where nvdisasm reads it.
+// `where` names the text in errors. kInvalidArgument without an entry point or for another arch;
+// kUnavailable without NVRTC; kDevice when it does not compile (the log attached).
+struct CompiledSource {
+  std::string kernel, arch, compiler;
+  int registers = 0, smem_bytes = 0;
+  BinaryFigures binary;
+};
+Result<CompiledSource> compile_cuda_source(const std::string& text, const std::string& arch, const std::string& where);
+
 // The report's compiled figures as measurement-store records (MeasurementStore::put_compiled), one
 // per distinct kernel with compiler-stated registers (none for SPIR-V); `model` names the graph.
 std::vector<CompiledKernelRecord> compiled_records(const CompiledReport& r, const std::string& model);

@@ -1,3 +1,4 @@
+// gpusim codegen sass FILE.cu... [--arch sm_XY] [--json]: one kernel file compiled with NVRTC, its SASS read.
 // gpusim codegen report MODEL --gpu NAME|FILE [--dtype fp32|fp16] [--dim k=v]... [--arch sm_XY|gfxNNN|spirv]
 //                      [--allow-tf32] [--no-store] [--db FILE] [--json]
 // Compiled truth, without a device: every kernel of the eager plan over the tiles codegen builds
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "commands.h"
 #include "common.h"
@@ -183,6 +185,81 @@ void print_report(const exec::CompiledReport& r, const std::string& model, DType
 
 }  // namespace
 
+namespace {
+
+void add_codegen_sass(CLI::App& cg, int& rc) {
+  struct Args {
+    std::vector<std::string> files;
+    std::string arch = "sm_90";
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = cg.add_subcommand(
+      "sass", "Compile CUDA C++ kernel files with NVRTC (no device needed) and report what their machine code does: "
+              "registers, spills, and the SASS's main loop and epilogue (nvdisasm: tools/setup-tools-venv.sh)");
+  cmd->add_option("files", a->files, "CUDA C++ files, one kernel each (`gpusim codegen report --sources` writes them)")
+      ->required();
+  cmd->add_option("--arch", a->arch, "The NVIDIA architecture to compile for (default sm_90)");
+  cmd->add_flag("--json", a->json, "Print JSON (schema gpusim.codegen-sass/1)");
+  cmd->callback([a, &rc] {
+    nlohmann::json out = {{"schema", "gpusim.codegen-sass/1"}, {"arch", a->arch}, {"kernels", nlohmann::json::array()}};
+    for (const std::string& f : a->files) {
+      std::ifstream in(f, std::ios::binary);
+      if (!in) {
+        fmt::print(stderr, "gpusim codegen sass: {}: cannot read it: {}; give a CUDA C++ file\n", f, std::strerror(errno));
+        rc = 1;
+        return;
+      }
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      auto c = exec::compile_cuda_source(text, a->arch, f);
+      if (!c) {
+        fmt::print(stderr, "gpusim codegen sass: {}\n", say(c.error()));
+        rc = exit_code(c.error());
+        return;
+      }
+      exec::CompiledKernel k;
+      k.name = c->kernel;
+      k.binary = c->binary;
+      k.gate_failures = exec::machine_code_gates(c->binary);
+      if (a->json) {
+        out["compiler"] = c->compiler;
+        out["kernels"].push_back({{"file", f},
+                                  {"kernel", c->kernel},
+                                  {"registers", c->registers},
+                                  {"smem_bytes", c->smem_bytes},
+                                  {"spill_bytes", c->binary.spill_bytes()},
+                                  {"machine_code", machine_code_json(k)},
+                                  {"machine_code_unavailable", c->binary.code_unavailable.empty()
+                                                                   ? nlohmann::json(nullptr)
+                                                                   : nlohmann::json(c->binary.code_unavailable)}});
+        continue;
+      }
+      fmt::print("{} ({}): {} registers, {} bytes of shared memory, {} bytes spilled; compiled by {} for {}\n", f,
+                 c->kernel, c->registers, c->smem_bytes, c->binary.spill_bytes(), c->compiler, a->arch);
+      if (!c->binary.code_read) {
+        fmt::print("  machine code not read: {}\n", c->binary.code_unavailable);
+        continue;
+      }
+      const auto& mc = c->binary.code;
+      const auto line = [](const char* what, const backend::MachineCodeRange& r) {
+        fmt::print("  {:<9} {:>5} instructions: {} matrix, {} FMA, {} LDSM, {} cp.async, {} global loads ({} in flight at "
+                   "most, {} waits), {} volatile, {} barriers, {} local, stores {} narrow / {} x32 / {} x64 / {} x128\n",
+                   what, r.instructions, r.matrix, r.fma, r.ldsm, r.ldgsts, r.ld_global, r.loads_in_flight, r.load_waits,
+                   r.volatile_loads, r.barriers, r.local, r.st_narrow, r.st_32, r.st_64, r.st_128);
+      };
+      line("all", mc.all);
+      if (mc.has_main_loop) {
+        line("main loop", mc.main_loop);
+        line("epilogue", mc.epilogue);
+      }
+      for (const auto& g : k.gate_failures) fmt::print("  gate failed: {}\n", g);
+    }
+    if (a->json) fmt::print("{}\n", out.dump(1));
+  });
+}
+
+}  // namespace
+
 void add_codegen(CLI::App& app, int& rc) {
   struct Args {
     std::string model, gpu, dtype, arch, sources, db;
@@ -192,6 +269,7 @@ void add_codegen(CLI::App& app, int& rc) {
   auto a = std::make_shared<Args>();
   auto* cg = app.add_subcommand("codegen", "What gpusim's code generator builds");
   cg->require_subcommand(1);
+  add_codegen_sass(*cg, rc);
   auto* cmd = cg->add_subcommand(
       "report", "Compile every kernel of the eager plan for the GPU's architecture (NVRTC for NVIDIA, hiprtc for AMD, "
                 "SPIR-V for GPUs run through Vulkan; no device needed) and report registers, spills, shared memory and blocks per SM or CU against the "

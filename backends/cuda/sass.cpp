@@ -243,7 +243,8 @@ Result<MachineCodeFigures> parse_sass(std::string_view listing, std::string_view
   for (size_t i = 0; i < code.size(); ++i) {
     if (code[i].target.empty()) continue;
     const auto l = labels.find(code[i].target);
-    if (l != labels.end() && l->second <= i) loops.push_back({l->second, i});
+    // A branch to itself is the trap after EXIT that pads a function's text, not a loop.
+    if (l != labels.end() && l->second < i) loops.push_back({l->second, i});
   }
   f.loops = static_cast<int>(loops.size());
   // Each instruction once, whichever (nested) loops hold it.
@@ -337,7 +338,7 @@ const std::string& nvdisasm_version() {
     const std::string& tool = nvdisasm_path();
     if (tool.empty()) return std::string();
     int status = 0;
-    const std::string out = run_command(quoted(tool) + " --version 2>&1", &status);
+    const std::string out = run_command(quoted(tool) + " -V 2>&1", &status);
     // "... Cuda compilation tools, release 13.0, V13.0.88" -> "nvdisasm 13.0.88"
     const size_t at = out.rfind(", V");
     if (at == std::string::npos) return std::string("nvdisasm");
