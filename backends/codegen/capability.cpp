@@ -13,6 +13,16 @@
 
 namespace gpusim::codegen {
 
+namespace {
+// Whether the tiles the capability fits carry codegen's design chain (gemm_tile.h: design_chain),
+// so that predict and plan price them by it. Off: with it, the planner moved to tiles (32x32 of 64
+// threads, 64x64 of 128) whose compiled registers the cost model's estimate misses by up to 2x,
+// and the compile tier's blocks-per-SM agreement fell from 97% to 56-80% on sm_80 (bench/RESULTS.md,
+// "gpusim's own kernels"): the register estimate of those tiles comes first. Runs carry the chain
+// of the kernels that ran (tools/annotate_chains.py), which the model prices.
+constexpr bool kPriceDesignChain = false;
+}  // namespace
+
 Options target_options(const backend::DeviceInfo& d, bool fp16_storage, std::optional<MatrixPath> matrix, bool allow_tf32) {
   Options o;
   o.float_storage = fp16_storage ? Storage::kF16 : Storage::kF32;
@@ -100,6 +110,11 @@ TileConfig TargetCapability::generated(const KernelWork& w, const TileConfig& as
       t.stages = m.stages;
       t.split_k = m.split;
       t.smem_bytes = static_cast<int>(m.shared_bytes() + (m.split > 1 ? kSplitFlagBytes : 0));  // padded operand tiles, a staging tile per warp
+      // Operands as gathers, B in vectors of the tile's width; the epilogue's staging: a warp's own
+      // on wmma, the block's (two barriers a fragment) on the other paths.
+      if (kPriceDesignChain) t.chain = design_chain(m.bm, m.bn, m.bk, m.threads(), m.fm * m.fn * 256 / m.lanes, 1,
+                             gemm_vector_width(asked, f16 ? Storage::kF16 : Storage::kF32), m.split, m.fm * m.fn,
+                             o_.matrix == MatrixPath::kWmma ? 0 : 2);
     } else {
       const GemmTile g = fit_gemm_tile(asked, L, o_);
       t.block_m = g.bm;
@@ -110,6 +125,8 @@ TileConfig TargetCapability::generated(const KernelWork& w, const TileConfig& as
       t.split_k = g.split;
       t.smem_bytes = static_cast<int>(g.shared_bytes() + (g.split > 1 ? kSplitFlagBytes : 0));  // fp32 tiles, a float of padding a k-row
       t.main_loop = MainLoop::kVector;
+      if (kPriceDesignChain) t.chain = design_chain(g.bm, g.bn, g.bk, g.threads, g.tm * g.tn, 1,
+                             gemm_vector_width(asked, f16 ? Storage::kF16 : Storage::kF32), g.split, 0, 0, 2);
     }
   } else if (gemm_like) {
     t.split_k = 1;  // a direct convolution (fewer than 16 output or reduction channels): one loop a thread

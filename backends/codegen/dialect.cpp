@@ -64,6 +64,7 @@ constexpr const char* kGlslMath = R"(#define expf exp
 #define FENCE() memoryBarrierBuffer()
 #define UNROLL
 #define UNROLL2
+#define UNROLL1
 #define LID_X int(gl_LocalInvocationID.x)
 #define LID_Y int(gl_LocalInvocationID.y)
 #define LID_Z int(gl_LocalInvocationID.z)
@@ -98,6 +99,7 @@ constexpr const char* kCudaCommon = R"(typedef unsigned int uint;
 #define FENCE() __threadfence()
 #define UNROLL _Pragma("unroll")
 #define UNROLL2 _Pragma("unroll 2")
+#define UNROLL1 _Pragma("unroll 1")
 #define LID_X int(threadIdx.x)
 #define LID_Y int(threadIdx.y)
 #define LID_Z int(threadIdx.z)
@@ -247,11 +249,34 @@ backend::KernelSource Kernel::source(backend::Language lang) const {
     } else {
       macros += fmt::format("#define LD{0}(i) (b{0}[(i)])\n#define ST{0}(i, v) b{0}[(i)] = (v)\n", k);
     }
+    // The raw element (its storage type) and its value as float, for loads issued before their
+    // values are needed (OperandGather): RAWk the type, RAWZk a zero of it.
+    if (a.storage == Storage::kF16) {
+      macros += lang == backend::Language::kGlsl
+                    ? fmt::format("#define RAW{0} float16_t\n#define RAWZ{0} float16_t(0.0)\n#define LDR{0}(i) (b{0}[(i)])\n"
+                                  "#define FROM_RAW{0}(x) float(x)\n",
+                                  k)
+                    : fmt::format("#define RAW{0} __half\n#define RAWZ{0} __float2half(0.0f)\n#define LDR{0}(i) (b{0}[(i)])\n"
+                                  "#define FROM_RAW{0}(x) __half2float(x)\n",
+                                  k);
+    } else {
+      const bool f32 = a.storage == Storage::kF32;
+      macros += fmt::format("#define RAW{0} {1}\n#define RAWZ{0} {1}(0)\n#define LDR{0}(i) LD{0}(i)\n#define FROM_RAW{0}(x) float(x)\n",
+                            k, f32 ? "float" : "int");
+    }
     if (a.vector > 1) macros += vector_macros(lang, a, k);
     // Scratch by role: SPLIT_LD/SPLIT_ST the partial sums, SPLIT_ARRIVE(i) adds one to counter i
     // and returns its value before, SPLIT_RESET(i) sets it back to 0.
     if (a.scratch == Scratch::kPartials) {
-      macros += fmt::format("#define SPLIT_LD(i) LD{0}(i)\n#define SPLIT_ST(i, v) ST{0}(i, v)\n", k);
+      // CUDA reads the partial sums through L2 (ld.global.cg: the fence made them visible there)
+      // with ordinary loads, several in flight; a volatile read is one round trip each, in order.
+      // HIP and GLSL read through the volatile or coherent binding.
+      macros += lang == backend::Language::kGlsl
+                    ? fmt::format("#define SPLIT_LD(i) LD{0}(i)\n", k)
+                    : fmt::format("#if defined(__HIPCC_RTC__) || defined(__HIP_PLATFORM_AMD__)\n#define SPLIT_LD(i) LD{0}(i)\n#else\n"
+                                  "#define SPLIT_LD(i) __ldcg(const_cast<const float*>(b{0}) + (i))\n#endif\n",
+                                  k);
+      macros += fmt::format("#define SPLIT_ST(i, v) ST{0}(i, v)\n", k);
     } else if (a.scratch == Scratch::kCounters) {
       macros += lang == backend::Language::kGlsl
                     ? fmt::format("#define SPLIT_ARRIVE(i) atomicAdd(b{0}[(i)], 1)\n", k)

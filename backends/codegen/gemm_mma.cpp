@@ -34,7 +34,9 @@ namespace gpusim::codegen {
 
 namespace {
 
-// Accumulator values one lane holds: at most this many (registers for everything else).
+// Accumulator values one lane holds: at most this many (registers for everything else). At 64,
+// 256x128 tiles ran 16 warps and their loads stayed in flight, but ptxas held those 512-thread
+// blocks to 128 registers and spilled, and the compile tier's blocks-per-SM agreement fell.
 constexpr int kMaxAccPerLane = 128;
 constexpr int kRegistersPerSm = 65536;  // every NVIDIA GPU since Kepler
 
@@ -69,6 +71,9 @@ std::string fragment_macros(MatrixPath p, const MmaTile& t) {
       s += "#define MMA_ZERO(f) nvcuda::wmma::fill_fragment(mma_acc[f], 0.0f);\n";
       s += "#define MMA_MMA(f, fi, fj) nvcuda::wmma::mma_sync(mma_acc[f], mma_a[fi], mma_b[fj], mma_acc[f]);\n";
       s += "#define MMA_STORE(f, co) nvcuda::wmma::store_matrix_sync(sC + (co), mma_acc[f], 16, nvcuda::wmma::mem_row_major);\n";
+      s += "#define MMA_STORE_T(f, co) nvcuda::wmma::store_matrix_sync(sC + (co), mma_acc[f], 16, nvcuda::wmma::mem_col_major);\n";
+      // The staging tile is the warp's own: the warp's lanes, not the block, wait for each other.
+      s += "#define MMA_STAGED() __syncwarp()\n";
       s += "#define MMA_UNROLL _Pragma(\"unroll\")\n";
       break;
     }
@@ -92,6 +97,8 @@ std::string fragment_macros(MatrixPath p, const MmaTile& t) {
       }
       s += "#define MMA_ZERO(f) { for (int mq = 0; mq < 4; ++mq) mma_acc[f][mq] = 0.0f; }\n";
       s += "#define MMA_STORE(f, co) { for (int mq = 0; mq < 4; ++mq) sC[(co) + ((mma_l / 16) * 4 + mq) * 16 + mma_l % 16] = mma_acc[f][mq]; }\n";
+      s += "#define MMA_STORE_T(f, co) { for (int mq = 0; mq < 4; ++mq) sC[(co) + (mma_l % 16) * 16 + (mma_l / 16) * 4 + mq] = mma_acc[f][mq]; }\n";
+      s += "#define MMA_STAGED() BARRIER()\n";
       s += "#define MMA_UNROLL _Pragma(\"unroll\")\n";
       break;
     case MatrixPath::kPortable:
@@ -114,6 +121,9 @@ std::string fragment_macros(MatrixPath p, const MmaTile& t) {
                        "{0}(sB[mma_b[fj] + mt * MMA_LDB + mc]); mma_acc[(f) * 8 + mq] += ms; }} }}\n",
                        from);
       s += "#define MMA_STORE(f, co) { for (int mq = 0; mq < 8; ++mq) sC[(co) + mq * 32 + mma_l] = mma_acc[(f) * 8 + mq]; }\n";
+      s += "#define MMA_STORE_T(f, co) { for (int mq = 0; mq < 8; ++mq) sC[(co) + (mma_l % 16) * 16 + mq * 2 + mma_l / 16] = mma_acc[(f) * 8 + mq]; }\n";
+      // A portable "warp" is 32 threads of the group, not a subgroup the dialect can wait on alone.
+      s += "#define MMA_STAGED() BARRIER()\n";
       s += "#define MMA_UNROLL\n";
       break;
     }
@@ -121,16 +131,17 @@ std::string fragment_macros(MatrixPath p, const MmaTile& t) {
   return s;
 }
 
-// The loads of the A and B tiles for k-offset `k0` (an int expression) into stage `buf`.
-std::string load_tiles(const GemmLoop& L, const MmaTile& t, const std::string& buf, const std::string& k0) {
-  auto store_a = [&](const std::string& r, const std::string& kk, const std::string& v) {
-    return fmt::format("sA[({} * {} + {}) * {} + {}] = MMA_TO_HALF({});", buf, t.bm, r, t.lda(), kk, v);
-  };
-  auto store_b = [&](const std::string& c, const std::string& kk, const std::string& v) {
-    return fmt::format("sB[({} * {} + {}) * {} + {}] = MMA_TO_HALF({});", buf, t.bk, kk, t.ldb(), c, v);
-  };
-  return operand_tile_load(L, true, t.bm, t.bk, t.threads(), k0, store_a) +
-         operand_tile_load(L, false, t.bn, t.bk, t.threads(), k0, store_b);
+// The A and B tiles' loads (tile_loads), converted to the operand type as they are stored.
+TileLoads mma_tile_loads(const GemmLoop& L, const MmaTile& t) {
+  const int bm = t.bm, bk = t.bk, la = t.lda(), lb = t.ldb();
+  return tile_loads(
+      L, t.bm, t.bn, t.bk, t.threads(), t.fm * t.fn * 256 / t.lanes,
+      [bm, la](const std::string& buf, const std::string& r, const std::string& kk, const std::string& v) {
+        return fmt::format("sA[({} * {} + {}) * {} + {}] = MMA_TO_HALF({});", buf, bm, r, la, kk, v);
+      },
+      [bk, lb](const std::string& buf, const std::string& c, const std::string& kk, const std::string& v) {
+        return fmt::format("sB[({} * {} + {}) * {} + {}] = MMA_TO_HALF({});", buf, bk, kk, lb, c, v);
+      });
 }
 
 // The matrix products of one k-step from stage `buf`.
@@ -263,8 +274,13 @@ void emit_gemm_mma(const GemmLoop& L, const MmaTile& t, MatrixPath path, Kernel&
   s += "  MMA_DECL\n";
   s += fmt::format("  MMA_UNROLL for (int f = 0; f < {}; ++f) MMA_ZERO(f)\n", t.fm * t.fn);
   s += k_loop(sk.split > 1 ? "ksteps_here" : std::to_string(sk.ksteps), t.bk, t.stages, sk.split > 1 ? "kb" : "",
-              [&](const std::string& buf, const std::string& k0) { return load_tiles(L, t, buf, k0); },
-              [&](const std::string& buf) { return compute_tile(t, buf); });
+              mma_tile_loads(L, t), [&](const std::string& buf) { return compute_tile(t, buf); });
+  // A fragment's values through the warp's staging tile: lane l reads values e = q * lanes + l,
+  // stored transposed (column-major) where the output is contiguous along m, so consecutive lanes
+  // write consecutive elements of the output either way.
+  const char* store = L.c_m_fastest ? "MMA_STORE_T" : "MMA_STORE";
+  const char* row = L.c_m_fastest ? "e % 16" : "e / 16";
+  const char* col = L.c_m_fastest ? "e / 16" : "e % 16";
   if (sk.split > 1) {
     // Partial sums through the warp's staging tile: value e of fragment f of warp w of slice ks of
     // the tile at (((tile * split + ks) * F + f) * warps + w) * 256 + e. Then the last group of
@@ -275,38 +291,38 @@ void emit_gemm_mma(const GemmLoop& L, const MmaTile& t, MatrixPath path, Kernel&
     };
     // Unrolled, as every loop naming a fragment: an indexed fragment array goes to local memory.
     s += fmt::format("  MMA_UNROLL for (int i = 0; i < {}; ++i) {{\n    MMA_UNROLL for (int j = 0; j < {}; ++j) {{\n", t.fm, t.fn);
-    s += fmt::format("      MMA_STORE(i * {} + j, warp * 256)\n      BARRIER();\n", t.fn);
+    s += fmt::format("      {}(i * {} + j, warp * 256)\n      MMA_STAGED();\n", store, t.fn);
     s += fmt::format("      for (int q = 0; q < {}; ++q) {{\n        int e = q * {} + mma_l;\n", per_lane, t.lanes);
-    s += fmt::format("        SPLIT_ST({}, sC[warp * 256 + e]);\n      }}\n      BARRIER();\n    }}\n  }}\n", at("ks"));
+    s += fmt::format("        SPLIT_ST({}, sC[warp * 256 + e]);\n      }}\n      MMA_STAGED();\n    }}\n  }}\n", at("ks"));
     s += split_k_arrive(sk);
     s += fmt::format("  for (int i = 0; i < {}; ++i) {{\n    for (int j = 0; j < {}; ++j) {{\n", t.fm, t.fn);
     s += fmt::format("      for (int q = 0; q < {}; ++q) {{\n        int e = q * {} + mma_l;\n", per_lane, t.lanes);
-    s += fmt::format("        int gm = m0 + (wy * {} + i) * 16 + e / 16;\n", t.fm);
-    s += fmt::format("        int gn = n0 + (wx * {} + j) * 16 + e % 16;\n", t.fn);
+    s += fmt::format("        int gm = m0 + (wy * {} + i) * 16 + {};\n", t.fm, row);
+    s += fmt::format("        int gn = n0 + (wx * {} + j) * 16 + {};\n", t.fn, col);
     s += fmt::format("        if (gm < {} && gn < {}) {{\n", L.m, L.n);
-    s += fmt::format("          float acc_v = 0.0f;\n          for (int sl = 0; sl < {}; ++sl) acc_v += SPLIT_LD({});\n",
-                     sk.split, at("sl"));
+    s += "          float acc_v = 0.0f;\n" + split_sum("          ", sk.split, at("sl"));
     s += "          {\n" + L.epilogue + "          }\n";
     s += "        }\n      }\n    }\n  }\n";
     add_split_scratch(k, total * sk.split * F * warps * 256, total);
     return;
   }
-  // Epilogue: fragment by fragment through the warp's staging tile. The loops have the same trip
-  // counts in every thread, so the barriers are in uniform control flow; they are unrolled, so the
-  // fragments stay in registers (not unrolled, a 256x128 tile's 16 fragments a warp went to 528
-  // bytes of local memory).
+  // Epilogue: fragment by fragment through the warp's staging tile, the warp waiting for its own
+  // lanes only (MMA_STAGED: no block barrier per fragment where the dialect has a warp's). The
+  // loops have the same trip counts in every thread, so any barrier is in uniform control flow;
+  // they are unrolled, so the fragments stay in registers (not unrolled, a 256x128 tile's 16
+  // fragments a warp went to 528 bytes of local memory).
   s += fmt::format("  MMA_UNROLL for (int i = 0; i < {}; ++i) {{\n", t.fm);
   s += fmt::format("    MMA_UNROLL for (int j = 0; j < {}; ++j) {{\n", t.fn);
-  s += fmt::format("      MMA_STORE(i * {} + j, warp * 256)\n", t.fn);
-  s += "      BARRIER();\n";
+  s += fmt::format("      {}(i * {} + j, warp * 256)\n", store, t.fn);
+  s += "      MMA_STAGED();\n";
   s += fmt::format("      for (int q = 0; q < {}; ++q) {{\n", per_lane);
   s += fmt::format("        int e = q * {} + mma_l;\n", t.lanes);
-  s += fmt::format("        int gm = m0 + (wy * {} + i) * 16 + e / 16;\n", t.fm);
-  s += fmt::format("        int gn = n0 + (wx * {} + j) * 16 + e % 16;\n", t.fn);
+  s += fmt::format("        int gm = m0 + (wy * {} + i) * 16 + {};\n", t.fm, row);
+  s += fmt::format("        int gn = n0 + (wx * {} + j) * 16 + {};\n", t.fn, col);
   s += fmt::format("        if (gm < {} && gn < {}) {{\n", L.m, L.n);
   s += "          float acc_v = sC[warp * 256 + e];\n";
   s += "          {\n" + L.epilogue + "          }\n";
-  s += "        }\n      }\n      BARRIER();\n    }\n  }\n";
+  s += "        }\n      }\n      MMA_STAGED();\n    }\n  }\n";
 }
 
 void emit_gemm_kernel(const GemmLoop& L, const TileConfig& tc, const Options& opts, Kernel& k) {

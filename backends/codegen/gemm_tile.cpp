@@ -123,7 +123,129 @@ int gemm_vector_width(const TileConfig& t, Storage storage) {
   return w;
 }
 
-std::string operand_tile_load(const GemmLoop& L, bool is_a, int p, int bk, int T, const std::string& k0,
+namespace {
+
+// One operand's share of a tile: `u` loads a thread of `vec` consecutive elements each (`n` in the
+// tile), along the operand's fastest index.
+struct Share {
+  bool is_a = true, p_fastest = false;
+  int p = 0, bk = 0, T = 0, vec = 1, per = 0, n = 0, u = 0;
+  int64_t extent = 0, k = 0;
+  const char *pv = "r", *gv = "gm", *base = "m0", *val = "av";
+  std::string load, load_vec;
+  OperandGather gather;
+  int floats() const { return u * vec; }
+  // Staged in the buffer's raw type, converted as the values go to shared memory.
+  bool raw() const { return vec <= 1 && gather.arg >= 0; }
+  std::string type() const { return raw() ? fmt::format("RAW{}", gather.arg) : std::string("float"); }
+  std::string value(const std::string& x) const { return raw() ? fmt::format("FROM_RAW{}({})", gather.arg, x) : x; }
+};
+
+Share share_of(const GemmLoop& L, bool is_a, int p, int bk, int T) {
+  Share o;
+  o.is_a = is_a;
+  o.p_fastest = is_a ? L.a_m_fastest : L.b_n_fastest;
+  o.p = p;
+  o.bk = bk;
+  o.T = T;
+  o.extent = is_a ? L.m : L.n;
+  o.k = L.k;
+  if (!is_a) {
+    o.pv = "c";
+    o.gv = "gn";
+    o.base = "n0";
+    o.val = "bv";
+  }
+  o.load = is_a ? L.load_a : L.load_b;
+  o.load_vec = is_a ? L.load_a_vec : L.load_b_vec;
+  o.gather = is_a ? L.a_gather : L.b_gather;
+  o.vec = std::max(1, is_a ? L.a_vec : L.b_vec);
+  // A vector wider than the tile along its fastest index loads scalars: the loop's vector statement
+  // fills exactly its own width.
+  if (o.vec > (o.p_fastest ? p : bk)) o.vec = 1;
+  o.per = (o.p_fastest ? p : bk) / o.vec;
+  o.n = p * bk / o.vec;
+  o.u = (o.n + T - 1) / T;
+  return o;
+}
+
+// The unrolled loop over a thread's loads `from` .. `to` (after `off` more, an int expression or
+// ""): int `e` the load's index in the tile (the last one for a thread past the tile's end, whose
+// value is not stored).
+std::string share_loop(const Share& o, int from, int to, const std::string& off = "") {
+  std::string s = fmt::format("    UNROLL for (int u = {}; u < {}; ++u) {{\n", from, to);
+  const std::string u = off.empty() ? "u" : "(u + " + off + ")";
+  s += o.n % o.T == 0 ? fmt::format("      int e = LID_X + {} * {};\n", u, o.T)
+                      : fmt::format("      int e = min(LID_X + {} * {}, {});\n", u, o.T, o.n - 1);
+  return s;
+}
+
+// Statements declaring the tile position (pv, kk) of load `e`.
+std::string position(const Share& o) {
+  if (o.vec <= 1) {
+    return o.p_fastest ? fmt::format("int {0} = e % {1}; int kk = e / {1}; ", o.pv, o.p)
+                       : fmt::format("int {0} = e / {1}; int kk = e % {1}; ", o.pv, o.bk);
+  }
+  return o.p_fastest ? fmt::format("int {0} = (e % {1}) * {2}; int kk = e / {1}; ", o.pv, o.per, o.vec)
+                     : fmt::format("int {0} = e / {1}; int kk = (e % {1}) * {2}; ", o.pv, o.per, o.vec);
+}
+
+// The coordinates of load `e` at k-offset k0, clamped into the matrix (the last vector start
+// along the fastest index), so a load needs no branch, and bool `in_`: whether they were inside.
+std::string clamped(const Share& o, const std::string& k0) {
+  const bool vp = o.vec > 1 && o.p_fastest, vk = o.vec > 1 && !o.p_fastest;
+  return fmt::format("int {0} = min({1} + {2}, {3}); int gk = min({4} + kk, {5}); bool in_ = {1} + {2} < {6} && {4} + kk < {7};\n",
+                     o.gv, o.base, o.pv, o.extent - (vp ? o.vec : 1), k0, o.k - (vk ? o.vec : 1), o.extent, o.k);
+}
+
+// Loads `from` .. `to` of the share at k-offset k0 into array `dst` (of o.type(), `o.vec` entries a
+// load, load u's at `at(u)`). A gather computes every index first, then issues every load; a
+// statement runs whole per load, its values outside the matrix set to 0.
+std::string issue_share(const Share& o, const std::string& k0, const std::string& dst, int from, int to,
+                        const std::function<std::string(const std::string&)>& at, const std::string& off = "") {
+  std::string s;
+  if (o.raw()) {
+    const OperandGather& g = o.gather;
+    s += fmt::format("    {{\n    int gi_[{}];\n", to - from);
+    s += share_loop(o, from, to, off) + "      { " + position(o) + clamped(o, k0);
+    s += fmt::format("        {}\n        gi_[u - {}] = in_{} ? ({}) : -1;\n      }}\n    }}\n", g.stmts, from,
+                     g.ok.empty() ? "" : " && (" + g.ok + ")", g.index);
+    s += fmt::format("    UNROLL for (int u = {0}; u < {1}; ++u) {2} = gi_[u - {0}] >= 0 ? LDR{3}(gi_[u - {0}]) : RAWZ{3};\n", from,
+                     to, fmt::format("{}[{}]", dst, at("u")), g.arg);
+    return s + "    }\n";
+  }
+  s += share_loop(o, from, to, off) + "      { " + position(o) + clamped(o, k0);
+  if (o.vec <= 1) {
+    s += fmt::format("        float {0} = 0.0f;\n        {{ {1} }}\n        {2}[{3}] = in_ ? {0} : 0.0f;\n", o.val, o.load, dst, at("u"));
+  } else {
+    s += fmt::format("        float {0}_v[{1}];\n        {{ {2} }}\n", o.val, o.vec, o.load_vec);
+    s += fmt::format("        for (int v = 0; v < {}; ++v) {}[{} + v] = in_ ? {}_v[v] : 0.0f;\n", o.vec, dst, at("u"), o.val);
+  }
+  return s + "      }\n    }\n";
+}
+
+// Stores loads `from` .. `to` from array `src` (load u's values at `at(u)`) into stage `buf`.
+std::string commit_share(const Share& o, const std::string& buf, const std::string& src, int from, int to,
+                         const std::function<std::string(const std::string&)>& at, const TileStore& store,
+                         const std::string& off = "") {
+  std::string s = share_loop(o, from, to, off);
+  s += o.n % o.T == 0 ? "      { " : fmt::format("      if (LID_X + u * {} < {}) {{ ", o.T, o.n);
+  s += position(o);
+  if (o.vec <= 1) {
+    s += store(buf, o.pv, "kk", o.value(fmt::format("{}[{}]", src, at("u")))) + " }\n";
+  } else {
+    const std::string pi = o.p_fastest ? std::string(o.pv) + " + v" : o.pv, kk = o.p_fastest ? "kk" : "kk + v";
+    s += fmt::format("for (int v = 0; v < {}; ++v) {} }}\n", o.vec, store(buf, pi, kk, fmt::format("{}[{} + v]", src, at("u"))));
+  }
+  return s + "    }\n";
+}
+
+// The SIMT loop's operand-tile loads: two a thread in flight (UNROLL2), each element's load
+// statement whole. The gathers of tile_loads kept 4 in flight there too but took 20-60 registers
+// more than the cost model's figure for the tile on sm_86 (blocks per SM as assumed fell from
+// 99.7% to 70-83%, three kernels spilled): fp32 values need no conversion, and the earlier loads
+// already kept two in flight (the SASS of the H200 runs' fp32 kernels).
+std::string unroll2_tile_load(const GemmLoop& L, bool is_a, int p, int bk, int T, const std::string& k0,
                               const std::function<std::string(const std::string&, const std::string&, const std::string&)>& store) {
   const bool p_fastest = is_a ? L.a_m_fastest : L.b_n_fastest;
   const char* pv = is_a ? "r" : "c";
@@ -164,23 +286,97 @@ std::string operand_tile_load(const GemmLoop& L, bool is_a, int p, int bk, int T
   return s;
 }
 
+}  // namespace
+
+bool stages_tile_loads(int staged_floats, int acc, int T) {
+  const int cap = std::min(255, 65536 / std::max(1, T));  // a thread's registers, the block resident
+  return staged_floats <= kMaxStagedFloats && acc + staged_floats <= kMaxStagedAndAccumulators &&
+         acc + staged_floats + kStagingOverhead <= cap;
+}
+
+KernelChain design_chain(int bm, int bn, int bk, int T, int acc, int a_vec, int b_vec, int split, int fragments,
+                         int fragment_barriers, int round) {
+  const auto loads = [&](int p, int vec) { return std::max(1, (p * bk / std::max(1, vec) + T - 1) / T); };
+  const int ua = loads(bm, a_vec), ub = loads(bn, b_vec);
+  KernelChain c;
+  c.loads_ahead = stages_tile_loads(ua * a_vec + ub * b_vec, acc, T) ? 1 : 0;
+  c.load_rounds = c.loads_ahead ? 1 : (ua + round - 1) / round + (ub + round - 1) / round;
+  const int values = std::max(1, bm * bn / std::max(1, T));
+  c.epilogue_rounds = split > 1 ? 2 + values * ((split + 15) / 16) : 0;
+  c.epilogue_barriers = (split > 1 ? 2 : 0) + fragments * fragment_barriers;
+  return c;
+}
+
+TileLoads tile_loads(const GemmLoop& L, int bm, int bn, int bk, int T, int acc, TileStore store_a, TileStore store_b,
+                     bool gathers) {
+  const Share a = share_of(L, true, bm, bk, T), b = share_of(L, false, bn, bk, T);
+  TileLoads io;
+  if (!gathers) {
+    io.staged = false;
+    io.issue = [](const std::string&) { return std::string(); };
+    io.commit = [L, bm, bn, bk, T, store_a, store_b](const std::string& buf, const std::string& k0) {
+      const auto at = [&](const TileStore& st) {
+        return [&st, buf](const std::string& pi, const std::string& kk, const std::string& v) { return st(buf, pi, kk, v); };
+      };
+      return unroll2_tile_load(L, true, bm, bk, T, k0, at(store_a)) + unroll2_tile_load(L, false, bn, bk, T, k0, at(store_b));
+    };
+    return io;
+  }
+  const auto whole = [](const Share& o) {
+    return [vec = o.vec](const std::string& u) { return vec == 1 ? u : fmt::format("{} * {}", u, vec); };
+  };
+  if (stages_tile_loads(a.floats() + b.floats(), acc, T)) {
+    io.decls = fmt::format("  {} sta_a[{}];\n  {} sta_b[{}];\n", a.type(), a.floats(), b.type(), b.floats());
+    io.issue = [a, b, whole](const std::string& k0) {
+      return issue_share(a, k0, "sta_a", 0, a.u, whole(a)) + issue_share(b, k0, "sta_b", 0, b.u, whole(b));
+    };
+    io.commit = [a, b, whole, store_a, store_b](const std::string& buf, const std::string&) {
+      return commit_share(a, buf, "sta_a", 0, a.u, whole(a), store_a) + commit_share(b, buf, "sta_b", 0, b.u, whole(b), store_b);
+    };
+    return io;
+  }
+  // Too many to hold across the products: rounds of kLoadRound loads, each in flight together,
+  // in a loop the compiler keeps rolled (UNROLL1): unrolled, it hoisted every load's address out
+  // of the k-loop, and 256-row tiles spilled.
+  io.staged = false;
+  io.issue = [](const std::string&) { return std::string(); };
+  io.commit = [a, b, store_a, store_b](const std::string& buf, const std::string& k0) {
+    std::string s;
+    for (const Share* o : {&a, &b}) {
+      const int round = std::min(o->u, kLoadRound);  // u and kLoadRound are powers of two
+      const auto at = [vec = o->vec](const std::string& u) { return vec == 1 ? u : fmt::format("{} * {}", u, vec); };
+      const std::string off = o->u > round ? "r0_" : "";
+      if (o->u > round) s += fmt::format("    UNROLL1 for (int r0_ = 0; r0_ < {0}; r0_ += {1}) {{\n", o->u, round);
+      s += fmt::format("    {{\n    {} stc[{}];\n", o->type(), round * o->vec);
+      s += issue_share(*o, k0, "stc", 0, round, at, off);
+      s += commit_share(*o, buf, "stc", 0, round, at, o->is_a ? store_a : store_b, off);
+      s += "    }\n";
+      if (o->u > round) s += "    }\n";
+    }
+    return s;
+  };
+  return io;
+}
+
 namespace {
 
-// The loads of the A and B tiles for k-offset `k0` (an int expression) into buffer `buf`.
 // Leading dims of the shared tiles: a tile loaded with k fastest gets one float of padding per
 // k-row, so the threads of a warp storing consecutive k hit different banks.
 int lda(const GemmLoop& L, const GemmTile& t) { return L.a_m_fastest ? t.bm : t.bm + 1; }
 int ldb(const GemmLoop& L, const GemmTile& t) { return L.b_n_fastest ? t.bn : t.bn + 1; }
 
-std::string load_tiles(const GemmLoop& L, const GemmTile& t, const std::string& buf, const std::string& k0) {
-  auto store_a = [&](const std::string& r, const std::string& kk, const std::string& v) {
-    return fmt::format("sA[({} * {} + {}) * {} + {}] = {};", buf, t.bk, kk, lda(L, t), r, v);
-  };
-  auto store_b = [&](const std::string& c, const std::string& kk, const std::string& v) {
-    return fmt::format("sB[({} * {} + {}) * {} + {}] = {};", buf, t.bk, kk, ldb(L, t), c, v);
-  };
-  return operand_tile_load(L, true, t.bm, t.bk, t.threads, k0, store_a) +
-         operand_tile_load(L, false, t.bn, t.bk, t.threads, k0, store_b);
+// The A and B tiles' loads (tile_loads) into shared-memory stage `buf`.
+TileLoads simt_tile_loads(const GemmLoop& L, const GemmTile& t) {
+  const int bk = t.bk, la = lda(L, t), lb = ldb(L, t);
+  return tile_loads(
+      L, t.bm, t.bn, t.bk, t.threads, t.tm * t.tn,
+      [bk, la](const std::string& buf, const std::string& r, const std::string& kk, const std::string& v) {
+        return fmt::format("sA[({} * {} + {}) * {} + {}] = {};", buf, bk, kk, la, r, v);
+      },
+      [bk, lb](const std::string& buf, const std::string& c, const std::string& kk, const std::string& v) {
+        return fmt::format("sB[({} * {} + {}) * {} + {}] = {};", buf, bk, kk, lb, c, v);
+      },
+      false);
 }
 
 std::string compute_tile(const GemmLoop& L, const GemmTile& t, const std::string& buf) {
@@ -223,8 +419,7 @@ void emit_gemm(const GemmLoop& L, const GemmTile& t, Kernel& k) {
   const int acc_n = t.tm * t.tn;
   s += fmt::format("  float acc[{}];\n  for (int i = 0; i < {}; ++i) acc[i] = 0.0f;\n", acc_n, acc_n);
   s += k_loop(sk.split > 1 ? "ksteps_here" : std::to_string(sk.ksteps), t.bk, t.stages, sk.split > 1 ? "kb" : "",
-              [&](const std::string& buf, const std::string& k0) { return load_tiles(L, t, buf, k0); },
-              [&](const std::string& buf) { return compute_tile(L, t, buf); });
+              simt_tile_loads(L, t), [&](const std::string& buf) { return compute_tile(L, t, buf); });
   if (sk.split > 1) {
     // Partial sums: accumulator a of thread x of slice ks of the tile at ((tile * split + ks) *
     // acc_n + a) * threads + x, so a warp's stores are consecutive.
@@ -247,8 +442,7 @@ void emit_gemm(const GemmLoop& L, const GemmTile& t, Kernel& k) {
     // epilogue needs it (the accumulators are dead after the partials went out: rebuilding them
     // first, in an unrolled loop over the slices, spilled).
     s += fmt::format("      int acc_i = i * {} + j;\n      float acc_v = 0.0f;\n", t.tn);
-    s += fmt::format("      for (int sl = 0; sl < {}; ++sl) acc_v += SPLIT_LD({});\n", sk.split,
-                     fmt::format("((tile * {} + sl) * {} + acc_i) * {} + LID_X", sk.split, acc_n, t.threads));
+    s += split_sum("      ", sk.split, fmt::format("((tile * {} + sl) * {} + acc_i) * {} + LID_X", sk.split, acc_n, t.threads));
   } else {
     s += fmt::format("      float acc_v = acc[i * {} + j];\n", t.tn);
   }
@@ -256,27 +450,35 @@ void emit_gemm(const GemmLoop& L, const GemmTile& t, Kernel& k) {
   s += "    }\n  }\n";
 }
 
-std::string k_loop(const std::string& steps, int bk, int stages, const std::string& kbase,
-                   const std::function<std::string(const std::string&, const std::string&)>& load,
+std::string k_loop(const std::string& steps, int bk, int stages, const std::string& kbase, const TileLoads& io,
                    const std::function<std::string(const std::string&)>& compute) {
   if (steps.empty() || steps == "0") return {};
   const std::string base = kbase.empty() ? "" : kbase + " + ";
-  std::string s;
+  const std::string k0 = kbase.empty() ? "0" : kbase;
+  const std::string next = fmt::format("{}(kt + 1) * {}", base, bk);
+  std::string s = io.decls;
   if (stages == 1) {
+    // Registers hold the next step's loads while this one computes from the one stage.
+    if (io.staged) s += "  {\n" + io.issue(k0) + "  }\n";
     s += fmt::format("  for (int kt = 0; kt < {}; ++kt) {{\n", steps);
-    s += load("0", fmt::format("{}kt * {}", base, bk));
+    s += io.commit("0", fmt::format("{}kt * {}", base, bk));
     s += "    BARRIER();\n";
+    if (io.staged) s += fmt::format("    if (kt + 1 < {}) {{\n", steps) + io.issue(next) + "    }\n";
     s += compute("0");
     s += "    BARRIER();\n  }\n";
     return s;
   }
-  s += "  {\n" + load("0", kbase.empty() ? "0" : kbase) + "  }\n  BARRIER();\n";
+  s += "  {\n" + io.issue(k0) + io.commit("0", k0) + "  }\n  BARRIER();\n";
   s += fmt::format("  for (int kt = 0; kt < {}; ++kt) {{\n", steps);
   s += "    int cur = kt & 1;\n";
-  s += fmt::format("    if (kt + 1 < {}) {{\n", steps);
-  s += load("(1 - cur)", fmt::format("{}(kt + 1) * {}", base, bk));
-  s += "    }\n";
-  s += compute("cur");
+  if (io.staged) {
+    s += fmt::format("    if (kt + 1 < {}) {{\n", steps) + io.issue(next) + "    }\n";
+    s += compute("cur");
+    s += fmt::format("    if (kt + 1 < {}) {{\n", steps) + io.commit("(1 - cur)", next) + "    }\n";
+  } else {
+    s += fmt::format("    if (kt + 1 < {}) {{\n", steps) + io.commit("(1 - cur)", next) + "    }\n";
+    s += compute("cur");
+  }
   s += "    BARRIER();\n  }\n";
   return s;
 }
@@ -287,6 +489,11 @@ SplitK split_k_plan(int64_t k, int bk, int split) {
   s.split = generated_split_k(split, k, bk);
   s.per = (s.ksteps + s.split - 1) / s.split;
   return s;
+}
+
+std::string split_sum(const std::string& indent, int split, const std::string& at) {
+  return fmt::format("{}{}for (int sl = 0; sl < {}; ++sl) acc_v += SPLIT_LD({});\n", indent, split <= 16 ? "UNROLL " : "",
+                     split, at);
 }
 
 std::string split_k_header(const SplitK& s, int64_t tiles, int bk) {

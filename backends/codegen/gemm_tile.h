@@ -26,6 +26,18 @@
 
 namespace gpusim::codegen {
 
+// An operand element as one load of one buffer element, for loads that keep many in flight
+// (tile_loads): `stmts` (from ints `bz`, `gm` or `gn`, `gk`, after the loop's setup) declare what
+// `index` (the element's int index in buffer argument `arg`) and `ok` (a bool expression; false
+// reads 0, as a padded convolution tap; "" for always) need. The tile loads compute every index
+// first, then issue every load through LDRk (the buffer's raw type), and convert (FROM_RAWk)
+// only as the values go to shared memory: no load waits on the one before. arg < 0: the operand
+// has no such form (dequantized loads), and its load statement runs whole.
+struct OperandGather {
+  int arg = -1;
+  std::string stmts, index, ok;
+};
+
 // One GEMM as C[bz][m][n] = sum_k A[bz][m][k] * B[bz][k][n], described by code fragments.
 struct GemmLoop {
   int64_t batch = 1, m = 0, n = 0, k = 0;
@@ -41,6 +53,9 @@ struct GemmLoop {
   bool b_n_fastest = true;
   // Statements per output element, with ints `bz`, `gm` < m, `gn` < n and float `acc_v`.
   std::string epilogue;
+  // The output's contiguous index: m (an NCHW convolution's output pixels) or n (a GEMM's
+  // columns). The matrix-unit epilogue gives consecutive lanes consecutive elements along it.
+  bool c_m_fastest = false;
   // Vector loads of the tiles (the tile's vector_width), where the generator has proved them
   // whole and aligned: the operand's fastest index (k, or m when a_m_fastest; for B n when
   // b_n_fastest, else k) has unit stride and an extent a_vec divides, and every other stride and
@@ -49,18 +64,66 @@ struct GemmLoop {
   // scalar loads.
   int a_vec = 0, b_vec = 0;
   std::string load_a_vec, load_b_vec;
+  // The scalar loads as gathers (see OperandGather), where the generator has them.
+  OperandGather a_gather, b_gather;
 };
 
 // The widest vector load (in elements, a power of two: 16 bytes at most) a tile's vector_width
 // asks for, for elements of `storage`.
 int gemm_vector_width(const TileConfig& t, Storage storage);
 
-// One operand's tile load for k-offset `k0`: `T` threads fill a `p` x `bk` tile (p = bm for A, bn
-// for B) from the loop's load statements, with vector loads when the loop has them (narrowed to
-// the tile's extent along the fastest index). `store(pi, kk, value)` returns the statement that
-// puts `value` at tile position (pi, kk), pi and kk being int expressions.
-std::string operand_tile_load(const GemmLoop& L, bool is_a, int p, int bk, int T, const std::string& k0,
-                              const std::function<std::string(const std::string&, const std::string&, const std::string&)>& store);
+// Where a tile element goes: the statement that puts float `value` at tile position (pi, kk) of
+// shared-memory stage `buf` (all int expressions).
+using TileStore = std::function<std::string(const std::string& buf, const std::string& pi, const std::string& kk,
+                                            const std::string& value)>;
+
+// The A and B tiles' loads for one k-step, in two halves so that a k-step's global loads are in
+// flight together and, across the main loop, while the step before computes:
+//   issue(k0)     every global load of the thread's share of both tiles at k-offset k0, into
+//                 registers (`decls`, declared once before the loop), fully unrolled: the
+//                 coordinates clamped into the matrix, so each load is unconditional and the
+//                 compiler issues them all before the first is used, and a value outside the
+//                 matrix replaced by 0 after its load;
+//   commit(buf)   the registers into shared-memory stage `buf`.
+// Staged only where the shares are at most kMaxStagedFloats registers a thread, and they and the
+// `acc` accumulators a thread holds at most kMaxStagedAndAccumulators, and those and
+// kStagingOverhead more fit the registers a thread of a T-thread block may have. Elsewhere issue
+// is empty and commit loads and stores in rounds of kLoadRound loads (in flight together), at the
+// k-offset commit is given. Staging is off (kMaxStagedAndAccumulators 0) until the cost model's
+// register estimate follows it: the compiler keeps each staged gather's address terms across the
+// loop (64x64x32 tiles of 128 threads took 128-216 registers on sm_80 where the model says 68, and
+// 128x128x32 tiles of 256 threads 255 and spilled at a budget of 64), and the compile tier's
+// blocks-per-SM agreement fell to 56-80% (bench/RESULTS.md, "gpusim's own kernels"). Rounds of 4,
+// not 8, for the same reason: 8 took 30-60 registers more than the model's figure on the bundled
+// models' 256-thread tiles.
+inline constexpr int kMaxStagedFloats = 32;
+inline constexpr int kMaxStagedAndAccumulators = 0;
+inline constexpr int kStagingOverhead = 48;  // addresses, fragments, loop state (sm_90 SASS of the bundled models)
+inline constexpr int kLoadRound = 4;
+// Whether tile_loads stages a tile's loads (the rule above).
+bool stages_tile_loads(int staged_floats, int acc, int T);
+
+// The chain of one block (gpusim/tile.h: KernelChain) of the GEMM-like kernel emit_gemm or
+// emit_gemm_mma writes for a bm x bn x bk tile of T threads holding `acc` accumulators each, its
+// operands loaded a_vec and b_vec elements a load (1: gathers), K split `split` ways, the epilogue
+// staging each of `fragments` fragments with `fragment_barriers` block barriers (0 where a warp
+// waits for its own lanes): staged loads are one round a k-step, issued ahead of the products;
+// otherwise a round for every kLoadRound loads of each operand; a split adds its arrival (a fence
+// and an atomic: two round trips) and, for each output value of a thread, its slices read at most
+// 16 in flight.
+// `round`: the loads a thread keeps in flight when not staged (kLoadRound on the matrix path, 2 on
+// the SIMT loop's).
+KernelChain design_chain(int bm, int bn, int bk, int T, int acc, int a_vec, int b_vec, int split, int fragments,
+                         int fragment_barriers, int round = kLoadRound);
+struct TileLoads {
+  std::string decls;
+  bool staged = true;
+  std::function<std::string(const std::string& k0)> issue;
+  std::function<std::string(const std::string& buf, const std::string& k0)> commit;
+};
+// `gathers` false: the SIMT loop's loads instead, two a thread in flight (gemm_tile.cpp).
+TileLoads tile_loads(const GemmLoop& L, int bm, int bn, int bk, int T, int acc, TileStore store_a, TileStore store_b,
+                     bool gathers = true);
 
 // The tile actually generated: block_m x block_n outputs per group in a grid of
 // (block_m / tm) x (block_n / tn) threads, each accumulating a tm x tn micro-tile; block_k deep
@@ -156,12 +219,12 @@ struct AttentionTile {
 AttentionTile fit_attention_tile(const TileConfig& tc, int64_t sq, int64_t skv, int64_t d, int64_t dv, const Options& opts);
 
 // The k-loop both main loops share: `steps` (an int expression, at least 1) steps of `bk` from
-// k-offset `kbase` (an int expression; "" for 0); with one stage, load (into stage "0", at
-// k-offset "kbase + kt * bk"), barrier, compute, barrier; with two, the first tile is loaded up
-// front and step kt loads tile kt + 1 into the other stage while computing its own, one barrier
-// per step. `load(buf, k0)` and `compute(buf)` return statements for stage `buf`.
-std::string k_loop(const std::string& steps, int bk, int stages, const std::string& kbase,
-                   const std::function<std::string(const std::string&, const std::string&)>& load,
+// k-offset `kbase` (an int expression; "" for 0), the loads of step kt + 1 issued before step kt's
+// products (TileLoads). With one stage: commit, barrier, issue the next, compute, barrier; with
+// two, the first tile is committed up front and step kt issues tile kt + 1, computes its own, and
+// commits the next into the other stage, one barrier per step. `compute(buf)` returns the
+// statements of one k-step from stage `buf`.
+std::string k_loop(const std::string& steps, int bk, int stages, const std::string& kbase, const TileLoads& io,
                    const std::function<std::string(const std::string&)>& compute);
 
 // Split-K in one launch, shared by both main loops. With `split` > 1 the kernel has
@@ -177,6 +240,9 @@ struct SplitK {
   int64_t ksteps = 0, per = 0;
 };
 SplitK split_k_plan(int64_t k, int bk, int split);
+// Statements adding the `split` slices' partial sums at SPLIT_LD(`at`) (an expression of int `sl`)
+// to float `acc_v`, in slice order, their loads in flight together (unrolled up to 16 slices).
+std::string split_sum(const std::string& indent, int split, const std::string& at);
 std::string split_k_header(const SplitK& s, int64_t tiles, int bk);
 std::string split_k_arrive(const SplitK& s);
 void add_split_scratch(Kernel& k, int64_t partial_floats, int64_t tiles);

@@ -106,8 +106,7 @@ void emit_gemv(const GemmLoop& L, const GemvTile& t, Kernel& k) {
     s += fmt::format("  if (LID_X < {}) SPLIT_ST((tile * {} + ks) * {} + LID_X, acc_v);\n", outs, sk.split, outs);
     s += split_k_arrive(sk);
     s += fmt::format("  if (LID_X < {}) {{\n    acc_v = 0.0f;\n", outs);
-    s += fmt::format("    for (int sl = 0; sl < {}; ++sl) acc_v += SPLIT_LD((tile * {} + sl) * {} + LID_X);\n  }}\n", sk.split,
-                     sk.split, outs);
+    s += split_sum("    ", sk.split, fmt::format("(tile * {} + sl) * {} + LID_X", sk.split, outs)) + "  }\n";
     add_split_scratch(k, total * sk.split * outs, total);
   }
   s += fmt::format("  if (LID_X < {}) {{\n", outs);

@@ -164,11 +164,14 @@ Result<Kernel> gen_conv(const GenContext& c) {
   L.m = s.n * s.out_sp;
   L.n = s.mg;
   L.k = s.cg * s.k_sp;
-  L.load_a = fmt::format("int pn = gm / {}; int pp = gm % {}; int pc = gk / {}; int pq = gk % {}; {} if (ok) av = float({});",
-                         s.out_sp, s.out_sp, s.k_sp, s.k_sp, gather_tap(s, "pp", "pq"),
-                         args.load(xt, fmt::format("(pn * {} + bz * {} + pc) * {} + xo", s.c, s.cg, s.in_sp)));
+  const std::string a_stmts = fmt::format("int pn = gm / {}; int pp = gm % {}; int pc = gk / {}; int pq = gk % {}; {}",
+                                          s.out_sp, s.out_sp, s.k_sp, s.k_sp, gather_tap(s, "pp", "pq"));
+  const std::string a_index = fmt::format("(pn * {} + bz * {} + pc) * {} + xo", s.c, s.cg, s.in_sp);
+  L.load_a = fmt::format("{} if (ok) av = float({});", a_stmts, args.load(xt, a_index));
+  L.a_gather = {args.input(xt), a_stmts, a_index, "ok"};
   L.a_m_fastest = true;  // neighbouring output pixels read neighbouring input pixels
   L.load_b = fmt::format("bv = float({});", args.load(wt, fmt::format("(bz * {} + gn) * {} + gk", s.mg, L.k)));
+  L.b_gather = {args.input(wt), "", fmt::format("(bz * {} + gn) * {} + gk", s.mg, L.k), ""};
   L.b_n_fastest = false;  // a weight row is contiguous along k
   // The tile's vector width loads weight rows in vectors where K is a multiple of it (the im2col
   // gather of A stays scalar).
@@ -178,6 +181,7 @@ Result<Kernel> gen_conv(const GenContext& c) {
   }
   auto epi = gemm_epilogue(c, args, anchor_pos, folded, "v", "o");
   if (!epi) return epi.error();
+  L.c_m_fastest = true;  // NCHW: neighbouring output pixels are neighbours in memory
   L.epilogue = fmt::format(
       "        int co = bz * {} + gn;\n        int o = ((gm / {}) * {} + co) * {} + gm % {};\n        float v = acc_v{};\n{}",
       s.mg, s.out_sp, s.m, s.out_sp, s.out_sp, bias("co"), *epi);

@@ -43,6 +43,15 @@ std::string load_stmt(ArgList& args, const Operand& op, const std::string& var, 
   return fmt::format("int {0}p = {1}; {0} = float({2});", var, pos, args.load(op.tensor, operand_index(op, var + "p")));
 }
 
+// The gather form (OperandGather) of load_stmt's element; none (arg -1) for a dequantized operand.
+OperandGather gather_of(ArgList& args, const Operand& op, const std::string& var, const std::string& base,
+                        const std::string& row, int64_t rs, const std::string& col, int64_t cs) {
+  if (op.deq_scale != kNoTensor) return {};
+  const std::string pos = add_term(add_term(base, row, rs), col, cs);
+  if (op.remap_shape.empty()) return {args.input(op.tensor), "", pos, ""};
+  return {args.input(op.tensor), fmt::format("int {}p = {};", var, pos), operand_index(op, var + "p"), ""};
+}
+
 // Vector loads of a strided operand element (row, col) at batch offset `base` (whose terms have
 // `batch_strides` over dims of `batch_shape`): sets *vec and *stmt (filling array `arr`) when the
 // fastest index (col, or row when `row_fastest`) has unit stride and an extent `want` divides,
@@ -158,8 +167,15 @@ Result<std::string> einsum_loop(const GenContext& c, const Node& n, ArgList& arg
     return fmt::format("int {0}p = {1}; {0} = float({2});", v, pos[i],
                        args.load(ops[i]->tensor, operand_index(*ops[i], std::string(v) + "p")));
   };
+  auto gather = [&](size_t i, const char* v) -> OperandGather {
+    if (ops[i]->remap_shape.empty()) return {args.input(ops[i]->tensor), "", pos[i], ""};
+    return {args.input(ops[i]->tensor), fmt::format("int {}p = {};", v, pos[i]),
+            operand_index(*ops[i], std::string(v) + "p"), ""};
+  };
   L.load_a = load(0, "av");
   L.load_b = load(1, "bv");
+  L.a_gather = gather(0, "av");
+  L.b_gather = gather(1, "bv");
   L.a_m_fastest = inner_stride[0][kM] == 1 && inner_stride[0][kK] != 1;
   L.b_n_fastest = !(inner_stride[1][kK] == 1 && inner_stride[1][kN] != 1);
   const auto ost = strides_of(ys);
@@ -203,6 +219,7 @@ Result<std::string> nbits_loop(const GenContext& c, const Node& n, ArgList& args
   L.n = N;
   L.m = c.tensor(a.tensor).elements() / K;
   L.load_a = fmt::format("av = float({});", args.load(a.tensor, fmt::format("gm * {} + gk", K)));
+  L.a_gather = {args.input(a.tensor), "", fmt::format("gm * {} + gk", K), ""};
   std::string zero = float_lit(static_cast<double>(int64_t{1} << (bits - 1)));
   if (n.inputs.size() > 3 && n.inputs[3] != kNoTensor) {
     const TensorId zt = n.inputs[3];
@@ -338,6 +355,8 @@ Result<Kernel> gen_gemm(const GenContext& c) {
                           batch_offset(batch, bb, bst, "bz"));
     L.load_a = load_stmt(args, *a, "av", "a_off", "gm", ast[ra], "gk", ast[ra + 1]);
     L.load_b = load_stmt(args, *b, "bv", "b_off", "gk", bst[rb], "gn", bst[rb + 1]);
+    L.a_gather = gather_of(args, *a, "av", "a_off", "gm", ast[ra], "gk", ast[ra + 1]);
+    L.b_gather = gather_of(args, *b, "bv", "b_off", "gk", bst[rb], "gn", bst[rb + 1]);
     L.a_m_fastest = ast[ra + 1] != 1 && ast[ra] == 1;
     L.b_n_fastest = !(bst[rb + 1] != 1 && bst[rb] == 1);
     const std::vector<int64_t> abst(ast.begin(), ast.begin() + static_cast<std::ptrdiff_t>(ra));
@@ -368,6 +387,8 @@ Result<Kernel> gen_gemm(const GenContext& c) {
     const int64_t brs = tb ? bst[1] : bst[0], bcs = tb ? bst[0] : bst[1];
     L.load_a = load_stmt(args, *a, "av", "", "gm", ars, "gk", acs);
     L.load_b = load_stmt(args, *b, "bv", "", "gk", brs, "gn", bcs);
+    L.a_gather = gather_of(args, *a, "av", "", "gm", ars, "gk", acs);
+    L.b_gather = gather_of(args, *b, "bv", "", "gk", brs, "gn", bcs);
     L.a_m_fastest = acs != 1 && ars == 1;
     L.b_n_fastest = !(bcs != 1 && brs == 1);
     vector_operand(args, *a, vec_a, "", {}, {}, "gm", ars, L.m, "gk", acs, L.k, L.a_m_fastest, "av_v", &L.a_vec,

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "gpusim/plan.h"
+#include "plan/chain_json.h"
 #include "gpusim/kernel_work.h"
 #include "base/json_text.h"
 
@@ -27,8 +28,52 @@ json tile_json(const TileConfig& t) {
   if (t.smem_bytes > 0) j["smem_bytes"] = t.smem_bytes;
   if (t.registers > 0) j["registers"] = t.registers;
   if (t.main_loop != MainLoop::kAny) j["main_loop"] = std::string(main_loop_name(t.main_loop));
+  if (t.chain.known()) j["chain"] = chain_to_json(t.chain);
   return j;
 }
+
+}  // namespace
+
+nlohmann::json chain_to_json(const KernelChain& c) {
+  return {{"load_rounds", c.load_rounds},
+          {"loads_ahead", c.loads_ahead},
+          {"epilogue_rounds", c.epilogue_rounds},
+          {"epilogue_barriers", c.epilogue_barriers}};
+}
+
+Result<KernelChain> chain_from_json(const nlohmann::json& j, std::string_view where, std::string_view field) {
+  if (!j.is_object()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: {}: is not an object; expected {{load_rounds, loads_ahead, epilogue_rounds, "
+                                  "epilogue_barriers}}",
+                                  where, field));
+  }
+  KernelChain c;
+  for (const auto& [key, v] : j.items()) {
+    int* slot = key == "load_rounds"         ? &c.load_rounds
+                : key == "loads_ahead"       ? &c.loads_ahead
+                : key == "epilogue_rounds"   ? &c.epilogue_rounds
+                : key == "epilogue_barriers" ? &c.epilogue_barriers
+                                             : nullptr;
+    if (!slot) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("{}: {}.{}: unknown key; allowed: load_rounds, loads_ahead, epilogue_rounds, "
+                                    "epilogue_barriers",
+                                    where, field, key));
+    }
+    const int64_t hi = key == "loads_ahead" ? 1 : int64_t{1} << 20;
+    const bool ok = v.is_number_integer() && !(v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi)) &&
+                    v.get<int64_t>() >= 0 && v.get<int64_t>() <= hi;
+    if (!ok) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("{}: {}.{}: {} is not a count from 0 to {}", where, field, key, v.dump(), hi));
+    }
+    *slot = static_cast<int>(v.get<int64_t>());
+  }
+  return c;
+}
+
+namespace {
 
 class Reader {
  public:
@@ -248,6 +293,12 @@ class Reader {
                             {"vector_width", &k.tile.vector_width, 1}, {"items_per_thread", &k.tile.items_per_thread, 1},
                             {"smem_bytes", &k.tile.smem_bytes, 0, int64_t{1} << 24}, {"registers", &k.tile.registers, 0, 1024}};
     for (const auto& [key, v] : j["tile"].items()) {
+      if (key == "chain") {
+        auto c = chain_from_json(v, source_, at + ".tile.chain");
+        if (!c) return c.error();
+        k.tile.chain = *c;
+        continue;
+      }
       if (key == "main_loop") {
         if (!v.is_string() || !parse_main_loop(v.get<std::string>(), &k.tile.main_loop)) {
           return fail(at + ".tile.main_loop", v.dump() + " is not \"any\", \"vector\", \"matrix\" or \"tf32\"");
@@ -260,7 +311,7 @@ class Reader {
       }
       if (!f) {
         return fail(at + ".tile." + key, "unknown key; allowed: block_m, block_n, block_k, threads, stages, split_k, "
-                                         "vector_width, items_per_thread, smem_bytes, registers, main_loop");
+                                         "vector_width, items_per_thread, smem_bytes, registers, main_loop, chain");
       }
       auto x = integer(v, at + ".tile." + key, f->lo, f->hi);
       if (!x) return x.error();

@@ -42,6 +42,7 @@ bool same_schedule(const TileConfig& a, const TileConfig& b) {
   x.smem_bytes = y.smem_bytes = 0;
   x.registers = y.registers = 0;
   x.main_loop = y.main_loop = MainLoop::kAny;
+  x.chain = y.chain = KernelChain{};
   return x == y;
 }
 

@@ -1,6 +1,8 @@
 // KernelWork and TileConfig to and from JSON (core/sim/work_json.h).
 #include "sim/work_json.h"
 
+#include "plan/chain_json.h"
+
 #include <fmt/format.h>
 
 namespace gpusim {
@@ -42,6 +44,7 @@ nlohmann::json tile_to_json(const TileConfig& t) {
   if (t.smem_bytes > 0) j["smem_bytes"] = t.smem_bytes;
   if (t.registers > 0) j["registers"] = t.registers;
   if (t.main_loop != MainLoop::kAny) j["main_loop"] = std::string(main_loop_name(t.main_loop));
+  if (t.chain.known()) j["chain"] = chain_to_json(t.chain);
   return j;
 }
 
@@ -134,6 +137,11 @@ Result<TileConfig> tile_from_json(const nlohmann::json& j, std::string_view wher
     const std::string loop = j.value("main_loop", std::string("any"));
     if (!parse_main_loop(loop, &t.main_loop)) {
       return bad(where, "tile.main_loop", fmt::format("\"{}\" is not any, vector, matrix or tf32", loop));
+    }
+    if (j.contains("chain")) {
+      auto c = chain_from_json(j.at("chain"), where, "tile.chain");
+      if (!c) return c.error();
+      t.chain = *c;
     }
   } catch (const nlohmann::json::exception& e) {
     return bad(where, "tile", fmt::format("a field has the wrong type ({})", e.what()));

@@ -37,6 +37,19 @@ GPUSIM_API std::string_view main_loop_name(MainLoop m);
 // The main loop `name` spells (main_loop_name's names); false where it is none of them.
 GPUSIM_API bool parse_main_loop(std::string_view name, MainLoop* out);
 
+// The dependent chain of one block of gpusim's own GEMM-like kernels, as codegen builds them or as
+// their compiled code shows (`gpusim codegen report` reads the SASS): what the cost model prices
+// them by (core/sim/README.md, "gpusim's own kernels"). All 0 where unknown: a library's kernel, or
+// a tile not yet fitted to a generated target.
+struct GPUSIM_API KernelChain {
+  int load_rounds = 0;        // dependent global-load rounds a thread waits on per k-step of the main loop
+  int loads_ahead = 0;        // 1: each k-step's loads are issued before the step before it computes
+  int epilogue_rounds = 0;    // dependent round trips after the main loop (a K split's arrival and partial sums)
+  int epilogue_barriers = 0;  // block barriers after the main loop
+  bool known() const { return load_rounds > 0; }
+  bool operator==(const KernelChain&) const = default;
+};
+
 // How a kernel is scheduled. GEMM-like kernels use block_m/n/k, stages and split_k (and
 // vector_width as the widest operand tile load, which their price does not depend on); the
 // others use threads, vector_width and items_per_thread.
@@ -65,11 +78,14 @@ struct GPUSIM_API TileConfig {
   int registers = 0;
   // What its main loop runs on (GEMM-like and attention kernels); derived like smem_bytes.
   MainLoop main_loop = MainLoop::kAny;
+  // gpusim's own GEMM-like kernels: their block's dependent chain (KernelChain); derived like
+  // smem_bytes (codegen's capability sets it from its design, or from the compiled code).
+  KernelChain chain = {};
 
   bool operator==(const TileConfig&) const = default;
 };
 
-// Whether two tiles schedule a kernel alike: equal but for the derived smem_bytes, registers and main_loop
+// Whether two tiles schedule a kernel alike: equal but for the derived smem_bytes, registers, main_loop and chain
 // (a plan file's tile against the same tile fitted to a target).
 GPUSIM_API bool same_schedule(const TileConfig& a, const TileConfig& b);
 

@@ -1104,3 +1104,27 @@ TEST_CASE("GEMV-shaped kernels for GEMMs and convolutions of at most 8 rows matc
     }
   }
 }
+
+// The chain of codegen's GEMM-like tiles by its design (gemm_tile.h: design_chain), which the cost
+// model prices them by: loads go out in rounds of kLoadRound while staging ahead is off; a split
+// adds its arrival and its slices; an epilogue staged through the block its barriers.
+TEST_CASE("the generator's design chain follows its loads", "[codegen]") {
+  using codegen::design_chain;
+  using codegen::kLoadRound;
+  // 64x64x32, 128 threads: 16 gathers of A and two 8-wide vectors of B a thread, a k-step.
+  KernelChain c = design_chain(64, 64, 32, 128, 32, 1, 8, 1, 4, 0);
+  CHECK(c.loads_ahead == (codegen::stages_tile_loads(32, 32, 128) ? 1 : 0));
+  CHECK(c.load_rounds == (c.loads_ahead ? 1 : (16 + kLoadRound - 1) / kLoadRound + 1));
+  CHECK(c.epilogue_rounds == 0);
+  CHECK(c.epilogue_barriers == 0);
+  // 256x64x32, 256 threads, 64 accumulators: 32 gathers a thread never stage.
+  c = design_chain(256, 64, 32, 256, 64, 1, 8, 1, 8, 0);
+  CHECK(c.loads_ahead == 0);
+  CHECK(c.load_rounds == 32 / kLoadRound + 1);
+  CHECK_FALSE(codegen::stages_tile_loads(40, 64, 256));
+  // K split 4 ways: the arrival's two round trips and the 32 values of a thread, slices in flight;
+  // two block barriers a fragment where the epilogue stages through the block (portable, MFMA).
+  c = design_chain(64, 64, 32, 128, 32, 1, 8, 4, 4, 2);
+  CHECK(c.epilogue_rounds == 2 + 32);
+  CHECK(c.epilogue_barriers == 2 + 4 * 2);
+}

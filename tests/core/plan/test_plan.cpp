@@ -139,7 +139,7 @@ TEST_CASE("malformed plan files are rejected naming the field", "[plan][errors]"
         "bad.json: kernels[0].tile.block_m: -64 is not an integer in [0, 65536]");
   CHECK(err(R"({"schema": "gpusim.plan/1", "kernels": [{"nodes": ["mm1"], "tile": {"warps": 4}}]})") ==
         "bad.json: kernels[0].tile.warps: unknown key; allowed: block_m, block_n, block_k, threads, stages, split_k, "
-        "vector_width, items_per_thread, smem_bytes, registers, main_loop");
+        "vector_width, items_per_thread, smem_bytes, registers, main_loop, chain");
   CHECK(err(R"({"schema": "gpusim.plan/1", "kernels": [{"nodes": ["mm1"], "tile": {"main_loop": "tensor"}}]})") ==
         "bad.json: kernels[0].tile.main_loop: \"tensor\" is not \"any\", \"vector\", \"matrix\" or \"tf32\"");
   CHECK(err(R"({"schema": "gpusim.plan/1", "kernels": [{"nodes": ["mm1"], "tile": {"smem_bytes": -1}}]})") ==
