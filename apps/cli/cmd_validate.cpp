@@ -39,6 +39,7 @@ struct ValidateArgs {
   int threads = 0;
   bool json = false;
   bool logo = false;
+  bool lomo = false;
   bool lofo = false;
   bool fit = false;
   std::string write_runtimes;
@@ -327,8 +328,9 @@ int run_validate(const ValidateArgs& a) {
       if (!a.json) fmt::print("wrote    {}\n", a.write_efficiency);
     }
   }
-  if (a.logo && a.lofo) {
-    fmt::print(stderr, "gpusim validate: --leave-one-gpu-out and --leave-one-family-out are two runs; give one\n");
+  if (static_cast<int>(a.logo) + static_cast<int>(a.lofo) + static_cast<int>(a.lomo) > 1) {
+    fmt::print(stderr, "gpusim validate: --leave-one-gpu-out, --leave-one-family-out and --leave-one-model-out are "
+                       "separate runs; give one\n");
     return 2;
   }
   Result<ValidationReport> rep = ValidationReport{};
@@ -342,7 +344,9 @@ int run_validate(const ValidateArgs& a) {
       rep->models = std::move(*mr);
     }
   } else {
-    rep = a.logo ? validate_leave_one_out(*recs, o, fo) : validate(*recs, o);
+    rep = a.logo   ? validate_leave_one_out(*recs, o, fo)
+          : a.lomo ? validate_leave_one_out(*recs, o, fo, nullptr, HoldOut::kModel)
+                   : validate(*recs, o);
   }
   if (!rep) {
     fmt::print(stderr, "gpusim validate: {}\n", say(rep.error()));
@@ -399,7 +403,9 @@ int run_validate(const ValidateArgs& a) {
   }
   if (a.json) {
     nlohmann::json out = nlohmann::json::parse(validation_document(
-        *rep, *recs, a.logo ? "leave-one-gpu-out" : (a.lofo ? "leave-one-family-out" : (a.fit ? "fit" : "datasheet")),
+        *rep, *recs,
+        a.logo ? "leave-one-gpu-out"
+               : (a.lomo ? "leave-one-model-out" : (a.lofo ? "leave-one-family-out" : (a.fit ? "fit" : "datasheet"))),
         a.truth, a.runtime));
     if (!a.check_against.empty()) out["regressions"] = regressions;
     fmt::print("{}\n", out.dump(1, ' ', false, kInvalidUtf8));
@@ -416,6 +422,10 @@ int run_validate(const ValidateArgs& a) {
     if (a.logo) {
       fmt::print("mode     leave-one-GPU-out: each GPU predicted with host times and efficiencies fitted on the "
                  "others\n");
+    }
+    if (a.lomo) {
+      fmt::print("mode     leave-one-model-out: each model's kernels predicted with figures fitted on the other models' "
+                 "(groups \"MODEL: GPU\"; \"every model held out\" pools them)\n");
     }
     fmt::print("errors   (predicted - measured) / measured; MAPE, median, p90 of |error|; bias = mean signed error; "
                "tau = Kendall tau-b\n\n");
@@ -483,6 +493,9 @@ void add_validate(CLI::App& app, int& rc) {
   cmd->add_flag("--leave-one-family-out", a->lofo,
                 "Whole models: fit on the per-op records and every model family but one (config family: attention, "
                 "conv), predict that one; each in turn");
+  cmd->add_flag("--leave-one-model-out", a->lomo,
+                "gpusim run records: fit on every model's kernels but one (host times, efficiencies and the own-kernel "
+                "chain constants), predict that model's; each in turn");
   cmd->add_flag("--leave-one-gpu-out", a->logo,
                 "Fit runtime host times and vendor efficiencies on all GPUs but one, predict that one; each in turn");
   cmd->add_flag("--fit", a->fit, "Fit host times and vendor efficiencies on these records first (in-sample), and print them");

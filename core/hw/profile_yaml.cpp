@@ -99,7 +99,9 @@ const Spec& schema() {
         map("efficiency", {num("dram_bandwidth", 0, 1, false, true), num("l2_bandwidth", 0, 1, false, true),
                            num("vector_flops", 0, 1, false, true), num("gemm_vector_flops", 0, 1, false, true),
                            num("matrix_flops", 0, 1, false, true), num("grouped_conv", 0, 1, false, true),
-                           num("host_link", 0, 1, false, true), num("launch", 0, 10, false, true)}),
+                           num("host_link", 0, 1, false, true), num("launch", 0, 10, false, true),
+                           num("own_round_trip", 0, 100, false, true), num("own_value_ns", 0, 10000, false, true),
+                           num("own_block_us", 0, 1000, false, true), num("own_simt_flops", 0, 1, false, true)}),
         {"calibrated", Kind::kCalibrated, 0, 0, false, false, {}, {}},
         {"sources", Kind::kStrMap, 0, 0, false, true, {}, {}},
     });
@@ -466,7 +468,9 @@ const std::vector<std::pair<const char*, double Efficiency::*>>& efficiency_fiel
       {"dram_bandwidth", &Efficiency::dram_bandwidth}, {"l2_bandwidth", &Efficiency::l2_bandwidth},
       {"vector_flops", &Efficiency::vector_flops},     {"gemm_vector_flops", &Efficiency::gemm_vector_flops},
       {"matrix_flops", &Efficiency::matrix_flops},     {"grouped_conv", &Efficiency::grouped_conv},
-      {"host_link", &Efficiency::host_link},           {"launch", &Efficiency::launch}};
+      {"host_link", &Efficiency::host_link},           {"launch", &Efficiency::launch},
+      {"own_round_trip", &Efficiency::own_round_trip}, {"own_value_ns", &Efficiency::own_value_ns},
+      {"own_block_us", &Efficiency::own_block_us},     {"own_simt_flops", &Efficiency::own_simt_flops}};
   return kFields;
 }
 

@@ -303,6 +303,21 @@ KernelCost gemv_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   return c;
 }
 
+// One block of gpusim's own GEMM-like kernels (t.chain known: codegen's design, or its compiled
+// code), as its code runs: a fixed time; per k-step its dependent load rounds, each a round trip of
+// a loaded GPU, and the step's products (overlapping the loads where the next step's are issued
+// ahead of them) and barriers; after the loop the epilogue's round trips (a split's arrival and
+// partial sums) and barriers, and its time per output value a thread handles.
+double own_chain_s(const TileConfig& t, const DeviceModel& d, double k_steps, double step_products_s, int warps) {
+  const KernelChain& c = t.chain;
+  const double loads_s = c.load_rounds * d.own_round_trip_s;
+  const double barriers_s = (t.stages >= 2 ? 1 : 2) * warps * d.barrier_s;
+  const double step_s = (c.loads_ahead ? std::max(loads_s, step_products_s) : loads_s + step_products_s) + barriers_s;
+  const double values = static_cast<double>(t.block_m) * t.block_n / std::max(1, t.threads);
+  return d.own_block_s + k_steps * step_s + c.epilogue_rounds * d.own_round_trip_s +
+         c.epilogue_barriers * warps * d.barrier_s + values * d.own_value_s;
+}
+
 KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel& d) {
   if (gemv_shaped(t) && t.main_loop != MainLoop::kMatrix && t.main_loop != MainLoop::kTf32) return gemv_cost(w, t, d);
   KernelCost c;
@@ -323,12 +338,17 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   double peak = 0;
   // A grouped convolution (one GEMM per group) runs at the grouped kernels' share of the rates.
   const double grouped = w.cls == OpClass::kConv && w.batch > 1 ? d.grouped_conv_eff : 1.0;
-  const double rate = gemm_rate(w, d, t.main_loop, &c.matrix_units, &peak, &c.tf32) * grouped;
+  double rate = gemm_rate(w, d, t.main_loop, &c.matrix_units, &peak, &c.tf32) * grouped;
+  // gpusim's own SIMT loop reaches its own fraction of the vector peak, not a library's.
+  if (t.chain.known() && !c.matrix_units && d.gemm_vector_eff > 0 && d.own_simt_eff > 0) {
+    rate *= d.own_simt_eff / d.gemm_vector_eff;
+  }
   c.peak_tflops = peak;
   const BusiestUnit u = busiest_unit(c, d, warps);
   const int64_t load = u.load;
   const double util = u.util;
   double compute_s = static_cast<double>(load) * cta_flops / (rate / d.units * util);
+  double cta_smem_s = 0;  // a block's shared-memory traffic alone on its unit (SIMT main loops)
   if (!c.matrix_units && d.smem_bytes_per_s > 0) {
     // SIMT main loop: per k, every thread reads its tm x tn micro-tile's tm + tn operands from
     // shared memory (fp32) and the tile's bm + bn values are stored there; the shared-memory pipe
@@ -343,6 +363,7 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
     const double cta_smem =
         static_cast<double>(k_split) * (static_cast<double>(threads) * (tm + tn) + t.block_m + t.block_n) * operand_bytes;
     compute_s = std::max(compute_s, static_cast<double>(load) * cta_smem / (d.smem_bytes_per_s / d.units * util));
+    cta_smem_s = cta_smem / (d.smem_bytes_per_s / d.units * std::min(1.0, warps / kWarpsToSaturate));
   }
   // Unpacking quantized weights: each block unpacks its B tile once per k-step on the vector units.
   // A SIMT loop issues them between its multiply-adds; matrix units of their own overlap them with
@@ -408,8 +429,16 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   const double bw = achieved_bw(d, inflight) * grouped;
   c.achieved_dram_gbps = bw / 1e9;
   // A block's chain: its first tiles from DRAM, then each k-step waits for the next tile from L2
-  // unless (stages - 1) loads already overlap it, then its stores.
-  const double path = d.dram_latency_s + k_steps * d.l2_latency_s / std::max(1, t.stages - 1) + d.l2_latency_s;
+  // unless (stages - 1) loads already overlap it, then its stores. gpusim's own kernels: their
+  // chain as their code runs it (own_chain_s), their products at the unit's rate for one block.
+  double path = d.dram_latency_s + k_steps * d.l2_latency_s / std::max(1, t.stages - 1) + d.l2_latency_s;
+  if (t.chain.known() && k_steps > 0) {
+    // A k-step's products: its FLOPs at the unit's rate for one block, or (SIMT) its operands
+    // through shared memory, whichever is longer.
+    const double one_block = std::min(1.0, warps / kWarpsToSaturate);
+    const double products_s = std::max(cta_flops / (rate / d.units * one_block), cta_smem_s);
+    path = own_chain_s(t, d, k_steps, products_s / k_steps, warps);
+  }
   finish(c, d, compute_s, c.dram_bytes / bw, c.l2_bytes / d.l2_bytes_per_s, path);
   add_split_reduce(c, d, split * batch * w.m * w.n * 4.0, c_bytes, eb);
   return c;
@@ -591,6 +620,10 @@ DeviceModel make_device(const GpuProfile& p) {
   d.grouped_conv_eff = p.efficiency.grouped_conv;
   d.fp32_flops_per_s = p.vector_tflops(Precision::kFp32) * 1e12 * d.vector_eff * d.clock_scale;
   d.matrix_alignment = p.compute.matrix_alignment_elements;
+  d.own_round_trip_s = p.efficiency.own_round_trip * d.l2_latency_s;
+  d.own_value_s = p.efficiency.own_value_ns * 1e-9 / d.clock_scale;
+  d.own_block_s = p.efficiency.own_block_us * 1e-6;
+  d.own_simt_eff = p.efficiency.own_simt_flops;
   d.matrix_on_alus = p.compute.matrix_on_alus;
   return d;
 }

@@ -425,7 +425,9 @@ double RuntimeModel::host_us(const std::string& op, const std::string& op_class,
 
 double RuntimeModel::op_time_us(const std::string& op, const std::string& op_class, double kernels_us,
                                 int kernels) const {
-  if (combine == "device") return kernels_us;
+  // Device time; where a fit found the timer's own cost a kernel (`gpusim validate --fit` on gpusim's
+  // event-timed runs: the launch inside the events), that too.
+  if (combine == "device") return kernels_us + launch_latency_us;
   const double host = host_us(op, op_class, kernels);
   if (combine == "serial") return host + kernels_us;
   return std::max(host, kernels_us + launch_latency_us);

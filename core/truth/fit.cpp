@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -257,10 +258,37 @@ Result<FittedModel> fit_model(const std::vector<Measurement>& records, const Fit
                                  it->second.launch_latency_us, v.size()));
   }
 
+  // 2b. gpusim's own runs time each kernel with events around its launch, so a measured kernel
+  //     holds its launch: the median of (measured - modelled kernel) over their elementwise rows
+  //     (short kernels, the modelled time mostly the profile's floor) is that cost, added to every
+  //     kernel of runtime gpusim in this fit (RuntimeModel::op_time_us), so that no other figure
+  //     absorbs it.
+  {
+    std::vector<Measurement> rows;
+    for (const Measurement& m : sample) {
+      if (m.source == "gpusim run" && m.op_class == "elementwise" && (m.runtime.empty() || m.runtime == "gpusim")) rows.push_back(m);
+    }
+    auto rt = fm.runtimes.find("gpusim");
+    if (rows.size() >= 20 && rt != fm.runtimes.end()) {
+      rt->second.launch_latency_us = 0;
+      if (auto rep = validate(rows, vo); rep && rep->rows.size() >= 20) {
+        std::vector<double> gap;
+        for (const ValidatedRow& r : rep->rows) gap.push_back(r.measured_us - r.kernel_us);
+        rt->second.launch_latency_us = std::max(0.0, median(gap));
+        fm.log.push_back(fmt::format("runtime gpusim: {:.2f} us a kernel beside its device time (the launch inside "
+                                     "the events that time it), the median over {} elementwise rows of gpusim's own runs",
+                                     rt->second.launch_latency_us, rep->rows.size()));
+      }
+    }
+  }
+
   // 3. SIMT GEMM rate per vendor, on device-bound GEMM and convolution rows.
   for (const std::string& vendor : vendors) {
     const auto rows = rows_where([&](const Measurement& m, const ValidatedRow& r) {
       if (vendor_of[m.gpu] != vendor || (m.op_class != "gemm" && m.op_class != "conv")) return false;
+      // Library kernels only: gpusim's own (its runs' records) are priced as their generator builds
+      // them (step 5 for the GEMM-like ones), not at a library's SIMT rate.
+      if (m.source == "gpusim run") return false;
       auto rt = fm.runtimes.find(m.runtime.empty() ? "gpusim" : m.runtime);
       const double host = rt == fm.runtimes.end() ? 0 : rt->second.host_us(m.op, m.op_class, 1);
       return r.kernel_us > 1.5 * host;
@@ -275,6 +303,49 @@ Result<FittedModel> fit_model(const std::vector<Measurement>& records, const Fit
     fm.log.push_back(fmt::format("{} efficiency.gemm_vector_flops = {:.3f} on {} device-bound rows (mean |log error| "
                                  "{:.3f})",
                                  vendor, best, rows.size(), per_op_objective(rows)));
+  }
+
+  // 5. gpusim's own GEMM-like kernels per vendor (records whose tile carries its chain, tile.h:
+  //    KernelChain): a loaded round trip (a multiple of the L2 hit latency), the epilogue's time per
+  //    output value, a block's fixed time, the SIMT loop's share of the vector peak, by coordinate
+  //    descent (golden-section search on each in turn, three times, from a fixed start) on the mean
+  //    |log error|.
+  for (const std::string& vendor : vendors) {
+    std::vector<Measurement> rows;
+    for (const Measurement& m : sample) {
+      if (vendor_of[m.gpu] == vendor && m.tile && m.tile->chain.known() && (m.op_class == "gemm" || m.op_class == "conv")) {
+        rows.push_back(m);
+      }
+    }
+    if (rows.size() < 20) continue;
+    Efficiency& e = fm.efficiency[vendor];
+    // Each figure, its search range, iterations and start (the same whatever the defaults, which
+    // are this fit's result on the H200 runs).
+    struct Figure {
+      const char* key;
+      double Efficiency::*member;
+      double lo, hi, start;
+      int iterations;
+    };
+    static constexpr Figure kFigures[] = {{"own_round_trip", &Efficiency::own_round_trip, 0.5, 40.0, 4.0, 16},
+                                          {"own_value_ns", &Efficiency::own_value_ns, 0.0, 400.0, 4.0, 16},
+                                          {"own_block_us", &Efficiency::own_block_us, 0.0, 20.0, 2.0, 14},
+                                          {"own_simt_flops", &Efficiency::own_simt_flops, 0.05, 1.0, 0.5, 14}};
+    for (const Figure& f : kFigures) e.*f.member = f.start;
+    for (int round = 0; round < 3; ++round) {
+      for (const Figure& f : kFigures) {
+        e.*f.member = golden(f.lo, f.hi, f.iterations, [&](double x) {
+          e.*f.member = x;
+          return per_op_objective(rows);
+        });
+      }
+    }
+    for (const Figure& f : kFigures) fm.fitted_figures[vendor][f.key] = e.*f.member;
+    fm.log.push_back(fmt::format("{} efficiency.own_round_trip = {:.2f} (x the L2 hit latency), own_value_ns = {:.2f}, "
+                                 "own_block_us = {:.2f}, own_simt_flops = {:.3f} on {} of gpusim's own GEMM-like kernels "
+                                 "(mean |log error| {:.3f})",
+                                 vendor, e.own_round_trip, e.own_value_ns, e.own_block_us, e.own_simt_flops, rows.size(),
+                                 per_op_objective(rows)));
   }
 
   // 4. Matrix-unit rate per vendor, on whole-model rows.
@@ -332,8 +403,17 @@ Result<FittedModel> fit_model(const std::vector<Measurement>& records, const Fit
   return fm;
 }
 
+std::string record_model(const Measurement& m) {
+  if (m.source != "gpusim run") return {};
+  const std::string path = m.source_ref.substr(0, m.source_ref.find(' '));
+  std::string name = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+  if (const size_t dot = name.rfind('.'); dot != std::string::npos) name.resize(dot);
+  return name;
+}
+
 Result<ValidationReport> validate_leave_one_out(const std::vector<Measurement>& all_records, const ValidateOptions& vopts,
-                                                const FitOptions& fopts, std::vector<FittedModel>* fits) {
+                                                const FitOptions& fopts, std::vector<FittedModel>* fits, HoldOut by) {
+  const auto key = [by](const Measurement& m) { return by == HoldOut::kGpu ? m.gpu : record_model(m); };
   // Language-model records have a leave-one-out of their own (validate_llm); the rest fit here.
   std::vector<Measurement> records;
   std::vector<size_t> orig;  // index in all_records
@@ -347,8 +427,10 @@ Result<ValidationReport> validate_leave_one_out(const std::vector<Measurement>& 
       orig.push_back(i);
     }
   }
-  std::set<std::string> gpus;
-  for (const Measurement& m : records) gpus.insert(m.gpu);
+  std::set<std::string> gpus;  // the groups held out in turn: GPUs, or models
+  for (const Measurement& m : records) {
+    if (!key(m).empty()) gpus.insert(key(m));
+  }
   ValidationReport out;
   if (any_llm) {
     auto lr = validate_llm(all_records, vopts, true);
@@ -357,12 +439,15 @@ Result<ValidationReport> validate_leave_one_out(const std::vector<Measurement>& 
   }
   std::vector<ValidatedRow> all_rows;
   std::vector<double> pred, roof, meas;
+  // Every held-out row per (GPU, class) and per (GPU, class and dtype, TF32 apart): with
+  // HoldOut::kModel, these groups pool the folds.
+  std::map<std::pair<std::string, std::string>, std::array<std::vector<double>, 3>> pooled;
   std::vector<ModelRow> model_rows;
   for (const std::string& g : gpus) {
     std::vector<Measurement> train, test;
     std::vector<size_t> test_idx;  // test row -> index in records
     for (size_t i = 0; i < records.size(); ++i) {
-      if (records[i].gpu == g) {
+      if (key(records[i]) == g) {
         test.push_back(records[i]);
         test_idx.push_back(orig[i]);
       } else {
@@ -386,6 +471,11 @@ Result<ValidationReport> validate_leave_one_out(const std::vector<Measurement>& 
         for (auto& w : grp.worst) w.record = test_idx[w.record];
       }
     }
+    if (by == HoldOut::kModel) {  // each fold's groups name the model held out
+      for (auto* groups : {&rep->groups, &rep->per_gpu}) {
+        for (auto& grp : *groups) grp.gpu = g + ": " + grp.gpu;
+      }
+    }
     for (auto& grp : rep->groups) out.groups.push_back(std::move(grp));
     for (auto& grp : rep->per_gpu) out.per_gpu.push_back(std::move(grp));
     for (const auto& s : rep->skipped) out.skipped.push_back(s);
@@ -395,6 +485,15 @@ Result<ValidationReport> validate_leave_one_out(const std::vector<Measurement>& 
       pred.push_back(r.predicted_us);
       roof.push_back(r.roofline_us);
       meas.push_back(r.measured_us);
+      const Measurement& rec = all_records[r.record];
+      const std::string by_dtype = fmt::format("{} {}{}", rec.op_class, dtype_name(rec.dtype),
+                                               rec.tile && rec.tile->main_loop == MainLoop::kTf32 ? " (tf32)" : "");
+      for (const std::string& cls : {rec.op_class, by_dtype}) {
+        auto& pool = pooled[{rec.gpu, cls}];
+        pool[0].push_back(r.predicted_us);
+        pool[1].push_back(r.roofline_us);
+        pool[2].push_back(r.measured_us);
+      }
     }
     for (ModelRow& r : rep->models.rows) {
       r.record = test_idx[r.record];
@@ -408,6 +507,16 @@ Result<ValidationReport> validate_leave_one_out(const std::vector<Measurement>& 
     auto skipped = std::move(out.models.skipped);
     out.models = summarize_models(std::move(model_rows), vopts.worst);
     out.models.skipped = std::move(skipped);
+  }
+  if (by == HoldOut::kModel) {
+    for (const auto& [k, v] : pooled) {
+      ValidationGroup grp;
+      grp.gpu = "every model held out: " + k.first;
+      grp.op_class = k.second;
+      grp.model = error_stats(v[0], v[2]);
+      grp.roofline = error_stats(v[1], v[2]);
+      out.groups.push_back(std::move(grp));
+    }
   }
   out.overall.gpu = "all";
   out.overall.op_class = "all";

@@ -128,6 +128,18 @@ struct GPUSIM_API Efficiency {
   double grouped_conv = 1.00;
   double host_link = 0.80;
   double launch = 1.00;
+  // gpusim's own GEMM-like kernels, priced by their block's dependent chain (tile.h: KernelChain;
+  // core/sim/README.md, "gpusim's own kernels"): one dependent global-load round trip of a loaded
+  // GPU as a multiple of the L2 hit latency (memory.l2.latency_ns), the epilogue's time per output
+  // value a thread handles (ns at the boost clock), and a block's fixed time (us): its prologue,
+  // first tile and last stores; and their SIMT main loop's fraction of the vector peak. Not
+  // fractions of a peak but the other figures a fit sets: these defaults are fitted, in sample, on
+  // the 702 GEMM-like kernels of the H200 runs of 2026-11-27 (`gpusim validate --truth
+  // bench/gpu/h200-2026-11-27/truth/runs --fit`; leave-one-model-out in bench/RESULTS.md).
+  double own_round_trip = 2.45;
+  double own_value_ns = 123.6;
+  double own_block_us = 0.01;
+  double own_simt_flops = 0.402;
 };
 
 // A measured figure from `gpusim calibrate`.

@@ -233,10 +233,18 @@ struct GPUSIM_API FitOptions {
 // on every record given. Deterministic.
 GPUSIM_API Result<FittedModel> fit_model(const std::vector<Measurement>& records, const FitOptions& opts);
 
+// What a leave-one-out holds out in turn: a GPU, or a model (the graph a `gpusim run` record
+// measured, the first word of its source_ref: records of no model are always fitted on).
+enum class HoldOut { kGpu, kModel };
+// The model a record measured ("resnet50" from "models/resnet50.onnx fp16 kernel 3"), or "".
+GPUSIM_API std::string record_model(const Measurement& m);
+
 // Leave-one-GPU-out: for each GPU, fit on the records of every other GPU and validate on its own.
-// The report's groups are the held-out predictions, GPU by GPU (whole models too).
+// The report's groups are the held-out predictions, GPU by GPU (whole models too). With
+// HoldOut::kModel, leave-one-model-out: the same, model by model.
 GPUSIM_API Result<ValidationReport> validate_leave_one_out(const std::vector<Measurement>& records, const ValidateOptions& vopts,
-                                                const FitOptions& fopts, std::vector<FittedModel>* fits = nullptr);
+                                                const FitOptions& fopts, std::vector<FittedModel>* fits = nullptr,
+                                                HoldOut by = HoldOut::kGpu);
 
 // Leave-one-family-out for whole models: for each model family (config "family": attention,
 // conv), fit on every per-op record and the other families' model records, predict that family's.

@@ -412,3 +412,52 @@ TEST_CASE("GEMV-shaped tiles stream the weight with what their threads keep in f
   // The one-row GEMM's best tile is a GEMV-shaped one on this GPU.
   CHECK(gemv_shaped(choose_tile(w, d)));
 }
+
+// gpusim's own kernels (tile.chain known) are priced by their block's chain (core/sim/README.md):
+// the loads a k-step waits on cost round trips unless they are issued ahead of the products, the
+// epilogue's round trips and values add, and a library tile of the same shape is priced as before.
+TEST_CASE("a generated tile's chain prices its dependent loads, their overlap and its epilogue", "[sim]") {
+  const DeviceModel d = make_device(profile("nvidia-h200"));
+  KernelWork w;
+  w.cls = OpClass::kConv;
+  w.dtype = DType::kFloat16;
+  w.m = 3136;
+  w.n = 64;
+  w.k = 576;
+  w.macs = w.m * w.n * w.k;
+  w.flops.fma = 2 * w.macs;
+  w.bytes_read = (w.m * w.k + w.k * w.n) * 2;
+  w.bytes_written = w.m * w.n * 2;
+  TileConfig t;
+  t.block_m = 128;
+  t.block_n = 64;
+  t.block_k = 32;
+  t.threads = 256;
+  t.stages = 1;
+  t.main_loop = MainLoop::kMatrix;
+  const KernelCost lib = kernel_cost(w, t, d);
+  REQUIRE(lib.feasible);
+  auto priced = [&](KernelChain c) {
+    TileConfig g = t;
+    g.chain = c;
+    const KernelCost k = kernel_cost(w, g, d);
+    REQUIRE(k.feasible);
+    return k;
+  };
+  const KernelCost serial = priced({32, 0, 0, 0});  // one load at a time: 32 round trips a k-step
+  const KernelCost staged = priced({1, 1, 0, 0});    // every load in flight, issued ahead
+  const KernelCost once = priced({1, 0, 0, 0});      // in flight, but after the step before computes
+  // 18 k-steps of 32 round trips each: the chain is the kernel's bound, and it is the sum.
+  CHECK(serial.bound == Bound::kLatency);
+  const double k_steps = 18;
+  const double per_step = 32 * d.own_round_trip_s;
+  CHECK(serial.path_us >= k_steps * per_step * 1e6);
+  CHECK(serial.total_us > 5 * staged.total_us);
+  CHECK(once.total_us >= staged.total_us);
+  // The epilogue's round trips add one each (a block round on this grid: 25 blocks, 132 SMs).
+  const KernelCost split = priced({1, 1, 10, 0});
+  CHECK(split.path_us == Approx(staged.path_us + 10 * d.own_round_trip_s * 1e6).epsilon(1e-9));
+  // A library tile of the same shape has no chain and keeps its pipeline's path.
+  CHECK_FALSE(t.chain.known());
+  CHECK(lib.total_us != serial.total_us);
+}
