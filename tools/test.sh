@@ -16,8 +16,10 @@
 #             fp32 MFMA), gfx1030 (hiprtc) and SPIR-V for an Intel and an Apple GPU (libshaderc),
 #             no GPU (tools/compile_tier.py: `gpusim codegen
 #             report`, about 8 minutes on 2 cores); fails
-#             when a kernel does not compile, when more NVIDIA kernels spill than the one known, or
-#             when fewer than 95% of the NVIDIA kernels keep the blocks per SM the cost model assumed
+#             when a kernel does not compile, when more NVIDIA kernels spill than the one known,
+#             when fewer than 95% of the NVIDIA kernels keep the blocks per SM the cost model
+#             assumed, or when fewer than 94% of the NVIDIA kernels whose main loop runs on matrix
+#             instructions pass the machine-code gates (their SASS, read with nvdisasm)
 # Other tiers, run when named:
 #   slow      the [slow] tests (the complete NVRTC/hiprtc structure compile, ...)
 #   tsan      build-tsan/ (ThreadSanitizer): the tests that share a Session or a Service across threads
@@ -28,6 +30,13 @@ tiers=("$@")
 [[ ${#tiers[@]} -gt 0 ]] || tiers=(default compile package sanitize)
 jobs=$(nproc)
 tools/install-deps.sh
+# nvdisasm (PyPI's nvidia-cuda-nvdisasm, in .venv-tools): the SASS of every generated kernel NVRTC
+# compiles, read by `gpusim codegen report` and its tests and gated by the compile tier.
+if nvdisasm=$(tools/setup-tools-venv.sh | tail -n 1) && [[ -x $nvdisasm ]]; then
+  export GPUSIM_NVDISASM=$nvdisasm
+else
+  echo "tools/test.sh: no nvdisasm (tools/setup-tools-venv.sh failed): the SASS is not read, and the compile tier fails" >&2
+fi
 
 build_default() {
   cmake -S . -B build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUSIM_WERROR=ON -DGPUSIM_BUILD_BENCH=ON
@@ -45,10 +54,12 @@ for tier in "${tiers[@]}"; do
       ctest --test-dir build-test --output-on-failure -L timing ;;
     compile)
       build_default
-      # One known spill: MobileNetV2's first convolution on sm_80 (4 bytes; ptxas settles on 48
-      # registers for it, bench/RESULTS.md "Compiled truth"); a new one fails the tier.
+      # One known spill allowed (MobileNetV2's first convolution on sm_80 spilled 4 bytes until the
+      # gathered loads of issue 51; none spills now); a new one fails the tier. Machine-code gates:
+      # 94.2% pass (issue 51's target is 95%: sm_80 keeps 3 of ViT's fp16 vector loads in flight,
+      # bench/RESULTS.md "gpusim's own kernels"); fewer fails.
       python3 tools/compile_tier.py --gpusim build-test/bin/gpusim --models resnet50,mobilenet_v2,vit_b_16 \
-        --min-as-assumed 95 --max-spilling 1 ;;
+        --min-as-assumed 95 --max-spilling 1 --min-gates 94 ;;
     slow)
       build_default
       ctest --test-dir build-test --output-on-failure -j"$jobs" -L slow ;;
