@@ -76,7 +76,10 @@ void registers_in(std::string_view operand, int width, std::vector<int>& out) {
     if (i > 0 && (std::isalnum(static_cast<unsigned char>(operand[i - 1])) || operand[i - 1] == '_')) continue;
     size_t j = i + 1;
     int r = 0;
-    while (j < operand.size() && std::isdigit(static_cast<unsigned char>(operand[j]))) r = r * 10 + (operand[j++] - '0');
+    while (j < operand.size() && std::isdigit(static_cast<unsigned char>(operand[j]))) {
+      if (r < kRegisters) r = r * 10 + (operand[j] - '0');  // no overflow however many digits
+      ++j;
+    }
     if (j == i + 1 || r >= kRegisters) continue;
     int w = width;
     if (operand.substr(j, 3) == ".64") w = 2;
