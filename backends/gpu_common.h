@@ -9,7 +9,8 @@
 //    device discovery, making the device current (bind) and turning a source into a loaded
 //    module (load: NVRTC + cuModuleLoadDataEx, hiprtc + hipModuleLoadData).
 //  - describe_devices / no_such_device: list_devices() and open()'s index check.
-//  - The runtime compilers' (NVRTC, hiprtc) source check and dlopen, symbol and program-log helpers.
+//  - The runtime compilers' (NVRTC, hiprtc) source check and dlopen, symbol and program-log helpers,
+//    and the command-line disassemblers beside them (nvdisasm, llvm-objdump): finding and running one.
 //
 // Messages name the API through Api::kName ("CUDA", "HIP"), so they read exactly as each backend
 // wrote them before. Internal to the two backends: header-only, nothing here is public interface.
@@ -18,14 +19,22 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -421,6 +430,72 @@ inline Status accept_cuda_cpp(const KernelSource& src, std::string* log, const c
   if (src.language == Language::kCudaCpp) return Ok{};
   return make_error(ErrorCode::kInvalidArgument,
                     fmt::format("kernel \"{}\": {}, this source is GLSL", src.name, compiles));
+}
+
+// The first of `names` that is an executable file in one of `before`, then of $PATH's folders,
+// then of `after`; "" when none is.
+inline std::string find_tool(const std::vector<std::string>& names, const std::vector<std::filesystem::path>& before,
+                             const std::vector<std::filesystem::path>& after = {}) {
+  std::vector<std::filesystem::path> dirs = before;
+  if (const char* path = std::getenv("PATH"); path != nullptr) {
+    std::string_view p(path);
+    while (!p.empty()) {
+      const size_t colon = p.find(':');
+      if (colon != 0) dirs.emplace_back(std::string(p.substr(0, colon)));
+      p = colon == std::string_view::npos ? std::string_view{} : p.substr(colon + 1);
+    }
+  }
+  dirs.insert(dirs.end(), after.begin(), after.end());
+  for (const auto& d : dirs) {
+    for (const std::string& n : names) {
+      std::error_code ec;
+      const std::filesystem::path f = d / n;
+      if (std::filesystem::is_regular_file(f, ec) && ::access(f.c_str(), X_OK) == 0) return f.string();
+    }
+  }
+  return {};
+}
+
+// `s` single-quoted for the shell.
+inline std::string shell_quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// `tool` run with `args` (each quoted) and then, where `bytes` is given, a temporary file holding them
+// (removed after): its standard output, with its standard error folded in or dropped. *status is
+// its exit status, -1 where it could not be run (or the file not written).
+inline std::string run_tool(const std::string& tool, const std::vector<std::string>& args,
+                            const std::optional<std::string_view>& bytes, bool with_stderr, int* status) {
+  static std::atomic<uint64_t> counter{0};
+  *status = -1;
+  std::filesystem::path file;
+  std::error_code ec;
+  if (bytes) {
+    file = std::filesystem::temp_directory_path(ec) /
+           fmt::format("gpusim-tool-{}-{}.bin", static_cast<long>(::getpid()), counter.fetch_add(1));
+    if (ec) return {};
+    std::ofstream out(file, std::ios::binary);
+    out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
+    if (!out) {
+      std::filesystem::remove(file, ec);
+      return {};
+    }
+  }
+  std::string cmd = shell_quoted(tool);
+  for (const std::string& a : args) cmd += " " + shell_quoted(a);
+  if (bytes) cmd += " " + shell_quoted(file.string());
+  cmd += with_stderr ? " 2>&1" : " 2>/dev/null";
+  std::string text;
+  if (FILE* p = ::popen(cmd.c_str(), "r"); p != nullptr) {
+    char buf[1 << 14];
+    size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) text.append(buf, n);
+    *status = ::pclose(p);
+  }
+  if (bytes) std::filesystem::remove(file, ec);
+  return text;
 }
 
 // dlopens the first of `names` that loads; `tried` collects the others, comma-separated.

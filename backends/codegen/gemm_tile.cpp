@@ -340,11 +340,11 @@ TileLoads tile_loads(const GemmLoop& L, int bm, int bn, int bk, int T, int acc, 
   // of the k-loop, and 256-row tiles spilled.
   io.staged = false;
   io.issue = [](const std::string&) { return std::string(); };
-  io.commit = [a, b, store_a, store_b](const std::string& buf, const std::string& k0) {
+  io.commit = [a, b, whole, store_a, store_b](const std::string& buf, const std::string& k0) {
     std::string s;
     for (const Share* o : {&a, &b}) {
       const int round = std::min(o->u, kLoadRound);  // u and kLoadRound are powers of two
-      const auto at = [vec = o->vec](const std::string& u) { return vec == 1 ? u : fmt::format("{} * {}", u, vec); };
+      const auto at = whole(*o);
       const std::string off = o->u > round ? "r0_" : "";
       if (o->u > round) s += fmt::format("    UNROLL1 for (int r0_ = 0; r0_ < {0}; r0_ += {1}) {{\n", o->u, round);
       s += fmt::format("    {{\n    {} stc[{}];\n", o->type(), round * o->vec);

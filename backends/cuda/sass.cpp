@@ -2,18 +2,16 @@
 #include "sass.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <bitset>
 #include <cctype>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <vector>
+
+#include "gpu_common.h"
 
 namespace gpusim::backend::cuda {
 
@@ -282,66 +280,31 @@ Result<MachineCodeFigures> parse_sass(std::string_view listing, std::string_view
 const std::string& nvdisasm_path() {
   static const std::string found = [] {
     if (const char* env = std::getenv("GPUSIM_NVDISASM"); env != nullptr && *env != '\0') return std::string(env);
-    std::vector<fs::path> dirs;
-    if (const char* path = std::getenv("PATH"); path != nullptr) {
-      std::string_view p(path);
-      while (!p.empty()) {
-        const size_t colon = p.find(':');
-        if (colon != 0) dirs.emplace_back(std::string(p.substr(0, colon)));
-        p = colon == std::string_view::npos ? std::string_view{} : p.substr(colon + 1);
-      }
-    }
+    std::vector<fs::path> after;
     for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
-      if (const char* h = std::getenv(var); h != nullptr && *h != '\0') dirs.push_back(fs::path(h) / "bin");
+      if (const char* h = std::getenv(var); h != nullptr && *h != '\0') after.push_back(fs::path(h) / "bin");
     }
-    dirs.emplace_back("/usr/local/cuda/bin");
+    after.emplace_back("/usr/local/cuda/bin");
     // PyPI's nvidia-cuda-nvdisasm: <venv>/lib/pythonX.Y/site-packages/nvidia/cuNN/bin/nvdisasm.
     if (const char* venv = std::getenv("VIRTUAL_ENV"); venv != nullptr && *venv != '\0') {
       std::error_code ec;
       for (const auto& py : fs::directory_iterator(fs::path(venv) / "lib", ec)) {
-        const fs::path nv = py.path() / "site-packages" / "nvidia";
-        for (const auto& cu : fs::directory_iterator(nv, ec)) dirs.push_back(cu.path() / "bin");
+        for (const auto& cu : fs::directory_iterator(py.path() / "site-packages" / "nvidia", ec)) {
+          after.push_back(cu.path() / "bin");
+        }
       }
     }
-    for (const fs::path& d : dirs) {
-      std::error_code ec;
-      const fs::path f = d / "nvdisasm";
-      if (fs::is_regular_file(f, ec) && ::access(f.c_str(), X_OK) == 0) return f.string();
-    }
-    return std::string();
+    return gpu::find_tool({"nvdisasm"}, {}, after);
   }();
   return found;
 }
-
-namespace {
-
-// The output of `cmd` (stderr folded in), and its exit status.
-std::string run_command(const std::string& cmd, int* status) {
-  std::string text;
-  *status = -1;
-  if (FILE* p = ::popen(cmd.c_str(), "r"); p != nullptr) {
-    char buf[1 << 14];
-    size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) text.append(buf, n);
-    *status = ::pclose(p);
-  }
-  return text;
-}
-
-std::string quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-}  // namespace
 
 const std::string& nvdisasm_version() {
   static const std::string v = [] {
     const std::string& tool = nvdisasm_path();
     if (tool.empty()) return std::string();
     int status = 0;
-    const std::string out = run_command(quoted(tool) + " -V 2>&1", &status);
+    const std::string out = gpu::run_tool(tool, {"-V"}, std::nullopt, true, &status);
     // "... Cuda compilation tools, release 13.0, V13.0.88" -> "nvdisasm 13.0.88"
     const size_t at = out.rfind(", V");
     if (at == std::string::npos) return std::string("nvdisasm");
@@ -359,23 +322,9 @@ Result<std::string> disassemble_cubin(std::string_view cubin, std::string_view k
                       "nvidia-cuda-nvdisasm (tools/setup-tools-venv.sh puts it in .venv-tools) and set "
                       "GPUSIM_NVDISASM to its nvdisasm, or put a CUDA toolkit's bin folder on PATH");
   }
-  static std::atomic<uint64_t> counter{0};
-  std::error_code ec;
-  const fs::path file = fs::temp_directory_path(ec) /
-                        fmt::format("gpusim-sass-{}-{}.cubin", static_cast<long>(::getpid()), counter.fetch_add(1));
-  if (ec) return make_error(ErrorCode::kIo, fmt::format("kernel \"{}\": no temporary folder for its cubin: {}", kernel, ec.message()));
-  {
-    std::ofstream out(file, std::ios::binary);
-    out.write(cubin.data(), static_cast<std::streamsize>(cubin.size()));
-    if (!out) {
-      fs::remove(file, ec);
-      return make_error(ErrorCode::kIo, fmt::format("kernel \"{}\": cannot write its cubin to {}", kernel, file.string()));
-    }
-  }
   int status = 0;
   // -c: the code sections only; stderr folded in, so a failure's message comes back.
-  std::string text = run_command(quoted(tool) + " -c " + quoted(file.string()) + " 2>&1", &status);
-  fs::remove(file, ec);
+  std::string text = gpu::run_tool(tool, {"-c"}, cubin, true, &status);
   if (status != 0) {
     if (text.size() > 2000) text.resize(2000);
     return make_error(ErrorCode::kDevice, fmt::format("kernel \"{}\": {} failed on its cubin (status {}): {}", kernel,

@@ -5,17 +5,14 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 #include <hip/hiprtc.h>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <cctype>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <mutex>
 
@@ -324,55 +321,19 @@ int int_field(const nlohmann::json& k, const char* key) {
 const std::string& disassembler() {
   static const std::string found = [] {
     if (const char* env = std::getenv("GPUSIM_LLVM_OBJDUMP"); env != nullptr && *env != '\0') return std::string(env);
-    std::vector<std::string> dirs = {"/opt/rocm/llvm/bin"};
-    if (const char* path = std::getenv("PATH"); path != nullptr) {
-      std::string_view p(path);
-      while (!p.empty()) {
-        const size_t colon = p.find(':');
-        dirs.emplace_back(p.substr(0, colon));
-        p = colon == std::string_view::npos ? std::string_view{} : p.substr(colon + 1);
-      }
-    }
-    for (const std::string& dir : dirs) {
-      for (const char* name : {"llvm-objdump", "llvm-objdump-18", "llvm-objdump-17", "llvm-objdump-16",
-                               "llvm-objdump-15", "llvm-objdump-14"}) {
-        const std::filesystem::path f = std::filesystem::path(dir) / name;
-        std::error_code ec;
-        if (!dir.empty() && std::filesystem::is_regular_file(f, ec)) return f.string();
-      }
-    }
-    return std::string();
+    return gpu::find_tool({"llvm-objdump", "llvm-objdump-18", "llvm-objdump-17", "llvm-objdump-16", "llvm-objdump-15",
+                           "llvm-objdump-14"},
+                          {"/opt/rocm/llvm/bin"});
   }();
   return found;
 }
 
 // The disassembly of `code` for `arch` by `tool`, or empty when it cannot be had.
 std::string disassemble(const std::string& tool, const std::string& code, const std::string& arch) {
-  static std::atomic<uint64_t> counter{0};
-  std::error_code ec;
-  const std::filesystem::path file =
-      std::filesystem::temp_directory_path(ec) /
-      fmt::format("gpusim-{}-{}.co", static_cast<long>(::getpid()), counter.fetch_add(1));
-  if (ec) return {};
-  {
-    std::ofstream out(file, std::ios::binary);
-    out.write(code.data(), static_cast<std::streamsize>(code.size()));
-    if (!out) return {};
-  }
-  // The architecture is checked (gfx + hex digits, features after ':'), the paths are ours.
+  // The architecture is checked (gfx + hex digits, features after ':').
   const std::vector<std::string> options = {"-d", "--mcpu=" + arch.substr(0, arch.find(':'))};
-  std::string cmd = "'" + tool + "'";
-  for (const std::string& o : options) cmd += " " + o;
-  cmd += " '" + file.string() + "' 2>/dev/null";
-  std::string text;
-  if (FILE* p = ::popen(cmd.c_str(), "r"); p != nullptr) {
-    char buf[1 << 14];
-    size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) text.append(buf, n);
-    ::pclose(p);
-  }
-  std::filesystem::remove(file, ec);
-  return text;
+  int status = 0;
+  return gpu::run_tool(tool, options, code, false, &status);
 }
 
 }  // namespace
