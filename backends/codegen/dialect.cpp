@@ -119,14 +119,26 @@ constexpr const char* kCudaCommon = R"(typedef unsigned int uint;
 // floats and ints as vec2/vec4 (float2/float4, int2/int4), fp16 as packed pairs in uint/uvec2/
 // uvec4 (GLSL unpackHalf2x16/packHalf2x16, CUDA __half2). GLSL reads the buffer through a second
 // view of its binding (the block BVk, array bkv), declared by Kernel::source.
+//
+// RAWVk is the vector's raw type, LDRVk(i) loads it from element i, RAWVZk is a zero of it, and
+// FROM_RAWVk(x, j) is element j of vector x as float (the gathers of tile_loads, which keep the
+// loads in flight and unpack the values only as they go to shared memory).
 std::string vector_macros(backend::Language lang, const Arg& a, size_t k) {
   static const char* kComp[] = {"x", "y", "z", "w"};
-  if (storage_is_byte(a.storage)) {  // bytes: one element at a time through the scalar macros
-    return fmt::format("#define LDV{0}(i, a, o) {{ for (int v8_ = 0; v8_ < {1}; ++v8_) a[(o) + v8_] = LD{0}((i) + v8_); }}\n"
-                       "#define STV{0}(i, a, o) {{ for (int v8_ = 0; v8_ < {1}; ++v8_) ST{0}((i) + v8_, a[(o) + v8_]); }}\n",
-                       k, a.vector);
-  }
   const bool glsl = lang == backend::Language::kGlsl;
+  if (storage_is_byte(a.storage)) {  // bytes: one element at a time through the scalar macros
+    // A raw vector of at most 4 bytes packed in a uint, the lowest-addressed in the low bits.
+    std::string pack;
+    for (int j = 0; j < a.vector; ++j) {
+      pack += fmt::format("{}((uint(LD{}((i) + {})) & 0xFFu) << {}u)", j ? " | " : "", k, j, 8 * j);
+    }
+    const std::string byte = a.storage == Storage::kU8 ? "float(((x) >> (uint(j) * 8u)) & 0xFFu)"
+                                                       : "float(int((x) << (24u - uint(j) * 8u)) >> 24)";
+    return fmt::format("#define LDV{0}(i, a, o) {{ for (int v8_ = 0; v8_ < {1}; ++v8_) a[(o) + v8_] = LD{0}((i) + v8_); }}\n"
+                       "#define STV{0}(i, a, o) {{ for (int v8_ = 0; v8_ < {1}; ++v8_) ST{0}((i) + v8_, a[(o) + v8_]); }}\n"
+                       "#define RAWV{0} uint\n#define RAWVZ{0} uint(0u)\n#define LDRV{0}(i) ({2})\n#define FROM_RAWV{0}(x, j) {3}\n",
+                       k, a.vector, pack, byte);
+  }
   const bool f16 = a.storage == Storage::kF16;
   const int words = f16 ? a.vector / 2 : a.vector;  // components of the vector type
   std::string vt;                                   // the vector type
@@ -160,7 +172,18 @@ std::string vector_macros(backend::Language lang, const Arg& a, size_t k) {
     }
   }
   store += glsl ? fmt::format(" b{}v{} = v_;", k, at) : fmt::format(" reinterpret_cast<{}*>(b{}){} = v_;", vt, k, at);
-  return fmt::format("#define LDV{0}(i, a, o) {{ {1} }}\n#define STV{0}(i, a, o) {{ {2} }}\n", k, load, store);
+  std::string raw = fmt::format("#define RAWV{0} {1}\n", k, vt);
+  raw += glsl ? fmt::format("#define RAWVZ{0} {1}(0)\n#define LDRV{0}(i) (b{0}v{2})\n", k, vt, at)
+              : fmt::format("#define RAWVZ{0} {1}{{}}\n#define LDRV{0}(i) (reinterpret_cast<const {1}*>(b{0}){2})\n", k, vt, at);
+  if (glsl && f16) {
+    raw += fmt::format("#define FROM_RAWV{0}(x, j) unpackHalf2x16({1})[(j) % 2]\n", k, words == 1 ? "(x)" : "(x)[(j) / 2]");
+  } else if (glsl) {
+    raw += fmt::format("#define FROM_RAWV{0}(x, j) float((x)[(j)])\n", k);
+  } else {
+    raw += fmt::format("#define FROM_RAWV{0}(x, j) {1}(reinterpret_cast<const {2}*>(&(x))[(j)])\n", k,
+                       f16 ? "__half2float" : "float", f16 ? "__half" : a.storage == Storage::kI32 ? "int" : "float");
+  }
+  return fmt::format("#define LDV{0}(i, a, o) {{ {1} }}\n#define STV{0}(i, a, o) {{ {2} }}\n{3}", k, load, store, raw);
 }
 
 // The GLSL type of a vector view's elements (see vector_macros).

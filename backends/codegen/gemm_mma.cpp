@@ -131,9 +131,23 @@ std::string fragment_macros(MatrixPath p, const MmaTile& t) {
   return s;
 }
 
-// The A and B tiles' loads (tile_loads), converted to the operand type as they are stored.
-TileLoads mma_tile_loads(const GemmLoop& L, const MmaTile& t) {
+// The A and B tiles' loads (tile_loads), converted to the operand type as they are stored. An
+// fp16 vector of an fp16 buffer goes to an fp16 tile whole (wmma and MFMA: the same 16 bits, one
+// 16-byte shared store for 8 values instead of 8 conversions and 8 2-byte stores) where it runs
+// along the tile's contiguous index (A's k, B's n) and the row length keeps it aligned.
+TileLoads mma_tile_loads(const GemmLoop& L, const MmaTile& t, MatrixPath path) {
   const int bm = t.bm, bk = t.bk, la = t.lda(), lb = t.ldb();
+  const bool f16_tile = t.operand == MmaOperand::kF16 && (path == MatrixPath::kWmma || path == MatrixPath::kMfma);
+  // A tile of `rows` rows of `row` elements a stage, contiguous along pi (B: [bk][ldb]) where
+  // `along_row`, else along kk (A: [bm][lda]).
+  const auto whole = [f16_tile](const char* tile, bool along_row, int rows, int row) -> TileStoreVector {
+    return [=](const std::string& buf, const std::string& pi, const std::string& kk, bool along_p, int vec, bool half,
+               const std::string& type, const std::string& x) -> std::string {
+      if (!f16_tile || !half || along_p != along_row || row % vec != 0) return "";
+      const std::string at = fmt::format("({} * {} + {}) * {} + {}", buf, rows, along_row ? kk : pi, row, along_row ? pi : kk);
+      return fmt::format("*reinterpret_cast<{}*>(&{}[{}]) = {};", type, tile, at, x);
+    };
+  };
   return tile_loads(
       L, t.bm, t.bn, t.bk, t.threads(), t.fm * t.fn * 256 / t.lanes,
       [bm, la](const std::string& buf, const std::string& r, const std::string& kk, const std::string& v) {
@@ -141,7 +155,8 @@ TileLoads mma_tile_loads(const GemmLoop& L, const MmaTile& t) {
       },
       [bk, lb](const std::string& buf, const std::string& c, const std::string& kk, const std::string& v) {
         return fmt::format("sB[({} * {} + {}) * {} + {}] = MMA_TO_HALF({});", buf, bk, kk, lb, c, v);
-      });
+      },
+      true, whole("sA", false, bm, la), whole("sB", true, bk, lb));
 }
 
 // The matrix products of one k-step from stage `buf`.
@@ -274,7 +289,7 @@ void emit_gemm_mma(const GemmLoop& L, const MmaTile& t, MatrixPath path, Kernel&
   s += "  MMA_DECL\n";
   s += fmt::format("  MMA_UNROLL for (int f = 0; f < {}; ++f) MMA_ZERO(f)\n", t.fm * t.fn);
   s += k_loop(sk.split > 1 ? "ksteps_here" : std::to_string(sk.ksteps), t.bk, t.stages, sk.split > 1 ? "kb" : "",
-              mma_tile_loads(L, t), [&](const std::string& buf) { return compute_tile(t, buf); });
+              mma_tile_loads(L, t, path), [&](const std::string& buf) { return compute_tile(t, buf); });
   // A fragment's values through the warp's staging tile: lane l reads values e = q * lanes + l,
   // stored transposed (column-major) where the output is contiguous along m, so consecutive lanes
   // write consecutive elements of the output either way.

@@ -135,9 +135,17 @@ struct Share {
   std::string load, load_vec;
   OperandGather gather;
   int floats() const { return u * vec; }
-  // Staged in the buffer's raw type, converted as the values go to shared memory.
+  // Staged in the buffer's raw type, converted as the values go to shared memory: one element a
+  // load (raw), or one vector (raw_vec: RAWVk, whose first element the gather's index names).
   bool raw() const { return vec <= 1 && gather.arg >= 0; }
-  std::string type() const { return raw() ? fmt::format("RAW{}", gather.arg) : std::string("float"); }
+  bool raw_vec() const { return vec > 1 && gather.arg >= 0 && gather.stmts.empty() && gather.ok.empty(); }
+  bool gathered() const { return raw() || raw_vec(); }
+  // Array entries a load takes.
+  int slots() const { return raw_vec() ? 1 : vec; }
+  std::string type() const {
+    if (raw_vec()) return fmt::format("RAWV{}", gather.arg);
+    return raw() ? fmt::format("RAW{}", gather.arg) : std::string("float");
+  }
   std::string value(const std::string& x) const { return raw() ? fmt::format("FROM_RAW{}({})", gather.arg, x) : x; }
 };
 
@@ -204,14 +212,15 @@ std::string clamped(const Share& o, const std::string& k0) {
 std::string issue_share(const Share& o, const std::string& k0, const std::string& dst, int from, int to,
                         const std::function<std::string(const std::string&)>& at, const std::string& off = "") {
   std::string s;
-  if (o.raw()) {
+  if (o.gathered()) {
     const OperandGather& g = o.gather;
+    const char* v = o.raw_vec() ? "V" : "";
     s += fmt::format("    {{\n    int gi_[{}];\n", to - from);
     s += share_loop(o, from, to, off) + "      { " + position(o) + clamped(o, k0);
     s += fmt::format("        {}\n        gi_[u - {}] = in_{} ? ({}) : -1;\n      }}\n    }}\n", g.stmts, from,
                      g.ok.empty() ? "" : " && (" + g.ok + ")", g.index);
-    s += fmt::format("    UNROLL for (int u = {0}; u < {1}; ++u) {2} = gi_[u - {0}] >= 0 ? LDR{3}(gi_[u - {0}]) : RAWZ{3};\n", from,
-                     to, fmt::format("{}[{}]", dst, at("u")), g.arg);
+    s += fmt::format("    UNROLL for (int u = {0}; u < {1}; ++u) {2} = gi_[u - {0}] >= 0 ? LDR{4}{3}(gi_[u - {0}]) : RAW{4}Z{3};\n",
+                     from, to, fmt::format("{}[{}]", dst, at("u")), g.arg, v);
     return s + "    }\n";
   }
   s += share_loop(o, from, to, off) + "      { " + position(o) + clamped(o, k0);
@@ -227,10 +236,20 @@ std::string issue_share(const Share& o, const std::string& k0, const std::string
 // Stores loads `from` .. `to` from array `src` (load u's values at `at(u)`) into stage `buf`.
 std::string commit_share(const Share& o, const std::string& buf, const std::string& src, int from, int to,
                          const std::function<std::string(const std::string&)>& at, const TileStore& store,
-                         const std::string& off = "") {
+                         const TileStoreVector& store_vec, const std::string& off = "") {
   std::string s = share_loop(o, from, to, off);
   s += o.n % o.T == 0 ? "      { " : fmt::format("      if (LID_X + u * {} < {}) {{ ", o.T, o.n);
   s += position(o);
+  if (o.raw_vec()) {
+    // The vector whole where the tile takes it, else unpacked element by element.
+    const std::string x = fmt::format("{}[{}]", src, at("u"));
+    const std::string whole = store_vec ? store_vec(buf, o.pv, "kk", o.p_fastest, o.vec, o.gather.half, o.type(), x) : "";
+    if (!whole.empty()) return s + whole + " }\n    }\n";
+    const std::string pi = o.p_fastest ? std::string(o.pv) + " + v" : o.pv, kk = o.p_fastest ? "kk" : "kk + v";
+    s += fmt::format("UNROLL for (int v = 0; v < {}; ++v) {} }}\n", o.vec,
+                     store(buf, pi, kk, fmt::format("FROM_RAWV{}({}, v)", o.gather.arg, x)));
+    return s + "    }\n";
+  }
   if (o.vec <= 1) {
     s += store(buf, o.pv, "kk", o.value(fmt::format("{}[{}]", src, at("u")))) + " }\n";
   } else {
@@ -308,7 +327,7 @@ KernelChain design_chain(int bm, int bn, int bk, int T, int acc, int a_vec, int 
 }
 
 TileLoads tile_loads(const GemmLoop& L, int bm, int bn, int bk, int T, int acc, TileStore store_a, TileStore store_b,
-                     bool gathers) {
+                     bool gathers, TileStoreVector vec_a, TileStoreVector vec_b) {
   const Share a = share_of(L, true, bm, bk, T), b = share_of(L, false, bn, bk, T);
   TileLoads io;
   if (!gathers) {
@@ -323,15 +342,16 @@ TileLoads tile_loads(const GemmLoop& L, int bm, int bn, int bk, int T, int acc, 
     return io;
   }
   const auto whole = [](const Share& o) {
-    return [vec = o.vec](const std::string& u) { return vec == 1 ? u : fmt::format("{} * {}", u, vec); };
+    return [vec = o.slots()](const std::string& u) { return vec == 1 ? u : fmt::format("{} * {}", u, vec); };
   };
   if (stages_tile_loads(a.floats() + b.floats(), acc, T)) {
-    io.decls = fmt::format("  {} sta_a[{}];\n  {} sta_b[{}];\n", a.type(), a.floats(), b.type(), b.floats());
+    io.decls = fmt::format("  {} sta_a[{}];\n  {} sta_b[{}];\n", a.type(), a.u * a.slots(), b.type(), b.u * b.slots());
     io.issue = [a, b, whole](const std::string& k0) {
       return issue_share(a, k0, "sta_a", 0, a.u, whole(a)) + issue_share(b, k0, "sta_b", 0, b.u, whole(b));
     };
-    io.commit = [a, b, whole, store_a, store_b](const std::string& buf, const std::string&) {
-      return commit_share(a, buf, "sta_a", 0, a.u, whole(a), store_a) + commit_share(b, buf, "sta_b", 0, b.u, whole(b), store_b);
+    io.commit = [a, b, whole, store_a, store_b, vec_a, vec_b](const std::string& buf, const std::string&) {
+      return commit_share(a, buf, "sta_a", 0, a.u, whole(a), store_a, vec_a) +
+             commit_share(b, buf, "sta_b", 0, b.u, whole(b), store_b, vec_b);
     };
     return io;
   }
@@ -340,16 +360,16 @@ TileLoads tile_loads(const GemmLoop& L, int bm, int bn, int bk, int T, int acc, 
   // of the k-loop, and 256-row tiles spilled.
   io.staged = false;
   io.issue = [](const std::string&) { return std::string(); };
-  io.commit = [a, b, whole, store_a, store_b](const std::string& buf, const std::string& k0) {
+  io.commit = [a, b, whole, store_a, store_b, vec_a, vec_b](const std::string& buf, const std::string& k0) {
     std::string s;
     for (const Share* o : {&a, &b}) {
       const int round = std::min(o->u, kLoadRound);  // u and kLoadRound are powers of two
       const auto at = whole(*o);
       const std::string off = o->u > round ? "r0_" : "";
       if (o->u > round) s += fmt::format("    UNROLL1 for (int r0_ = 0; r0_ < {0}; r0_ += {1}) {{\n", o->u, round);
-      s += fmt::format("    {{\n    {} stc[{}];\n", o->type(), round * o->vec);
+      s += fmt::format("    {{\n    {} stc[{}];\n", o->type(), round * o->slots());
       s += issue_share(*o, k0, "stc", 0, round, at, off);
-      s += commit_share(*o, buf, "stc", 0, round, at, o->is_a ? store_a : store_b, off);
+      s += commit_share(*o, buf, "stc", 0, round, at, o->is_a ? store_a : store_b, o->is_a ? vec_a : vec_b, off);
       s += "    }\n";
       if (o->u > round) s += "    }\n";
     }

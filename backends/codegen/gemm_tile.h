@@ -32,10 +32,15 @@ namespace gpusim::codegen {
 // reads 0, as a padded convolution tap; "" for always) need. The tile loads compute every index
 // first, then issue every load through LDRk (the buffer's raw type), and convert (FROM_RAWk)
 // only as the values go to shared memory: no load waits on the one before. arg < 0: the operand
-// has no such form (dequantized loads), and its load statement runs whole.
+// has no such form (dequantized loads), and its load statement runs whole. Where the operand also
+// loads in vectors (GemmLoop::a_vec), `index` is the vector's first element and the loads are
+// LDRVk (the raw vector: 16 bytes at most), unpacked (FROM_RAWVk) as they go to shared memory, or
+// stored there whole where the tile's element is the buffer's (TileStoreVector). `half`: the
+// buffer holds fp16.
 struct OperandGather {
   int arg = -1;
   std::string stmts, index, ok;
+  bool half = false;
 };
 
 // One GEMM as C[bz][m][n] = sum_k A[bz][m][k] * B[bz][k][n], described by code fragments.
@@ -76,6 +81,14 @@ int gemm_vector_width(const TileConfig& t, Storage storage);
 // shared-memory stage `buf` (all int expressions).
 using TileStore = std::function<std::string(const std::string& buf, const std::string& pi, const std::string& kk,
                                             const std::string& value)>;
+// A raw vector's store: the statement that puts `x` (of type `type`: `vec` elements of the buffer,
+// fp16 where `half`, along the tile's pi index where `along_p`, else along kk) whole at tile
+// position (pi, kk) of stage `buf`, or "" where the tile cannot take it whole (its element is not
+// the buffer's, or the vector is not contiguous and aligned there): then each element is unpacked
+// and stored through the TileStore.
+using TileStoreVector = std::function<std::string(const std::string& buf, const std::string& pi, const std::string& kk,
+                                                  bool along_p, int vec, bool half, const std::string& type,
+                                                  const std::string& x)>;
 
 // The A and B tiles' loads for one k-step, in two halves so that a k-step's global loads are in
 // flight together and, across the main loop, while the step before computes:
@@ -123,7 +136,7 @@ struct TileLoads {
 };
 // `gathers` false: the SIMT loop's loads instead, two a thread in flight (gemm_tile.cpp).
 TileLoads tile_loads(const GemmLoop& L, int bm, int bn, int bk, int T, int acc, TileStore store_a, TileStore store_b,
-                     bool gathers = true);
+                     bool gathers = true, TileStoreVector vec_a = nullptr, TileStoreVector vec_b = nullptr);
 
 // The tile actually generated: block_m x block_n outputs per group in a grid of
 // (block_m / tm) x (block_n / tn) threads, each accumulating a tm x tn micro-tile; block_k deep

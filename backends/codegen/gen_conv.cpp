@@ -168,10 +168,11 @@ Result<Kernel> gen_conv(const GenContext& c) {
                                           s.out_sp, s.out_sp, s.k_sp, s.k_sp, gather_tap(s, "pp", "pq"));
   const std::string a_index = fmt::format("(pn * {} + bz * {} + pc) * {} + xo", s.c, s.cg, s.in_sp);
   L.load_a = fmt::format("{} if (ok) av = float({});", a_stmts, args.load(xt, a_index));
-  L.a_gather = {args.input(xt), a_stmts, a_index, "ok"};
+  const int xa = args.input(xt), wa = args.input(wt);
+  L.a_gather = {xa, a_stmts, a_index, "ok", args.half(xa)};
   L.a_m_fastest = true;  // neighbouring output pixels read neighbouring input pixels
   L.load_b = fmt::format("bv = float({});", args.load(wt, fmt::format("(bz * {} + gn) * {} + gk", s.mg, L.k)));
-  L.b_gather = {args.input(wt), "", fmt::format("(bz * {} + gn) * {} + gk", s.mg, L.k), ""};
+  L.b_gather = {wa, "", fmt::format("(bz * {} + gn) * {} + gk", s.mg, L.k), "", args.half(wa)};
   L.b_n_fastest = false;  // a weight row is contiguous along k
   // The tile's vector width loads weight rows in vectors where K is a multiple of it (the im2col
   // gather of A stays scalar).

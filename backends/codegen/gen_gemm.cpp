@@ -48,8 +48,9 @@ OperandGather gather_of(ArgList& args, const Operand& op, const std::string& var
                         const std::string& row, int64_t rs, const std::string& col, int64_t cs) {
   if (op.deq_scale != kNoTensor) return {};
   const std::string pos = add_term(add_term(base, row, rs), col, cs);
-  if (op.remap_shape.empty()) return {args.input(op.tensor), "", pos, ""};
-  return {args.input(op.tensor), fmt::format("int {}p = {};", var, pos), operand_index(op, var + "p"), ""};
+  const int k = args.input(op.tensor);
+  if (op.remap_shape.empty()) return {k, "", pos, "", args.half(k)};
+  return {k, fmt::format("int {}p = {};", var, pos), operand_index(op, var + "p"), "", args.half(k)};
 }
 
 // Vector loads of a strided operand element (row, col) at batch offset `base` (whose terms have
@@ -168,9 +169,9 @@ Result<std::string> einsum_loop(const GenContext& c, const Node& n, ArgList& arg
                        args.load(ops[i]->tensor, operand_index(*ops[i], std::string(v) + "p")));
   };
   auto gather = [&](size_t i, const char* v) -> OperandGather {
-    if (ops[i]->remap_shape.empty()) return {args.input(ops[i]->tensor), "", pos[i], ""};
-    return {args.input(ops[i]->tensor), fmt::format("int {}p = {};", v, pos[i]),
-            operand_index(*ops[i], std::string(v) + "p"), ""};
+    const int k = args.input(ops[i]->tensor);
+    if (ops[i]->remap_shape.empty()) return {k, "", pos[i], "", args.half(k)};
+    return {k, fmt::format("int {}p = {};", v, pos[i]), operand_index(*ops[i], std::string(v) + "p"), "", args.half(k)};
   };
   L.load_a = load(0, "av");
   L.load_b = load(1, "bv");
@@ -219,7 +220,8 @@ Result<std::string> nbits_loop(const GenContext& c, const Node& n, ArgList& args
   L.n = N;
   L.m = c.tensor(a.tensor).elements() / K;
   L.load_a = fmt::format("av = float({});", args.load(a.tensor, fmt::format("gm * {} + gk", K)));
-  L.a_gather = {args.input(a.tensor), "", fmt::format("gm * {} + gk", K), ""};
+  const int ka = args.input(a.tensor);
+  L.a_gather = {ka, "", fmt::format("gm * {} + gk", K), "", args.half(ka)};
   std::string zero = float_lit(static_cast<double>(int64_t{1} << (bits - 1)));
   if (n.inputs.size() > 3 && n.inputs[3] != kNoTensor) {
     const TensorId zt = n.inputs[3];

@@ -48,6 +48,8 @@ class ArgList {
   // The uint expression of the 32-bit word holding bytes `index` .. `index` + 3 of byte tensor t
   // (index a multiple of 4; LDWk in dialect.h): four packed bytes in one load.
   std::string load_word(TensorId t, const std::string& index);
+  // Whether binding k holds fp16.
+  bool half(int k) const { return args[static_cast<size_t>(k)].storage == Storage::kF16; }
   std::vector<Arg> args;
 
  private:
