@@ -101,7 +101,8 @@ const Spec& schema() {
                            num("matrix_flops", 0, 1, false, true), num("grouped_conv", 0, 1, false, true),
                            num("host_link", 0, 1, false, true), num("launch", 0, 10, false, true),
                            num("own_round_trip", 0, 100, false, true), num("own_value_ns", 0, 10000, false, true),
-                           num("own_block_us", 0, 1000, false, true), num("own_simt_flops", 0, 1, false, true)}),
+                           num("own_block_us", 0, 1000, false, true), num("own_simt_flops", 0, 1, false, true),
+                           num("own_matrix_flops", 0, 1, false, true)}),
         {"calibrated", Kind::kCalibrated, 0, 0, false, false, {}, {}},
         {"sources", Kind::kStrMap, 0, 0, false, true, {}, {}},
     });
@@ -470,7 +471,8 @@ const std::vector<std::pair<const char*, double Efficiency::*>>& efficiency_fiel
       {"matrix_flops", &Efficiency::matrix_flops},     {"grouped_conv", &Efficiency::grouped_conv},
       {"host_link", &Efficiency::host_link},           {"launch", &Efficiency::launch},
       {"own_round_trip", &Efficiency::own_round_trip}, {"own_value_ns", &Efficiency::own_value_ns},
-      {"own_block_us", &Efficiency::own_block_us},     {"own_simt_flops", &Efficiency::own_simt_flops}};
+      {"own_block_us", &Efficiency::own_block_us},     {"own_simt_flops", &Efficiency::own_simt_flops},
+      {"own_matrix_flops", &Efficiency::own_matrix_flops}};
   return kFields;
 }
 

@@ -339,9 +339,15 @@ KernelCost gemm_cost(const KernelWork& w, const TileConfig& t, const DeviceModel
   // A grouped convolution (one GEMM per group) runs at the grouped kernels' share of the rates.
   const double grouped = w.cls == OpClass::kConv && w.batch > 1 ? d.grouped_conv_eff : 1.0;
   double rate = gemm_rate(w, d, t.main_loop, &c.matrix_units, &peak, &c.tf32) * grouped;
-  // gpusim's own SIMT loop reaches its own fraction of the vector peak, not a library's.
+  // gpusim's own main loops reach their own fractions of the vector and matrix peaks, not a
+  // library's: the SIMT loop's, and the wmma loop's (its fragments loaded from shared memory and
+  // multiplied by one warp in turn, one or two blocks a unit, where a library's pipelines keep the
+  // matrix units fed).
   if (t.chain.known() && !c.matrix_units && d.gemm_vector_eff > 0 && d.own_simt_eff > 0) {
     rate *= d.own_simt_eff / d.gemm_vector_eff;
+  }
+  if (t.chain.known() && c.matrix_units && d.matrix_eff > 0 && d.own_matrix_eff > 0) {
+    rate *= d.own_matrix_eff / d.matrix_eff;
   }
   c.peak_tflops = peak;
   const BusiestUnit u = busiest_unit(c, d, warps);
@@ -624,6 +630,7 @@ DeviceModel make_device(const GpuProfile& p) {
   d.own_value_s = p.efficiency.own_value_ns * 1e-9 / d.clock_scale;
   d.own_block_s = p.efficiency.own_block_us * 1e-6;
   d.own_simt_eff = p.efficiency.own_simt_flops;
+  d.own_matrix_eff = p.efficiency.own_matrix_flops;
   d.matrix_on_alus = p.compute.matrix_on_alus;
   return d;
 }

@@ -132,14 +132,18 @@ struct GPUSIM_API Efficiency {
   // core/sim/README.md, "gpusim's own kernels"): one dependent global-load round trip of a loaded
   // GPU as a multiple of the L2 hit latency (memory.l2.latency_ns), the epilogue's time per output
   // value a thread handles (ns at the boost clock), and a block's fixed time (us): its prologue,
-  // first tile and last stores; and their SIMT main loop's fraction of the vector peak. Not
+  // first tile and last stores; and their SIMT main loop's fraction of the vector peak, and their
+  // matrix-unit main loop's of the matrix peak (for one block a unit: a k-step's products run at
+  // that fraction of the unit's rate times the block's share of the warps that saturate it; not
+  // fitted: the H200's calibration measured gpusim's 4096^3 fp16 wmma MatMul at 0.128). Not
   // fractions of a peak but the other figures a fit sets: these defaults are fitted, in sample, on
   // the 702 GEMM-like kernels of the H200 runs of 2026-11-27 (`gpusim validate --truth
   // bench/gpu/h200-2026-11-27/truth/runs --fit`; leave-one-model-out in bench/RESULTS.md).
-  double own_round_trip = 2.45;
-  double own_value_ns = 123.6;
-  double own_block_us = 0.01;
-  double own_simt_flops = 0.402;
+  double own_round_trip = 2.37;
+  double own_value_ns = 75.59;
+  double own_block_us = 1.33;
+  double own_simt_flops = 0.376;
+  double own_matrix_flops = 0.128;
 };
 
 // A measured figure from `gpusim calibrate`.

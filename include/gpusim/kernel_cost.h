@@ -110,7 +110,8 @@ struct GPUSIM_API DeviceModel {
   // gpusim's own kernels (Efficiency::own_*): a dependent load round trip, the epilogue's time per
   // output value of a thread, a block's fixed time.
   double own_round_trip_s = 0, own_value_s = 0, own_block_s = 0;
-  double own_simt_eff = 0;  // their SIMT main loop's fraction of the vector peak
+  double own_simt_eff = 0;    // their SIMT main loop's fraction of the vector peak
+  double own_matrix_eff = 0;  // their matrix-unit main loop's fraction of the matrix peak
   // The matrix instructions issue on the vector ALUs (compute.matrix_units: alus): vector work in a
   // matrix main loop adds to its time instead of overlapping it.
   bool matrix_on_alus = false;

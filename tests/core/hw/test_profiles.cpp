@@ -636,7 +636,7 @@ TEST_CASE("a calibrated block with an unknown key is rejected", "[profiles][erro
   check_error(tail, tail + "calibrated:\n  efficiency:\n    dram_speed: {value: 0.8}\n",
               "calibrated.efficiency.dram_speed: unknown key; allowed here: dram_bandwidth, l2_bandwidth, vector_flops, "
               "gemm_vector_flops, matrix_flops, grouped_conv, host_link, launch, own_round_trip, own_value_ns, own_block_us, "
-              "own_simt_flops");
+              "own_simt_flops, own_matrix_flops");
   check_error(tail, tail + "calibrated:\n  memory:\n    dram.size_gb: {value: 3}\n",
               "calibrated.memory.dram.size_gb: unknown key; allowed here: dram.latency_ns, l2.size_mb, l2.bandwidth_gbps, "
               "l2.latency_ns, l1.latency_ns");
@@ -1175,7 +1175,7 @@ TEST_CASE("vendor efficiency defaults apply where a profile sets none, and bad f
   CHECK(error_for("schema: gpusim.efficiency/1\nvendors:\n  nvidia: {dram_bw: 0.5}\n") ==
         eff + ": vendors.nvidia.dram_bw: unknown figure; allowed: dram_bandwidth, l2_bandwidth, vector_flops, "
               "gemm_vector_flops, matrix_flops, grouped_conv, host_link, launch, own_round_trip, own_value_ns, own_block_us, "
-              "own_simt_flops");
+              "own_simt_flops, own_matrix_flops");
   CHECK(error_for("schema: gpusim.efficiency/1\nvendors:\n  nvidia: {dram_bandwidth: fast}\n") ==
         eff + ": vendors.nvidia.dram_bandwidth: \"fast\" is not a number");
   CHECK(error_for("schema: gpusim.efficiency/1\n") ==
