@@ -371,8 +371,14 @@ Result<CompiledReport> compile_report(const Graph& g, const Target& target, cons
     CompiledKernel& k = r.kernels[i];
     k.index = static_cast<int>(i);
     k.tile = pk.tile;
+    if (!pk.nodes.empty()) k.node = g.nodes[static_cast<size_t>(pk.nodes.front())].name;
     const KernelWork w = plan_kernel_work(g, idx, pk);
-    k.priced_on_matrix_units = kernel_cost(w, pk.tile, d).matrix_units;
+    const KernelCost planned = kernel_cost(w, pk.tile, d);
+    k.priced_on_matrix_units = planned.matrix_units;
+    k.planned_us = planned.total_us;
+    const TileConfig built = codegen::TargetCapability(opts).built(w, pk.tile);
+    k.chain = built.chain;
+    k.built_us = built.chain.known() ? kernel_cost(w, built, d).total_us : planned.total_us;
     // The model's own estimate, not a compiled figure an earlier report stored for the tile.
     TileConfig estimated = pk.tile;
     estimated.registers = 0;

@@ -61,6 +61,7 @@ struct BinaryFigures {
 struct CompiledKernel {
   int index = 0;                 // in the plan
   std::string name;              // the generated entry point
+  std::string node;              // its first node's name (what `gpusim run` names the kernel)
   std::string cls;               // codegen's class ("gemm", "conv", "elementwise", ...)
   TileConfig tile;
   std::string matrix_path;       // "wmma", "mfma", "portable" or "none"
@@ -72,6 +73,12 @@ struct CompiledKernel {
   // The machine-code gates a matrix-path kernel failed (machine_code_gates), empty when it passed
   // them or is not on a matrix path or its code was not read.
   std::vector<std::string> gate_failures;
+  // The cost model's price of the kernel (µs, launch included, on the profile's GPU): as the
+  // planner priced its tile (planned_us), and as built (built_us): a GEMM-like tile with the chain
+  // of the kernel the generator builds for it (`chain`; TargetCapability::built), priced as
+  // gpusim's own kernel (core/sim/README.md, "gpusim's own kernels"). Equal for the other classes.
+  KernelChain chain;
+  double planned_us = 0, built_us = 0;
   std::string skipped;             // why it was not compiled (no generator: it runs on the host)
   std::string source;              // the text compiled (CompileReportOptions::keep_sources): CUDA C++, or GLSL for SPIR-V
 };

@@ -94,10 +94,17 @@ nlohmann::json report_json(const exec::CompiledReport& r, const std::string& mod
   for (const auto& k : r.kernels) {
     nlohmann::json e = {{"index", k.index},
                         {"name", k.name},
+                        {"node", k.node},
                         {"class", k.cls},
                         {"tile", tile_notation(k.tile)},
                         {"matrix_path", k.matrix_path},
                         {"priced_on_matrix_units", k.priced_on_matrix_units},
+                        {"chain", k.chain.known() ? nlohmann::json{{"load_rounds", k.chain.load_rounds},
+                                                                    {"loads_ahead", k.chain.loads_ahead},
+                                                                    {"epilogue_rounds", k.chain.epilogue_rounds},
+                                                                    {"epilogue_barriers", k.chain.epilogue_barriers}}
+                                                  : nlohmann::json(nullptr)},
+                        {"predicted_us", {{"planned", k.planned_us}, {"built", k.built_us}}},
                         {"assumed", residency_json(k.assumed)},
                         {"flags", k.flags}};
     if (!k.skipped.empty()) {

@@ -70,6 +70,12 @@ Options target_options(const DeviceModel& d, bool fp16_storage) {
 }
 
 TileConfig TargetCapability::generated(const KernelWork& w, const TileConfig& asked) const {
+  return fit(w, asked, kPriceDesignChain);
+}
+
+TileConfig TargetCapability::built(const KernelWork& w, const TileConfig& asked) const { return fit(w, asked, true); }
+
+TileConfig TargetCapability::fit(const KernelWork& w, const TileConfig& asked, bool chain) const {
   TileConfig t = tile_as_generated(asked, w);
   const bool gemm_like = has_gemm_view(w);
   if (w.cls == OpClass::kAttention && w.m > 0 && w.kv_seq > 0) {
@@ -112,7 +118,7 @@ TileConfig TargetCapability::generated(const KernelWork& w, const TileConfig& as
       t.smem_bytes = static_cast<int>(m.shared_bytes() + (m.split > 1 ? kSplitFlagBytes : 0));  // padded operand tiles, a staging tile per warp
       // Operands as gathers, B in vectors of the tile's width; the epilogue's staging: a warp's own
       // on wmma, the block's (two barriers a fragment) on the other paths.
-      if (kPriceDesignChain) t.chain = design_chain(m.bm, m.bn, m.bk, m.threads(), m.fm * m.fn * 256 / m.lanes, 1,
+      if (chain) t.chain = design_chain(m.bm, m.bn, m.bk, m.threads(), m.fm * m.fn * 256 / m.lanes, 1,
                              gemm_vector_width(asked, f16 ? Storage::kF16 : Storage::kF32), m.split, m.fm * m.fn,
                              o_.matrix == MatrixPath::kWmma ? 0 : 2);
     } else {
@@ -125,7 +131,7 @@ TileConfig TargetCapability::generated(const KernelWork& w, const TileConfig& as
       t.split_k = g.split;
       t.smem_bytes = static_cast<int>(g.shared_bytes() + (g.split > 1 ? kSplitFlagBytes : 0));  // fp32 tiles, a float of padding a k-row
       t.main_loop = MainLoop::kVector;
-      if (kPriceDesignChain) t.chain = design_chain(g.bm, g.bn, g.bk, g.threads, g.tm * g.tn, 1,
+      if (chain) t.chain = design_chain(g.bm, g.bn, g.bk, g.threads, g.tm * g.tn, 1,
                              gemm_vector_width(asked, f16 ? Storage::kF16 : Storage::kF32), g.split, 0, 0, 2);
     }
   } else if (gemm_like) {

@@ -171,11 +171,16 @@ class TargetCapability final : public TileCapability {
   // kernel was compiled before carries the compiler's registers a thread.
   TargetCapability(Options o, std::shared_ptr<const CompiledFigureTable> figures) : o_(o), figures_(std::move(figures)) {}
   TileConfig generated(const KernelWork& w, const TileConfig& t) const override;
+  // The tile as generated, carrying the chain of the kernel the generator builds for it (tile.h:
+  // KernelChain; gemm_tile.h: design_chain) whether or not the planner prices its tiles by one:
+  // for pricing a kernel that ran or was measured (calibration's kernels) as gpusim's own.
+  TileConfig built(const KernelWork& w, const TileConfig& t) const;
   std::string describe() const override;
   const Options& options() const { return o_; }
   const CompiledFigureTable* figures() const { return figures_.get(); }
 
  private:
+  TileConfig fit(const KernelWork& w, const TileConfig& asked, bool chain) const;
   Options o_;
   std::shared_ptr<const CompiledFigureTable> figures_;
 };

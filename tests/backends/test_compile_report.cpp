@@ -730,10 +730,21 @@ TEST_CASE("the compiled report reads what NVRTC builds for every kernel and sets
       CHECK_FALSE(k.priced_on_matrix_units);
       CHECK(k.binary.wmma == 0);
       CHECK(k.flags.empty());
+      // No chain for a GEMV: priced as planned.
+      CHECK_FALSE(k.chain.known());
+      CHECK(k.built_us == k.planned_us);
       continue;
     }
     CHECK(k.matrix_path == "wmma");
     CHECK(k.priced_on_matrix_units);
+    // Named as a run names it, and priced twice: as planned, and as built (gpusim's own kernel, by
+    // the chain of the kernel its generator writes: a round of loads a k-step at least).
+    CHECK_FALSE(k.node.empty());
+    CHECK(k.chain.known());
+    CHECK(k.chain.load_rounds >= 1);
+    CHECK(k.planned_us > 0);
+    CHECK(k.built_us > 0);
+    CHECK(k.built_us != k.planned_us);
     CHECK(k.binary.matrix_instructions() > 0);  // wmma in the PTX, HMMA in the SASS
     if (!k.binary.code_read) {
       WARN("no SASS read (" << k.binary.code_unavailable << "): tools/setup-tools-venv.sh and GPUSIM_NVDISASM");
