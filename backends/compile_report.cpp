@@ -120,6 +120,17 @@ Compile hiprtc_compile(const std::string& arch, std::string* compiler, Status* a
     k.wmma = c->wmma;
     k.mfma = c->mfma;
     memory_counts(*c, k);
+    if (c->code_read) {  // the machine code's loops, main loop and epilogue (hip/amdgcn.h)
+      const MachineCodeRange& all = c->code.all;
+      k.code_read = true;
+      k.code = c->code;
+      k.disassembler = c->disassembler;
+      k.ld_global = all.ld_global;
+      k.st_global = all.st_global;
+      k.ld_shared = all.ld_shared;
+      k.st_shared = all.st_shared;
+      k.atomics = all.atomics;
+    }
     return f;
   };
 #else

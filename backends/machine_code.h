@@ -8,6 +8,11 @@
 // loads' results through one pass of a range's text (cuda/sass.h says how).
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
+#include <functional>
+#include <vector>
+
 namespace gpusim::backend {
 
 // Static counts over a range of a listing's instructions.
@@ -40,5 +45,47 @@ struct MachineCodeFigures {
   int loops = 0;         // backward branches
   int volatile_loads_in_loops = 0;  // volatile loads inside any loop
 };
+
+// A loop of a listing: instructions `begin` to `end` (inclusive), `end` the backward branch.
+struct MachineCodeLoop {
+  size_t begin = 0, end = 0;
+};
+
+// The figures of a listing of `n` instructions with these loops, whichever the vendor: `range(b, e)`
+// counts instructions [b, e), `is_volatile(i)` says whether instruction i is a volatile load. The
+// main loop is the kind of work the kernel does most (matrix, FMA, global loads) and the outermost
+// loop holding the most of it; the epilogue what follows it.
+inline MachineCodeFigures machine_code_figures(size_t n, const std::vector<MachineCodeLoop>& loops,
+                                               const std::function<MachineCodeRange(size_t, size_t)>& range,
+                                               const std::function<bool(size_t)>& is_volatile) {
+  MachineCodeFigures f;
+  f.all = range(0, n);
+  f.loops = static_cast<int>(loops.size());
+  // Each instruction once, whichever (nested) loops hold it.
+  std::vector<char> in_loop(n, 0);
+  for (const MachineCodeLoop& l : loops) {
+    for (size_t i = l.begin; i <= l.end && i < n; ++i) in_loop[i] = 1;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (in_loop[i] && is_volatile(i)) ++f.volatile_loads_in_loops;
+  }
+  std::vector<MachineCodeRange> per(loops.size());
+  for (size_t i = 0; i < loops.size(); ++i) per[i] = range(loops[i].begin, loops[i].end + 1);
+  auto metric = [](const MachineCodeRange& r, int kind) { return kind == 0 ? r.matrix : kind == 1 ? r.fma : r.ld_global; };
+  for (int kind = 0; kind < 3 && !f.has_main_loop; ++kind) {
+    int best = 0;
+    for (const MachineCodeRange& r : per) best = std::max(best, metric(r, kind));
+    if (best == 0) continue;
+    size_t pick = loops.size();
+    for (size_t i = 0; i < loops.size(); ++i) {
+      if (metric(per[i], kind) != best) continue;
+      if (pick == loops.size() || loops[i].end - loops[i].begin > loops[pick].end - loops[pick].begin) pick = i;
+    }
+    f.has_main_loop = true;
+    f.main_loop = per[pick];
+    f.epilogue = range(loops[pick].end + 1, n);
+  }
+  return f;
+}
 
 }  // namespace gpusim::backend

@@ -3,6 +3,8 @@
 # Idempotent: packages already present are skipped by apt-get. Runs as root or through sudo.
 #   tools/install-deps.sh            C++ build and test dependencies
 #   tools/install-deps.sh --python   also the Python tools' packages (model export)
+# llvm: llvm-objdump, which disassembles the AMD kernels hiprtc builds (`gpusim codegen report`, the
+# compile tier: backends/hip/amdgcn.h).
 set -euo pipefail
 
 pkgs=(
@@ -11,7 +13,7 @@ pkgs=(
   libyaml-cpp-dev libeigen3-dev nlohmann-json3-dev catch2
   libvulkan-dev mesa-vulkan-drivers libshaderc-dev glslang-tools glslang-dev spirv-tools
   libamdhip64-dev libcli11-dev libfmt-dev libcpp-httplib-dev libsqlite3-dev liblzma-dev
-  libbenchmark-dev pybind11-dev curl clang libclang-rt-14-dev
+  libbenchmark-dev pybind11-dev curl clang libclang-rt-14-dev llvm
   python3-dev python3-numpy python3-pytest python3-venv ninja-build
 )
 if [[ "${1:-}" == "--python" ]]; then

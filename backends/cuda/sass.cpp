@@ -235,46 +235,16 @@ Result<MachineCodeFigures> parse_sass(std::string_view listing, std::string_view
                                   "prints them); disassemble a cubin, not PTX",
                                   what));
   }
-  MachineCodeFigures f;
-  f.all = figures(code, 0, code.size());
-  struct Loop {
-    size_t begin, end;  // inclusive
-  };
-  std::vector<Loop> loops;
+  std::vector<MachineCodeLoop> loops;
   for (size_t i = 0; i < code.size(); ++i) {
     if (code[i].target.empty()) continue;
     const auto l = labels.find(code[i].target);
     // A branch to itself is the trap after EXIT that pads a function's text, not a loop.
     if (l != labels.end() && l->second < i) loops.push_back({l->second, i});
   }
-  f.loops = static_cast<int>(loops.size());
-  // Each instruction once, whichever (nested) loops hold it.
-  std::vector<char> in_loop(code.size(), 0);
-  for (const Loop& l : loops) {
-    for (size_t i = l.begin; i <= l.end; ++i) in_loop[i] = 1;
-  }
-  for (size_t i = 0; i < code.size(); ++i) {
-    if (in_loop[i] && is_volatile(code[i])) ++f.volatile_loads_in_loops;
-  }
-  // The main loop: the kind of work the kernel does most (matrix, FMA, global loads), and the
-  // outermost loop holding the most of it.
-  std::vector<MachineCodeRange> per(loops.size());
-  for (size_t i = 0; i < loops.size(); ++i) per[i] = figures(code, loops[i].begin, loops[i].end + 1);
-  auto metric = [&](const MachineCodeRange& r, int kind) { return kind == 0 ? r.matrix : kind == 1 ? r.fma : r.ld_global; };
-  for (int kind = 0; kind < 3 && !f.has_main_loop; ++kind) {
-    int best = 0;
-    for (const MachineCodeRange& r : per) best = std::max(best, metric(r, kind));
-    if (best == 0) continue;
-    size_t pick = loops.size();
-    for (size_t i = 0; i < loops.size(); ++i) {
-      if (metric(per[i], kind) != best) continue;
-      if (pick == loops.size() || loops[i].end - loops[i].begin > loops[pick].end - loops[pick].begin) pick = i;
-    }
-    f.has_main_loop = true;
-    f.main_loop = per[pick];
-    f.epilogue = figures(code, loops[pick].end + 1, code.size());
-  }
-  return f;
+  return machine_code_figures(
+      code.size(), loops, [&](size_t b, size_t e) { return figures(code, b, e); },
+      [&](size_t i) { return is_volatile(code[i]); });
 }
 
 const std::string& nvdisasm_path() {

@@ -2,6 +2,8 @@
 // manager's target list once per process, then one hiprtcProgram per compile.
 #include "hiprtc_compiler.h"
 
+#include "amdgcn.h"
+
 #include <dlfcn.h>
 #include <fmt/format.h>
 #include <hip/hiprtc.h>
@@ -423,6 +425,10 @@ Result<HipResources> hip_resources(const KernelSource& src, const std::string& a
     if (!text.empty()) {
       r->disassembler = tool;
       count_amdgcn(text, *r);
+      if (auto listing = parse_amdgcn(text, fmt::format("kernel \"{}\"'s disassembly", src.name))) {
+        r->code = *listing;
+        r->code_read = true;
+      }
     }
   }
   return r;

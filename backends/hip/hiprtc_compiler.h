@@ -19,6 +19,8 @@
 //   if (!code) fmt::print("{}\n", code.error().message);  // names the kernel, the target and the log
 #pragma once
 
+#include "machine_code.h"
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,6 +66,9 @@ struct HipResources {
   std::string disassembler;                // empty: not installed, the counts below are not read
   int mfma = 0, wmma = 0;                  // v_mfma_*, v_wmma_* (matrix units: CDNA, RDNA3)
   int ld_global = 0, st_global = 0, ld_shared = 0, st_shared = 0, atomics = 0;
+  // The machine code's loops, main loop and epilogue (amdgcn.h), where the disassembly was read.
+  bool code_read = false;
+  MachineCodeFigures code;
 };
 
 // Compiles `src` for `arch` ("gfx90a") and reads the figures above; errors as compile_hip.

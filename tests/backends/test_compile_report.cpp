@@ -30,6 +30,7 @@
 #include "cuda/sass.h"
 #endif
 #ifdef GPUSIM_HAVE_HIP
+#include "hip/amdgcn.h"
 #include "hip/hiprtc_compiler.h"
 #endif
 #ifdef GPUSIM_HAVE_VULKAN
@@ -111,6 +112,65 @@ namespace {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 }  // namespace
+
+TEST_CASE("AMDGCN listings give the main loop's instructions, loads in flight and the epilogue", "[codegen][report]") {
+#ifdef GPUSIM_HAVE_HIP
+  using backend::hip::parse_amdgcn;
+  // hiprtc's gfx90a code (tests/data/amdgcn/README.md): a k-loop of four 16-byte loads waited for
+  // one by one, stored to LDS and multiplied with v_mfma; after it four volatile (glc) loads waited
+  // for alone and a 2-byte store.
+  auto f = parse_amdgcn(read_text(std::string(GPUSIM_SOURCE_DIR) + "/tests/data/amdgcn/mfma_loop_gfx90a.s"));
+  REQUIRE(f);
+  CHECK(f->loops == 1);  // the k-loop's s_cbranch_scc0 back to +0x90; the forward branches are not loops
+  REQUIRE(f->has_main_loop);
+  const backend::MachineCodeRange& m = f->main_loop;
+  CHECK(m.matrix == 1);
+  CHECK(m.ld_global == 4);
+  CHECK(m.loads_in_flight == 4);  // vmcnt(3): four outstanding at the first wait
+  CHECK(m.load_waits == 4);       // vmcnt(3), (2), (1), (0)
+  CHECK(m.st_shared == 4);
+  CHECK(m.ld_shared == 1);
+  CHECK(m.barriers == 0);  // one wavefront a workgroup: no s_barrier
+  CHECK(f->all.l2_loads == 4);        // glc: past the CU's cache
+  CHECK(f->all.volatile_loads == 0);  // no AMD encoding of its own
+  CHECK(f->volatile_loads_in_loops == 0);
+  CHECK(f->epilogue.ld_global == 4);
+  CHECK(f->epilogue.loads_in_flight == 1);  // each glc load waited for alone
+  CHECK(f->epilogue.st_global == 1);
+  CHECK(f->epilogue.st_narrow == 1);
+  CHECK(f->all.local == 0);
+  // Two loads in flight across a loop's back edge, a glc load before it, an s_barrier, and stores
+  // by width; the branch target from its offset alone (no <symbol+0x..>).
+  auto g = parse_amdgcn(
+      "\tglobal_load_dwordx4 v[0:3], v[4:5], off                  // 000000000100: DC5C8000 007F0004\n"
+      "\tglobal_load_dword v6, v[4:5], off glc                     // 000000000108: DC508000 067F0004\n"
+      "\ts_waitcnt vmcnt(1)                                        // 000000000110: BF8C0F71\n"
+      "\ts_barrier                                                 // 000000000114: BF8A0000\n"
+      "\tglobal_load_dword v7, v[4:5], off                         // 000000000118: DC508000 077F0004\n"
+      "\tglobal_load_dword v8, v[4:5], off                         // 000000000120: DC508000 087F0004\n"
+      "\ts_cbranch_scc0 65529                                      // 000000000128: BF84FFF9\n"
+      "\tglobal_store_dwordx4 v[4:5], v[0:3], off                  // 00000000012C: DC7C8000 007F0004\n"
+      "\tglobal_store_dwordx2 v[4:5], v[0:1], off                  // 000000000134: DC748000 007F0004\n"
+      "\tglobal_store_dword v[4:5], v6, off                        // 00000000013C: DC708000 067F0004\n"
+      "\tbuffer_store_dword v1, off, s[0:3], 0 offset:4            // 000000000144: E0700004 80000100\n"
+      "\ts_endpgm                                                  // 00000000014C: BF810000\n");
+  REQUIRE(g);
+  CHECK(g->loops == 1);  // 0x128 + 4 - 7 x 4 = 0x110, the s_waitcnt: a loop of five instructions
+  CHECK(g->main_loop.ld_global == 2);
+  CHECK(g->main_loop.loads_in_flight == 2);  // still outstanding at the back edge
+  CHECK(g->main_loop.barriers == 1);
+  CHECK(g->all.l2_loads == 1);
+  CHECK(g->epilogue.st_128 == 1);
+  CHECK(g->epilogue.st_64 == 1);
+  CHECK(g->epilogue.st_32 == 1);
+  CHECK(g->epilogue.local == 1);
+  auto none = parse_amdgcn("\t.text\n\ts_load_dword s0, s[4:5], 0x0\n", "kernel \"k\"'s disassembly");
+  REQUIRE_FALSE(none);
+  CHECK_THAT(none.error().message, Contains("kernel \"k\"'s disassembly holds no AMDGCN instruction"));
+#else
+  WARN("built without the HIP backend");
+#endif
+}
 
 TEST_CASE("SASS listings give the main loop's instructions, loads in flight and the epilogue", "[codegen][report][sass]") {
 #ifdef GPUSIM_HAVE_CUDA
