@@ -9,16 +9,18 @@ share of NVIDIA kernels whose blocks per SM are as the cost model assumed falls 
 --min-as-assumed, when more NVIDIA kernels spill than --max-spilling, or when fewer NVIDIA kernels
 whose main loop runs on matrix instructions than --min-gates percent pass the machine-code gates
 (their SASS, read with nvdisasm: loads in flight, no block barrier per epilogue fragment, no
-volatile loads in loops; backends/compile_report.h). nvdisasm comes from PyPI
+volatile loads in loops; backends/compile_report.h), or fewer AMD ones than --min-amd-gates percent
+(their code read with llvm-objdump: backends/hip/amdgcn.h). nvdisasm comes from PyPI
 (tools/setup-tools-venv.sh); --nvdisasm or $GPUSIM_NVDISASM names it, else .venv-tools' is used. AMD and SPIR-V targets are
-compiled and reported but not held to either (bench/RESULTS.md "Compiled truth" has their figures;
+compiled and reported but not held to the other checks (bench/RESULTS.md "Compiled truth" has their figures;
 SPIR-V states no registers or spills, so its blocks per unit check the workgroup size and shared
 memory only, with the model's registers). A
 target's dtype is fp32, fp16, or tf32 (fp32 with --allow-tf32: GEMMs and convolutions on wmma's
 TF32 fragments). Prints one row per report and the totals per architecture as Markdown tables.
 
 Usage: tools/compile_tier.py [--gpusim build-test/bin/gpusim] [--models m1,m2] [--targets gpu:dtype,...]
-                             [--min-as-assumed 95] [--max-spilling 0] [--min-gates 95] [--nvdisasm PATH]
+                             [--min-as-assumed 95] [--max-spilling 0] [--min-gates 95] [--min-amd-gates 95]
+                             [--nvdisasm PATH]
                              [--json-dir DIR]
 """
 import argparse
@@ -59,6 +61,9 @@ def main() -> int:
     ap.add_argument("--max-spilling", type=int, default=None, help="fail when more NVIDIA kernels than this spill")
     ap.add_argument("--min-gates", type=float, default=None,
                     help="fail when fewer NVIDIA matrix-path kernels than this percentage pass the machine-code gates")
+    ap.add_argument("--min-amd-gates", type=float, default=None,
+                    help="fail when fewer AMD matrix-path kernels (MFMA) than this percentage pass them (their "
+                         "machine code read with llvm-objdump)")
     ap.add_argument("--nvdisasm", default=None, help="nvdisasm to read the SASS with (default: $GPUSIM_NVDISASM, "
                     "else .venv-tools')")
     ap.add_argument("--json-dir", default=None, help="keep each report's JSON here")
@@ -168,6 +173,14 @@ def main() -> int:
         elif 100.0 * gp / mk < a.min_gates:
             failed.append(f"{gp} of {mk} NVIDIA matrix-path kernels ({100.0 * gp / mk:.1f}%) pass the machine-code "
                           f"gates, under --min-gates {a.min_gates:g}% (listed above)")
+    if a.min_amd_gates is not None:
+        _, _, _, amk, agp = sums.get("AMD", [0, 0, 0, 0, 0])
+        if amk == 0:
+            failed.append("no AMD kernel's machine code was read with a matrix main loop: is llvm-objdump installed "
+                          "(tools/install-deps.sh: llvm; or $GPUSIM_LLVM_OBJDUMP)?")
+        elif 100.0 * agp / amk < a.min_amd_gates:
+            failed.append(f"{agp} of {amk} AMD matrix-path kernels ({100.0 * agp / amk:.1f}%) pass the machine-code "
+                          f"gates, under --min-amd-gates {a.min_amd_gates:g}% (listed above)")
     pct = 100.0 * n / max(1, c)
     if a.min_as_assumed is not None and c > 0 and pct < a.min_as_assumed:
         failed.append(f"blocks per SM as assumed for {pct:.1f}% of the NVIDIA kernels, under --min-as-assumed "

@@ -98,7 +98,12 @@ std::string fragment_macros(MatrixPath p, const MmaTile& t) {
       s += "#define MMA_ZERO(f) { for (int mq = 0; mq < 4; ++mq) mma_acc[f][mq] = 0.0f; }\n";
       s += "#define MMA_STORE(f, co) { for (int mq = 0; mq < 4; ++mq) sC[(co) + ((mma_l / 16) * 4 + mq) * 16 + mma_l % 16] = mma_acc[f][mq]; }\n";
       s += "#define MMA_STORE_T(f, co) { for (int mq = 0; mq < 4; ++mq) sC[(co) + (mma_l % 16) * 16 + (mma_l / 16) * 4 + mq] = mma_acc[f][mq]; }\n";
-      s += "#define MMA_STAGED() BARRIER()\n";
+      // The staging tile is the wavefront's own (64 lanes: one "warp" here), and a wavefront's LDS
+      // accesses complete in order: a wavefront-scope fence (s_waitcnt lgkmcnt(0)) around a
+      // wave barrier (no instruction; the compiler moves no access across it) is the wait, as
+      // rocPRIM's wave_barrier, not a block barrier per fragment.
+      s += "#define MMA_STAGED() { __builtin_amdgcn_fence(__ATOMIC_RELEASE, \"wavefront\"); __builtin_amdgcn_wave_barrier(); "
+           "__builtin_amdgcn_fence(__ATOMIC_ACQUIRE, \"wavefront\"); }\n";
       s += "#define MMA_UNROLL _Pragma(\"unroll\")\n";
       break;
     case MatrixPath::kPortable:

@@ -319,7 +319,9 @@ KernelChain design_chain(int bm, int bn, int bk, int T, int acc, int a_vec, int 
   const int ua = loads(bm, a_vec), ub = loads(bn, b_vec);
   KernelChain c;
   c.loads_ahead = stages_tile_loads(ua * a_vec + ub * b_vec, acc, T) ? 1 : 0;
-  c.load_rounds = c.loads_ahead ? 1 : (ua + round - 1) / round + (ub + round - 1) / round;
+  // The matrix path's gathers (rounds of kLoadRound) issue both shares in one round when they fit.
+  const bool together = round == kLoadRound && ua + ub <= round;
+  c.load_rounds = c.loads_ahead || together ? 1 : (ua + round - 1) / round + (ub + round - 1) / round;
   const int values = std::max(1, bm * bn / std::max(1, T));
   c.epilogue_rounds = split > 1 ? 2 + values * ((split + 15) / 16) : 0;
   c.epilogue_barriers = (split > 1 ? 2 : 0) + fragments * fragment_barriers;
@@ -362,6 +364,16 @@ TileLoads tile_loads(const GemmLoop& L, int bm, int bn, int bk, int T, int acc, 
   io.issue = [](const std::string&) { return std::string(); };
   io.commit = [a, b, whole, store_a, store_b, vec_a, vec_b](const std::string& buf, const std::string& k0) {
     std::string s;
+    if (a.u + b.u <= kLoadRound) {
+      // Both shares in one round: every load of the step in flight together (a compiler that
+      // keeps stores to shared memory in order, as AMD's does, otherwise waits for A's before
+      // issuing B's).
+      s += fmt::format("    {{\n    {} stc[{}];\n    {} stcb[{}];\n", a.type(), a.u * a.slots(), b.type(), b.u * b.slots());
+      s += issue_share(a, k0, "stc", 0, a.u, whole(a)) + issue_share(b, k0, "stcb", 0, b.u, whole(b));
+      s += commit_share(a, buf, "stc", 0, a.u, whole(a), store_a, vec_a) +
+           commit_share(b, buf, "stcb", 0, b.u, whole(b), store_b, vec_b);
+      return s + "    }\n";
+    }
     for (const Share* o : {&a, &b}) {
       const int round = std::min(o->u, kLoadRound);  // u and kLoadRound are powers of two
       const auto at = whole(*o);

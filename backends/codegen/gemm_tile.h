@@ -121,7 +121,8 @@ bool stages_tile_loads(int staged_floats, int acc, int T);
 // operands loaded a_vec and b_vec elements a load (1: gathers), K split `split` ways, the epilogue
 // staging each of `fragments` fragments with `fragment_barriers` block barriers (0 where a warp
 // waits for its own lanes): staged loads are one round a k-step, issued ahead of the products;
-// otherwise a round for every kLoadRound loads of each operand; a split adds its arrival (a fence
+// otherwise a round for every kLoadRound loads of each operand (one for both where they are
+// kLoadRound loads or fewer together); a split adds its arrival (a fence
 // and an atomic: two round trips) and, for each output value of a thread, its slices read at most
 // 16 in flight.
 // `round`: the loads a thread keeps in flight when not staged (kLoadRound on the matrix path, 2 on
