@@ -1,11 +1,13 @@
 // Figures of a kernel's machine code (issue 51): what the instructions a GPU runs do per main-loop
 // iteration, read from a disassembly without a device. NVIDIA's SASS fills them (cuda/sass.h:
-// nvdisasm's listing of the cubin NVRTC built); the compile report keeps them with each kernel, the
-// compile tier gates on them, and the kernel cache stores them (codegen/compiled_figures.h).
+// nvdisasm's listing of the cubin NVRTC built), and AMD's code objects (hip/amdgcn.h: llvm-objdump's
+// disassembly of what hiprtc built); the compile report keeps them with each kernel and the compile
+// tier gates on them. The kernel cache does not keep them yet (codegen/compiled_figures.h holds
+// registers, shared memory and spills).
 //
 // The main loop is the outermost loop holding the most matrix instructions, else FMAs, else global
 // loads; the epilogue is everything after it. `loads_in_flight` and `load_waits` follow global
-// loads' results through one pass of a range's text (cuda/sass.h says how).
+// loads through one pass of a range's text (cuda/sass.h and hip/amdgcn.h say how).
 #pragma once
 
 #include <algorithm>
@@ -27,7 +29,7 @@ struct MachineCodeRange {
   int ld_shared = 0, st_shared = 0;  // LDS, STS (LDSM counted above)
   int barriers = 0;      // BAR.SYNC / BAR.RED: block-wide barriers (WARPSYNC is not one)
   int volatile_loads = 0;  // LDG/LD .STRONG.SYS: volatile loads, which the compiler neither merges nor reorders
-  int l2_loads = 0;        // LDG/LD .STRONG.GPU: loads that bypass L1 (ld.global.cg), in flight like any other
+  int l2_loads = 0;        // LDG/LD .STRONG.GPU (ld.global.cg), AMD's glc/sc loads: past L1, in flight like any other
   int local = 0;         // LDL and STL: local memory (spills, indexed arrays)
   int fma = 0;           // FFMA, HFMA2, DFMA: the SIMT path's multiply-adds
   int atomics = 0;       // ATOM, ATOMG, RED

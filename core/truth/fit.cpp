@@ -342,10 +342,10 @@ Result<FittedModel> fit_model(const std::vector<Measurement>& records, const Fit
     }
     for (const Figure& f : kFigures) fm.fitted_figures[vendor][f.key] = e.*f.member;
     fm.log.push_back(fmt::format("{} efficiency.own_round_trip = {:.2f} (x the L2 hit latency), own_value_ns = {:.2f}, "
-                                 "own_block_us = {:.2f}, own_simt_flops = {:.3f}, own_matrix_flops = {:.3f} on {} of gpusim's own GEMM-like kernels "
-                                 "(mean |log error| {:.3f})",
-                                 vendor, e.own_round_trip, e.own_value_ns, e.own_block_us, e.own_simt_flops, e.own_matrix_flops, rows.size(),
-                                 per_op_objective(rows)));
+                                 "own_block_us = {:.2f}, own_simt_flops = {:.3f} on {} of gpusim's own GEMM-like kernels, with "
+                                 "own_matrix_flops = {:.3f} as measured, not fitted (mean |log error| {:.3f})",
+                                 vendor, e.own_round_trip, e.own_value_ns, e.own_block_us, e.own_simt_flops, rows.size(),
+                                 e.own_matrix_flops, per_op_objective(rows)));
   }
 
   // 4. Matrix-unit rate per vendor, on whole-model rows.
