@@ -51,7 +51,7 @@ void add_serve(CLI::App& app, int& rc) {
   cmd->add_option("--allow-host", a->o.allowed_hosts,
                   "A DNS name clients may use for this server (Host and Origin); IP addresses and localhost always "
                   "work (repeatable)");
-  cmd->add_option("--max-connections", a->o.max_connections, "Open connections before new ones get 503 (default 128)")
+  cmd->add_option("--max-connections", a->o.max_connections, "Open connections, idle ones included, before new ones get 503 (default 1024)")
       ->check(CLI::Range(1, 10000));
   cmd->add_option("--header-timeout-s", a->o.header_timeout_s,
                   "Time a request's headers may take to arrive (default 10 s; over it: 408 and closed)")

@@ -1,17 +1,25 @@
 // The connection layer of gpusim serve: cpp-httplib's request parsing and routing, under gpusim's
 // own handling of each connection, so that no client can hold the server.
 //
-// - A connection cap: past `max_connections` open connections a new one is answered 503 (with
-//   Retry-After) at once and closed; there is a thread per connection up to the cap (and a few
-//   more, to give those answers), so slow clients below the cap never delay anyone else.
+// - A waiting room: a connection that has not yet sent a whole request head (a new one, an idle
+//   keep-alive one, one trickling its headers) is held by one poll thread, not by a thread of its
+//   own; only a connection whose head is in takes a connection thread. So a thousand idle or slow
+//   clients cost a thousand sockets and buffers, and /healthz is still answered at once.
+// - A connection cap counted at accept: past `max_connections` open connections (waiting or being
+//   served) a new one is answered 503 (with Retry-After) at once and closed; nothing queues
+//   unbounded.
 // - Deadlines, not per-read timeouts: the request line and headers must arrive within
-//   `header_timeout_s` of the request's first byte (else 408), the body within `body_timeout_s` of
+//   `header_timeout_s` of the head's first byte (else 408), the body within `body_timeout_s` of
 //   the headers (else the connection closes), a keep-alive connection must start its next request
 //   within `idle_timeout_s`, and serves at most `max_requests_per_connection` requests. A client
 //   trickling a byte a second is cut off at the deadline whatever its pace.
 // - Sizes before reading: headers over `max_header_bytes` are answered 431, and a Content-Length
 //   over `max_body_bytes` 413, before a byte of the body is read; a chunked body stops being read
 //   past the limit.
+// - Framing as RFC 9112 says: a head a proxy in front could frame otherwise than this server
+//   (Content-Length and Transfer-Encoding both, two lengths, a coding other than chunked, a body on
+//   GET or HEAD, folded or bare-LF lines) is answered 400 and the connection closed, and so is any
+//   request the parser refuses: no bytes are ever taken for a second request.
 // - stop() ends every wait within a tenth of a second.
 //
 // The routes, their checks and the answers' documents are the service's (service.cpp): it gives
@@ -25,7 +33,10 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,7 +73,8 @@ class JobThreads {
 };
 
 struct ConnectionLimits {
-  int max_connections = 128;
+  int max_connections = 1024;  // open connections, waiting or served
+  int connection_threads = 0;  // threads serving heads that are in; 0: min(max_connections, 128)
   int max_requests_per_connection = 100;
   double header_timeout_s = 10;
   double body_timeout_s = 60;
@@ -78,7 +90,13 @@ struct ConnectionStats {
   std::atomic<int64_t> refused{0};          // answered 503: over the connection cap
   std::atomic<int64_t> header_timeouts{0};  // answered 408: headers not in within the deadline
   std::atomic<int64_t> too_large{0};        // answered 413 or 431 before reading
+  std::atomic<int64_t> bad_framing{0};      // answered 400 and closed: framing RFC 9112 refuses
+  std::atomic<int64_t> waiting{0};          // connections in the waiting room now
 };
+
+// Why RFC 9112's framing rules refuse a request head (request line and headers through the blank
+// line), or nothing when it is sound.
+std::optional<std::string> framing_problem(std::string_view head);
 
 // Set by a route for the request it is answering: close the connection after this answer (an
 // early refusal leaves the body unread, so the connection cannot carry another request).
@@ -88,20 +106,36 @@ class GuardedServer : public httplib::Server {
  public:
   GuardedServer(ConnectionLimits limits, std::function<std::string(const Error&, const std::string& request_id)> error_body,
                 std::function<std::string()> next_request_id);
+  ~GuardedServer() override;
   const ConnectionStats& stats() const { return stats_; }
   const ConnectionLimits& limits() const { return limits_; }
   // Ends every connection's waits (within 0.1 s) and stops the server.
   void shutdown();
+  // httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled into Debian's
+  // library): past it a burst of connections waits for the client's SYN retries, seconds each.
+  // Listens again on the bound port's socket with the system's maximum.
+  void widen_backlog(int port);
+
+  struct Connection;
+  class Room;
 
  private:
+  // On the accepting thread: counts the connection against the cap and hands it to the room.
   bool process_and_close_socket(socket_t sock) override;
+  // On a connection thread: the requests whose heads are in; then back to the room or closed.
+  void serve(std::unique_ptr<Connection> c);
+  // Answered and done: closed now, or (`linger`) shut for writing and drained by the room.
+  void finish(std::unique_ptr<Connection> c, bool linger);
   void refuse(socket_t sock, int status, const Error& e, const char* extra_headers = "");
+  void stop_connections();
 
   ConnectionLimits limits_;
   std::function<std::string(const Error&, const std::string&)> error_body_;
   std::function<std::string()> next_request_id_;
   ConnectionStats stats_;
   std::atomic<bool> stopping_{false};
+  std::unique_ptr<JobThreads> threads_;
+  std::unique_ptr<Room> room_;
 };
 
 }  // namespace gpusim::serve

@@ -622,6 +622,7 @@ struct Service::Impl {
   // file name. The name is then looked up in the server's configured directories only.
   static Status plain_name(const char* field, const std::string& v, const char* listing) {
     const bool ok = !v.empty() && v.size() <= 128 && v[0] != '.' && !v.ends_with(".yaml") && !v.ends_with(".yml") &&
+                    !v.ends_with(".json") &&
                     std::all_of(v.begin(), v.end(), [](char c) {
                       return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
                              c == ' ' || c == '+';
@@ -962,11 +963,19 @@ struct Service::Impl {
                          "(a gpusim.llm/1 YAML or a config.json), or an ONNX decoder with a KV cache (\"model_id\", "
                          "\"model_base64\" or the .onnx bytes as the body), one of them");
     }
-    if (!name->empty() && name->find_first_of("/\\") != std::string::npos) {
-      return bad_request(fmt::format("\"llm\": \"{}\" names a path; the service reads only its bundled descriptions by "
-                                     "name, or a description's text as \"llm_text\"", name->substr(0, 64)));
+    if (!name->empty()) {
+      if (auto st = plain_name("llm", *name, "the bundled descriptions are named as models/llm's files, e.g. "
+                                             "llama-2-7b; or send a description's text as \"llm_text\"");
+          !st) {
+        return st.error();
+      }
     }
     auto spec = name->empty() ? session.llm_from_text(*text, "llm_text") : session.llm(*name);
+    // A name no description has is kNotFound; any other failure is a file of the server's own
+    // directories that did not load, whose content the client does not learn.
+    if (!spec && !name->empty() && spec.error().code != ErrorCode::kNotFound) {
+      return server_file_error("language-model description", *name, spec.error());
+    }
     if (!spec) return spec.error();
     auto g = gpu(b);
     if (!g) return g.error();
@@ -1312,6 +1321,8 @@ struct Service::Impl {
       gauge("gpusim_workers_busy", "Workers computing an answer.", std::to_string(pool.busy()));
       gauge("gpusim_workers", "Worker threads.", std::to_string(pool.threads()));
       gauge("gpusim_connections_open", "Open client connections.", std::to_string(cs.open.load()));
+      gauge("gpusim_connections_waiting", "Open connections without a whole request head (idle or sending it).",
+            std::to_string(cs.waiting.load()));
       out += "# HELP gpusim_cache_bytes Bytes held by the model caches.\n# TYPE gpusim_cache_bytes gauge\n";
       out += fmt::format("gpusim_cache_bytes{{cache=\"uploaded\"}} {}\ngpusim_cache_bytes{{cache=\"imported\"}} {}\n", st.bytes,
                          st.imported_bytes);
@@ -1321,6 +1332,7 @@ struct Service::Impl {
       out += fmt::format("gpusim_rejected_total{{reason=\"connections\"}} {}\n", cs.refused.load());
       out += fmt::format("gpusim_rejected_total{{reason=\"header_timeout\"}} {}\n", cs.header_timeouts.load());
       out += fmt::format("gpusim_rejected_total{{reason=\"too_large\"}} {}\n", cs.too_large.load());
+      out += fmt::format("gpusim_rejected_total{{reason=\"framing\"}} {}\n", cs.bad_framing.load());
       counter("gpusim_timeouts_total", "Requests answered 504: past the time limit.", timeouts.load());
       counter("gpusim_cancelled_total", "Requests whose work was cancelled (time limit, or stopping).", cancelled.load());
       counter("gpusim_connections_total", "Connections accepted.", cs.accepted.load());
@@ -1377,6 +1389,7 @@ Result<int> Service::bind() {
                                                   "another with --port (0: any free port)",
                                                   s.opts.host, port));
   }
+  s.server.widen_backlog(port);
   s.bound = true;
   return port;
 }

@@ -59,8 +59,9 @@ struct ServiceOptions {
   int imported_cache_entries = 16;             // ... and at most this many (per model, dims and name)
   std::vector<std::string> profile_dirs;       // searched first, as --profiles
   std::string truth;                           // measurements /v1/validate uses by default ("" none)
-  // Connections (http_server.h): cap, deadlines, keep-alive.
-  int max_connections = 128;
+  // Connections (http_server.h): cap (open connections, idle ones included: they wait in one poll
+  // thread's room, not in a thread each), deadlines, keep-alive.
+  int max_connections = 1024;
   double header_timeout_s = 10;
   double body_timeout_s = 60;
   double idle_timeout_s = 5;

@@ -198,7 +198,7 @@ TEST_CASE("serve: a language model's generation is the library's document, and b
   auto path = c.Post("/v1/generate", json{{"llm", "/etc/passwd"}, {"gpu", "nvidia-t4"}}.dump(), "application/json");
   REQUIRE(path);
   CHECK(path->status == 400);
-  CHECK_THAT(error_message(path), Catch::Contains("names a path"));
+  CHECK_THAT(error_message(path), Catch::Contains("\"llm\": \"/etc/passwd\" is not a name"));
   auto none = c.Post("/v1/generate", json{{"llm", "llama-9-1b"}, {"gpu", "nvidia-t4"}}.dump(), "application/json");
   REQUIRE(none);
   CHECK(none->status == 404);

@@ -156,8 +156,24 @@ TEST_CASE("serve: every field naming a GPU, runtime or profile takes names, neve
                           file_bytes(test::source_dir() + "/models/resnet50.onnx"), "application/octet-stream"),
                    "predict ?gpu= " + v);
     expect_refused(c.Get(("/v1/profiles/" + url_encode(v)).c_str()), "GET /v1/profiles/" + v);
+    // A language model's description is named too: "x.yaml" or "x.json" is never opened in the
+    // server's working directory (whether it exists or not, the answer is the same 400).
+    auto gen = c.Post("/v1/generate", json{{"llm", v}, {"gpu", "nvidia-t4"}}.dump(), "application/json");
+    expect_refused(gen, "generate llm " + v);
+    if (gen && v != "evil" && v != "..") CHECK(gen->status == 400);
   }
-  CHECK(checked == 9 * static_cast<int>(hostile.size()));
+  CHECK(checked == 10 * static_cast<int>(hostile.size()));
+  // A file of the server's working directory, named as a description, is not read.
+  for (const char* name : {"serve_names_probe.yaml", "serve_names_probe.json", "serve_names_absent.yaml"}) {
+    if (std::string(name).find("absent") == std::string::npos) {
+      std::ofstream(name) << "schema: gpusim.llm/1\nname: " << kSecret << "\n{\"model_type\": \"llama\"}\n";
+    }
+    auto r = c.Post("/v1/generate", json{{"llm", name}, {"gpu", "nvidia-t4"}}.dump(), "application/json");
+    REQUIRE(r);
+    CHECK(r->status == 400);
+    CHECK_THAT(error_message(r), Catch::Contains("is not a name") && !Catch::Contains(kSecret));
+    fs::remove(name);
+  }
   // The listing names the broken file's profile without what the file holds; the good one works.
   auto list = c.Get("/v1/profiles");
   REQUIRE(list);
@@ -480,6 +496,118 @@ TEST_CASE("serve: a request past its time limit is cancelled and frees its worke
   l.reset();  // stop() and join
   CHECK(seconds_since(t1) < 3.0);
   client.join();
+}
+
+}  // namespace gpusim
+
+namespace gpusim {
+namespace {
+
+size_t count_of(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("serve: a request a proxy could frame otherwise is answered 400 once and its connection closed", "[serve][security]") {
+  Running s(small_service());
+  const std::string next = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";  // smuggled: never answered
+  struct Case {
+    const char* name;
+    std::string bytes;
+    const char* says;
+  };
+  const std::vector<Case> cases = {
+      {"Content-Length and Transfer-Encoding",
+       "POST /v1/predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 4\r\n"
+       "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + next,
+       "both Content-Length and Transfer-Encoding"},
+      {"a GET with a body", fmt::format("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n\r\n{}", next.size(), next),
+       "a GET request carries a body"},
+      {"two lengths",
+       fmt::format("POST /v1/predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 0\r\n"
+                   "Content-Length: {}\r\n\r\n{}",
+                   next.size(), next),
+       "2 Content-Length headers"},
+      {"a coding other than chunked",
+       "POST /v1/predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked, "
+       "identity\r\n\r\n0\r\n\r\n" + next,
+       "Transfer-Encoding: \\\"chunked, identity\\\" is not taken"},
+      {"a folded header",
+       "POST /v1/predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding:\r\n chunked\r\n"
+       "\r\n0\r\n\r\n" + next,
+       "obsolete line folding"},
+      {"a bare LF", "POST /v1/predict HTTP/1.1\r\nHost: 127.0.0.1\nContent-Length: 0\r\n\r\n" + next, "bare LF"},
+      {"a length that is not a number",
+       "POST /v1/predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: +2\r\n\r\n{}" + next,
+       "Content-Length: \\\"+2\\\" is not a number"},
+      {"a request line the parser refuses", "NOT-A-REQUEST-LINE\r\nHost: 127.0.0.1\r\n\r\n" + next, ""},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    RawConnection raw(s.port);
+    const auto t0 = Clock::now();
+    raw.send(c.bytes);
+    const std::string answer = raw.read_all(3.0);
+    CHECK_THAT(answer, Catch::StartsWith("HTTP/1.1 400"));
+    CHECK(count_of(answer, "HTTP/1.1 ") == 1);  // the bytes after it are not a second request
+    CHECK_THAT(answer, Catch::Contains(c.says));
+    CHECK(seconds_since(t0) < 2.5);  // closed by the server, not left open for the read timeout
+  }
+  // A sound pipelined pair is still answered twice on one connection.
+  RawConnection pipelined(s.port);
+  pipelined.send(next + "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  CHECK(count_of(pipelined.read_all(3.0), "HTTP/1.1 200") == 2);
+  auto m = s.client().Get("/metrics");
+  REQUIRE(m);
+  CHECK_THAT(m->body, Catch::Contains("gpusim_rejected_total{reason=\"framing\"} 7"));
+}
+
+TEST_CASE("serve: idle and slow connections wait in one thread; /healthz is answered beside 1,000 of them", "[serve][security]") {
+  serve::ServiceOptions o = small_service();
+  o.header_timeout_s = 30;
+  o.idle_timeout_s = 30;
+  Running s(o);  // raises the descriptor limit for the cap, which this process's clients share
+  std::vector<std::unique_ptr<RawConnection>> idle;
+  for (int i = 0; i < 1000; ++i) idle.push_back(std::make_unique<RawConnection>(s.port));
+  std::vector<std::unique_ptr<RawConnection>> slow;
+  for (int i = 0; i < 16; ++i) {
+    slow.push_back(std::make_unique<RawConnection>(s.port));
+    slow.back()->send("POST /v1/predict HTTP/1.1\r\nHo");
+  }
+  auto c = s.client();
+  // Once every connection has been accepted, /healthz does not wait behind them.
+  for (int tries = 0; tries < 100; ++tries) {
+    auto m = c.Get("/metrics");
+    REQUIRE(m);
+    if (m->body.find("gpusim_connections_waiting 1016") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  auto m = c.Get("/metrics");
+  REQUIRE(m);
+  CHECK_THAT(m->body, Catch::Contains("gpusim_connections_waiting 1016"));
+  double worst = 0;
+  for (int i = 0; i < 5; ++i) {
+    RawConnection fresh(s.port);
+    const auto t0 = Clock::now();
+    fresh.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    const std::string answer = fresh.read_all(5.0);
+    worst = std::max(worst, seconds_since(t0));
+    CHECK_THAT(answer, Catch::StartsWith("HTTP/1.1 200"));
+  }
+  CHECK(worst < 1.0);  // was 30-45 s with idle connections queued for a thread each
+  // The cap counts the waiting connections: past it, 503 at once.
+  serve::ServiceOptions capped = small_service();
+  capped.max_connections = 20;
+  Running t(capped);
+  std::vector<std::unique_ptr<RawConnection>> held;
+  for (int i = 0; i < 20; ++i) held.push_back(std::make_unique<RawConnection>(t.port));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  RawConnection extra(t.port);
+  extra.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  CHECK_THAT(extra.read_all(2.0), Catch::StartsWith("HTTP/1.1 503"));
 }
 
 }  // namespace gpusim
