@@ -9,6 +9,7 @@
 #include <functional>
 #include <iterator>
 
+#include "base/files.h"
 #include "base/hash.h"
 #include "codegen.h"
 #include "compile_report.h"
@@ -57,6 +58,7 @@ Result<ImportOptions> import_options(const ModelOptions& o) {
     if (!kv) return kv.error();
     io.dims[kv->first] = kv->second;
   }
+  io.max_nodes = o.max_nodes;
   return io;
 }
 
@@ -252,6 +254,7 @@ Result<std::vector<GpuProfile>> compared_profiles(const std::vector<std::string>
   if (gpus.empty()) return make_error(ErrorCode::kInvalidArgument, "compare: no GPUs given; name at least one profile");
   std::vector<GpuProfile> profiles;
   for (const std::string& name : gpus) {
+    check_cancelled();  // each load reads a directory and a file: a long list is minutes
     auto p = find_profile(name, profile_dirs);
     if (!p) return p.error();
     profiles.push_back(std::move(*p));
@@ -358,6 +361,7 @@ Result<std::vector<ComparedGpu>> Session::compare(const Model& m, const std::vec
     std::vector<ComparedGpu> rows;
     for (GpuProfile& p : *profiles) rows.push_back({std::move(p), {}});
     for (ComparedGpu& r : rows) {
+      check_cancelled();
       auto p = predict_impl(m.graph(), target(r.gpu, tiles, target_opts), req, runtime_dirs_);
       if (!p) return p.error();
       r.prediction = std::move(*p);
@@ -381,6 +385,22 @@ Result<Plan> Session::load_plan(const Model& m, const std::string& json_text, co
     if (!m.valid()) return invalid_model_handle("load_plan");
     return plan_from_json(json_text, source, m.graph());
   });
+}
+
+Result<Plan> Session::load_plan_file(const Model& m, const std::string& path) const noexcept {
+  return guarded("load_plan_file", [&]() -> Result<Plan> {
+    auto text = base::read_regular_file(path, int64_t{256} << 20, "the plan");
+    if (!text) return text.error();
+    return load_plan(m, *text, path);
+  });
+}
+
+Result<std::string> read_user_file(const std::string& path, int64_t max_bytes, const std::string& what) noexcept {
+  try {
+    return base::read_regular_file(path, max_bytes, what);
+  } catch (const std::exception& e) {
+    return make_error(ErrorCode::kIo, fmt::format("{}: cannot read {} ({})", path, what, e.what()));
+  }
 }
 
 std::vector<Measurement> Session::measurements(const RunReport& r) const noexcept {

@@ -211,13 +211,13 @@ void add_codegen_sass(CLI::App& cg, int& rc) {
   cmd->callback([a, &rc] {
     nlohmann::json out = {{"schema", "gpusim.codegen-sass/1"}, {"arch", a->arch}, {"kernels", nlohmann::json::array()}};
     for (const std::string& f : a->files) {
-      std::ifstream in(f, std::ios::binary);
-      if (!in) {
-        fmt::print(stderr, "gpusim codegen sass: {}: cannot read it: {}; give a CUDA C++ file\n", f, std::strerror(errno));
+      auto read = gpusim::read_user_file(f, 64 << 20, "the CUDA C++ file");
+      if (!read) {
+        fmt::print(stderr, "gpusim codegen sass: {}\n", say(read.error()));
         rc = 1;
         return;
       }
-      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const std::string& text = *read;
       auto c = exec::compile_cuda_source(text, a->arch, f);
       if (!c) {
         fmt::print(stderr, "gpusim codegen sass: {}\n", say(c.error()));

@@ -455,14 +455,7 @@ void add_predict(CLI::App& app, int& rc) {
       return;
     }
     if (!a->plan.empty()) {
-      std::ifstream f(a->plan);
-      if (!f) {
-        fmt::print(stderr, "gpusim predict: {}: cannot open the plan file (check the path)\n", a->plan);
-        rc = 1;
-        return;
-      }
-      const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-      auto plan = session.load_plan(*m, text, a->plan);
+      auto plan = session.load_plan_file(*m, a->plan);
       if (!plan) {
         fmt::print(stderr, "gpusim predict: {}\n", say(plan.error()));
         rc = 1;

@@ -157,14 +157,7 @@ std::optional<Program> open_program(const RunArgs& a, std::string_view command, 
       co.gpu = std::move(*p);
     }
     if (!a.plan.empty()) {
-      std::ifstream f(a.plan);
-      if (!f) {
-        fmt::print(stderr, "{}: {}: cannot open the plan file (check the path)\n", who, a.plan);
-        rc = 1;
-        return std::nullopt;
-      }
-      const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-      auto plan = session.load_plan(*m, text, a.plan);
+      auto plan = session.load_plan_file(*m, a.plan);
       if (!plan) {
         fmt::print(stderr, "{}: {}\n", who, say(plan.error()));
         rc = 1;

@@ -1,5 +1,5 @@
 // gpusim serve [--host 127.0.0.1] [--port 8080] [--workers N] [--queue N] [--max-body-mb N]
-//              [--max-model-mb N] [--timeout-s S] [--cache-mb N] [--import-cache-mb N] [--profiles DIR]...
+//              [--max-model-mb N] [--max-nodes N] [--timeout-s S] [--cache-mb N] [--import-cache-mb N] [--profiles DIR]...
 //              [--truth PATH] [--token-file FILE] [--allow-host NAME]... [--max-connections N]
 //              [--header-timeout-s S] [--body-timeout-s S] [--max-json-depth N] [--max-json-values N] [--quiet]
 // The Session API over HTTP/JSON (apps/serve/service.h; OpenAPI at /openapi.json). Prints the
@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <thread>
 
+#include "gpusim/gpusim.h"
 #include "commands.h"
 #include "common.h"
 #include "service.h"
@@ -37,6 +38,8 @@ void add_serve(CLI::App& app, int& rc) {
   cmd->add_option("--queue", a->o.queue, "Requests that may wait for a worker before 503 (default 64)")->check(CLI::Range(1, 100000));
   cmd->add_option("--max-body-mb", a->max_body_mb, "Largest request body (default 64 MB; over it: 413)")->check(CLI::PositiveNumber);
   cmd->add_option("--max-model-mb", a->max_model_mb, "Largest model (default 32 MB; over it: 413)")->check(CLI::PositiveNumber);
+  cmd->add_option("--max-nodes", a->o.max_nodes, "Largest graph in nodes (default 100000; over it: 413)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   cmd->add_option("--timeout-s", a->o.request_timeout_s, "Time one request may take (default 60 s; over it: 504)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--cache-mb", a->cache_mb, "Uploaded models kept, in MB (default 256; least recently used out)")
@@ -69,13 +72,18 @@ void add_serve(CLI::App& app, int& rc) {
     a->o.model_cache_bytes = static_cast<int64_t>(a->cache_mb * (1 << 20));
     a->o.imported_cache_bytes = static_cast<int64_t>(a->import_cache_mb * (1 << 20));
     if (!a->token_file.empty()) {
-      std::ifstream f(a->token_file, std::ios::binary);
-      std::string token((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      // A token is a line; 4 KiB bounds a wrong file (/dev/zero), and a directory or FIFO is refused.
+      auto read = gpusim::read_user_file(a->token_file, 4096, "the token file");
+      if (!read) {
+        fmt::print(stderr, "gpusim serve: --token-file {}\n", cli::say(read.error()));
+        rc = 2;
+        return;
+      }
+      std::string token = *read;
       while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
-      if (!f.good() && !f.eof()) token.clear();
       if (token.empty() || token.find_first_of(" \t\r\n") != std::string::npos) {
         fmt::print(stderr, "gpusim serve: --token-file {}: {}; put one token (no spaces) in the file\n", a->token_file,
-                   token.empty() ? "cannot be read or is empty" : "holds more than one word");
+                   token.empty() ? "is empty" : "holds more than one word");
         rc = 2;
         return;
       }

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpusim/gpusim.h"
 #include "commands.h"
 #include "hw/atomic_file.h"
 #include "gpusim/documents.h"
@@ -387,11 +388,11 @@ int run_validate(const ValidateArgs& a) {
   std::vector<std::string> regressions;
   size_t checked_ops = 0, checked_models = 0;
   if (!a.check_against.empty()) {
-    std::ifstream f(a.check_against);
     nlohmann::json rec;
     try {
-      if (!f) throw std::runtime_error("cannot open the file");
-      f >> rec;
+      auto read = gpusim::read_user_file(a.check_against, int64_t{256} << 20, "the recorded figures");
+      if (!read) throw std::runtime_error(read.error().message);
+      rec = nlohmann::json::parse(*read);
       regressions = compare_with(*rep, rec, a.tolerance);
       checked_ops = rec.at("groups").size();
       if (rec.contains("models")) checked_models = rec.at("models").at("groups").size();

@@ -729,7 +729,7 @@ struct Service::Impl {
     if (mb->id.empty()) mb->id = cache.put(mb->bytes, content_hash(*mb->bytes));
     const std::string key = import_key(mb->id, *d, mb->shown);
     if (auto m = cache.imported(key)) return *m;
-    auto m = session.open_model_bytes(*mb->bytes, mb->shown, {*d});
+    auto m = session.open_model_bytes(*mb->bytes, mb->shown, {*d, opts.max_nodes});
     if (!m) return m.error();
     cache.keep_imported(key, *m);
     return m;
@@ -811,7 +811,7 @@ struct Service::Impl {
                 {"size_bytes", r.raw_model->size()}};
     // Imported now with the dims given (if any), so a broken file is refused at once; a model
     // that only needs dims is kept and imported when a request gives them.
-    auto m = session.open_model_bytes(*r.raw_model, shown, {*d});
+    auto m = session.open_model_bytes(*r.raw_model, shown, {*d, opts.max_nodes});
     if (m) {
       cache.keep_imported(import_key(id, *d, shown), *m);
       json inputs = json::array();

@@ -53,6 +53,9 @@ struct ServiceOptions {
   int queue = 64;                  // requests waiting for a worker before 503
   int64_t max_body_bytes = 64ll << 20;
   int64_t max_model_bytes = 32ll << 20;
+  // Graphs of more nodes are refused (413) before their passes run: a node costs a few kilobytes
+  // through import, prediction and the answer, and ResNet-50 has 120, BERT-base about 1,000.
+  int64_t max_nodes = 100000;
   double request_timeout_s = 60;   // past it: 504, and the work is cancelled (its worker freed)
   int64_t model_cache_bytes = 256ll << 20;     // uploaded model bytes kept
   int64_t imported_cache_bytes = 512ll << 20;  // imported graphs kept (their estimated memory)

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "session.h"
+#include "base/files.h"
 #include "base/json_text.h"
 #include "base/hash.h"
 
@@ -195,18 +196,16 @@ Stats stats_from_json(const nlohmann::json& j) {
 }  // namespace
 
 Result<Outcome> read_raw(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return make_error(ErrorCode::kIo, fmt::format("{}: cannot open the file; give the raw data a calibration wrote "
-                                                  "beside its profile (<profile>.<id>.measurements.json)",
-                                                  path));
+  auto read = base::read_regular_file(path, int64_t{256} << 20, "the calibration's raw data");
+  if (!read) {
+    return make_error(read.error().code, fmt::format("{}; give the raw data a calibration wrote beside its profile "
+                                                     "(<profile>.<id>.measurements.json)",
+                                                     read.error().message));
   }
-  std::ostringstream text;
-  text << in.rdbuf();
   Outcome o;
   std::string at = "(the file)";
   try {
-    const nlohmann::json j = nlohmann::json::parse(text.str());
+    const nlohmann::json j = nlohmann::json::parse(*read);
     at = "schema";
     if (j.value("schema", "") != "gpusim.calibration/1") {
       return make_error(ErrorCode::kParse, fmt::format("{}: schema is \"{}\", not gpusim.calibration/1: not the raw data "

@@ -16,12 +16,14 @@
 #include <cstdlib>
 #include <limits>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <queue>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "base/files.h"
 #include "onnx_wire.h"
 #include "ops/registry.h"
 #include "tensor_value.h"
@@ -187,18 +189,28 @@ std::optional<std::string> Importer::read_external(const onnx::TensorProto& t, i
     return std::nullopt;
   }
   const auto slash = path_.rfind('/');
-  const std::string file = (slash == std::string::npos ? std::string() : path_.substr(0, slash + 1)) + location;
-  std::FILE* f = std::fopen(file.c_str(), "rb");
-  if (!f) {
+  const std::string folder = slash == std::string::npos ? std::string() : path_.substr(0, slash + 1);
+  const std::string file = folder + location;
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) {
     missing_files_.insert(file);
-    *absent = fmt::format("external data file \"{}\" not found ({}); put it beside the model", file,
-                          std::strerror(errno));
+    *absent = fmt::format("external data file \"{}\" not found; put it beside the model", file);
     return std::nullopt;
   }
-  std::string bytes(static_cast<size_t>(want_bytes), '\0');
-  const bool ok = std::fseek(f, static_cast<long>(offset), SEEK_SET) == 0 &&
-                  std::fread(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  std::fclose(f);
+  // A link beside the model must not lead out of its folder (the lexical check above cannot see it).
+  if (!base::resolves_inside(folder, file)) {
+    *absent = fmt::format("its external data file \"{}\" is a link to a file outside the model's directory; gpusim "
+                          "reads external data only from the model's own folder",
+                          file);
+    return std::nullopt;
+  }
+  auto f = base::RegularFile::open(file, "external data file");
+  if (!f) {
+    *absent = f.error().message;
+    return std::nullopt;
+  }
+  const std::string bytes = f->size() >= offset + want_bytes ? f->read(offset, want_bytes) : std::string();
+  const bool ok = static_cast<int64_t>(bytes.size()) == want_bytes;
   if (!ok) {
     *absent = fmt::format("external data file \"{}\" ends before bytes {}..{} that hold it; the file is truncated or "
                           "belongs to another export",
@@ -467,6 +479,7 @@ Status Importer::verify_nodes(const onnx::GraphProto& g, const std::map<std::str
   for (const auto& i : g.input()) producer.emplace(i.name(), std::pair{std::string("graph input"), -1});
   for (const auto& t : g.initializer()) producer.emplace(t.name(), std::pair{std::string("initializer"), -1});
   for (int k = 0; k < g.node_size(); ++k) {
+    check_cancelled();  // a request past its time limit stops here, not after every node
     const onnx::NodeProto& np = g.node(k);
     for (const std::string& o : np.output()) {
       if (o.empty()) continue;  // an optional output left out
@@ -508,6 +521,7 @@ Status Importer::verify_nodes(const onnx::GraphProto& g, const std::map<std::str
     return *visible_names;
   };
   for (const onnx::NodeProto& np : g.node()) {
+    check_cancelled();  // a request past its time limit stops here, not after every node
     const std::string domain = norm_domain(np.domain());
     const auto v = opsets.find(domain);
     if (v != opsets.end()) {
@@ -621,6 +635,7 @@ void Importer::run_onnx_inference(onnx::ModelProto& model, const std::map<std::s
   size_t failed = 0;
   std::string first;
   for (onnx::NodeProto& n : *g.mutable_node()) {
+    check_cancelled();  // a request past its time limit stops here, not after every node
     const bool typed = std::all_of(n.input().begin(), n.input().end(),
                                    [&](const std::string& in) { return in.empty() || by_name.count(in); });
     const bool subgraph = std::any_of(n.attribute().begin(), n.attribute().end(),
@@ -1140,6 +1155,11 @@ Result<Graph> import_stripped(Result<detail::StrippedModel> stripped, const std:
   }
   stripped->bytes.clear();
   stripped->bytes.shrink_to_fit();
+  if (opts.max_nodes > 0 && model.graph().node_size() > opts.max_nodes) {
+    return make_error(ErrorCode::kLimit, fmt::format("{}: the graph has {} nodes, over the {} allowed (`max_nodes`); "
+                                                     "each node costs memory through import, prediction and report",
+                                                     path, model.graph().node_size(), opts.max_nodes));
+  }
   Importer imp(path, opts, from_file);
   return imp.run(model, *stripped);
 }

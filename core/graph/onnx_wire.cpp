@@ -1,5 +1,7 @@
 #include "onnx_wire.h"
 
+#include "base/files.h"
+
 #include <fcntl.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
@@ -254,16 +256,16 @@ Result<StrippedModel> strip(google::protobuf::io::ZeroCopyInputStream& stream, c
 }  // namespace
 
 Result<StrippedModel> read_model_stripped(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO does not block the open
   if (fd < 0) {
     const int e = errno;
     return make_error(ErrorCode::kIo, fmt::format("{}: cannot open: {}{}", path, std::strerror(e),
                                                   e == ENOENT ? " (check the path)" : ""));
   }
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return make_error(ErrorCode::kIo, fmt::format("{}: is a directory, not an .onnx file", path));
+    return make_error(ErrorCode::kIo, fmt::format("{}: is {}, not an .onnx file", path, base::file_kind(st.st_mode)));
   }
   StrippedModel r;
   r.file_bytes = st.st_size;

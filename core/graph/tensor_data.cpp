@@ -2,6 +2,7 @@
 // resolved beside the model, values decoded by element type.
 #include "gpusim/tensor_data.h"
 
+#include "base/files.h"
 #include "raw_decode.h"
 
 #include <onnx/onnx_pb.h>
@@ -48,17 +49,30 @@ Result<bool> decode(const onnx::TensorProto& p, const std::filesystem::path* dir
     int64_t offset = 0, length = -1;
     for (const auto& kv : p.external_data()) {
       if (kv.key() == "location") location = kv.value();
-      if (kv.key() == "offset") offset = std::stoll(kv.value());
-      if (kv.key() == "length") length = std::stoll(kv.value());
+      if (kv.key() == "offset" || kv.key() == "length") {
+        const std::string& v = kv.value();
+        int64_t x = 0;
+        const bool digits = !v.empty() && v.size() <= 18 && v.find_first_not_of("0123456789") == std::string::npos;
+        if (digits) x = std::stoll(v);
+        if (!digits) {
+          return make_error(ErrorCode::kInvalidModel,
+                            fmt::format("{}: its external_data {} \"{}\" is not a byte count", where, kv.key(), v.substr(0, 32)));
+        }
+        (kv.key() == "offset" ? offset : length) = x;
+      }
     }
     if (dir == nullptr) return false;
-    std::ifstream f(*dir / location, std::ios::binary);
+    // Only a file of the model's own folder, links resolved, and only a regular one (as the importer).
+    const std::filesystem::path file = *dir / location;
+    if (location.empty() || std::filesystem::path(location).is_absolute() || !base::resolves_inside(*dir, file)) {
+      return false;
+    }
+    auto f = base::RegularFile::open(file.string(), "external data file");
     if (!f) return false;
     const int64_t bytes = length >= 0 ? length : *n * std::max(1, dtype_bits(t.dtype) / 8);
-    std::string raw(static_cast<size_t>(bytes), '\0');
-    f.seekg(offset);
-    f.read(raw.data(), bytes);
-    if (!f) return false;
+    if (bytes > f->size() || offset > f->size() - bytes) return false;
+    const std::string raw = f->read(offset, bytes);
+    if (static_cast<int64_t>(raw.size()) != bytes) return false;
     if (auto s = decode_raw(raw, *n, t, where); !s) return s.error();
     return true;
   }
@@ -134,10 +148,10 @@ Result<std::map<std::string, TensorData>> model_tensors(const onnx::ModelProto& 
 }  // namespace
 
 Result<std::map<std::string, TensorData>> read_model_tensors(const std::string& model_path) {
-  std::ifstream f(model_path, std::ios::binary);
-  if (!f) return make_error(ErrorCode::kIo, fmt::format("{}: cannot open (check the path)", model_path));
+  auto bytes = base::read_regular_file(model_path, INT32_MAX, "the model");
+  if (!bytes) return bytes.error();
   onnx::ModelProto m;
-  if (!m.ParseFromIstream(&f)) {
+  if (!m.ParseFromArray(bytes->data(), static_cast<int>(bytes->size()))) {
     return make_error(ErrorCode::kParse, fmt::format("{0}: not a valid ONNX model (`gpusim inspect {0}` says why)", model_path));
   }
   const std::filesystem::path dir = std::filesystem::path(model_path).parent_path();
@@ -153,10 +167,12 @@ Result<std::map<std::string, TensorData>> read_model_tensors_bytes(std::string_v
 }
 
 Result<TensorData> read_tensor_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return make_error(ErrorCode::kIo, fmt::format("{}: cannot open (check the path)", path));
+  auto bytes = base::read_regular_file(path, INT32_MAX, "the tensor file");
+  if (!bytes) return bytes.error();
   onnx::TensorProto p;
-  if (!p.ParseFromIstream(&f)) return make_error(ErrorCode::kParse, fmt::format("{}: not a serialized TensorProto", path));
+  if (!p.ParseFromArray(bytes->data(), static_cast<int>(bytes->size()))) {
+    return make_error(ErrorCode::kParse, fmt::format("{}: not a serialized TensorProto", path));
+  }
   TensorData t;
   t.name = p.name();
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();

@@ -17,6 +17,8 @@
 
 #include "gpusim/gpu_profile.h"
 
+#include "base/files.h"
+
 namespace gpusim {
 namespace {
 
@@ -48,7 +50,9 @@ Spec oneof(std::string k, std::vector<std::string> allowed, bool req = false) {
 Spec map(std::string k, std::vector<Spec> children, bool req = false) {
   return {std::move(k), Kind::kMap, 0, 0, false, req, {}, std::move(children)};
 }
-Spec positive(std::string k, bool req = false) { return num(std::move(k), 0, kInf, req, true); }
+// A figure within what hardware has: past either end it is a unit slip (GB/s written as TB/s, MB as
+// bytes), and left in, it would price every kernel at nothing or at years.
+Spec physical(std::string k, double lo, double hi, bool req = false) { return num(std::move(k), lo, hi, req); }
 
 const std::vector<std::string> kVectorPrecisions = {"fp64", "fp32", "fp16", "bf16", "int32", "int8"};
 const std::vector<std::string> kMatrixInputs = {"fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4"};
@@ -57,11 +61,12 @@ const std::vector<std::string> kAccumulates = {"fp64", "fp32", "fp16", "int32"};
 const Spec& schema() {
   static const Spec s = [] {
     std::vector<Spec> vec;
-    for (const auto& p : kVectorPrecisions) vec.push_back(positive(p));
+    for (const auto& p : kVectorPrecisions) vec.push_back(physical(p, 1e-4, 1e5));
     Spec vector_tflops = map("vector_tflops", vec, true);
     Spec matrix = {"matrix_tflops", Kind::kList, 0, 0, false, false, {},
-                   {oneof("dtype", kMatrixInputs, true), oneof("accumulate", kAccumulates, true), positive("tflops", true)}};
-    Spec cache_level = map("", {positive("size_mb", true), positive("bandwidth_gbps"), positive("latency_ns")});
+                   {oneof("dtype", kMatrixInputs, true), oneof("accumulate", kAccumulates, true), physical("tflops", 1e-3, 1e5, true)}};
+    Spec cache_level = map("", {physical("size_mb", 1e-3, 1e5, true), physical("bandwidth_gbps", 1, 1e6),
+                                physical("latency_ns", 1, 1e5)});
     Spec l2 = cache_level;
     l2.key = "l2";
     l2.required = true;
@@ -82,20 +87,20 @@ const Spec& schema() {
              integer("max_blocks_per_unit", 1, 64, true), integer("max_threads_per_block", 64, 2048, true),
              integer("registers_per_unit", 1024, 1048576, true), integer("max_registers_per_thread", 16, 1024, true),
              num("shared_memory_per_unit_kb", 0, 1024, true), num("shared_memory_per_block_kb", 0, 1024, true),
-             positive("shared_memory_bandwidth_gbps"), num("barrier_ns", 0, 1e6),
+             physical("shared_memory_bandwidth_gbps", 1, 1e6), num("barrier_ns", 0, 1e6),
              vector_tflops, matrix, integer("matrix_alignment_elements", 1, 128), oneof("matrix_units", {"dedicated", "alus"})},
             true),
         map("memory",
-            {map("dram", {positive("size_gb", true), positive("bandwidth_gbps", true), integer("bus_width_bits", 1, 65536),
-                          str("type"), positive("latency_ns")},
+            {map("dram", {physical("size_gb", 1e-2, 1e5, true), physical("bandwidth_gbps", 1, 1e5, true),
+                          integer("bus_width_bits", 1, 65536), str("type"), physical("latency_ns", 1, 1e5)},
                  true),
-             l2, ic, map("l1", {positive("size_per_unit_kb", true), positive("latency_ns")}, true)},
+             l2, ic, map("l1", {physical("size_per_unit_kb", 1, 1e4, true), physical("latency_ns", 1, 1e5)}, true)},
             true),
         map("host_link", {oneof("type", {"pcie", "unified"}, true), integer("generation", 1, 6), integer("lanes", 1, 32),
-                          positive("bandwidth_gbps")},
+                          physical("bandwidth_gbps", 0.1, 1e4)},
             true),
         map("launch", {num("overhead_us", 0, 1000), num("latency_floor_us", 0, 1000), num("block_us", 0, 1000)}),
-        map("power", {positive("tdp_w", true), positive("idle_w", true)}, true),
+        map("power", {physical("tdp_w", 1, 1e5, true), physical("idle_w", 0.01, 1e5, true)}, true),
         map("efficiency", {num("dram_bandwidth", 0, 1, false, true), num("l2_bandwidth", 0, 1, false, true),
                            num("vector_flops", 0, 1, false, true), num("gemm_vector_flops", 0, 1, false, true),
                            num("matrix_flops", 0, 1, false, true), num("grouped_conv", 0, 1, false, true),
@@ -402,19 +407,13 @@ Result<YAML::Node> parse_yaml_text(const std::string& text, const std::string& s
 
 Result<YAML::Node> read_yaml(const std::string& path) {
   std::error_code ec;
-  const auto st = fs::status(path, ec);
-  if (ec && ec != std::errc::no_such_file_or_directory) {
-    return make_error(ErrorCode::kIo, fmt::format("{}: cannot open: {} (check the path)", path, ec.message()));
-  }
-  if (!fs::exists(st)) {
+  if (!fs::exists(path, ec)) {
     return make_error(ErrorCode::kIo, fmt::format("{}: cannot open: no such file (check the path)", path));
   }
-  if (!fs::is_regular_file(st)) {
-    return make_error(ErrorCode::kIo, fmt::format("{}: is not a regular file (a directory?); pass a .yaml profile", path));
-  }
-  std::ifstream f(path, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (!f && !f.eof()) return make_error(ErrorCode::kIo, fmt::format("{}: cannot read the file", path));
+  // A profile is a few kilobytes; 16 MiB bounds a wrong file. Regular files only (no FIFO, device).
+  auto read = base::read_regular_file(path, 16 << 20, "the profile");
+  if (!read) return make_error(ErrorCode::kIo, read.error().message);
+  const std::string& text = *read;
   return parse_yaml_text(text, path);
 }
 

@@ -12,6 +12,8 @@
 
 #include "gpusim/llm.h"
 
+#include "base/files.h"
+
 namespace gpusim {
 namespace {
 
@@ -111,6 +113,7 @@ Result<LlmSpec> from_yaml(const std::string& text, const std::string& source) {
     if (!n[key].IsScalar() || !YAML::convert<int64_t>::decode(n[key], x)) {
       return bad(source, key, fmt::format("\"{}\" is not a whole number", n[key].IsScalar() ? n[key].Scalar() : "(not a scalar)"));
     }
+    if (!required && x < 1) return bad(source, key, fmt::format("{} is out of range; give a whole number from 1, or leave it out", x));
     v = x;
     return Ok{};
   };
@@ -148,7 +151,9 @@ Result<LlmSpec> from_json(const std::string& text, const std::string& source) {
       return Ok{};
     }
     if (!j.at(key).is_number_integer()) return bad(source, key, fmt::format("{} is not a whole number", j.at(key).dump()));
-    v = j.at(key).get<int64_t>();
+    const int64_t x = j.at(key).get<int64_t>();
+    if (!required && x < 1) return bad(source, key, fmt::format("{} is out of range; give a whole number from 1, or leave it out", x));
+    v = x;
     return Ok{};
   };
   for (auto [key, field, required] :
@@ -221,7 +226,16 @@ Result<LlmSpec> parse_llm_spec(const std::string& text, const std::string& sourc
   LlmSpec s = std::move(*r);
   s.source_path = source;
   if (s.kv_heads == 0) s.kv_heads = s.heads;
-  if (s.head_dim == 0 && s.heads > 0) s.head_dim = s.hidden / s.heads;
+  if (s.head_dim == 0 && s.heads > 0) {
+    // Without head_dim each head is hidden / heads wide, which must come out whole.
+    if (s.hidden % s.heads != 0) {
+      return bad(source, "hidden",
+                 fmt::format("{} is not a multiple of heads ({}), so a head's width (head_dim) is not {} / {}; give "
+                             "head_dim, or correct hidden or heads",
+                             s.hidden, s.heads, s.hidden, s.heads));
+    }
+    s.head_dim = s.hidden / s.heads;
+  }
   if (s.name.empty()) {
     std::string stem = source.substr(source.find_last_of('/') + 1);
     stem = stem.substr(0, stem.find('.'));
@@ -232,11 +246,10 @@ Result<LlmSpec> parse_llm_spec(const std::string& text, const std::string& sourc
 }
 
 Result<LlmSpec> load_llm_spec(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(ErrorCode::kIo, fmt::format("{}: cannot read the file (missing or not readable)", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_llm_spec(ss.str(), path);
+  // A description or config.json is a few kilobytes: 16 MiB bounds /dev/zero and its kind.
+  auto text = base::read_regular_file(path, 16 << 20, "the model description");
+  if (!text) return text.error();
+  return parse_llm_spec(*text, path);
 }
 
 std::vector<std::string> default_llm_dirs() { return search_dirs("GPUSIM_LLM_PATH", "llm", "llm"); }
@@ -258,11 +271,9 @@ Result<LlmSpec> find_llm_spec(const std::string& name_or_path, const std::vector
 
 bool is_llm_spec_file(const std::string& path) {
   if (!(ends_with(path, ".yaml") || ends_with(path, ".yml") || ends_with(path, ".json"))) return false;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::string head(4096, '\0');
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<size_t>(in.gcount()));
+  auto f = base::RegularFile::open(path, "the model description");
+  if (!f) return false;
+  const std::string head = f->read(0, 4096);
   if (ends_with(path, ".json")) return head.find("\"model_type\"") != std::string::npos;
   return head.find("gpusim.llm/1") != std::string::npos;
 }

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/files.h"
 #include "base/json_text.h"
 #include "gpusim/measurement.h"
 #include "sim/work_json.h"
@@ -32,11 +33,8 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 }
 
 Result<std::string> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return make_error(ErrorCode::kIo, fmt::format("{}: cannot open the file", path));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  // Measurement files run to tens of megabytes; 1 GiB bounds a device or a wrong file.
+  return base::read_regular_file(path, int64_t{1} << 30, "the measurements file");
 }
 
 // The whole of an .xz file, decompressed.
@@ -57,6 +55,12 @@ Result<std::string> read_xz(const std::string& path) {
     strm.avail_out = buf.size();
     rc = lzma_code(&strm, strm.avail_in == 0 ? LZMA_FINISH : LZMA_RUN);
     out.append(buf.data(), buf.size() - strm.avail_out);
+    if (out.size() > (size_t{2} << 30)) {  // a decompression bomb, or not a measurements file
+      lzma_end(&strm);
+      return make_error(ErrorCode::kLimit, fmt::format("{}: decompresses past 2 GiB, more than any measurements file "
+                                                       "gpusim reads; is it the right file?",
+                                                       path));
+    }
   }
   lzma_end(&strm);
   if (rc != LZMA_STREAM_END) {
@@ -102,6 +106,20 @@ std::vector<std::string> csv_fields(std::string_view line) {
   return out;
 }
 
+// A header naming a column twice is refused: which of the two a reader took would be a guess.
+Status unique_columns(const std::vector<std::string>& header, const std::string& path, size_t lineno) {
+  for (size_t a = 0; a < header.size(); ++a) {
+    for (size_t b = a + 1; b < header.size(); ++b) {
+      if (header[a] == header[b] && !header[a].empty()) {
+        return make_error(ErrorCode::kParse, fmt::format("{}:{}: the header names the column \"{}\" twice (columns {} "
+                                                         "and {}); keep one",
+                                                         path, lineno, header[a].substr(0, 64), a + 1, b + 1));
+      }
+    }
+  }
+  return Ok{};
+}
+
 // gpusim's op class of a NeuSight op name.
 std::string neusight_class(const std::string& op) {
   if (op == "linear" || op == "bmm") return "gemm";
@@ -140,6 +158,7 @@ Result<std::vector<Measurement>> read_neusight_csv(const std::string& path) {
   std::string line;
   if (!std::getline(in, line)) return make_error(ErrorCode::kParse, fmt::format("{}: empty file; expected a CSV header", path));
   const std::vector<std::string> header = csv_fields(line);
+  if (Status st = unique_columns(header, path, 1); !st) return st.error();
   auto col = [&](const char* name) -> int {
     auto it = std::find(header.begin(), header.end(), name);
     return it == header.end() ? -1 : static_cast<int>(it - header.begin());
@@ -381,7 +400,9 @@ static std::string csv_header(const std::string& path) {
     }
     return "";
   }
-  std::ifstream f(path);
+  auto file = base::RegularFile::open(path, "the measurements file");
+  if (!file) return "";
+  std::istringstream f(file->read(0, 1 << 20));
   std::string line;
   while (std::getline(f, line)) {
     if (!line.empty() && line[0] != '#') return line;
@@ -439,6 +460,7 @@ Result<std::vector<Measurement>> read_timm_csv(const std::string& path) {
     header = csv_fields(line);
     break;
   }
+  if (Status st = unique_columns(header, path, lineno); !st) return st.error();
   auto col = [&](const char* name) -> int {
     auto it = std::find(header.begin(), header.end(), name);
     return it == header.end() ? -1 : static_cast<int>(it - header.begin());
@@ -566,6 +588,7 @@ Result<std::vector<Measurement>> read_llamacpp_csv(const std::string& path) {
     if (line.empty() || line[0] == '#') continue;
     const std::vector<std::string> f = csv_fields(line);
     if (col.empty()) {
+      if (Status st = unique_columns(f, path, lineno); !st) return st.error();
       for (size_t i = 0; i < f.size(); ++i) col[f[i]] = static_cast<int>(i);
       for (const char* k : kNeeded) {
         if (!col.count(k)) {
@@ -609,9 +632,12 @@ Result<std::vector<Measurement>> read_llamacpp_csv(const std::string& path) {
     } catch (const std::exception&) {
       tps = 0;
     }
-    if (!(tps > 0) || !std::isfinite(tps) || tokens <= 0) {
-      return make_error(ErrorCode::kParse, fmt::format("{}:{}: tokens_per_s \"{}\" is not a positive number", path, lineno,
-                                                       get("tokens_per_s")));
+    // Past ten million tokens a second no GPU runs a decoder: such a figure is a unit or parse slip,
+    // and it would price the run at (almost) nothing.
+    if (!(tps > 0) || !std::isfinite(tps) || tps > 1e7 || tokens <= 0) {
+      return make_error(ErrorCode::kParse, fmt::format("{}:{}: tokens_per_s \"{}\" is not a speed from 0 to 1e7 tokens a "
+                                                       "second; llama-bench writes avg_ts there",
+                                                       path, lineno, get("tokens_per_s").substr(0, 64)));
     }
     Measurement m;
     m.op = llamacpp_model(get("model"));

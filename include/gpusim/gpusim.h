@@ -58,6 +58,11 @@ GPUSIM_API const char* version();
 // The id of a model's bytes (hex, 32 digits): Model::content_hash, the service's model_id.
 GPUSIM_API std::string content_hash(std::string_view bytes);
 
+// A file a user names, read whole: a regular file only (a directory, FIFO or device is refused,
+// without blocking on a FIFO) of at most `max_bytes`. `what` names its role in the message ("the
+// plan", "the token file"), which begins with the path.
+GPUSIM_API Result<std::string> read_user_file(const std::string& path, int64_t max_bytes, const std::string& what) noexcept;
+
 struct GPUSIM_API SessionOptions {
   // Directories of GPU profiles searched first (the CLI's --profiles), before $GPUSIM_PROFILE_PATH,
   // the user's config directory and the installed profiles (gpusim/data_dirs.h).
@@ -69,6 +74,8 @@ struct GPUSIM_API SessionOptions {
 struct GPUSIM_API ModelOptions {
   // Symbolic input dims, as --dim takes them: "NAME=VALUE" or "INPUT:AXIS=VALUE".
   std::vector<std::string> dims;
+  // Refuse a graph of more nodes than this (0: no limit), as ImportOptions::max_nodes.
+  int64_t max_nodes = 0;
 };
 
 // An imported graph (shapes inferred, weights not kept). Immutable and cheap to copy: copies share
@@ -318,6 +325,8 @@ class GPUSIM_API Session {
   Result<SearchResult> plan(const Model& m, const Target& target, const SearchOptions& opts = {}) const noexcept;
   // A plan document (schema gpusim.plan/1, from plan_to_json or `gpusim plan --out`) for `m`.
   Result<Plan> load_plan(const Model& m, const std::string& json_text, const std::string& source = "plan.json") const noexcept;
+  // The same from a plan file (a regular file of at most 256 MiB).
+  Result<Plan> load_plan_file(const Model& m, const std::string& path) const noexcept;
 
   // ---- execution
   Result<Program> compile(const Model& m, const CompileOptions& opts = {}) const noexcept;

@@ -38,6 +38,9 @@ struct GPUSIM_API ImportOptions {
   std::optional<int64_t> other_dims;
   // Run ONNX's shape inference (a cross-check and a fallback after unsupported ops).
   bool onnx_shape_inference = true;
+  // Refuse a graph of more nodes than this before any pass runs (0: no limit). A node costs a few
+  // kilobytes through import, prediction and its report, so a server bounds its memory with it.
+  int64_t max_nodes = 0;
 };
 
 // Parses "name=value" as given to --dim; the error names the text and the expected form.

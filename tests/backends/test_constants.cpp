@@ -6,8 +6,12 @@
 
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "gpusim/onnx_import.h"
@@ -191,6 +195,41 @@ TEST_CASE("an external location outside the model's directory is not read", "[im
   auto g = import_onnx(model);
   REQUIRE_FALSE(g);
   CHECK_THAT(g.error().message, Catch::Contains("\"../outside.bin\" is outside the model's directory"));
+}
+
+TEST_CASE("an external data file that is a link out of the model's folder, or a FIFO, is not read", "[import][security]") {
+  // A secret outside the model's folder, and a link to it beside the model under the location's name.
+  const std::filesystem::path outside = std::filesystem::temp_directory_path() / fmt::format("gpusim-escape-{}", ::getpid());
+  std::filesystem::create_directories(outside);
+  {
+    std::ofstream secret(outside / "secret.bin", std::ios::binary);
+    secret << std::string(8, '\x7f') << i64_bytes({3, 4});
+  }
+  const std::string link = test::temp_dir() + "/escape_link.bin";
+  std::filesystem::remove(link);
+  std::filesystem::create_symlink(outside / "secret.bin", link);
+  auto g = import_onnx(reshape_model("reshape_link.onnx", "escape_link.bin"));
+  REQUIRE_FALSE(g);
+  CHECK_THAT(g.error().message, Catch::Contains("escape_link.bin\" is a link to a file outside the model's directory"));
+  // A link that stays in the folder is read.
+  test::write_bytes("inside.bin", std::string(8, '\x7f') + i64_bytes({3, 4}));
+  const std::string inner = test::temp_dir() + "/inside_link.bin";
+  std::filesystem::remove(inner);
+  std::filesystem::create_symlink("inside.bin", inner);
+  auto in = import_onnx(reshape_model("reshape_inner_link.onnx", "inside_link.bin"));
+  INFO((in ? std::string() : in.error().message));
+  REQUIRE(in);
+  CHECK(in->tensor(in->outputs[0]).shape == Shape{3, 4});
+  // A FIFO under the location's name: refused at once, not waited on.
+  const std::string fifo = test::temp_dir() + "/fifo.bin";
+  std::filesystem::remove(fifo);
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  auto f = import_onnx(reshape_model("reshape_fifo.onnx", "fifo.bin"));
+  REQUIRE_FALSE(f);
+  CHECK_THAT(f.error().message, Catch::Contains("is a FIFO (named pipe), not a regular file"));
+  std::filesystem::remove(fifo);
+  std::filesystem::remove(link);
+  std::filesystem::remove_all(outside);
 }
 
 TEST_CASE("a Constant whose external data file is missing: the run names the file and the fix", "[import][cpu]") {

@@ -300,16 +300,9 @@ std::optional<gpusim::Plan> plan_arg(const gpusim::Session& s, const gpusim::Mod
   } else if (py::isinstance<py::str>(plan) && plan.cast<std::string>().find('{') != std::string::npos) {
     text = plan.cast<std::string>();
   } else {
+    // A path: read by the library (a regular file, bounded; a FIFO or /dev/zero is refused).
     source = py::str(py::module_::import("os").attr("fspath")(plan));
-    py::object f = py::module_::import("builtins").attr("open")(source, "r");
-    py::object closer = f.attr("close");
-    try {
-      text = f.attr("read")().cast<std::string>();
-    } catch (...) {
-      closer();
-      throw;
-    }
-    closer();
+    return take(s.load_plan_file(m, source));
   }
   return take(s.load_plan(m, text, source));
 }

@@ -6,6 +6,8 @@
 
 #include "firewall.h"
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -680,6 +682,43 @@ TEST_CASE("a model too big for the device's memory is refused before anything is
   CHECK(r.rc == 1);
   CHECK_THAT(r.out, Catch::Contains("needs at least 68.7 GB of host copies of its weights and inputs (fp64)") &&
                         Catch::Contains("make the inputs smaller (--dim)"));
+}
+
+TEST_CASE("file arguments read regular files only: a directory, /dev/zero or a FIFO is refused at once", "[cli][errors][security]") {
+  const std::string dir = gpusim::test::temp_dir();
+  const std::string fifo = dir + "/cli_fifo";
+  std::filesystem::remove(fifo);
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // gpusim serve --token-file: was exit 70 on a directory, a read until memory ran out on
+  // /dev/zero and a hang on a FIFO; now exit 2 naming what the path is, before anything listens.
+  const Run d = run_gpusim("serve --port 0 --token-file " + dir);
+  CHECK(d.rc == 2);
+  CHECK_THAT(d.out, Catch::Contains("--token-file " + dir + ": is a directory, not a regular file; give the token file "
+                                    "as a file"));
+  const Run z = run_gpusim("serve --port 0 --token-file /dev/zero");
+  CHECK(z.rc == 2);
+  CHECK_THAT(z.out, Catch::Contains("/dev/zero: is a character device, not a regular file"));
+  const Run f = run_gpusim("serve --port 0 --token-file " + fifo);
+  CHECK(f.rc == 2);
+  CHECK_THAT(f.out, Catch::Contains(fifo + ": is a FIFO (named pipe), not a regular file"));
+  // predict's --plan and run's --input.
+  const Run pz = run_gpusim("predict " + model("mobilenet_v2.onnx") + " --gpu t4 --plan /dev/zero");
+  CHECK(pz.rc == 1);
+  CHECK_THAT(pz.out, Catch::Contains("/dev/zero: is a character device, not a regular file; give the plan as a file"));
+  const Run pf = run_gpusim("predict " + model("mobilenet_v2.onnx") + " --gpu t4 --plan " + fifo);
+  CHECK(pf.rc == 1);
+  CHECK_THAT(pf.out, Catch::Contains(fifo + ": is a FIFO (named pipe), not a regular file"));
+  const Run in = run_gpusim("run " + model("mobilenet_v2.onnx") + " --backend cpu --input " + fifo);
+  CHECK(in.rc != 0);
+  CHECK_THAT(in.out, Catch::Contains(fifo + ": is a FIFO (named pipe), not a regular file"));
+  // The model itself and a profile path.
+  const Run m = run_gpusim("predict " + fifo + " --gpu t4");
+  CHECK(m.rc != 0);
+  CHECK_THAT(m.out, Catch::Contains("is a FIFO (named pipe), not an .onnx file"));
+  const Run g = run_gpusim("predict " + model("mobilenet_v2.onnx") + " --gpu /dev/zero");
+  CHECK(g.rc != 0);
+  CHECK_THAT(g.out, Catch::Contains("/dev/zero: is a character device, not a regular file"));
+  std::filesystem::remove(fifo);
 }
 
 TEST_CASE("plan and tune check --out before the work starts", "[cli][errors]") {

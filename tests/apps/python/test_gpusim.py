@@ -2,6 +2,7 @@
 NumPy buffers in and out (NumPy 1 and 2), gpusim.Error with the library's messages, thread safety,
 and no crash from an object Python made without its __init__."""
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -166,6 +167,14 @@ def test_a_plan_goes_back_in_as_dict_text_or_file(session, root, tmp_path):
     with pytest.raises(gpusim.Error) as e:
         session.predict(m, "nvidia-t4", plan=broken)
     assert "kernels" in str(e.value)
+    # A path is read by the library: a regular file only, so /dev/zero or a FIFO is refused at once
+    # (Python's open() would read the one until memory ran out and block on the other).
+    fifo = tmp_path / "plan.fifo"
+    os.mkfifo(fifo)
+    for path, kind in (("/dev/zero", "a character device"), (fifo, "a FIFO (named pipe)")):
+        with pytest.raises(gpusim.Error) as e:
+            session.predict(m, "nvidia-t4", plan=path)
+        assert f"is {kind}, not a regular file; give the plan as a file" in str(e.value)
 
 
 def test_run_with_numpy_arrays_reproduces_onnx_test_data(session, onnx_testdata):

@@ -959,8 +959,16 @@ TEST_CASE("profiles validate reports each file and exits 1 on a broken one", "[p
   CHECK(r.rc == 1);
   CHECK_THAT(r.out, Catch::Contains("ok   " + good + "\n"));
   CHECK_THAT(r.out, Catch::Contains("FAIL " + bad + ": " + bad +
-                                    ": memory.dram.bandwidth_gbps: -3 is negative; expected > 0\n"));
+                                    ": memory.dram.bandwidth_gbps: -3 is negative; expected 1 to 100000\n"));
   CHECK_THAT(r.out, Catch::Contains("2 profiles: 1 valid, 1 invalid"));
+  // Figures past what hardware has are unit slips, refused with the range (a DRAM bandwidth of
+  // 1e-30 GB/s was taken, and priced a kernel at 1e35 us).
+  const std::string tiny = write_profile(dir, "tiny-gpu",
+                                         replace(replace(kBase, "name: fixture-gpu", "name: tiny-gpu"),
+                                                 "bandwidth_gbps: 360", "bandwidth_gbps: 1e-30"));
+  const Run t = run_gpusim("profiles validate " + tiny);
+  CHECK(t.rc == 1);
+  CHECK_THAT(t.out, Catch::Contains("memory.dram.bandwidth_gbps: 1e-30 is out of range; expected 1 to 100000"));
 
   const Run ok = run_gpusim("profiles --dir " + dir + " validate fixture-gpu");
   INFO(ok.out);
@@ -1082,7 +1090,7 @@ TEST_CASE("a directory given as a profile is an error not a crash", "[profiles][
   const std::string dir = fixture_dir();
   const auto p = gpusim::load_profile(dir, {dir});
   REQUIRE_FALSE(p.ok());
-  CHECK(p.error().message == dir + ": is not a regular file (a directory?); pass a .yaml profile");
+  CHECK(p.error().message == dir + ": is a directory, not a regular file; give the profile as a file");
 }
 
 TEST_CASE("whole numbers written as decimals load", "[profiles]") {

@@ -108,6 +108,25 @@ TEST_CASE("model description errors name the file, the field, the value and the 
   auto bert = parse_llm_spec(R"({"model_type": "bert", "hidden_size": 768})", "config.json");
   REQUIRE_FALSE(bert);
   CHECK_THAT(bert.error().message, Catch::Contains("config.json: model_type: \"bert\" is not a llama-family decoder"));
+  // Shapes that do not fit together: a width no whole number of heads divides, and KV heads or a
+  // head width of 0 given outright (0 stood for "absent" and was taken as the default).
+  const std::string base = R"("model_type": "llama", "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": 10)";
+  auto odd = parse_llm_spec("{" + base + R"(, "hidden_size": 4097, "num_attention_heads": 32})", "config.json");
+  REQUIRE_FALSE(odd);
+  CHECK_THAT(odd.error().message, Catch::Contains("config.json: hidden: 4097 is not a multiple of heads (32)") &&
+                                      Catch::Contains("give head_dim"));
+  auto no_kv = parse_llm_spec("{" + base + R"(, "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 0})",
+                              "config.json");
+  REQUIRE_FALSE(no_kv);
+  CHECK_THAT(no_kv.error().message, Catch::Contains("config.json: num_key_value_heads: 0 is out of range"));
+  auto no_hd = parse_llm_spec("{" + base + R"(, "hidden_size": 4096, "num_attention_heads": 32, "head_dim": 0})", "config.json");
+  REQUIRE_FALSE(no_hd);
+  CHECK_THAT(no_hd.error().message, Catch::Contains("config.json: head_dim: 0 is out of range"));
+  auto yaml_kv = parse_llm_spec("schema: gpusim.llm/1\nlayers: 2\nhidden: 64\nffn: 128\nheads: 4\nkv_heads: 0\nvocab: 10\n", "k.yaml");
+  REQUIRE_FALSE(yaml_kv);
+  CHECK_THAT(yaml_kv.error().message, Catch::Contains("k.yaml: kv_heads: 0 is out of range"));
+  // head_dim given: the width need not be heads x head_dim (as in several published models).
+  CHECK(parse_llm_spec("{" + base + R"(, "hidden_size": 4097, "num_attention_heads": 32, "head_dim": 128})", "config.json"));
   auto ft = llm_weights(bundled("tiny-llama-test"), "Q4_9");
   REQUIRE_FALSE(ft);
   CHECK_THAT(ft.error().message, Catch::Contains("weights \"Q4_9\"") && Catch::Contains("Q4_K_M"));
@@ -394,7 +413,19 @@ TEST_CASE("llama-bench reader errors name the file, the line and the fix", "[llm
                                          "gpu,gpu_norm,backend,model,quant,test,tokens_per_s\nA,A,CUDA,llama 7B,Q4_0,tg128,fast\n");
   auto c = read_measurements(bad_tps);
   REQUIRE_FALSE(c);
-  CHECK_THAT(c.error().message, Catch::Contains(":2: tokens_per_s \"fast\" is not a positive number"));
+  CHECK_THAT(c.error().message, Catch::Contains(":2: tokens_per_s \"fast\" is not a speed from 0 to 1e7"));
+  // A speed past any GPU's (1e308 validated with exit 0, an infinite error and a 0 us gap).
+  const std::string huge_tps = write_file("gpusim_llamacpp_hugetps.csv",
+                                          "gpu,gpu_norm,backend,model,quant,test,tokens_per_s\nA,A,CUDA,llama 7B,Q4_0,tg128,1e308\n");
+  auto fast = read_measurements(huge_tps);
+  REQUIRE_FALSE(fast);
+  CHECK_THAT(fast.error().message, Catch::Contains(":2: tokens_per_s \"1e308\" is not a speed from 0 to 1e7 tokens a second"));
+  // A column named twice: which one was meant is a guess, so the header is refused.
+  const std::string twice = write_file("gpusim_llamacpp_twice.csv",
+                                       "gpu,gpu_norm,backend,model,quant,test,tokens_per_s,tokens_per_s\nA,A,CUDA,llama 7B,Q4_0,tg128,5,50\n");
+  auto t = read_measurements(twice);
+  REQUIRE_FALSE(t);
+  CHECK_THAT(t.error().message, Catch::Contains(":1: the header names the column \"tokens_per_s\" twice (columns 7 and 8); keep one"));
 }
 
 TEST_CASE("gpusim predict runs a generation from a description and refuses generation options on a graph", "[llm][cli]") {
