@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "gpusim/cancel.h"
 #include "gpusim/gpusim.h"
 #include "sim/work_json.h"
 #include "base/json_text.h"
@@ -88,33 +89,58 @@ json group_json(const ValidationGroup& g, const std::vector<Measurement>& recs) 
 }  // namespace
 
 std::string prediction_document(const Prediction& p, const GpuProfile& gpu) {
-  json ks = json::array();
-  for (const auto& k : p.kernels) ks.push_back(kernel_json(p, k));
   json ts = json::array();
   for (const auto& t : p.transfers) {
     ts.push_back({{"tensor", t.tensor}, {"direction", t.to_device ? "h2d" : "d2h"}, {"bytes", t.bytes},
                   {"start_us", t.start_us}, {"duration_us", t.duration_us}});
   }
-  return json{{"schema", "gpusim.predict/1"},
-              {"model", p.model},
-              {"gpu", p.gpu},
-              {"gpu_display_name", gpu.display_name},
-              {"dtype", std::string(dtype_name(p.dtype))},
-              {"total_us", p.total_us},
-              {"kernels_us", p.kernels_us},
-              {"launch_bound_us", p.launch_bound_us},
-              {"runtime", p.runtime},
-              {"tiles", p.tiles},
-              {"host_us", p.host_us},
-              {"kernel_count", p.kernels.size()},
-              {"peak_memory_bytes", p.peak_memory_bytes},
-              {"weight_bytes", p.weight_bytes},
-              {"fits_in_memory", p.fits_in_memory},
-              {"energy_j", p.energy_j},
-              {"kernels", ks},
-              {"transfers", ts},
-              {"notes", p.notes}}
-      .dump(2, ' ', false, kInvalidUtf8);
+  // The kernels are written one at a time into the text, where the whole document as one JSON
+  // tree cost about 11 KB a kernel (1.4 GB for a 100,000-node graph, as one request of a server);
+  // the text is what json::dump(2) writes of the same document.
+  constexpr const char* kMark = "\\u0001gpusim-kernels\\u0001";
+  const std::string head = json{{"schema", "gpusim.predict/1"},
+                                {"model", p.model},
+                                {"gpu", p.gpu},
+                                {"gpu_display_name", gpu.display_name},
+                                {"dtype", std::string(dtype_name(p.dtype))},
+                                {"total_us", p.total_us},
+                                {"kernels_us", p.kernels_us},
+                                {"launch_bound_us", p.launch_bound_us},
+                                {"runtime", p.runtime},
+                                {"tiles", p.tiles},
+                                {"host_us", p.host_us},
+                                {"kernel_count", p.kernels.size()},
+                                {"peak_memory_bytes", p.peak_memory_bytes},
+                                {"weight_bytes", p.weight_bytes},
+                                {"fits_in_memory", p.fits_in_memory},
+                                {"energy_j", p.energy_j},
+                                {"kernels", "\x01gpusim-kernels\x01"},
+                                {"transfers", ts},
+                                {"notes", p.notes}}
+                               .dump(2, ' ', false, kInvalidUtf8);
+  const std::string mark = std::string("\"kernels\": \"") + kMark + "\"";
+  const size_t at = head.find(mark);
+  std::string out;
+  out.reserve(head.size() + p.kernels.size() * 1200);
+  out.append(head, 0, at + 11);  // through "kernels":
+  if (p.kernels.empty()) {
+    out += "[]";
+  } else {
+    out += "[\n";
+    for (size_t i = 0; i < p.kernels.size(); ++i) {
+      if (i % 256 == 0) check_cancelled();  // a request past its time limit stops writing its answer
+      const std::string k = kernel_json(p, p.kernels[i]).dump(2, ' ', false, kInvalidUtf8);
+      out += "    ";
+      for (char c : k) {
+        out += c;
+        if (c == '\n') out += "    ";
+      }
+      out += i + 1 < p.kernels.size() ? ",\n" : "\n";
+    }
+    out += "  ]";
+  }
+  out.append(head, at + mark.size(), std::string::npos);
+  return out;
 }
 
 std::string compare_document(const std::string& model, const std::vector<ComparedGpu>& rows) {

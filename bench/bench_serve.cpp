@@ -13,8 +13,12 @@
 // LONG.onnx (batch 1), and the latency of a quick predict of MODEL sent the moment the 504 arrives,
 // against the same predict alone.
 //
+// Idle connections (issue 56): --idle N holds N connections that send nothing (reopened whenever the
+// server closes one at its deadline), and a prober asks /healthz every 200 ms on a fresh connection
+// the whole time: its latency (p50, max) is what a load balancer's health check sees.
+//
 //   bench_serve MODEL.onnx GPU [--clients 4] [--seconds 60] [--workers 2] [--dtype fp16] [--dim batch=1]
-//               [--slow 0] [--amplify 0] [--cancel LONG.onnx]
+//               [--slow 0] [--idle 0] [--amplify 0] [--amplify-string 0|1] [--cancel LONG.onnx]
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -74,6 +78,62 @@ void slow_client(int port, const std::atomic<bool>& stop, std::atomic<int64_t>& 
   }
 }
 
+int connect_to(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// N connections that never send a byte, each reopened when the server closes it.
+void idle_clients(int port, int n, const std::atomic<bool>& stop, std::atomic<int64_t>& reopened) {
+  std::vector<int> fds;
+  for (int i = 0; i < n; ++i) fds.push_back(connect_to(port));
+  while (!stop.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    for (int& fd : fds) {
+      char b;
+      if (fd >= 0 && ::recv(fd, &b, 1, MSG_DONTWAIT) != 0) continue;  // still open (EAGAIN)
+      if (fd >= 0) ::close(fd);
+      fd = connect_to(port);
+      ++reopened;
+    }
+  }
+  for (int fd : fds) {
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+// /healthz on a fresh connection every 200 ms: milliseconds to the whole answer (-1: none).
+void health_prober(int port, const std::atomic<bool>& stop, std::vector<double>& ms) {
+  while (!stop.load()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const int fd = connect_to(port);
+    double took = -1;
+    if (fd >= 0) {
+      const std::string req = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+      (void)::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+      timeval tv{10, 0};
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+      std::string got;
+      char buf[4096];
+      for (ssize_t n; (n = ::recv(fd, buf, sizeof(buf), 0)) > 0;) got.append(buf, static_cast<size_t>(n));
+      ::close(fd);
+      if (got.rfind("HTTP/1.1 200", 0) == 0) {
+        took = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      }
+    }
+    ms.push_back(took);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -83,7 +143,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string model_path = argv[1], gpu = argv[2];
-  int clients = 4, seconds = 60, workers = 2, slow = 0, amplify = 0;
+  int clients = 4, seconds = 60, workers = 2, slow = 0, amplify = 0, idle = 0;
+  bool amplify_string = false;
   std::string cancel;
   std::string dtype = "fp16";
   nlohmann::json dims = nlohmann::json::array();
@@ -95,6 +156,8 @@ int main(int argc, char** argv) {
     else if (k == "--dtype") dtype = v;
     else if (k == "--dim") dims.push_back(v);
     else if (k == "--slow") slow = std::stoi(v);
+    else if (k == "--idle") idle = std::stoi(v);
+    else if (k == "--amplify-string") amplify_string = v == "1";
     else if (k == "--amplify") amplify = std::stoi(v);
     else if (k == "--cancel") cancel = v;
     else {
@@ -112,7 +175,7 @@ int main(int argc, char** argv) {
   o.port = 0;
   o.workers = workers;
   o.queue = std::max(64, clients * 2);
-  o.max_connections = std::max(128, clients + slow + 16);
+  o.max_connections = std::max(1024, clients + slow + idle + 64);
   gpusim::serve::Service svc(o);
   auto port = svc.bind();
   if (!port) {
@@ -148,6 +211,12 @@ int main(int argc, char** argv) {
   std::map<std::string, int> error_kinds;
   std::vector<std::thread> slow_threads;
   for (int i = 0; i < slow; ++i) slow_threads.emplace_back([&] { slow_client(*port, stop, cut); });
+  std::atomic<int64_t> reopened{0};
+  std::vector<double> health_ms;
+  if (idle > 0) {
+    slow_threads.emplace_back([&] { idle_clients(*port, idle, stop, reopened); });
+    slow_threads.emplace_back([&] { health_prober(*port, stop, health_ms); });
+  }
   std::vector<std::vector<double>> lat(static_cast<size_t>(clients));
   std::vector<std::thread> threads;
   const auto start = std::chrono::steady_clock::now();
@@ -187,10 +256,17 @@ int main(int argc, char** argv) {
   double amp_base = 0, amp_peak = 0;
   std::vector<int> amp_status;
   if (amplify > 0) {
-    std::string big = "{\"runs\": [";
-    big.reserve(60 << 20);
-    while (big.size() < (60u << 20)) big += "{},";
-    big += "{}]}";
+    // Empty objects (refused at the JSON value limit), or with --amplify-string one 60 MB base64
+    // string, which passes every structure limit and is parsed and decoded before it is refused.
+    std::string big;
+    if (amplify_string) {
+      big = "{\"gpu\": \"nvidia-t4\", \"model_base64\": \"" + std::string((60u << 20) - 64, 'A') + "\"}";
+    } else {
+      big = "{\"runs\": [";
+      big.reserve(60 << 20);
+      while (big.size() < (60u << 20)) big += "{},";
+      big += "{}]}";
+    }
     amp_base = rss_mb();
     amp_peak = amp_base;
     std::atomic<bool> amp_done{false};
@@ -214,9 +290,9 @@ int main(int argc, char** argv) {
           amp_status[static_cast<size_t>(i)] = -1;
           return;
         }
-        const std::string head = fmt::format("POST /v1/validate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+        const std::string head = fmt::format("POST {} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
                                              "application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                                             big.size());
+                                             amplify_string ? "/v1/predict" : "/v1/validate", big.size());
         bool ok = ::send(fd, head.data(), head.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(head.size());
         for (size_t sent = 0; ok && sent < big.size();) {
           const ssize_t n = ::send(fd, big.data() + sent, std::min<size_t>(1 << 20, big.size() - sent), MSG_NOSIGNAL);
@@ -286,9 +362,20 @@ int main(int argc, char** argv) {
   fmt::print("rss start {:.1f} MB, at 10 s {:.1f} MB, peak {:.1f} MB, end {:.1f} MB\n", rss_start, rss_10s, rss_peak,
              rss_series.empty() ? rss_start : rss_series.back());
   if (slow > 0) fmt::print("slow clients {} beside them: cut off at the header deadline {} times\n", slow, cut.load());
+  if (idle > 0) {
+    std::vector<double> ok;
+    for (double v : health_ms) {
+      if (v >= 0) ok.push_back(v);
+    }
+    std::sort(ok.begin(), ok.end());
+    fmt::print("idle connections {} beside them (reopened {} times): /healthz answered {} of {}, p50 {:.2f} ms, max "
+               "{:.2f} ms\n",
+               idle, reopened.load(), ok.size(), health_ms.size(), ok.empty() ? 0 : ok[ok.size() / 2],
+               ok.empty() ? 0 : ok.back());
+  }
   if (amplify > 0) {
-    fmt::print("amplification: {} x 60 MB bodies of empty objects: statuses {}; rss {:.1f} MB before, peak {:.1f} MB\n",
-               amplify, fmt::join(amp_status, ","), amp_base, amp_peak);
+    fmt::print("amplification: {} x 60 MB bodies of {}: statuses {}; rss {:.1f} MB before, peak {:.1f} MB\n", amplify,
+               amplify_string ? "one base64 string" : "empty objects", fmt::join(amp_status, ","), amp_base, amp_peak);
   }
   if (!cancel.empty()) {
     fmt::print("cancellation: the long request answered {} after {:.2f} s; a quick predict then took {:.1f} ms "

@@ -26,7 +26,7 @@ namespace gpusim::cli {
 void add_serve(CLI::App& app, int& rc) {
   struct Args {
     serve::ServiceOptions o;
-    double max_body_mb = 64, max_model_mb = 32, cache_mb = 256, import_cache_mb = 512;
+    double max_body_mb = 64, max_model_mb = 32, cache_mb = 256, import_cache_mb = 512, memory_mb = 1024;
     std::string token_file;
     bool quiet = false;
   };
@@ -38,6 +38,10 @@ void add_serve(CLI::App& app, int& rc) {
   cmd->add_option("--queue", a->o.queue, "Requests that may wait for a worker before 503 (default 64)")->check(CLI::Range(1, 100000));
   cmd->add_option("--max-body-mb", a->max_body_mb, "Largest request body (default 64 MB; over it: 413)")->check(CLI::PositiveNumber);
   cmd->add_option("--max-model-mb", a->max_model_mb, "Largest model (default 32 MB; over it: 413)")->check(CLI::PositiveNumber);
+  cmd->add_option("--memory-mb", a->memory_mb,
+                  "Memory the requests in flight may hold together: bodies and each graph's prediction and answer "
+                  "(default 1024; a request that cannot reserve its share waits 2 s, then gets 503; 0: no budget)")
+      ->check(CLI::Range(0.0, 1e7));
   cmd->add_option("--max-nodes", a->o.max_nodes, "Largest graph in nodes (default 100000; over it: 413)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   cmd->add_option("--timeout-s", a->o.request_timeout_s, "Time one request may take (default 60 s; over it: 504)")
@@ -71,6 +75,7 @@ void add_serve(CLI::App& app, int& rc) {
     a->o.max_model_bytes = static_cast<int64_t>(a->max_model_mb * (1 << 20));
     a->o.model_cache_bytes = static_cast<int64_t>(a->cache_mb * (1 << 20));
     a->o.imported_cache_bytes = static_cast<int64_t>(a->import_cache_mb * (1 << 20));
+    a->o.memory_budget_bytes = static_cast<int64_t>(a->memory_mb * (1 << 20));
     if (!a->token_file.empty()) {
       // A token is a line; 4 KiB bounds a wrong file (/dev/zero), and a directory or FIFO is refused.
       auto read = gpusim::read_user_file(a->token_file, 4096, "the token file");

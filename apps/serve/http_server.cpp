@@ -158,6 +158,30 @@ class DeadlineStream : public httplib::Stream {
   int status_ = 0;
 };
 
+// What a body costs while its request is answered, in copies of its length: the bytes, the parsed
+// document, what is decoded from it, and the allocator's slack (measured: 12 concurrent 60 MB JSON
+// bodies of one base64 string held about 3.9 copies each; bench/RESULTS.md, issue 56).
+constexpr int64_t kBodyCopies = 4;
+
+// Whether a head has the header `name` (lower case).
+bool has_header(std::string_view head, std::string_view name) {
+  size_t at = head.find("\r\n");
+  while (at != std::string_view::npos && at + 2 < head.size()) {
+    at += 2;
+    const size_t colon = head.find(':', at);
+    const size_t eol = head.find("\r\n", at);
+    if (colon != std::string_view::npos && colon < eol && colon - at == name.size()) {
+      bool same = true;
+      for (size_t i = 0; i < name.size() && same; ++i) {
+        same = std::tolower(static_cast<unsigned char>(head[at + i])) == name[i];
+      }
+      if (same) return true;
+    }
+    at = eol;
+  }
+  return false;
+}
+
 // Content-Length of a head, -1 when absent or unreadable (httplib then refuses it or reads chunks).
 int64_t content_length(std::string_view head) {
   size_t at = 0;
@@ -301,6 +325,27 @@ std::optional<std::string> framing_problem(std::string_view head) {
                        codings > 0 ? "Transfer-Encoding" : fmt::format("Content-Length: {}", length), quoted(method));
   }
   return std::nullopt;
+}
+
+bool MemoryBudget::reserve(int64_t bytes, double wait_s) {
+  if (max_ <= 0 || bytes <= 0) return true;
+  std::unique_lock<std::mutex> l(mu_);
+  const auto deadline = after(wait_s);
+  // A reservation larger than the whole budget waits for an empty server, then takes it all.
+  const int64_t need = std::min(bytes, max_);
+  if (!cv_.wait_until(l, deadline, [&] { return used_.load() + need <= max_; })) return false;
+  const int64_t now = used_ += bytes;
+  if (now > peak_.load()) peak_ = now;
+  return true;
+}
+
+void MemoryBudget::release(int64_t bytes) {
+  if (max_ <= 0 || bytes <= 0) return;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    used_ -= bytes;
+  }
+  cv_.notify_all();
 }
 
 JobThreads::JobThreads(int threads, size_t max_queue) : max_queue_(max_queue) {
@@ -542,7 +587,10 @@ class GuardedServer::Room {
 GuardedServer::GuardedServer(ConnectionLimits limits,
                              std::function<std::string(const Error&, const std::string&)> error_body,
                              std::function<std::string()> next_request_id)
-    : limits_(limits), error_body_(std::move(error_body)), next_request_id_(std::move(next_request_id)) {
+    : limits_(limits),
+      error_body_(std::move(error_body)),
+      next_request_id_(std::move(next_request_id)),
+      budget_(limits.memory_budget_bytes) {
   limits_.max_connections = std::max(1, limits_.max_connections);
   const int threads =
       limits_.connection_threads > 0 ? limits_.connection_threads : std::min(limits_.max_connections, 128);
@@ -667,6 +715,20 @@ void GuardedServer::serve(std::unique_ptr<Connection> c) {
                                                                 "this server's limit of {} bytes (gpusim serve "
                                                                 "--max-body-mb)",
                                                                 length, limits_.max_body_bytes)});
+      return finish(std::move(c), true);
+    }
+    // The memory the body will take, reserved before a byte of it is read: admission waits a
+    // moment for other requests to finish, then refuses.
+    const int64_t length = content_length(*head);
+    const int64_t body = length >= 0 ? length : (has_header(*head, "transfer-encoding") ? limits_.max_body_bytes : 0);
+    Reservation held(&budget_);
+    if (!held.add(kBodyCopies * body, 2.0)) {
+      ++stats_.over_budget;
+      refuse(c->sock, 503, Error{ErrorCode::kUnavailable,
+                                 fmt::format("the server's memory budget ({} MiB) is held by the requests in flight and "
+                                             "this body needs {} MiB of it; retry shortly",
+                                             budget_.max() >> 20, (kBodyCopies * body) >> 20)},
+             "Retry-After: 1\r\n");
       return finish(std::move(c), true);
     }
     // The body within its deadline, and never more than the limit (a chunked body stops there).

@@ -72,6 +72,52 @@ class JobThreads {
   bool done_ = false;
 };
 
+// The server's memory budget: bytes reserved by the requests in flight (a body as it is read, the
+// work and answer of an imported graph), so that the server's peak stays bounded whatever mix of
+// requests arrives; a request that cannot reserve waits a moment, then is refused 503.
+class MemoryBudget {
+ public:
+  explicit MemoryBudget(int64_t bytes) : max_(bytes) {}
+  // Reserves `bytes`, waiting up to `wait_s` for others to release them; false if they do not.
+  // No budget (0) reserves everything.
+  bool reserve(int64_t bytes, double wait_s);
+  void release(int64_t bytes);
+  int64_t used() const { return used_.load(); }
+  int64_t peak() const { return peak_.load(); }
+  int64_t max() const { return max_; }
+
+ private:
+  const int64_t max_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::atomic<int64_t> used_{0}, peak_{0};
+};
+
+// Bytes held of a budget until it goes.
+class Reservation {
+ public:
+  explicit Reservation(MemoryBudget* b = nullptr) : budget_(b) {}
+  Reservation(const Reservation&) = delete;
+  Reservation& operator=(const Reservation&) = delete;
+  ~Reservation() { release(); }
+  bool add(int64_t bytes, double wait_s) {
+    if (!budget_ || bytes <= 0) return true;
+    if (!budget_->reserve(bytes, wait_s)) return false;
+    held_ += bytes;
+    return true;
+  }
+  void release() {
+    if (budget_ && held_ > 0) budget_->release(held_);
+    held_ = 0;
+  }
+  int64_t held() const { return held_; }
+  MemoryBudget* budget() const { return budget_; }
+
+ private:
+  MemoryBudget* budget_;
+  int64_t held_ = 0;
+};
+
 struct ConnectionLimits {
   int max_connections = 1024;  // open connections, waiting or served
   int connection_threads = 0;  // threads serving heads that are in; 0: min(max_connections, 128)
@@ -82,6 +128,10 @@ struct ConnectionLimits {
   double write_timeout_s = 30;
   int64_t max_header_bytes = 64 << 10;
   int64_t max_body_bytes = 64ll << 20;
+  // Memory the server's requests in flight may hold together (0: no budget). A body reserves
+  // four times its length (the bytes, the parsed document, what is decoded from it) before it
+  // is read; a chunked one, four times the body limit.
+  int64_t memory_budget_bytes = 1ll << 30;
 };
 
 struct ConnectionStats {
@@ -92,6 +142,7 @@ struct ConnectionStats {
   std::atomic<int64_t> too_large{0};        // answered 413 or 431 before reading
   std::atomic<int64_t> bad_framing{0};      // answered 400 and closed: framing RFC 9112 refuses
   std::atomic<int64_t> waiting{0};          // connections in the waiting room now
+  std::atomic<int64_t> over_budget{0};      // answered 503: the memory budget was held by others
 };
 
 // Why RFC 9112's framing rules refuse a request head (request line and headers through the blank
@@ -108,6 +159,7 @@ class GuardedServer : public httplib::Server {
                 std::function<std::string()> next_request_id);
   ~GuardedServer() override;
   const ConnectionStats& stats() const { return stats_; }
+  MemoryBudget& budget() { return budget_; }
   const ConnectionLimits& limits() const { return limits_; }
   // Ends every connection's waits (within 0.1 s) and stops the server.
   void shutdown();
@@ -133,6 +185,7 @@ class GuardedServer : public httplib::Server {
   std::function<std::string(const Error&, const std::string&)> error_body_;
   std::function<std::string()> next_request_id_;
   ConnectionStats stats_;
+  MemoryBudget budget_;
   std::atomic<bool> stopping_{false};
   std::unique_ptr<JobThreads> threads_;
   std::unique_ptr<Room> room_;

@@ -36,29 +36,48 @@ using nlohmann::json;
 
 // ---- the model cache -----------------------------------------------------------------------------
 
-// What an imported model holds in memory, estimated: its bytes (kept for plans and runs), and per
-// tensor and node the structures and names. Bounds the imported-graph cache in bytes, so one model
-// under many names, or many dims, cannot hold gigabytes.
+// The heap a block of `n` bytes takes: glibc's malloc adds an 8-byte header and rounds to 16, at
+// least 32 a block.
+int64_t heap(size_t n) { return n == 0 ? 0 : std::max<int64_t>(32, static_cast<int64_t>((n + 8 + 15) / 16 * 16)); }
+// A string's heap: none while it fits the string itself (15 characters).
+int64_t heap_string(const std::string& s) { return s.size() > 15 ? heap(s.size() + 1) : 0; }
+
+}  // namespace
+
+// What an imported model holds in memory, estimated block by block (the strings and vectors each
+// structure allocates, with malloc's overhead, the name index's entries and buckets, the
+// attribute maps' nodes) and its bytes. Bounds the imported-graph cache in bytes, so one model
+// under many names, or many dims, cannot hold gigabytes; the test measures it against malloc's
+// own count (it was 1.8x low when it counted only the structures' sizes).
 int64_t imported_bytes(const Model& m) {
   const Graph& g = m.graph();
-  int64_t b = m.size_bytes();
+  int64_t b = heap(static_cast<size_t>(m.size_bytes()));
+  b += heap(g.tensors.capacity() * sizeof(Tensor)) + heap(g.nodes.capacity() * sizeof(Node));
   for (const Tensor& t : g.tensors) {
-    b += static_cast<int64_t>(sizeof(Tensor) + t.name.size() + t.shape.size() * sizeof(int64_t) + t.data_absent.size());
-    if (t.value) b += static_cast<int64_t>(t.value->ints.size() * sizeof(int64_t) + t.value->reals.size() * sizeof(double));
-    for (const Shape& s : t.sequence_shapes) b += static_cast<int64_t>(s.size() * sizeof(int64_t));
+    b += heap_string(t.name) + heap_string(t.data_absent) + heap(t.shape.capacity() * sizeof(int64_t)) +
+         heap(t.sequence_shapes.capacity() * sizeof(Shape));
+    for (const Shape& sh : t.sequence_shapes) b += heap(sh.capacity() * sizeof(int64_t));
+    if (t.value) b += heap(t.value->ints.capacity() * sizeof(int64_t)) + heap(t.value->reals.capacity() * sizeof(double));
+    // The name index: a node (key, id, next pointer, cached hash) and a bucket per entry.
+    b += heap(sizeof(std::string) + sizeof(TensorId) + 2 * sizeof(void*)) + heap_string(t.name) + 8;
   }
   for (const Node& n : g.nodes) {
-    b += static_cast<int64_t>(sizeof(Node) + n.name.size() + n.op_type.size() + n.domain.size() +
-                              (n.inputs.size() + n.outputs.size()) * sizeof(TensorId));
+    b += heap_string(n.name) + heap_string(n.op_type) + heap_string(n.domain) +
+         heap(n.inputs.capacity() * sizeof(TensorId)) + heap(n.outputs.capacity() * sizeof(TensorId));
     for (const auto& [k, a] : n.attributes) {
-      b += static_cast<int64_t>(sizeof(Attribute) + 64 + k.size() + a.s.size() + a.ints.size() * sizeof(int64_t) +
-                                a.floats.size() * sizeof(double));
-      for (const auto& str : a.strings) b += static_cast<int64_t>(str.size() + 32);
-      if (a.tensor) b += static_cast<int64_t>(a.tensor->ints.size() * sizeof(int64_t) + a.tensor->reals.size() * sizeof(double));
+      b += heap(sizeof(std::pair<const std::string, Attribute>) + 4 * sizeof(void*)) + heap_string(k) + heap_string(a.s) +
+           heap_string(a.tensor_absent) + heap(a.ints.capacity() * sizeof(int64_t)) +
+           heap(a.floats.capacity() * sizeof(double)) + heap(a.strings.capacity() * sizeof(std::string)) +
+           heap(a.tensor_shape.capacity() * sizeof(int64_t));
+      for (const auto& str : a.strings) b += heap_string(str);
+      if (a.tensor) b += heap(a.tensor->ints.capacity() * sizeof(int64_t)) + heap(a.tensor->reals.capacity() * sizeof(double));
     }
   }
+  for (const std::string& note : g.notes) b += heap_string(note) + static_cast<int64_t>(sizeof(std::string));
   return b;
 }
+
+namespace {
 
 // Uploaded bytes by content hash (bounded in bytes), and imported models by hash, dims and name
 // (bounded in estimated bytes and in entries); both least recently used first out.
@@ -251,6 +270,17 @@ struct RequestContext {
 };
 thread_local RequestContext current;
 
+// The memory a request's work holds of the server's budget, on the worker computing it.
+thread_local Reservation* current_work = nullptr;
+
+// What predicting a graph and writing its answer take per node and tensor (a 100,000-node ReLU chain
+// peaked at 550 MB predicting it and writing its 110 MB answer: 2.5 KB each; bench/RESULTS.md, issue 56).
+constexpr int64_t kWorkBytesPerNode = 3 << 10;
+
+// The profiles one comparison may name (the project ships about 80; a list of thousands is work
+// for minutes, not a question).
+constexpr size_t kMaxComparedGpus = 1024;
+
 // Prometheus counters and the request latency histogram.
 class Metrics {
  public:
@@ -415,6 +445,7 @@ struct Service::Impl {
     l.body_timeout_s = o.body_timeout_s;
     l.idle_timeout_s = o.idle_timeout_s;
     l.max_body_bytes = o.max_body_bytes;
+    l.memory_budget_bytes = o.memory_budget_bytes;
     return l;
   }
 
@@ -480,7 +511,9 @@ struct Service::Impl {
     for (const std::string& f : given) {
       if (std::find(known.begin(), known.end(), f) != known.end()) continue;
       const auto near = closest_names(f, known, 1, std::max<size_t>(2, f.size() / 3));
-      return bad_request(fmt::format("{} \"{}\" is not a field of POST {}{}; its fields: {}", where, f, path,
+      // The name as sent, but never more of it than a reader needs (a 60 MiB key was echoed whole).
+      const std::string shown = f.size() > 64 ? f.substr(0, 64) + fmt::format("... ({} bytes)", f.size()) : f;
+      return bad_request(fmt::format("{} \"{}\" is not a field of POST {}{}; its fields: {}", where, shown, path,
                                      near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near[0]),
                                      fmt::join(known, ", ")));
     }
@@ -728,11 +761,36 @@ struct Service::Impl {
     if (!mb) return mb.error();
     if (mb->id.empty()) mb->id = cache.put(mb->bytes, content_hash(*mb->bytes));
     const std::string key = import_key(mb->id, *d, mb->shown);
-    if (auto m = cache.imported(key)) return *m;
+    if (auto m = cache.imported(key)) {
+      if (auto st = reserve_work(*m); !st) return st.error();
+      return *m;
+    }
     auto m = session.open_model_bytes(*mb->bytes, mb->shown, {*d, opts.max_nodes});
     if (!m) return m.error();
     cache.keep_imported(key, *m);
+    if (auto st = reserve_work(*m); !st) return st.error();
     return m;
+  }
+
+  // Reserves the memory a graph's prediction and answer will take, before they are built: waits a
+  // moment for other requests to release theirs, then refuses (503; 413 when it is more than the
+  // whole budget).
+  Status reserve_work(const Model& m) {
+    if (!current_work || !current_work->budget()) return Ok{};
+    const int64_t need = static_cast<int64_t>(m.graph().nodes.size() + m.graph().tensors.size()) * kWorkBytesPerNode;
+    const int64_t budget = current_work->budget()->max();
+    if (budget > 0 && need > budget) {
+      return make_error(ErrorCode::kLimit, fmt::format("the model's {} nodes need about {} MiB to predict and answer, more "
+                                                       "than the server's memory budget of {} MiB (gpusim serve "
+                                                       "--memory-mb)",
+                                                       m.graph().nodes.size(), need >> 20, budget >> 20));
+    }
+    if (!current_work->add(need, 2.0)) {
+      return make_error(ErrorCode::kUnavailable, fmt::format("the server's memory budget ({} MiB) is held by the requests "
+                                                             "in flight and this model needs {} MiB of it; retry shortly",
+                                                             budget >> 20, need >> 20));
+    }
+    return Ok{};
   }
 
   Result<GpuProfile> gpu(const json& b) {
@@ -853,7 +911,12 @@ struct Service::Impl {
     auto gpus = strings(r.body, "gpus");
     if (!gpus) return gpus.error();
     if (gpus->empty()) return bad_request("\"gpus\" is missing: name the profiles to compare");
+    if (gpus->size() > kMaxComparedGpus) {
+      return bad_request(fmt::format("\"gpus\" names {} profiles; a comparison takes at most {}", gpus->size(),
+                                     kMaxComparedGpus));
+    }
     for (const std::string& n : *gpus) {
+      check_cancelled();  // each load reads the profile directories: a long list is minutes
       auto g = gpu_named("gpus", n);  // each a name of the server's profiles, checked before compare reads it
       if (!g) return g.error();
     }
@@ -1108,8 +1171,15 @@ struct Service::Impl {
     } done{*this, token};
     auto promise = std::make_shared<std::promise<Result<std::string>>>();
     auto future = promise->get_future();
-    auto job = [this, promise, token, id = current.id, work = std::move(work), r = std::move(*parsed)]() mutable {
+    // The work's share of the memory budget: held until the answer is handed over, or, when the
+    // request is answered 504 first, until its work stops.
+    auto held = std::make_shared<Reservation>(&server.budget());
+    auto job = [this, promise, token, held, id = current.id, work = std::move(work), r = std::move(*parsed)]() mutable {
       current.id = id;  // the worker's log lines carry the request's id
+      current_work = held.get();
+      struct Clear {
+        ~Clear() { current_work = nullptr; }
+      } clear;
       if (token->cancelled()) {  // answered 504 (or stopping) while it waited in the queue
         ++cancelled;
         promise->set_value(make_error(ErrorCode::kLimit, "cancelled before it started"));
@@ -1144,6 +1214,7 @@ struct Service::Impl {
     }
     Result<std::string> out = future.get();
     if (!out) {
+      held->release();
       ++errors;
       if (token->cancelled() && stopping) {
         send_error(res, 503, make_error(ErrorCode::kUnavailable, "the server is stopping; the request was cancelled"));
@@ -1152,7 +1223,9 @@ struct Service::Impl {
       send_error(res, http_status(out.error()), out.error());
       return;
     }
-    res.set_content(*out, "application/json");
+    res.body = std::move(*out);  // not copied: an answer can be tens of megabytes
+    res.set_header("Content-Type", "application/json");
+    held->release();
   }
 
   static constexpr const char* kPostRoutes[] = {"/v1/models", "/v1/predict", "/v1/compare", "/v1/plan", "/v1/validate",
@@ -1321,6 +1394,9 @@ struct Service::Impl {
       gauge("gpusim_workers_busy", "Workers computing an answer.", std::to_string(pool.busy()));
       gauge("gpusim_workers", "Worker threads.", std::to_string(pool.threads()));
       gauge("gpusim_connections_open", "Open client connections.", std::to_string(cs.open.load()));
+      gauge("gpusim_memory_reserved_bytes", "Memory the requests in flight hold of the budget.",
+            std::to_string(server.budget().used()));
+      gauge("gpusim_memory_budget_bytes", "The requests' memory budget (0: none).", std::to_string(server.budget().max()));
       gauge("gpusim_connections_waiting", "Open connections without a whole request head (idle or sending it).",
             std::to_string(cs.waiting.load()));
       out += "# HELP gpusim_cache_bytes Bytes held by the model caches.\n# TYPE gpusim_cache_bytes gauge\n";
@@ -1333,6 +1409,7 @@ struct Service::Impl {
       out += fmt::format("gpusim_rejected_total{{reason=\"header_timeout\"}} {}\n", cs.header_timeouts.load());
       out += fmt::format("gpusim_rejected_total{{reason=\"too_large\"}} {}\n", cs.too_large.load());
       out += fmt::format("gpusim_rejected_total{{reason=\"framing\"}} {}\n", cs.bad_framing.load());
+      out += fmt::format("gpusim_rejected_total{{reason=\"memory\"}} {}\n", cs.over_budget.load());
       counter("gpusim_timeouts_total", "Requests answered 504: past the time limit.", timeouts.load());
       counter("gpusim_cancelled_total", "Requests whose work was cancelled (time limit, or stopping).", cancelled.load());
       counter("gpusim_connections_total", "Connections accepted.", cs.accepted.load());

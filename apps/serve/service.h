@@ -44,6 +44,10 @@
 
 #include "gpusim/result.h"
 
+namespace gpusim {
+class Model;
+}
+
 namespace gpusim::serve {
 
 struct ServiceOptions {
@@ -56,6 +60,10 @@ struct ServiceOptions {
   // Graphs of more nodes are refused (413) before their passes run: a node costs a few kilobytes
   // through import, prediction and the answer, and ResNet-50 has 120, BERT-base about 1,000.
   int64_t max_nodes = 100000;
+  // Memory the requests in flight may hold together: bodies (four times their length, reserved
+  // before they are read) and each graph's prediction and answer (about 3 KiB a node and tensor). A request
+  // that cannot reserve waits up to 2 s, then gets 503; 0: no budget.
+  int64_t memory_budget_bytes = 1ll << 30;
   double request_timeout_s = 60;   // past it: 504, and the work is cancelled (its worker freed)
   int64_t model_cache_bytes = 256ll << 20;     // uploaded model bytes kept
   int64_t imported_cache_bytes = 512ll << 20;  // imported graphs kept (their estimated memory)
@@ -110,6 +118,10 @@ class Service {
  private:
   std::unique_ptr<Impl> impl_;
 };
+
+// What an imported model holds in memory, as the service's import cache counts it (block by block,
+// with malloc's overhead).
+int64_t imported_bytes(const Model& m);
 
 // The OpenAPI document the service serves (apps/serve/openapi.json, compiled in).
 const std::string& openapi_document();

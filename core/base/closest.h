@@ -34,6 +34,10 @@ inline std::vector<std::string> closest_names(const std::string& name, const std
                                               size_t k, size_t max_distance = static_cast<size_t>(-1)) {
   std::vector<std::pair<size_t, size_t>> ranked;  // distance, index
   for (size_t i = 0; i < candidates.size(); ++i) {
+    // The distance is at least the difference in length: a name far longer than any candidate (a
+    // 60 MiB key) costs nothing instead of a quadratic table.
+    const size_t gap = name.size() > candidates[i].size() ? name.size() - candidates[i].size() : candidates[i].size() - name.size();
+    if (gap > max_distance) continue;
     const size_t d = edit_distance(name, candidates[i]);
     if (d <= max_distance) ranked.emplace_back(d, i);
   }

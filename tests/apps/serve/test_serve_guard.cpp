@@ -565,7 +565,7 @@ TEST_CASE("serve: a request a proxy could frame otherwise is answered 400 once a
   CHECK_THAT(m->body, Catch::Contains("gpusim_rejected_total{reason=\"framing\"} 7"));
 }
 
-TEST_CASE("serve: idle and slow connections wait in one thread; /healthz is answered beside 1,000 of them", "[serve][security]") {
+TEST_CASE("serve: idle and slow connections wait in one thread and /healthz is answered beside 1000 of them", "[serve][security]") {
   serve::ServiceOptions o = small_service();
   o.header_timeout_s = 30;
   o.idle_timeout_s = 30;
@@ -608,6 +608,135 @@ TEST_CASE("serve: idle and slow connections wait in one thread; /healthz is answ
   RawConnection extra(t.port);
   extra.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
   CHECK_THAT(extra.read_all(2.0), Catch::StartsWith("HTTP/1.1 503"));
+}
+
+}  // namespace gpusim
+
+namespace gpusim {
+
+TEST_CASE("serve: a compare of 1000 GPUs past its time limit frees its worker within a second", "[serve]") {
+  serve::ServiceOptions o = small_service();
+  o.workers = 1;
+  o.request_timeout_s = 1.0;
+  Running s(o);
+  auto c = s.client();
+  auto up = c.Post("/v1/models", file_bytes(test::source_dir() + "/models/resnet50.onnx"), "application/octet-stream");
+  REQUIRE(up);
+  REQUIRE(up->status == 200);
+  const std::string id = json::parse(up->body).at("model_id").get<std::string>();
+  // 20,000 names kept a worker 78-84 s past the 504: a list that long is refused outright now.
+  const json huge = {{"model_id", id}, {"gpus", std::vector<std::string>(20000, "nvidia-t4")}};
+  auto refused = c.Post("/v1/compare", huge.dump(), "application/json");
+  REQUIRE(refused);
+  CHECK(refused->status == 400);
+  CHECK_THAT(error_message(refused), Catch::Contains("\"gpus\" names 20000 profiles; a comparison takes at most 1024"));
+  // Each name is a profile to load (a directory listing and a YAML parse): seconds of work in all.
+  const json many = {{"model_id", id}, {"gpus", std::vector<std::string>(1000, "nvidia-t4")}};
+  auto slow = c.Post("/v1/compare", many.dump(), "application/json");
+  REQUIRE(slow);
+  CHECK(slow->status == 504);
+  // The one worker is free again at once: a quick request does not wait for the 20,000.
+  const auto t0 = Clock::now();
+  auto quick = c.Post("/v1/predict", json{{"model_id", id}, {"gpu", "nvidia-t4"}}.dump(), "application/json");
+  REQUIRE(quick);
+  CHECK(quick->status == 200);
+  CHECK(seconds_since(t0) < 1.5);  // was 78-84 s
+}
+
+TEST_CASE("serve: a graph over the node limit is refused before its passes and a long unknown key is not echoed whole", "[serve][security]") {
+  serve::ServiceOptions o = small_service();
+  o.max_nodes = 50;
+  Running s(o);
+  auto c = s.client();
+  const auto t0 = Clock::now();
+  auto big = c.Post("/v1/predict?gpu=nvidia-t4", file_bytes(test::source_dir() + "/models/resnet50.onnx"),
+                    "application/octet-stream");
+  REQUIRE(big);
+  CHECK(big->status == 413);
+  CHECK_THAT(error_message(big), Catch::Contains("nodes, over the 50 allowed"));
+  CHECK(seconds_since(t0) < 5.0);
+  // An unknown key of a megabyte: refused at once (no edit distance against it), quoted in part.
+  const std::string key(1 << 20, 'k');
+  const auto t1 = Clock::now();
+  auto odd = c.Post("/v1/predict", "{\"" + key + "\": 1}", "application/json");
+  REQUIRE(odd);
+  CHECK(odd->status == 400);
+  CHECK(odd->body.size() < 4096);
+  CHECK_THAT(error_message(odd), Catch::Contains("... (1048576 bytes)"));
+  CHECK(seconds_since(t1) < 2.0);
+}
+
+TEST_CASE("serve: the memory budget bounds the bodies and the work in flight and a request over it is refused", "[serve][security]") {
+  serve::ServiceOptions o = small_service();
+  o.memory_budget_bytes = 16 << 20;
+  Running s(o);
+  // A body of 4 MiB holds 16 MiB of the budget (four copies) while it is read: a second one cannot reserve its
+  // share, waits 2 s and is answered 503 before its body is read.
+  RawConnection first(s.port);
+  first.send(fmt::format("POST /v1/validate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                         "Content-Length: {}\r\n\r\n{{",
+                         4 << 20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  RawConnection second(s.port);
+  second.send(fmt::format("POST /v1/validate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                          "Content-Length: {}\r\n\r\n",
+                          4 << 20));
+  const std::string refused = second.read_all(5.0);
+  CHECK_THAT(refused, Catch::StartsWith("HTTP/1.1 503") && Catch::Contains("Retry-After: 1") &&
+                          Catch::Contains("memory budget (16 MiB) is held by the requests in flight"));
+  ::shutdown(first.fd, SHUT_RDWR);
+  // The work of a graph reserves its share after the import: one needing more than the whole
+  // budget is refused (413) instead of run.
+  serve::ServiceOptions tiny = small_service();
+  tiny.memory_budget_bytes = 1 << 20;
+  Running t(tiny);
+  auto c = t.client();
+  auto r = c.Post("/v1/predict?gpu=nvidia-t4", file_bytes(test::source_dir() + "/models/resnet50.onnx"),
+                  "application/octet-stream");
+  REQUIRE(r);
+  CHECK(r->status == 413);
+  CHECK_THAT(error_message(r), Catch::Contains("more than the server's memory budget of 1 MiB"));
+  auto m = s.client().Get("/metrics");
+  REQUIRE(m);
+  CHECK_THAT(m->body, Catch::Contains("gpusim_rejected_total{reason=\"memory\"} 1"));
+}
+
+}  // namespace gpusim
+
+#include <malloc.h>
+
+#include "gpusim/gpusim.h"
+
+namespace gpusim {
+
+TEST_CASE("serve: the import cache counts what an imported graph holds", "[serve]") {
+  // A chain of 20,000 ReLUs (names and index dominate) and ResNet-50 (weights shape-only).
+  test::OnnxBuilder b;
+  b.input("t0", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{64}});
+  for (int i = 0; i < 20000; ++i) {
+    b.node("Relu", {fmt::format("t{}", i)}, {fmt::format("t{}", i + 1)}, fmt::format("relu_{}", i));
+  }
+  b.output("t20000");
+  const std::string chain = file_bytes(b.write("cache_chain.onnx"));
+  const std::string resnet = file_bytes(test::source_dir() + "/models/resnet50.onnx");
+  Session session;
+  for (const auto& [name, bytes] : {std::pair{std::string("chain"), chain}, std::pair{std::string("resnet50"), resnet}}) {
+    INFO(name);
+    std::string copy = bytes;
+    // In use: small blocks in the arenas and large ones mapped on their own.
+    auto in_use = [] {
+      const auto mi = mallinfo2();
+      return mi.uordblks + mi.hblkhd;
+    };
+    const size_t before = in_use();
+    auto m = session.open_model_bytes(std::move(copy), name + ".onnx");
+    REQUIRE(m);
+    const double held = static_cast<double>(in_use() - before);
+    const double counted = static_cast<double>(serve::imported_bytes(*m));
+    INFO("malloc holds " << held << " bytes, the cache counts " << counted);
+    CHECK(counted > 0.8 * held);  // was about 0.55 (1.8x low)
+    CHECK(counted < 1.3 * held);
+  }
 }
 
 }  // namespace gpusim

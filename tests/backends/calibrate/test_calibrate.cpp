@@ -654,7 +654,7 @@ TEST_CASE("gpusim calibrate --refit: bad raw data and arguments get clear errors
   const std::string dir = tmp_dir("refit-errors");
   auto r = test::run_gpusim("calibrate --refit " + dir + "/none.json --out " + dir + "/x.yaml");
   CHECK(r.rc == 1);
-  CHECK_THAT(r.out, Catch::Contains(dir + "/none.json: cannot open the file"));
+  CHECK_THAT(r.out, Catch::Contains(dir + "/none.json: cannot open the calibration's raw data"));
   {
     std::ofstream(dir + "/run.json") << R"({"schema": "gpusim.run/1"})";
   }
