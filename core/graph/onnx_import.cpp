@@ -1147,6 +1147,12 @@ namespace {
 Result<Graph> import_stripped(Result<detail::StrippedModel> stripped, const std::string& path,
                               const ImportOptions& opts, bool from_file) {
   if (!stripped) return stripped.error();
+  // Counted on the wire, before the protobuf is parsed: a million nodes parse to about 800 MB.
+  if (opts.max_nodes > 0 && stripped->nodes > opts.max_nodes) {
+    return make_error(ErrorCode::kLimit, fmt::format("{}: the graph has {} nodes, over the {} allowed (`max_nodes`); "
+                                                     "each node costs memory through import, prediction and report",
+                                                     path, stripped->nodes, opts.max_nodes));
+  }
   onnx::ModelProto model;
   if (!model.ParseFromString(stripped->bytes)) {
     return make_error(ErrorCode::kParse, fmt::format("{}: not a valid ONNX model: the protobuf fields do not match "
@@ -1155,11 +1161,6 @@ Result<Graph> import_stripped(Result<detail::StrippedModel> stripped, const std:
   }
   stripped->bytes.clear();
   stripped->bytes.shrink_to_fit();
-  if (opts.max_nodes > 0 && model.graph().node_size() > opts.max_nodes) {
-    return make_error(ErrorCode::kLimit, fmt::format("{}: the graph has {} nodes, over the {} allowed (`max_nodes`); "
-                                                     "each node costs memory through import, prediction and report",
-                                                     path, model.graph().node_size(), opts.max_nodes));
-  }
   Importer imp(path, opts, from_file);
   return imp.run(model, *stripped);
 }

@@ -140,6 +140,7 @@ class Filter {
           }
           Msg child;
           if (submessage(m, field, &child)) {
+            if (child == Msg::kNode) ++nodes;
             std::string sub;
             const auto limit = in_.PushLimit(static_cast<int>(len));
             if (!run(child, sub, false, m)) return false;
@@ -172,6 +173,7 @@ class Filter {
   int64_t kept_constant_bytes = 0;
   int64_t stripped_bytes = 0;
   int64_t stripped_tensors = 0;
+  int64_t nodes = 0;
 
  private:
   // A node attribute's tensor (a Constant's value: position ids, a causal mask) is kept up to
@@ -248,6 +250,7 @@ Result<StrippedModel> strip(google::protobuf::io::ZeroCopyInputStream& stream, c
     err = f.error;
     r.stripped_bytes = f.stripped_bytes;
     r.stripped_tensors = f.stripped_tensors;
+    r.nodes = f.nodes;
   }
   if (!ok) return err;
   return std::move(r);

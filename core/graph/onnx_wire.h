@@ -23,6 +23,7 @@ struct StrippedModel {
   int64_t file_bytes = 0;      // size of the file on disk
   int64_t stripped_bytes = 0;  // payload bytes skipped
   int64_t stripped_tensors = 0;
+  int64_t nodes = 0;           // NodeProtos, subgraphs' and functions' included
 };
 
 // Errors (kIo, kParse) name the file, the byte offset and the field path where reading stopped.
