@@ -86,6 +86,15 @@ json group_json(const ValidationGroup& g, const std::vector<Measurement>& recs) 
           {"worst", worst}};
 }
 
+// `text` (a JSON value as dump(2) writes it at depth 0) written into `out` at a depth of `indent`
+// spaces: every line after the first is shifted.
+void append_indented(std::string& out, const std::string& text, const std::string& indent) {
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out += indent;
+  }
+}
+
 }  // namespace
 
 std::string prediction_document(const Prediction& p, const GpuProfile& gpu) {
@@ -131,10 +140,7 @@ std::string prediction_document(const Prediction& p, const GpuProfile& gpu) {
       if (i % 256 == 0) check_cancelled();  // a request past its time limit stops writing its answer
       const std::string k = kernel_json(p, p.kernels[i]).dump(2, ' ', false, kInvalidUtf8);
       out += "    ";
-      for (char c : k) {
-        out += c;
-        if (c == '\n') out += "    ";
-      }
+      append_indented(out, k, "    ");
       out += i + 1 < p.kernels.size() ? ",\n" : "\n";
     }
     out += "  ]";
@@ -163,29 +169,48 @@ std::string compare_document(const std::string& model, const std::vector<Compare
 std::string plan_search_document(const std::string& model, const Graph& g, const GpuProfile& gpu,
                                  const SearchOptions& o, const SearchResult& r) {
   const double eager_us = r.eager.total_us;
-  json plans = json::array();
-  for (const RankedPlan& p : r.plans) {
-    plans.push_back({{"total_us", p.prediction.total_us},
-                     {"speedup_vs_eager", eager_us / p.prediction.total_us},
-                     {"kernels", p.plan.kernels.size()},
-                     {"peak_memory_bytes", p.prediction.peak_memory_bytes},
-                     {"energy_j", p.prediction.energy_j},
-                     {"objective_value", p.objective_value},
-                     {"offloaded_weights", p.plan.offloaded.size()},
-                     {"decisions", p.plan.decisions},
-                     {"plan", json::parse(plan_to_json(p.plan, g))}});
+  // Each ranked plan is built and written on its own (one plan's tree at a time, not all of them):
+  // the text is what json::dump(2) writes of the whole document.
+  constexpr const char* kMark = "\\u0001gpusim-plans\\u0001";
+  const std::string head = json{{"schema", "gpusim.plan-search/1"},
+                                {"model", model},
+                                {"gpu", gpu.name},
+                                {"scheduler", std::string(scheduler_name(o.scheduler))},
+                                {"objective", std::string(objective_name(o.objective))},
+                                {"plans_scored", r.plans_scored},
+                                {"eager", {{"total_us", eager_us}, {"kernels", r.eager.kernels.size()}}},
+                                {"tiles", r.eager.tiles},
+                                {"plans", "\x01gpusim-plans\x01"},
+                                {"notes", r.notes}}
+                               .dump(2, ' ', false, kInvalidUtf8);
+  const std::string mark = std::string("\"plans\": \"") + kMark + "\"";
+  const size_t at = head.find(mark);
+  std::string out;
+  out.append(head, 0, at + 9);  // through "plans":
+  if (r.plans.empty()) {
+    out += "[]";
+  } else {
+    out += "[\n";
+    for (size_t i = 0; i < r.plans.size(); ++i) {
+      check_cancelled();
+      const RankedPlan& p = r.plans[i];
+      const json element = {{"total_us", p.prediction.total_us},
+                            {"speedup_vs_eager", eager_us / p.prediction.total_us},
+                            {"kernels", p.plan.kernels.size()},
+                            {"peak_memory_bytes", p.prediction.peak_memory_bytes},
+                            {"energy_j", p.prediction.energy_j},
+                            {"objective_value", p.objective_value},
+                            {"offloaded_weights", p.plan.offloaded.size()},
+                            {"decisions", p.plan.decisions},
+                            {"plan", json::parse(plan_to_json(p.plan, g))}};
+      out += "    ";
+      append_indented(out, element.dump(2, ' ', false, kInvalidUtf8), "    ");
+      out += i + 1 < r.plans.size() ? ",\n" : "\n";
+    }
+    out += "  ]";
   }
-  return json{{"schema", "gpusim.plan-search/1"},
-              {"model", model},
-              {"gpu", gpu.name},
-              {"scheduler", std::string(scheduler_name(o.scheduler))},
-              {"objective", std::string(objective_name(o.objective))},
-              {"plans_scored", r.plans_scored},
-              {"eager", {{"total_us", eager_us}, {"kernels", r.eager.kernels.size()}}},
-              {"tiles", r.eager.tiles},
-              {"plans", plans},
-              {"notes", r.notes}}
-      .dump(2, ' ', false, kInvalidUtf8);
+  out.append(head, at + mark.size(), std::string::npos);
+  return out;
 }
 
 std::optional<double> best_fp16_matrix_tflops(const GpuProfile& p) {

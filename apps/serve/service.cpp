@@ -275,7 +275,12 @@ thread_local Reservation* current_work = nullptr;
 
 // What predicting a graph and writing its answer take per node and tensor (a 100,000-node ReLU chain
 // peaked at 550 MB predicting it and writing its 110 MB answer: 2.5 KB each; bench/RESULTS.md, issue 56).
-constexpr int64_t kWorkBytesPerNode = 3 << 10;
+constexpr double kWorkBytesPerNode = 3 << 10;
+// A plan search's state and its ranked plans' document (the same chain's `plan --json` peaked at
+// 1.16 GB: 5.8 KB each), and a comparison's prediction kept per GPU (85 MB a GPU for that chain:
+// 0.42 KB each) beside the graph.
+constexpr double kPlanBytesPerNode = 6 << 10;
+constexpr double kCompareBytesPerNode = 1.5 * 1024, kCompareBytesPerNodeAndGpu = 512;
 
 // The profiles one comparison may name (the project ships about 80; a list of thousands is work
 // for minutes, not a question).
@@ -761,23 +766,20 @@ struct Service::Impl {
     if (!mb) return mb.error();
     if (mb->id.empty()) mb->id = cache.put(mb->bytes, content_hash(*mb->bytes));
     const std::string key = import_key(mb->id, *d, mb->shown);
-    if (auto m = cache.imported(key)) {
-      if (auto st = reserve_work(*m); !st) return st.error();
-      return *m;
-    }
+    if (auto m = cache.imported(key)) return *m;
     auto m = session.open_model_bytes(*mb->bytes, mb->shown, {*d, opts.max_nodes});
     if (!m) return m.error();
     cache.keep_imported(key, *m);
-    if (auto st = reserve_work(*m); !st) return st.error();
     return m;
   }
 
   // Reserves the memory a graph's prediction and answer will take, before they are built: waits a
   // moment for other requests to release theirs, then refuses (503; 413 when it is more than the
   // whole budget).
-  Status reserve_work(const Model& m) {
+  Status reserve_work(const Model& m, double bytes_per_item) {
     if (!current_work || !current_work->budget()) return Ok{};
-    const int64_t need = static_cast<int64_t>(m.graph().nodes.size() + m.graph().tensors.size()) * kWorkBytesPerNode;
+    const int64_t need =
+        static_cast<int64_t>(static_cast<double>(m.graph().nodes.size() + m.graph().tensors.size()) * bytes_per_item);
     const int64_t budget = current_work->budget()->max();
     if (budget > 0 && need > budget) {
       return make_error(ErrorCode::kLimit, fmt::format("the model's {} nodes need about {} MiB to predict and answer, more "
@@ -892,6 +894,7 @@ struct Service::Impl {
   Result<std::string> do_predict(const Request& r) {
     auto m = model(r);
     if (!m) return m.error();
+    if (auto st = reserve_work(*m, kWorkBytesPerNode); !st) return st.error();
     auto g = gpu(r.body);
     if (!g) return g.error();
     auto req = predict_request(r.body, *m);
@@ -920,6 +923,10 @@ struct Service::Impl {
       auto g = gpu_named("gpus", n);  // each a name of the server's profiles, checked before compare reads it
       if (!g) return g.error();
     }
+    if (auto st = reserve_work(*m, kCompareBytesPerNode + kCompareBytesPerNodeAndGpu * static_cast<double>(gpus->size()));
+        !st) {
+      return st.error();
+    }
     auto req = predict_request(r.body, *m);
     if (!req) return req.error();
     auto t = tiles(r.body, req->runtime);
@@ -934,6 +941,7 @@ struct Service::Impl {
   Result<std::string> do_plan(const Request& r) {
     auto m = model(r);
     if (!m) return m.error();
+    if (auto st = reserve_work(*m, kPlanBytesPerNode); !st) return st.error();
     auto g = gpu(r.body);
     if (!g) return g.error();
     SearchOptions o;
@@ -1089,6 +1097,7 @@ struct Service::Impl {
     if (!g) return g.error();
     GenerationOptions o;
     if (auto st = generation_counts(b, o); !st) return st.error();
+    o.max_nodes = opts.max_nodes;
     auto req = graph_request(b);
     if (!req) return req.error();
     auto t = tiles(b, req->runtime);

@@ -188,6 +188,7 @@ Result<GenerationPrediction> decoder_generation(const Source& src, const Target&
   ImportOptions probe_opts;
   probe_opts.other_dims = 1;
   probe_opts.onnx_shape_inference = false;
+  probe_opts.max_nodes = o.max_nodes;  // the passes import the same graph: refused here, once
   auto probe = src.import(probe_opts);
   if (!probe) return probe.error();
   if (!is_decoder_with_cache(*probe)) {

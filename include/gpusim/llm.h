@@ -117,6 +117,8 @@ struct GPUSIM_API GenerationOptions {
   int64_t ubatch = 512;    // rows a prefill pass takes at once (llama.cpp's n_ubatch)
   std::string weights = "F16";  // a llama.cpp file type (llm_file_types)
   bool flash_attention = false;  // llama.cpp's -fa 1: one fused attention kernel
+  // An ONNX decoder of more nodes is refused before its passes (0: no limit; ImportOptions::max_nodes).
+  int64_t max_nodes = 0;
   // The runtime that launches the kernels: its default_us is the gap after each kernel (the device's
   // dispatch from one to the next). Unset: llama.cpp's for the backend (runtimes/llamacpp-*.yaml).
   std::optional<RuntimeModel> runtime;
