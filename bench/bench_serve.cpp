@@ -18,7 +18,10 @@
 // the whole time: its latency (p50, max) is what a load balancer's health check sees.
 //
 //   bench_serve MODEL.onnx GPU [--clients 4] [--seconds 60] [--workers 2] [--dtype fp16] [--dim batch=1]
-//               [--slow 0] [--idle 0] [--amplify 0] [--amplify-string 0|1] [--cancel LONG.onnx]
+//               [--slow 0] [--idle 0] [--amplify 0] [--amplify-string 0|1] [--cancel LONG.onnx] [--check 0|1]
+//
+// --check 1 exits 1 unless issue 56's targets hold: the process's peak RSS at most 2 GB over the
+// whole run, every /healthz probe answered within 100 ms, no client request failed.
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -144,7 +147,7 @@ int main(int argc, char** argv) {
   }
   const std::string model_path = argv[1], gpu = argv[2];
   int clients = 4, seconds = 60, workers = 2, slow = 0, amplify = 0, idle = 0;
-  bool amplify_string = false;
+  bool amplify_string = false, check = false;
   std::string cancel;
   std::string dtype = "fp16";
   nlohmann::json dims = nlohmann::json::array();
@@ -158,6 +161,7 @@ int main(int argc, char** argv) {
     else if (k == "--slow") slow = std::stoi(v);
     else if (k == "--idle") idle = std::stoi(v);
     else if (k == "--amplify-string") amplify_string = v == "1";
+    else if (k == "--check") check = v == "1";
     else if (k == "--amplify") amplify = std::stoi(v);
     else if (k == "--cancel") cancel = v;
     else {
@@ -381,6 +385,23 @@ int main(int argc, char** argv) {
     fmt::print("cancellation: the long request answered {} after {:.2f} s; a quick predict then took {:.1f} ms "
                "(alone {:.1f} ms), status {}: the worker was freed {:.0f} ms after the 504\n",
                slow_status, the_504_s, after_504_ms, alone_ms, quick_status, std::max(0.0, after_504_ms - alone_ms));
+  }
+  if (check) {
+    std::vector<std::string> missed;
+    const double peak = std::max(rss_peak, amp_peak);
+    if (peak > 2048) missed.push_back(fmt::format("peak RSS {:.0f} MB is over 2048 MB", peak));
+    double worst = 0;
+    int unanswered = 0;
+    for (double v : health_ms) {
+      if (v < 0) ++unanswered;
+      worst = std::max(worst, v);
+    }
+    if (unanswered > 0) missed.push_back(fmt::format("{} /healthz probes unanswered", unanswered));
+    if (worst > 100) missed.push_back(fmt::format("/healthz took {:.1f} ms, over 100 ms", worst));
+    if (errors.load() > 0) missed.push_back(fmt::format("{} client requests failed", errors.load()));
+    fmt::print("check (issue 56: peak <= 2 GB, /healthz <= 100 ms, no errors): {}\n",
+               missed.empty() ? "met" : fmt::format("MISSED: {}", fmt::join(missed, "; ")));
+    if (!missed.empty()) return 1;
   }
   return errors.load() == 0 ? 0 : 1;
 }

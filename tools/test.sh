@@ -24,6 +24,9 @@
 # Other tiers, run when named:
 #   slow      the [slow] tests (the complete NVRTC/hiprtc structure compile, ...)
 #   tsan      build-tsan/ (ThreadSanitizer): the tests that share a Session or a Service across threads
+#   bench     the service's load test (issue 56): 64 keep-alive clients beside 64 slow and 1,000 idle
+#             connections, then 12 concurrent 60 MB bodies; fails when the process's peak passes 2 GB,
+#             a /healthz probe takes over 100 ms, or a request fails (about a minute; bench/RESULTS.md)
 # Usage: tools/test.sh [TIER...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -89,8 +92,12 @@ for tier in "${tiers[@]}"; do
         -DGPUSIM_SANITIZE=thread -DGPUSIM_BUILD_BENCH=OFF -DGPUSIM_BUILD_PYTHON=OFF
       cmake --build build-tsan -j"$jobs" --target gpusim_tests gpusim
       TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/gpusim_tests "[threads],[serve]" ;;
+    bench)
+      build_default
+      build-test/bench/bench_serve models/resnet50.onnx nvidia-t4 --clients 64 --slow 64 --idle 1000 --amplify 12 \
+        --amplify-string 1 --seconds 30 --workers 2 --check 1 ;;
     *)
-      echo "tools/test.sh: unknown tier \"$tier\"; tiers: default compile slow package sanitize tsan" >&2
+      echo "tools/test.sh: unknown tier \"$tier\"; tiers: default compile slow package sanitize tsan bench" >&2
       exit 2 ;;
   esac
 done
