@@ -53,17 +53,25 @@ double rss_mb() {
   return 0;
 }
 
+int connect_to(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 // A client that trickles a request's headers, a byte a second, reconnecting whenever the server
 // closes it; counts the connections the server cut off.
 void slow_client(int port, const std::atomic<bool>& stop, std::atomic<int64_t>& cut) {
   while (!stop.load()) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-      ::close(fd);
+    const int fd = connect_to(port);
+    if (fd < 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       continue;
     }
@@ -81,18 +89,6 @@ void slow_client(int port, const std::atomic<bool>& stop, std::atomic<int64_t>& 
   }
 }
 
-int connect_to(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 // N connections that never send a byte, each reopened when the server closes it.
 void idle_clients(int port, int n, const std::atomic<bool>& stop, std::atomic<int64_t>& reopened) {
@@ -284,13 +280,8 @@ int main(int argc, char** argv) {
     amp_status.assign(static_cast<size_t>(amplify), 0);
     for (int i = 0; i < amplify; ++i) {
       posts.emplace_back([&, i] {
-        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_port = htons(static_cast<uint16_t>(*port));
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-          ::close(fd);
+        const int fd = connect_to(*port);
+        if (fd < 0) {
           amp_status[static_cast<size_t>(i)] = -1;
           return;
         }
