@@ -273,7 +273,8 @@ Status batchnorm(KernelArgs& a) {
   const double eps = a.attr_f("epsilon", 1e-5);
   HostTensor& o = *a.out[0];
   o.allocate();
-  for (int64_t ch = 0; ch < c; ++ch) {
+  // A zero-element X has nothing to normalize, however many channels it declares.
+  for (int64_t ch = 0; ch < c && n * inner > 0; ++ch) {
     const double scale = a.in[1]->real(ch) / std::sqrt(a.in[4]->real(ch) + eps);
     const double shift = a.in[2]->real(ch) - a.in[3]->real(ch) * scale;
     for (int64_t b = 0; b < n; ++b) {
