@@ -59,6 +59,7 @@ Result<ImportOptions> import_options(const ModelOptions& o) {
     io.dims[kv->first] = kv->second;
   }
   io.max_nodes = o.max_nodes;
+  io.admit = o.admit;
   return io;
 }
 

@@ -276,6 +276,9 @@ thread_local Reservation* current_work = nullptr;
 // What predicting a graph and writing its answer take per node and tensor (a 100,000-node ReLU chain
 // peaked at 550 MB predicting it and writing its 110 MB answer: 2.5 KB each; bench/RESULTS.md, issue 56).
 constexpr double kWorkBytesPerNode = 3 << 10;
+// An import's own peak, reserved before the protobuf is parsed (the same chain's import peaked 134 MB
+// above the process's start: 1.3 KB a node).
+constexpr double kImportBytesPerNode = 2 << 10;
 // A plan search's state and its ranked plans' document (the same chain's `plan --json` peaked at
 // 1.16 GB: 5.8 KB each), and a comparison's prediction kept per GPU (85 MB a GPU for that chain:
 // 0.42 KB each) beside the graph.
@@ -767,33 +770,52 @@ struct Service::Impl {
     if (mb->id.empty()) mb->id = cache.put(mb->bytes, content_hash(*mb->bytes));
     const std::string key = import_key(mb->id, *d, mb->shown);
     if (auto m = cache.imported(key)) return *m;
-    auto m = session.open_model_bytes(*mb->bytes, mb->shown, {*d, opts.max_nodes});
+    auto m = session.open_model_bytes(*mb->bytes, mb->shown, model_options(*d));
     if (!m) return m.error();
     cache.keep_imported(key, *m);
     return m;
+  }
+
+  // How the service imports: the node limit, and the import's memory reserved once its node count
+  // is known, before the graph is parsed.
+  ModelOptions model_options(std::vector<std::string> dims) {
+    ModelOptions mo;
+    mo.dims = std::move(dims);
+    mo.max_nodes = opts.max_nodes;
+    mo.admit = [this](int64_t nodes) { return reserve(static_cast<double>(nodes) * kImportBytesPerNode, nodes, "import"); };
+    return mo;
+  }
+
+  static double mib(int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
+
+  // Reserves `bytes` of the budget for this request's work (`nodes` and `what` for the message).
+  Status reserve(double bytes, int64_t nodes, const char* what) {
+    if (!current_work || !current_work->budget()) return Ok{};
+    const int64_t need = static_cast<int64_t>(bytes);
+    const int64_t budget = current_work->budget()->max();
+    if (budget > 0 && need > budget) {
+      return make_error(ErrorCode::kLimit, fmt::format("the model's {} nodes need about {:.1f} MiB to {}, more than the "
+                                                       "server's memory budget of {:.1f} MiB (gpusim serve --memory-mb)",
+                                                       nodes, mib(need), what, mib(budget)));
+    }
+    if (!current_work->add(need, 2.0)) {
+      return make_error(ErrorCode::kUnavailable, fmt::format("the server's memory budget ({:.1f} MiB) is held by the "
+                                                             "requests in flight and this model needs {:.1f} MiB of it "
+                                                             "to {}; retry shortly",
+                                                             mib(budget), mib(need), what));
+    }
+    return Ok{};
   }
 
   // Reserves the memory a graph's prediction and answer will take, before they are built: waits a
   // moment for other requests to release theirs, then refuses (503; 413 when it is more than the
   // whole budget).
   Status reserve_work(const Model& m, double bytes_per_item) {
-    if (!current_work || !current_work->budget()) return Ok{};
-    const int64_t need =
-        static_cast<int64_t>(static_cast<double>(m.graph().nodes.size() + m.graph().tensors.size()) * bytes_per_item);
-    const int64_t budget = current_work->budget()->max();
-    if (budget > 0 && need > budget) {
-      return make_error(ErrorCode::kLimit, fmt::format("the model's {} nodes need about {} MiB to predict and answer, more "
-                                                       "than the server's memory budget of {} MiB (gpusim serve "
-                                                       "--memory-mb)",
-                                                       m.graph().nodes.size(), need >> 20, budget >> 20));
-    }
-    if (!current_work->add(need, 2.0)) {
-      return make_error(ErrorCode::kUnavailable, fmt::format("the server's memory budget ({} MiB) is held by the requests "
-                                                             "in flight and this model needs {} MiB of it; retry shortly",
-                                                             budget >> 20, need >> 20));
-    }
-    return Ok{};
+    const size_t items = m.graph().nodes.size() + m.graph().tensors.size();
+    return reserve(static_cast<double>(items) * bytes_per_item, static_cast<int64_t>(m.graph().nodes.size()),
+                   "predict and answer");
   }
+
 
   Result<GpuProfile> gpu(const json& b) {
     auto yaml = str(b, "gpu_yaml", false);
@@ -871,7 +893,7 @@ struct Service::Impl {
                 {"size_bytes", r.raw_model->size()}};
     // Imported now with the dims given (if any), so a broken file is refused at once; a model
     // that only needs dims is kept and imported when a request gives them.
-    auto m = session.open_model_bytes(*r.raw_model, shown, {*d, opts.max_nodes});
+    auto m = session.open_model_bytes(*r.raw_model, shown, model_options(*d));
     if (m) {
       cache.keep_imported(import_key(id, *d, shown), *m);
       json inputs = json::array();

@@ -61,7 +61,8 @@ struct ServiceOptions {
   // through import, prediction and the answer, and ResNet-50 has 120, BERT-base about 1,000.
   int64_t max_nodes = 100000;
   // Memory the requests in flight may hold together: bodies (four times their length, reserved
-  // before they are read) and each graph's prediction and answer (about 3 KiB a node and tensor). A request
+  // before they are read), imports (2 KiB a node, reserved before the graph is parsed) and each
+  // graph's prediction and answer (about 3 KiB a node and tensor). A request
   // that cannot reserve waits up to 2 s, then gets 503; 0: no budget.
   int64_t memory_budget_bytes = 1ll << 30;
   double request_timeout_s = 60;   // past it: 504, and the work is cancelled (its worker freed)

@@ -1153,6 +1153,9 @@ Result<Graph> import_stripped(Result<detail::StrippedModel> stripped, const std:
                                                      "each node costs memory through import, prediction and report",
                                                      path, stripped->nodes, opts.max_nodes));
   }
+  if (opts.admit) {
+    if (Status st = opts.admit(stripped->nodes); !st) return st.error();
+  }
   onnx::ModelProto model;
   if (!model.ParseFromString(stripped->bytes)) {
     return make_error(ErrorCode::kParse, fmt::format("{}: not a valid ONNX model: the protobuf fields do not match "

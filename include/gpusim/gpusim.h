@@ -76,6 +76,8 @@ struct GPUSIM_API ModelOptions {
   std::vector<std::string> dims;
   // Refuse a graph of more nodes than this (0: no limit), as ImportOptions::max_nodes.
   int64_t max_nodes = 0;
+  // Called with the node count before the graph is parsed, as ImportOptions::admit.
+  std::function<Status(int64_t nodes)> admit = nullptr;
 };
 
 // An imported graph (shapes inferred, weights not kept). Immutable and cheap to copy: copies share

@@ -20,6 +20,7 @@
 #include "gpusim/export.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -41,6 +42,10 @@ struct GPUSIM_API ImportOptions {
   // Refuse a graph of more nodes than this before any pass runs (0: no limit). A node costs a few
   // kilobytes through import, prediction and its report, so a server bounds its memory with it.
   int64_t max_nodes = 0;
+  // Called with the graph's node count (counted on the wire, subgraphs' included) before the
+  // protobuf is parsed; an error stops the import with it. A server reserves the import's memory
+  // here, before it is spent.
+  std::function<Status(int64_t nodes)> admit = nullptr;
 };
 
 // Parses "name=value" as given to --dim; the error names the text and the expected form.

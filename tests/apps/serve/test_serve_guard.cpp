@@ -690,7 +690,16 @@ TEST_CASE("serve: the memory budget bounds the bodies and the work in flight and
                   "application/octet-stream");
   REQUIRE(r);
   CHECK(r->status == 413);
-  CHECK_THAT(error_message(r), Catch::Contains("more than the server's memory budget of 1 MiB"));
+  CHECK_THAT(error_message(r), Catch::Contains("to predict and answer, more than the server's memory budget of 1.0 MiB"));
+  // The import's own share is reserved once the node count is read, before the graph is parsed.
+  serve::ServiceOptions least = small_service();
+  least.memory_budget_bytes = 128 << 10;
+  Running u(least);
+  auto ui = u.client().Post("/v1/predict?gpu=nvidia-t4", file_bytes(test::source_dir() + "/models/resnet50.onnx"),
+                            "application/octet-stream");
+  REQUIRE(ui);
+  CHECK(ui->status == 413);
+  CHECK_THAT(error_message(ui), Catch::Contains("to import, more than the server's memory budget of 0.1 MiB"));
   auto m = s.client().Get("/metrics");
   REQUIRE(m);
   CHECK_THAT(m->body, Catch::Contains("gpusim_rejected_total{reason=\"memory\"} 1"));
