@@ -2,6 +2,7 @@
 #include "gpusim/documents.h"
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -86,13 +87,34 @@ json group_json(const ValidationGroup& g, const std::vector<Measurement>& recs) 
           {"worst", worst}};
 }
 
-// `text` (a JSON value as dump(2) writes it at depth 0) written into `out` at a depth of `indent`
-// spaces: every line after the first is shifted.
-void append_indented(std::string& out, const std::string& text, const std::string& indent) {
-  for (char c : text) {
-    out += c;
-    if (c == '\n') out += indent;
+// `doc` as json::dump(2) writes it, with its top-level array member `key` written element by
+// element (`element(i)` for i < n, each a JSON value) instead of held whole as one tree: a large
+// answer's tree cost about 11 KB a kernel (1.4 GB for a 100,000-node graph's prediction). The text
+// is the same. `element` may check for cancellation.
+std::string dump_with_array(json doc, const std::string& key, size_t n, const std::function<json(size_t)>& element) {
+  const std::string marker = "\x01gpusim-" + key + "\x01";  // dumped as \u0001gpusim-KEY\u0001
+  doc[key] = marker;
+  const std::string head = doc.dump(2, ' ', false, kInvalidUtf8);
+  const std::string placed = "\"" + key + "\": " + json(marker).dump(-1, ' ', false, kInvalidUtf8);
+  const size_t at = head.find(placed);
+  std::string out;
+  out.append(head, 0, at + key.size() + 4);  // through "key":
+  if (n == 0) {
+    out += "[]";
+  } else {
+    out += "[\n";
+    for (size_t i = 0; i < n; ++i) {
+      out += "    ";
+      for (char c : element(i).dump(2, ' ', false, kInvalidUtf8)) {  // one level deeper: every line shifted
+        out += c;
+        if (c == '\n') out += "    ";
+      }
+      out += i + 1 < n ? ",\n" : "\n";
+    }
+    out += "  ]";
   }
+  out.append(head, at + placed.size(), std::string::npos);
+  return out;
 }
 
 }  // namespace
@@ -103,50 +125,28 @@ std::string prediction_document(const Prediction& p, const GpuProfile& gpu) {
     ts.push_back({{"tensor", t.tensor}, {"direction", t.to_device ? "h2d" : "d2h"}, {"bytes", t.bytes},
                   {"start_us", t.start_us}, {"duration_us", t.duration_us}});
   }
-  // The kernels are written one at a time into the text, where the whole document as one JSON
-  // tree cost about 11 KB a kernel (1.4 GB for a 100,000-node graph, as one request of a server);
-  // the text is what json::dump(2) writes of the same document.
-  constexpr const char* kMark = "\\u0001gpusim-kernels\\u0001";
-  const std::string head = json{{"schema", "gpusim.predict/1"},
-                                {"model", p.model},
-                                {"gpu", p.gpu},
-                                {"gpu_display_name", gpu.display_name},
-                                {"dtype", std::string(dtype_name(p.dtype))},
-                                {"total_us", p.total_us},
-                                {"kernels_us", p.kernels_us},
-                                {"launch_bound_us", p.launch_bound_us},
-                                {"runtime", p.runtime},
-                                {"tiles", p.tiles},
-                                {"host_us", p.host_us},
-                                {"kernel_count", p.kernels.size()},
-                                {"peak_memory_bytes", p.peak_memory_bytes},
-                                {"weight_bytes", p.weight_bytes},
-                                {"fits_in_memory", p.fits_in_memory},
-                                {"energy_j", p.energy_j},
-                                {"kernels", "\x01gpusim-kernels\x01"},
-                                {"transfers", ts},
-                                {"notes", p.notes}}
-                               .dump(2, ' ', false, kInvalidUtf8);
-  const std::string mark = std::string("\"kernels\": \"") + kMark + "\"";
-  const size_t at = head.find(mark);
-  std::string out;
-  out.reserve(head.size() + p.kernels.size() * 1200);
-  out.append(head, 0, at + 11);  // through "kernels":
-  if (p.kernels.empty()) {
-    out += "[]";
-  } else {
-    out += "[\n";
-    for (size_t i = 0; i < p.kernels.size(); ++i) {
-      if (i % 256 == 0) check_cancelled();  // a request past its time limit stops writing its answer
-      const std::string k = kernel_json(p, p.kernels[i]).dump(2, ' ', false, kInvalidUtf8);
-      out += "    ";
-      append_indented(out, k, "    ");
-      out += i + 1 < p.kernels.size() ? ",\n" : "\n";
-    }
-    out += "  ]";
-  }
-  out.append(head, at + mark.size(), std::string::npos);
-  return out;
+  const json doc = {{"schema", "gpusim.predict/1"},
+                    {"model", p.model},
+                    {"gpu", p.gpu},
+                    {"gpu_display_name", gpu.display_name},
+                    {"dtype", std::string(dtype_name(p.dtype))},
+                    {"total_us", p.total_us},
+                    {"kernels_us", p.kernels_us},
+                    {"launch_bound_us", p.launch_bound_us},
+                    {"runtime", p.runtime},
+                    {"tiles", p.tiles},
+                    {"host_us", p.host_us},
+                    {"kernel_count", p.kernels.size()},
+                    {"peak_memory_bytes", p.peak_memory_bytes},
+                    {"weight_bytes", p.weight_bytes},
+                    {"fits_in_memory", p.fits_in_memory},
+                    {"energy_j", p.energy_j},
+                    {"transfers", ts},
+                    {"notes", p.notes}};
+  return dump_with_array(doc, "kernels", p.kernels.size(), [&](size_t i) {
+    if (i % 256 == 0) check_cancelled();  // a request past its time limit stops writing its answer
+    return kernel_json(p, p.kernels[i]);
+  });
 }
 
 std::string compare_document(const std::string& model, const std::vector<ComparedGpu>& rows) {
@@ -169,48 +169,29 @@ std::string compare_document(const std::string& model, const std::vector<Compare
 std::string plan_search_document(const std::string& model, const Graph& g, const GpuProfile& gpu,
                                  const SearchOptions& o, const SearchResult& r) {
   const double eager_us = r.eager.total_us;
-  // Each ranked plan is built and written on its own (one plan's tree at a time, not all of them):
-  // the text is what json::dump(2) writes of the whole document.
-  constexpr const char* kMark = "\\u0001gpusim-plans\\u0001";
-  const std::string head = json{{"schema", "gpusim.plan-search/1"},
-                                {"model", model},
-                                {"gpu", gpu.name},
-                                {"scheduler", std::string(scheduler_name(o.scheduler))},
-                                {"objective", std::string(objective_name(o.objective))},
-                                {"plans_scored", r.plans_scored},
-                                {"eager", {{"total_us", eager_us}, {"kernels", r.eager.kernels.size()}}},
-                                {"tiles", r.eager.tiles},
-                                {"plans", "\x01gpusim-plans\x01"},
-                                {"notes", r.notes}}
-                               .dump(2, ' ', false, kInvalidUtf8);
-  const std::string mark = std::string("\"plans\": \"") + kMark + "\"";
-  const size_t at = head.find(mark);
-  std::string out;
-  out.append(head, 0, at + 9);  // through "plans":
-  if (r.plans.empty()) {
-    out += "[]";
-  } else {
-    out += "[\n";
-    for (size_t i = 0; i < r.plans.size(); ++i) {
-      check_cancelled();
-      const RankedPlan& p = r.plans[i];
-      const json element = {{"total_us", p.prediction.total_us},
-                            {"speedup_vs_eager", eager_us / p.prediction.total_us},
-                            {"kernels", p.plan.kernels.size()},
-                            {"peak_memory_bytes", p.prediction.peak_memory_bytes},
-                            {"energy_j", p.prediction.energy_j},
-                            {"objective_value", p.objective_value},
-                            {"offloaded_weights", p.plan.offloaded.size()},
-                            {"decisions", p.plan.decisions},
-                            {"plan", json::parse(plan_to_json(p.plan, g))}};
-      out += "    ";
-      append_indented(out, element.dump(2, ' ', false, kInvalidUtf8), "    ");
-      out += i + 1 < r.plans.size() ? ",\n" : "\n";
-    }
-    out += "  ]";
-  }
-  out.append(head, at + mark.size(), std::string::npos);
-  return out;
+  // One ranked plan's tree at a time, not all of them.
+  const json doc = {{"schema", "gpusim.plan-search/1"},
+                    {"model", model},
+                    {"gpu", gpu.name},
+                    {"scheduler", std::string(scheduler_name(o.scheduler))},
+                    {"objective", std::string(objective_name(o.objective))},
+                    {"plans_scored", r.plans_scored},
+                    {"eager", {{"total_us", eager_us}, {"kernels", r.eager.kernels.size()}}},
+                    {"tiles", r.eager.tiles},
+                    {"notes", r.notes}};
+  return dump_with_array(doc, "plans", r.plans.size(), [&](size_t i) {
+    check_cancelled();
+    const RankedPlan& p = r.plans[i];
+    return json{{"total_us", p.prediction.total_us},
+                {"speedup_vs_eager", eager_us / p.prediction.total_us},
+                {"kernels", p.plan.kernels.size()},
+                {"peak_memory_bytes", p.prediction.peak_memory_bytes},
+                {"energy_j", p.prediction.energy_j},
+                {"objective_value", p.objective_value},
+                {"offloaded_weights", p.plan.offloaded.size()},
+                {"decisions", p.plan.decisions},
+                {"plan", json::parse(plan_to_json(p.plan, g))}};
+  });
 }
 
 std::optional<double> best_fp16_matrix_tflops(const GpuProfile& p) {

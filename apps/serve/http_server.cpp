@@ -163,54 +163,6 @@ class DeadlineStream : public httplib::Stream {
 // bodies of one base64 string held about 3.9 copies each; bench/RESULTS.md, issue 56).
 constexpr int64_t kBodyCopies = 4;
 
-// Whether a head has the header `name` (lower case).
-bool has_header(std::string_view head, std::string_view name) {
-  size_t at = head.find("\r\n");
-  while (at != std::string_view::npos && at + 2 < head.size()) {
-    at += 2;
-    const size_t colon = head.find(':', at);
-    const size_t eol = head.find("\r\n", at);
-    if (colon != std::string_view::npos && colon < eol && colon - at == name.size()) {
-      bool same = true;
-      for (size_t i = 0; i < name.size() && same; ++i) {
-        same = std::tolower(static_cast<unsigned char>(head[at + i])) == name[i];
-      }
-      if (same) return true;
-    }
-    at = eol;
-  }
-  return false;
-}
-
-// Content-Length of a head, -1 when absent or unreadable (httplib then refuses it or reads chunks).
-int64_t content_length(std::string_view head) {
-  size_t at = 0;
-  while (at < head.size()) {
-    size_t eol = head.find("\r\n", at);
-    if (eol == std::string_view::npos) eol = head.size();
-    const std::string_view line = head.substr(at, eol - at);
-    at = eol + 2;
-    constexpr std::string_view kName = "content-length:";
-    if (line.size() <= kName.size()) continue;
-    bool match = true;
-    for (size_t i = 0; i < kName.size() && match; ++i) {
-      match = std::tolower(static_cast<unsigned char>(line[i])) == kName[i];
-    }
-    if (!match) continue;
-    int64_t v = 0;
-    bool digits = false;
-    for (char c : line.substr(kName.size())) {
-      if (c == ' ' || c == '\t') continue;
-      if (c < '0' || c > '9') return -1;
-      digits = true;
-      if (v > (int64_t{1} << 50)) return int64_t{1} << 50;  // absurd: over any limit
-      v = v * 10 + (c - '0');
-    }
-    return digits ? v : -1;
-  }
-  return -1;
-}
-
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -257,17 +209,22 @@ const char* reason(int status) {
 
 }  // namespace
 
-std::optional<std::string> framing_problem(std::string_view head) {
+Framing read_framing(std::string_view head) {
+  Framing f;
+  auto refused = [&f](std::string why) {
+    f.problem = std::move(why);
+    return f;
+  };
   for (size_t i = 0; i < head.size(); ++i) {
     if (head[i] == '\n' && (i == 0 || head[i - 1] != '\r')) {
-      return std::string("a line of the request's head ends in a bare LF; end every line with CRLF");
+      return refused("a line of the request's head ends in a bare LF; end every line with CRLF");
     }
     if (head[i] == '\r' && (i + 1 >= head.size() || head[i + 1] != '\n')) {
-      return std::string("the request's head holds a CR that does not end a line");
+      return refused("the request's head holds a CR that does not end a line");
     }
   }
   size_t at = head.find("\r\n");
-  if (at == std::string_view::npos) return std::string("the request's head does not end its request line");
+  if (at == std::string_view::npos) return refused("the request's head does not end its request line");
   const std::string_view line = head.substr(0, at);
   const std::string_view method = line.substr(0, line.find(' '));
   const std::string_view version = line.substr(line.rfind(' ') + 1);
@@ -281,50 +238,54 @@ std::optional<std::string> framing_problem(std::string_view head) {
     at = eol + 2;
     if (h.empty()) break;
     if (h.front() == ' ' || h.front() == '\t') {
-      return fmt::format("the header line \"{}\" continues the previous one (obsolete line folding); send each header "
+      return refused(fmt::format("the header line \"{}\" continues the previous one (obsolete line folding); send each header "
                          "on one line",
-                         quoted(h));
+                         quoted(h)));
     }
     const size_t colon = h.find(':');
     if (colon == std::string_view::npos || colon == 0) {
-      return fmt::format("the header line \"{}\" has no name and colon", quoted(h));
+      return refused(fmt::format("the header line \"{}\" has no name and colon", quoted(h)));
     }
     const std::string_view name = h.substr(0, colon);
     if (name.find_first_of(" \t") != std::string_view::npos) {
-      return fmt::format("the header name \"{}\" has white space before its colon; RFC 9112 refuses it", quoted(name));
+      return refused(fmt::format("the header name \"{}\" has white space before its colon; RFC 9112 refuses it",
+                                 quoted(name)));
     }
     const std::string_view value = trimmed(h.substr(colon + 1));
     if (iequals(name, "content-length")) {
       ++lengths;
       length = value;
       if (value.empty() || value.find_first_not_of("0123456789") != std::string_view::npos) {
-        return fmt::format("Content-Length: \"{}\" is not a number of bytes", quoted(value));
+        return refused(fmt::format("Content-Length: \"{}\" is not a number of bytes", quoted(value)));
       }
+      f.length = 0;
+      for (char d : value) f.length = std::min(f.length * 10 + (d - '0'), int64_t{1} << 50);  // past any limit
     } else if (iequals(name, "transfer-encoding")) {
       ++codings;
       coding = value;
     }
   }
-  if (lengths > 1) return fmt::format("the request has {} Content-Length headers; send one", lengths);
+  if (lengths > 1) return refused(fmt::format("the request has {} Content-Length headers; send one", lengths));
   if (codings > 0) {
     if (lengths > 0) {
-      return std::string("the request has both Content-Length and Transfer-Encoding, which a proxy and this server could "
-                         "frame differently (RFC 9112 6.1); send one of them");
+      return refused("the request has both Content-Length and Transfer-Encoding, which a proxy and this server could "
+                     "frame differently (RFC 9112 6.1); send one of them");
     }
     if (codings > 1 || !iequals(coding, "chunked")) {
-      return fmt::format("Transfer-Encoding: \"{}\" is not taken; send the body with a Content-Length, or with "
-                         "Transfer-Encoding: chunked alone",
-                         quoted(coding));
+      return refused(fmt::format("Transfer-Encoding: \"{}\" is not taken; send the body with a Content-Length, or "
+                                 "with Transfer-Encoding: chunked alone",
+                                 quoted(coding)));
     }
-    if (version == "HTTP/1.0") return std::string("an HTTP/1.0 request cannot be sent with Transfer-Encoding");
+    if (version == "HTTP/1.0") return refused("an HTTP/1.0 request cannot be sent with Transfer-Encoding");
+    f.chunked = true;
   }
   const bool bodyless = method == "GET" || method == "HEAD" || method == "OPTIONS" || method == "TRACE";
-  const bool body = codings > 0 || (lengths > 0 && length.find_first_not_of('0') != std::string_view::npos);
-  if (bodyless && body) {
-    return fmt::format("a {} request carries a body ({}); send {} without one", quoted(method),
-                       codings > 0 ? "Transfer-Encoding" : fmt::format("Content-Length: {}", length), quoted(method));
+  if (bodyless && (f.chunked || f.length > 0)) {
+    return refused(fmt::format("a {} request carries a body ({}); send {} without one", quoted(method),
+                               f.chunked ? "Transfer-Encoding" : fmt::format("Content-Length: {}", length),
+                               quoted(method)));
   }
-  return std::nullopt;
+  return f;
 }
 
 bool MemoryBudget::reserve(int64_t bytes, double wait_s) {
@@ -334,8 +295,7 @@ bool MemoryBudget::reserve(int64_t bytes, double wait_s) {
   // A reservation larger than the whole budget waits for an empty server, then takes it all.
   const int64_t need = std::min(bytes, max_);
   if (!cv_.wait_until(l, deadline, [&] { return used_.load() + need <= max_; })) return false;
-  const int64_t now = used_ += bytes;
-  if (now > peak_.load()) peak_ = now;
+  used_ += bytes;
   return true;
 }
 
@@ -592,8 +552,7 @@ GuardedServer::GuardedServer(ConnectionLimits limits,
       next_request_id_(std::move(next_request_id)),
       budget_(limits.memory_budget_bytes) {
   limits_.max_connections = std::max(1, limits_.max_connections);
-  const int threads =
-      limits_.connection_threads > 0 ? limits_.connection_threads : std::min(limits_.max_connections, 128);
+  const int threads = std::min(limits_.max_connections, 128);
   // Every open connection is a descriptor: the soft limit (often 1024) is raised toward the hard
   // one so the cap, not the descriptor table, decides who is refused.
   rlimit r{};
@@ -704,23 +663,23 @@ void GuardedServer::serve(std::unique_ptr<Connection> c) {
                                                                 limits_.max_header_bytes)});
       return finish(std::move(c), true);
     }
-    if (const auto problem = framing_problem(*head)) {
+    const Framing framing = read_framing(*head);
+    if (framing.problem) {
       ++stats_.bad_framing;
-      refuse(c->sock, 400, Error{ErrorCode::kInvalidArgument, *problem});
+      refuse(c->sock, 400, Error{ErrorCode::kInvalidArgument, *framing.problem});
       return finish(std::move(c), true);
     }
-    if (const int64_t length = content_length(*head); length > limits_.max_body_bytes) {
+    if (framing.length > limits_.max_body_bytes) {
       ++stats_.too_large;
       refuse(c->sock, 413, Error{ErrorCode::kLimit, fmt::format("the request body ({} bytes, its Content-Length) is over "
                                                                 "this server's limit of {} bytes (gpusim serve "
                                                                 "--max-body-mb)",
-                                                                length, limits_.max_body_bytes)});
+                                                                framing.length, limits_.max_body_bytes)});
       return finish(std::move(c), true);
     }
     // The memory the body will take, reserved before a byte of it is read: admission waits a
     // moment for other requests to finish, then refuses.
-    const int64_t length = content_length(*head);
-    const int64_t body = length >= 0 ? length : (has_header(*head, "transfer-encoding") ? limits_.max_body_bytes : 0);
+    const int64_t body = framing.chunked ? limits_.max_body_bytes : std::max<int64_t>(0, framing.length);
     Reservation held(&budget_);
     if (!held.add(kBodyCopies * body, 2.0)) {
       ++stats_.over_budget;

@@ -83,14 +83,13 @@ class MemoryBudget {
   bool reserve(int64_t bytes, double wait_s);
   void release(int64_t bytes);
   int64_t used() const { return used_.load(); }
-  int64_t peak() const { return peak_.load(); }
   int64_t max() const { return max_; }
 
  private:
   const int64_t max_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::atomic<int64_t> used_{0}, peak_{0};
+  std::atomic<int64_t> used_{0};
 };
 
 // Bytes held of a budget until it goes.
@@ -119,8 +118,7 @@ class Reservation {
 };
 
 struct ConnectionLimits {
-  int max_connections = 1024;  // open connections, waiting or served
-  int connection_threads = 0;  // threads serving heads that are in; 0: min(max_connections, 128)
+  int max_connections = 1024;  // open connections, waiting or served (min(this, 128) serve heads)
   int max_requests_per_connection = 100;
   double header_timeout_s = 10;
   double body_timeout_s = 60;
@@ -145,9 +143,14 @@ struct ConnectionStats {
   std::atomic<int64_t> over_budget{0};      // answered 503: the memory budget was held by others
 };
 
-// Why RFC 9112's framing rules refuse a request head (request line and headers through the blank
-// line), or nothing when it is sound.
-std::optional<std::string> framing_problem(std::string_view head);
+// A request head (request line and headers through the blank line) as RFC 9112 frames its body:
+// why the rules refuse it, or the body's Content-Length and whether it is chunked.
+struct Framing {
+  std::optional<std::string> problem;
+  int64_t length = -1;  // Content-Length (saturated past any limit), -1 when none is given
+  bool chunked = false;
+};
+Framing read_framing(std::string_view head);
 
 // Set by a route for the request it is answering: close the connection after this answer (an
 // early refusal leaves the body unread, so the connection cannot carry another request).

@@ -109,9 +109,7 @@ inline bool resolves_inside(const std::filesystem::path& dir, const std::filesys
   const std::filesystem::path d = std::filesystem::canonical(dir.empty() ? std::filesystem::path(".") : dir, e1);
   const std::filesystem::path f = std::filesystem::canonical(file, e2);
   if (e1 || e2) return false;
-  auto [di, fi] = std::mismatch(d.begin(), d.end(), f.begin(), f.end());
-  (void)fi;
-  return di == d.end();
+  return std::mismatch(d.begin(), d.end(), f.begin(), f.end()).first == d.end();
 }
 
 }  // namespace gpusim::base
