@@ -221,6 +221,7 @@ std::string profile_document(const GpuProfile& p) {
   j["architecture"] = p.architecture;
   j["path"] = p.source_path;
   j["extends_chain"] = p.extends_chain;
+  j["family"] = p.family;
   const ComputeSpec& c = p.compute;
   json vec = json::object();
   for (const auto& [prec, tflops] : c.vector_tflops) vec[std::string(precision_name(prec))] = tflops;

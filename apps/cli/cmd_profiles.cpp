@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "common.h"
 #include "gpusim/gpusim.h"
+#include "hw/atomic_file.h"
 
 namespace gpusim::cli {
 namespace {
@@ -78,6 +79,7 @@ void print_show(const GpuProfile& p) {
   fmt::print("  {:<28} {}\n", "extends",
              p.extends_chain.empty() ? std::string("(nothing)")
                                      : fmt::format("{} -> {}", p.name, fmt::join(p.extends_chain, " -> ")));
+  fmt::print("  {:<28} {}\n", "family", p.family.empty() ? std::string("(none)") : p.family);
 
   const ComputeSpec& c = p.compute;
   fmt::print("\ncompute\n");
@@ -271,6 +273,149 @@ void add_profiles(CLI::App& app, int& rc) {
     } else {
       print_show(*p);
     }
+    rc = 0;
+  });
+
+  auto* families = cmd->add_subcommand("families", "The architecture families (gpu_profiles/families/): what a unit "
+                                                   "retires per clock in each precision, for `profiles new --like`");
+  families->callback([dirs, &rc] {
+    const auto d = dirs();
+    if (!d) return;
+    const std::vector<std::string> names = list_families(d->profile_dirs());
+    if (names.empty()) {
+      fmt::print(stderr, "{}no families found (searched families/ in {})\n", kPrefix, fmt::join(d->profile_dirs(), ", "));
+      rc = 1;
+      return;
+    }
+    rc = 0;
+    for (const std::string& n : names) {
+      auto f = load_family(n, d->profile_dirs());
+      if (!f) {
+        fmt::print("{:<26} INVALID  {}\n", n, say(f.error()));
+        rc = 1;
+        continue;
+      }
+      std::vector<std::string> vec, mat;
+      for (const auto& [prec, rate] : f->vector_per_clock) vec.push_back(fmt::format("{} {}", precision_name(prec), rate));
+      for (const MatrixPeak& m : f->matrix_per_clock) {
+        mat.push_back(fmt::format("{}/{} {}", precision_name(m.input), precision_name(m.accumulate), m.tflops));
+      }
+      fmt::print("{:<26} {:<7} {}\n", n, f->vendor, f->architecture);
+      fmt::print("{:<26} vector FLOP/clock/unit: {}\n", "", fmt::join(vec, ", "));
+      if (!mat.empty()) fmt::print("{:<26} matrix FLOP/clock/unit: {}\n", "", fmt::join(mat, ", "));
+    }
+  });
+
+  struct NewArgs {
+    NewProfile spec;
+    std::string like, pcie, out;
+    bool unified = false, force = false;
+  };
+  auto na = std::make_shared<NewArgs>();
+  auto* make = cmd->add_subcommand(
+      "new", "Write a profile from a spec sheet's numbers, the rest from an architecture family: peaks = units x rate "
+             "per clock x boost clock (`profiles families` lists the families)");
+  make->add_option("name", na->spec.name, "The profile's name (lower case, words joined by '-': nvidia-rtx-4080)")->required();
+  make->add_option("--like", na->like, "A family (nvidia-ada-geforce), or a profile whose family to use")->required();
+  make->add_option("--units", na->spec.units, "SMs / CUs / Xe-cores / GPU cores")->required();
+  make->add_option("--boost-mhz", na->spec.boost_clock_mhz, "Boost clock, MHz (the clock peaks are quoted at)")->required();
+  make->add_option("--base-mhz", na->spec.base_clock_mhz, "Base clock, MHz");
+  make->add_option("--memory-gb", na->spec.memory_gb, "Device memory, GB")->required();
+  make->add_option("--bandwidth-gbps", na->spec.bandwidth_gbps, "Memory bandwidth, GB/s")->required();
+  make->add_option("--bus-bits", na->spec.bus_width_bits, "Memory bus width, bits");
+  make->add_option("--memory-type", na->spec.memory_type, "GDDR6X, HBM3, LPDDR5 ...");
+  make->add_option("--l2-mb", na->spec.l2_mb, "L2 cache, MB")->required();
+  make->add_option("--last-level-cache-mb", na->spec.last_level_cache_mb, "AMD Infinity Cache or Apple SLC, MB");
+  make->add_option("--tdp-w", na->spec.tdp_w, "Board power, W")->required();
+  make->add_option("--idle-w", na->spec.idle_w, "Idle board power, W (default: the family's fraction of TDP)");
+  make->add_option("--pcie", na->pcie, "PCIe link as GENxLANES: 4x16 (default: the family's host link)");
+  make->add_flag("--unified", na->unified, "Unified memory with the host (an SoC): no host copies");
+  make->add_option("--display-name", na->spec.display_name, "The card's full name");
+  make->add_option("--architecture", na->spec.architecture, "Chip and architecture (default: the family's)");
+  make->add_option("--device-name", na->spec.device_names, "A name drivers report for the card (repeatable)");
+  make->add_option("--source", na->spec.source, "Where the numbers come from: a URL or a datasheet");
+  make->add_option("-o,--out", na->out, "File to write (default: NAME.yaml here)");
+  make->add_flag("--force", na->force, "Overwrite the file if it exists");
+  make->callback([na, dirs, &rc] {
+    const auto d = dirs();
+    if (!d) return;
+    NewProfile spec = na->spec;
+    const std::vector<std::string>& search = d->profile_dirs();
+    // --like: a family, else a profile's family.
+    const std::vector<std::string> fams = list_families(search);
+    if (std::find(fams.begin(), fams.end(), na->like) != fams.end()) {
+      spec.family = na->like;
+    } else if (auto p = d->gpu(na->like); p && !p->family.empty()) {
+      spec.family = p->family;
+    } else {
+      fmt::print(stderr, "{}--like {}: {}; families: {}\n", kPrefix, na->like,
+                 p ? fmt::format("profile {} names no family", p->name) : std::string("no family or profile of that name"),
+                 fmt::join(fams, ", "));
+      rc = 2;
+      return;
+    }
+    if (na->unified && !na->pcie.empty()) {
+      fmt::print(stderr, "{}--unified and --pcie {}: give one of them\n", kPrefix, na->pcie);
+      rc = 2;
+      return;
+    }
+    if (na->unified) spec.host_link = "unified";
+    if (!na->pcie.empty()) {
+      int gen = 0, lanes = 0;
+      char x = 0, extra = 0;
+      if (std::sscanf(na->pcie.c_str(), "%d%c%d%c", &gen, &x, &lanes, &extra) != 3 || (x != 'x' && x != 'X')) {
+        fmt::print(stderr, "{}--pcie {}: expected GENxLANES, such as 4x16 (PCIe 4.0, 16 lanes)\n", kPrefix, na->pcie);
+        rc = 2;
+        return;
+      }
+      spec.host_link = "pcie";
+      spec.pcie_generation = gen;
+      spec.pcie_lanes = lanes;
+    }
+    if (spec.source.empty()) {
+      spec.source = "stated to `gpusim profiles new` without a source (give --source with the datasheet or URL)";
+    }
+    auto text = new_profile_yaml(spec, search);
+    if (!text) {
+      const std::string why = say(text.error());
+      fmt::print(stderr, "{}{}{}\n", kPrefix, why,
+                 why.find("host_link: missing") != std::string::npos
+                     ? fmt::format("\n{}family {} has no host link: give --pcie GENxLANES or --unified", kPrefix, spec.family)
+                     : std::string());
+      rc = 1;
+      return;
+    }
+    const std::string path = na->out.empty() ? spec.name + ".yaml" : na->out;
+    if (std::filesystem::path(path).stem() != spec.name) {
+      fmt::print(stderr, "{}--out {}: a profile's file is named for it; write {}.yaml\n", kPrefix, path, spec.name);
+      rc = 2;
+      return;
+    }
+    std::error_code ec;
+    if (!na->force && std::filesystem::exists(path, ec)) {
+      fmt::print(stderr, "{}{} exists; give --force to overwrite it, or --out another path\n", kPrefix, path);
+      rc = 1;
+      return;
+    }
+    if (auto st = write_file_atomic(path, "# written by gpusim profiles new; the figures not stated here come from family " +
+                                            spec.family + "\n" + *text);
+        !st) {
+      fmt::print(stderr, "{}{}\n", kPrefix, say(st.error()));
+      rc = 1;
+      return;
+    }
+    auto p = load_profile(path, search);
+    if (!p) {
+      fmt::print(stderr, "{}{}\n", kPrefix, say(p.error()));
+      rc = 1;
+      return;
+    }
+    const auto m = best_fp16_matrix_tflops(*p);
+    fmt::print("wrote {}: {} units at {} MHz, FP32 {} TFLOPS, FP16 matrix {}, {} GB at {} GB/s (family {})\n", path,
+               p->compute.units, num(p->compute.boost_clock_mhz), num(p->vector_tflops(Precision::kFp32)),
+               m ? num(*m) + " TFLOPS" : std::string("none"), num(p->memory.dram.size_gb), num(p->memory.dram.bandwidth_gbps),
+               spec.family);
+    fmt::print("use it as --gpu {}, or put it in a folder given by --dir or $GPUSIM_PROFILE_PATH\n", path);
     rc = 0;
   });
 

@@ -12,20 +12,21 @@
 
 namespace gpusim {
 
-// Levenshtein distance: insertions, deletions and substitutions, one each.
+// Edit distance with adjacent transpositions (optimal string alignment): insertions, deletions,
+// substitutions and swaps of two neighbours, one each ("3600" is one edit from "3060").
 inline size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  std::vector<size_t> before(b.size() + 1), prev(b.size() + 1), row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
     row[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
+      row[j] = std::min({prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) row[j] = std::min(row[j], before[j - 2] + 1);
     }
+    std::swap(before, prev);
+    std::swap(prev, row);
   }
-  return row[b.size()];
+  return prev[b.size()];
 }
 
 // The `k` candidates closest to `name` (ties in the candidates' order), at most `max_distance`

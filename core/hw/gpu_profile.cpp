@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "base/closest.h"
@@ -110,7 +111,11 @@ std::optional<GpuProfile> profile_for_device(const std::string& device_name, con
     }
     if (rank == 0 && !disp.empty() && dev.find(disp) != std::string::npos) rank = 1;
     if (rank == 0) continue;
-    const bool longer = disp.size() > best_len || (disp.size() == best_len && calibrated && !best->calibrated);
+    // On a tie: the calibrated profile, then the chip's full configuration ("Apple M3 Max" names the
+    // 30- and the 40-core GPU; Metal does not say which).
+    const bool longer = disp.size() > best_len ||
+                        (disp.size() == best_len && ((calibrated && !best->calibrated) ||
+                                                     (calibrated == best->calibrated.has_value() && p->compute.units > best->compute.units)));
     const bool better = rank > best_rank || (rank == best_rank && longer);
     if (better) {
       best = *p;
@@ -140,6 +145,10 @@ std::vector<ProfileEntry> list_profiles(const std::vector<std::string>& dirs, st
     for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
       std::error_code fe;
       const fs::directory_entry& e = *it;
+      if (it.depth() == 0 && e.path().filename() == "families" && e.is_directory(fe)) {
+        it.disable_recursion_pending();  // architecture families, not profiles (list_families)
+        continue;
+      }
       if (e.is_regular_file(fe) && e.path().extension() == ".yaml" && !e.path().stem().string().starts_with("_")) {
         here.push_back({e.path().stem().string(), e.path().string()});
       }
@@ -157,6 +166,19 @@ std::vector<ProfileEntry> list_profiles(const std::vector<std::string>& dirs, st
   return out;
 }
 
+std::vector<std::string> list_families(const std::vector<std::string>& dirs) {
+  namespace fs = std::filesystem;
+  std::set<std::string> names;
+  for (const std::string& d : dirs) {
+    std::error_code ec;
+    for (fs::directory_iterator it(fs::path(d) / "families", ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      std::error_code fe;
+      if (it->is_regular_file(fe) && it->path().extension() == ".yaml") names.insert(it->path().stem().string());
+    }
+  }
+  return {names.begin(), names.end()};
+}
+
 std::vector<std::string> profile_dir_warnings(const std::vector<std::string>& dirs) {
   std::vector<std::string> w;
   (void)list_profiles(dirs, &w);
@@ -169,7 +191,8 @@ namespace {
 std::vector<std::string> name_tokens(const std::string& s) {
   std::vector<std::string> out(1);
   for (const char ch : s) {
-    if (ch == ' ' || ch == '-' || ch == '_' || ch == '/' || ch == '\t') {
+    if (ch == ' ' || ch == '-' || ch == '_' || ch == '/' || ch == '\t' || ch == '(' || ch == ')' || ch == ',' ||
+        ch == '[' || ch == ']' || ch == ':' || ch == ';') {
       if (!out.back().empty()) out.emplace_back();
     } else {
       out.back() += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -212,11 +235,34 @@ Result<GpuProfile> find_profile(const std::string& name_or_path, const std::vect
   const std::vector<std::string> want = name_tokens(name_or_path);
   // Tiers, best first: the whole id or display name; the id without its vendor word ("v100" is
   // nvidia-v100, not also nvidia-v100-pcie-32gb); a run of words.
-  std::vector<const ProfileEntry*> exact, vendorless, partial;
+  std::vector<const ProfileEntry*> exact, vendorless, partial, inside, device;
+  std::map<const ProfileEntry*, int> units;  // of the profiles a device name names
+  size_t inside_len = 0;  // the longest name found inside the query wins that tier
   for (const ProfileEntry& e : entries) {
     const std::vector<std::string> id = name_tokens(e.name);
     std::vector<std::string> disp;
-    if (auto p = load_profile(e.path, dirs)) disp = name_tokens(p->display_name);
+    std::vector<std::vector<std::string>> devices;
+    if (auto p = load_profile(e.path, dirs)) {
+      disp = name_tokens(p->display_name);
+      for (const std::string& d : p->device_names) devices.push_back(name_tokens(d));
+      units[&e] = p->compute.units;
+    }
+    // The name a driver reports ("Apple M1 Max"; Metal does not say how many GPU cores).
+    if (!want.empty() && std::find(devices.begin(), devices.end(), want) != devices.end()) device.push_back(&e);
+    // A name as a tool prints it, with more around it ("AMD Radeon RX 7900 XTX (RADV NAVI31)",
+    // "NVIDIA GeForce RTX 4090, 550.54"): the longest display or device name inside it.
+    for (const auto& n : devices) {
+      if (n.size() >= 2 && has_token_run(want, n) && n.size() >= inside_len) {
+        if (n.size() > inside_len) inside.clear();
+        if (inside.empty() || inside.back() != &e) inside.push_back(&e);
+        inside_len = n.size();
+      }
+    }
+    if (disp.size() >= 2 && has_token_run(want, disp) && disp.size() >= inside_len) {
+      if (disp.size() > inside_len) inside.clear();
+      if (inside.empty() || inside.back() != &e) inside.push_back(&e);
+      inside_len = disp.size();
+    }
     if (!want.empty() && (want == id || want == disp)) {
       exact.push_back(&e);
     } else if (!want.empty() && id.size() == want.size() + 1 && std::equal(want.begin(), want.end(), id.begin() + 1)) {
@@ -225,7 +271,53 @@ Result<GpuProfile> find_profile(const std::string& name_or_path, const std::vect
       partial.push_back(&e);
     }
   }
-  const std::vector<const ProfileEntry*>& hits = !exact.empty() ? exact : !vendorless.empty() ? vendorless : partial;
+  // A device name several profiles list is one chip in several configurations: the full one (the
+  // most units) is taken, and the profile says so among its assumptions.
+  if (exact.empty() && device.size() > 1) {
+    const ProfileEntry* full = device.front();
+    bool tie = false;
+    for (const ProfileEntry* e : device) {
+      if (units[e] > units[full]) {
+        full = e;
+        tie = false;
+      } else if (e != full && units[e] == units[full]) {
+        tie = true;
+      }
+    }
+    if (!tie) {
+      auto p = load_profile(full->path, dirs);
+      if (p) {
+        std::vector<std::string> others;
+        for (const ProfileEntry* e : device) {
+          if (e != full) others.push_back(e->name);
+        }
+        p->assumptions.push_back("\"" + name_or_path + "\" is the device name of " + std::to_string(device.size()) +
+                                 " profiles: the full configuration, " + full->name + " (" + std::to_string(units[full]) +
+                                 " units), was taken; name " + joined(others) + " for the other" +
+                                 (others.size() > 1 ? "s" : ""));
+      }
+      return p;
+    }
+  }
+  if (exact.empty() && device.size() == 1) return load_profile(device.front()->path, dirs);
+  std::vector<const ProfileEntry*> hits = !exact.empty()      ? exact
+                                          : !vendorless.empty() ? vendorless
+                                          : !partial.empty()    ? partial
+                                                                : inside;
+  // Words of the id beyond the query's: "3060" is the RTX 3060 (one word more, rtx) rather than the
+  // RTX 3060 Ti (two); a tie stays ambiguous ("a100": the 40 and 80 GB cards).
+  if (hits.size() > 1 && hits == partial) {
+    const auto extra = [&](const ProfileEntry* e) {
+      return static_cast<long>(name_tokens(e->name).size()) - static_cast<long>(want.size());
+    };
+    long fewest = extra(hits.front());
+    for (const ProfileEntry* e : hits) fewest = std::min(fewest, extra(e));
+    std::vector<const ProfileEntry*> best;
+    for (const ProfileEntry* e : hits) {
+      if (extra(e) == fewest) best.push_back(e);
+    }
+    if (best.size() == 1) hits = best;
+  }
   if (hits.size() == 1) return load_profile(hits.front()->path, dirs);
   const std::string tail = " (or pass a path to a .yaml file; `gpusim profiles list` shows all " +
                            std::to_string(entries.size()) + ")";
@@ -243,7 +335,9 @@ Result<GpuProfile> find_profile(const std::string& name_or_path, const std::vect
   for (const ProfileEntry& e : entries) ids.push_back(e.name);
   const std::vector<std::string> close = closest_names(flat, ids, 3);
   return make_error(ErrorCode::kNotFound,
-                    "no GPU profile named \"" + name_or_path + "\"; closest: " + joined(close) + tail);
+                    "no GPU profile named \"" + name_or_path + "\"; closest: " + joined(close) + tail +
+                        "; for a card without a profile, `gpusim profiles new` writes one from its spec sheet's "
+                        "numbers and an architecture family (`gpusim profiles families` lists them)");
 }
 
 }  // namespace gpusim

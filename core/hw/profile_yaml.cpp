@@ -17,6 +17,7 @@
 
 #include "gpusim/gpu_profile.h"
 
+#include "base/closest.h"
 #include "base/files.h"
 
 namespace gpusim {
@@ -80,6 +81,7 @@ const Spec& schema() {
         oneof("vendor", {"nvidia", "amd", "intel", "apple", "cpu"}, true),
         str("architecture", true),
         str("extends"),
+        str("family"),  // read (and removed) before the check: named here for the list of allowed keys
         map("compute",
             {integer("units", 1, 1024, true), num("boost_clock_mhz", 100, 5000, true),
              num("base_clock_mhz", 100, 5000), num("sustained_clock_mhz", 100, 5000),
@@ -687,14 +689,365 @@ void rescale_inherited_peaks(const YAML::Node& base, const YAML::Node& child, YA
   }
 }
 
+// ---- Families ----------------------------------------------------------------------------------
+// A family (gpu_profiles/families/<name>.yaml, schema gpusim.family/1) holds what every chip of an
+// architecture shares: per-unit resources, what a unit retires per clock in each precision, cache
+// latencies in cycles, launch figures. A card that names it (`family:`) gives its datasheet numbers
+// (units, clocks, memory, L2, power); its peaks are derived as units x rate per clock x boost clock.
+
+// The schema of a family file. `required` holds for the family with its parents merged; each file
+// alone is checked with nothing required.
+const Spec& family_schema() {
+  static const Spec s = [] {
+    const Spec& profile = schema();
+    const auto child = [](const Spec& m, const std::string& k) {
+      for (const Spec& c : m.children) {
+        if (c.key == k) return c;
+      }
+      return Spec{};
+    };
+    Spec compute = child(profile, "compute");
+    std::vector<Spec> resources;
+    for (Spec c : compute.children) {
+      static const std::set<std::string> kCardOnly = {"units", "boost_clock_mhz", "base_clock_mhz", "sustained_clock_mhz",
+                                                      "vector_tflops", "matrix_tflops", "shared_memory_bandwidth_gbps"};
+      if (kCardOnly.count(c.key)) continue;
+      c.required = false;
+      resources.push_back(c);
+    }
+    compute.children = resources;
+    compute.required = false;
+    std::vector<Spec> vector;
+    for (const auto& p : kVectorPrecisions) vector.push_back(physical(p, 1e-3, 1e6));
+    Spec matrix = {"matrix", Kind::kList, 0, 0, false, false, {},
+                   {oneof("dtype", kMatrixInputs, true), oneof("accumulate", kAccumulates, true),
+                    physical("per_clock", 1e-3, 1e7, true)}};
+    Spec rates = map("rates", {map("vector", vector, true), matrix, physical("shared_memory_bytes_per_clock", 1, 1e4),
+                               physical("l1_latency_cycles", 1, 1e5), physical("l2_latency_cycles", 1, 1e6),
+                               num("idle_fraction", 0, 1, false, true)},
+                     true);
+    Spec memory = map("memory", {map("dram", {str("type"), physical("latency_ns", 1, 1e5)}),
+                                 map("l1", {physical("size_per_unit_kb", 1, 1e4)})});
+    Spec host = child(profile, "host_link");
+    host.required = false;
+    return map("", {oneof("schema", {"gpusim.family/1"}, true), str("name", true), str("extends"),
+                    oneof("vendor", {"nvidia", "amd", "intel", "apple", "cpu"}, true), str("architecture", true),
+                    compute, rates, memory, host, child(profile, "launch"),
+                    {"sources", Kind::kStrMap, 0, 0, false, true, {}, {}}});
+  }();
+  return s;
+}
+
+Spec without_required(Spec s) {
+  s.required = false;
+  for (Spec& c : s.children) c = without_required(c);
+  return s;
+}
+
+// The family file for `name`: <dir>/families/<name>.yaml, the first dir that has one.
+std::string family_file(const std::string& name, const std::vector<std::string>& dirs) {
+  if (name.empty() || name.find_first_of("/\\") != std::string::npos || name.starts_with(".")) return "";
+  for (const std::string& d : dirs) {
+    const fs::path f = fs::path(d) / "families" / (name + ".yaml");
+    std::error_code ec;
+    if (fs::is_regular_file(f, ec)) return f.string();
+  }
+  return "";
+}
+
+// The source a family gives for `path` (or the nearest prefix of it).
+std::string source_of(const YAML::Node& sources, std::string path) {
+  for (;;) {
+    if (sources.IsMap() && sources[path] && sources[path].IsScalar()) return sources[path].Scalar();
+    const auto cut = path.find_last_of(".[");
+    if (cut == std::string::npos) return "";
+    path = path.substr(0, cut);
+  }
+}
+
+// n[key] when n is a mapping that has it, else an undefined node (false, and safe to ask anything):
+// a const node's missing key is an invalid node that throws when asked more than whether it is.
+YAML::Node at(const YAML::Node& n, const std::string& key) {
+  if (n.IsMap() && n[key]) return n[key];
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
+// Merges a family's `rates.matrix` lists by (dtype, accumulate): the child's entry replaces its
+// parent's, the rest are kept.
+YAML::Node merge_rate_lists(const YAML::Node& base, const YAML::Node& over) {
+  if (!base.IsSequence() || !over.IsSequence()) return YAML::Clone(over);
+  YAML::Node out = YAML::Clone(over);
+  const auto key = [](const YAML::Node& e) {
+    return e.IsMap() && e["dtype"].IsScalar() && e["accumulate"].IsScalar() ? e["dtype"].Scalar() + "/" + e["accumulate"].Scalar()
+                                                                              : std::string();
+  };
+  for (const auto& b : base) {
+    bool replaced = false;
+    for (const auto& o : over) replaced = replaced || (!key(b).empty() && key(b) == key(o));
+    if (!replaced) out.push_back(YAML::Clone(b));
+  }
+  return out;
+}
+
+// A family with its `extends:` parents merged and checked.
+Result<YAML::Node> load_family_node(const std::string& name, const std::vector<std::string>& dirs, const std::string& from,
+                               std::vector<std::string>& chain) {
+  const std::string file = family_file(name, dirs);
+  if (file.empty()) {
+    std::vector<std::string> known = list_families(dirs);
+    const std::vector<std::string> close = closest_names(name, known, 3);
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: family: \"{}\" is not a known family (searched families/ in {}); {}", from,
+                                  name.substr(0, 64), fmt::join(dirs, ", "),
+                                  known.empty() ? std::string("no families found")
+                                                : fmt::format("closest: {} (`gpusim profiles families` lists all {})",
+                                                              fmt::join(close, ", "), known.size())));
+  }
+  if (std::find(chain.begin(), chain.end(), name) != chain.end()) {
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: extends: \"{}\" forms a cycle ({} -> {}); remove one "
+                                                               "of the extends",
+                                                               file, name, fmt::join(chain, " -> "), name));
+  }
+  if (chain.size() > kMaxExtends) {
+    return make_error(ErrorCode::kLimit, fmt::format("{}: extends: a chain of more than {} families", file, kMaxExtends));
+  }
+  chain.push_back(name);
+  auto node = read_yaml(file);
+  if (!node) return node.error();
+  {
+    Validator alone(file);
+    alone.collect(*node, without_required(family_schema()), "");
+    if ((*node)["name"] && (*node)["name"].IsScalar() && (*node)["name"].Scalar() != name) {
+      alone.fail("name", fmt::format("\"{}\" does not match the file name \"{}\"; rename one of them",
+                                     (*node)["name"].Scalar(), name));
+    }
+    if (auto st = alone.result(); !st) return st.error();
+  }
+  YAML::Node merged = *node;
+  if ((*node)["extends"]) {
+    auto parent = load_family_node((*node)["extends"].Scalar(), dirs, file, chain);
+    if (!parent) return parent.error();
+    YAML::Node rates_list = at(at(*node, "rates"), "matrix");
+    merged = merge(*parent, *node);
+    if (rates_list && (*parent)["rates"] && (*parent)["rates"]["matrix"]) {
+      merged["rates"]["matrix"] = merge_rate_lists((*parent)["rates"]["matrix"], rates_list);
+    }
+    merged.remove("extends");
+  }
+  Validator v(file);
+  v.collect(merged, family_schema(), "");
+  // Every figure of the family has a source, as in a profile.
+  if (merged["sources"].IsMap()) {
+    std::set<std::string> sources, paths;
+    for (const auto& kv : merged["sources"]) sources.insert(kv.first.Scalar());
+    std::vector<std::string> figures, unsourced;
+    for (const char* section : {"compute", "rates", "memory", "host_link", "launch"}) {
+      if (merged[section]) figure_paths(merged[section], section, figures, paths);
+    }
+    for (const std::string& f : figures) {
+      if (!covered(f, sources)) unsourced.push_back(f);
+    }
+    if (!unsourced.empty()) {
+      v.fail("sources", fmt::format("no source for {}; add a sources entry for it or for a prefix of it",
+                                    fmt::join(unsourced, ", ")));
+    }
+  }
+  if (auto st = v.result(); !st) return st.error();
+  return merged;
+}
+
+double round4(double v) { return std::round(v * 1e4) / 1e4; }
+
+
+// What a card inherits from its family: everything but the rates, the sources saying whose they are.
+YAML::Node family_base(const YAML::Node& family, const std::string& name) {
+  YAML::Node b(YAML::NodeType::Map);
+  b["vendor"] = YAML::Clone(family["vendor"]);
+  b["architecture"] = YAML::Clone(family["architecture"]);
+  for (const char* key : {"compute", "memory", "host_link", "launch"}) {
+    if (family[key]) b[key] = YAML::Clone(family[key]);
+  }
+  YAML::Node sources(YAML::NodeType::Map);
+  for (const auto& kv : family["sources"]) {
+    const std::string k = kv.first.Scalar();
+    if (!k.starts_with("rates")) sources[k] = fmt::format("{} (family {})", kv.second.Scalar(), name);
+  }
+  b["sources"] = sources;
+  return b;
+}
+
+// The figures a card derives from its family's rates where it does not state them: vector and
+// matrix peaks (units x rate x boost clock), shared-memory bandwidth, L1 and L2 latencies (cycles
+// at the boost clock), idle power (a fraction of TDP). Each gets a source with its formula.
+void derive_from_family(const YAML::Node& family, const std::string& name, const YAML::Node& card, YAML::Node& merged,
+                        std::vector<std::string>* derived) {
+  const YAML::Node cc = card["compute"].IsMap() ? card["compute"] : YAML::Node(YAML::NodeType::Map);
+  if (!merged["compute"].IsMap() || !merged["sources"].IsMap()) return;  // the schema check reports it
+  YAML::Node mc = merged["compute"];
+  const auto units = finite_number(at(mc, "units")), clock = finite_number(at(mc, "boost_clock_mhz"));
+  if (!units || !clock || *units <= 0 || *clock <= 0) return;
+  const YAML::Node rates = family["rates"];
+  YAML::Node sources = merged["sources"];
+  const YAML::Node fs = family["sources"];
+  std::vector<std::string> names;
+  const auto because = [&](double rate, const char* unit, const std::string& rate_path) {
+    return fmt::format("derived: {:g} units x {:g} {} x {:g} MHz (family {}: {})", *units, rate, unit, *clock, name,
+                       source_of(fs, rate_path));
+  };
+  if (at(rates, "vector").IsMap()) {
+    if (!at(mc, "vector_tflops").IsMap()) mc["vector_tflops"] = YAML::Node(YAML::NodeType::Map);
+    for (const auto& kv : rates["vector"]) {
+      const std::string d = kv.first.Scalar();
+      if (at(at(cc, "vector_tflops"), d)) continue;
+      const auto rate = finite_number(kv.second);
+      if (!rate) continue;
+      mc["vector_tflops"][d] = round4(*units * *rate * *clock * 1e-6);
+      sources["compute.vector_tflops." + d] = because(*rate, "FLOP/clock", "rates.vector." + d);
+      names.push_back("vector_tflops." + d);
+    }
+  }
+  if (at(rates, "matrix").IsSequence()) {
+    // The card's entries first, as it wrote them (its sources name them by index), then the
+    // family's for the (dtype, accumulate) pairs it does not state.
+    YAML::Node list(YAML::NodeType::Sequence);
+    std::set<std::string> stated;
+    if (at(cc, "matrix_tflops").IsSequence()) {
+      for (const auto& e : at(cc, "matrix_tflops")) {
+        list.push_back(YAML::Clone(e));
+        if (e.IsMap() && e["dtype"].IsScalar() && e["accumulate"].IsScalar()) {
+          stated.insert(e["dtype"].Scalar() + "/" + e["accumulate"].Scalar());
+        }
+      }
+    }
+    for (size_t i = 0; i < rates["matrix"].size(); ++i) {
+      const YAML::Node r = rates["matrix"][i];
+      const auto rate = finite_number(r["per_clock"]);
+      if (!rate || stated.count(r["dtype"].Scalar() + "/" + r["accumulate"].Scalar())) continue;
+      YAML::Node e(YAML::NodeType::Map);
+      e["dtype"] = r["dtype"].Scalar();
+      e["accumulate"] = r["accumulate"].Scalar();
+      e["tflops"] = round4(*units * *rate * *clock * 1e-6);
+      sources[fmt::format("compute.matrix_tflops[{}]", list.size())] =
+          because(*rate, "FLOP/clock", fmt::format("rates.matrix[{}]", i));
+      list.push_back(e);
+    }
+    if (list.size() > 0) {
+      mc["matrix_tflops"] = list;
+      if (list.size() > stated.size()) names.push_back("matrix_tflops");
+    }
+  }
+  if (const auto bytes = finite_number(at(rates, "shared_memory_bytes_per_clock")); bytes && !at(cc, "shared_memory_bandwidth_gbps")) {
+    mc["shared_memory_bandwidth_gbps"] = round4(*units * *bytes * *clock * 1e-3);
+    sources["compute.shared_memory_bandwidth_gbps"] = because(*bytes, "B/clock", "rates.shared_memory_bytes_per_clock");
+    names.push_back("shared_memory_bandwidth_gbps");
+  }
+  const YAML::Node cm = card["memory"].IsMap() ? card["memory"] : YAML::Node(YAML::NodeType::Map);
+  YAML::Node mm = merged["memory"];
+  for (const char* level : {"l1", "l2"}) {
+    const auto cycles = finite_number(at(rates, std::string(level) + "_latency_cycles"));
+    if (!cycles || !mm.IsMap() || !mm[level].IsMap() || at(at(cm, level), "latency_ns")) continue;
+    mm[level]["latency_ns"] = round4(*cycles * 1e3 / *clock);
+    sources[fmt::format("memory.{}.latency_ns", level)] =
+        fmt::format("derived: {:g} cycles at {:g} MHz (family {}: {})", *cycles, *clock, name,
+                    source_of(fs, std::string("rates.") + level + "_latency_cycles"));
+    names.push_back(std::string("memory.") + level + ".latency_ns");
+  }
+  if (const auto idle = finite_number(at(rates, "idle_fraction"));
+      idle && merged["power"].IsMap() && !at(merged["power"], "idle_w")) {
+    if (const auto tdp = finite_number(at(merged["power"], "tdp_w")); tdp && *tdp > 0) {
+      merged["power"]["idle_w"] = round4(*tdp * *idle);
+      sources["power.idle_w"] = fmt::format("derived: {:g} x TDP {:g} W (family {}: {})", *idle, *tdp, name,
+                                            source_of(fs, "rates.idle_fraction"));
+      names.push_back("power.idle_w");
+    }
+  }
+  if (derived != nullptr && !names.empty()) {
+    derived->push_back(fmt::format("{} derived from family {}'s rates per clock at {:g} units and {:g} MHz; state a "
+                                   "figure in the profile to override it",
+                                   fmt::join(names, ", "), name, *units, *clock));
+  }
+}
+
+// A card's stated peaks against its family's rates: a peak is units x rate per clock x boost clock,
+// within 2% (datasheets round). A figure off by more is a slip in the figure, the units or the clock.
+void check_peaks(const YAML::Node& family, const std::string& name, const YAML::Node& merged, Validator& v) {
+  const YAML::Node c = merged["compute"];
+  if (!c.IsMap() || v.flagged("compute.units") || v.flagged("compute.boost_clock_mhz")) return;
+  const auto units = finite_number(at(c, "units")), clock = finite_number(at(c, "boost_clock_mhz"));
+  if (!units || !clock) return;
+  const auto check = [&](const std::string& path, const YAML::Node& value, double rate) {
+    const auto stated = finite_number(value);
+    if (!stated || v.flagged(path)) return;
+    const double want = *units * rate * *clock * 1e-6;
+    if (std::abs(*stated / want - 1.0) <= 0.02) return;
+    v.fail(path, fmt::format("{} TFLOPS is not {:g} units x {:g} FLOP/clock (family {}) x {:g} MHz = {:.4g} TFLOPS; fix "
+                             "the figure, compute.units or compute.boost_clock_mhz, or leave the figure out to have "
+                             "it derived",
+                             value.Scalar(), *units, rate, name, *clock, want));
+  };
+  const YAML::Node rates = family["rates"];
+  if (at(c, "vector_tflops").IsMap() && at(rates, "vector").IsMap()) {
+    for (const auto& kv : c["vector_tflops"]) {
+      if (const auto rate = finite_number(at(rates["vector"], kv.first.Scalar()))) {
+        check("compute.vector_tflops." + kv.first.Scalar(), kv.second, *rate);
+      }
+    }
+  }
+  if (at(c, "matrix_tflops").IsSequence() && at(rates, "matrix").IsSequence()) {
+    for (size_t i = 0; i < c["matrix_tflops"].size(); ++i) {
+      const YAML::Node e = c["matrix_tflops"][i];
+      if (!e.IsMap() || !e["dtype"].IsScalar() || !e["accumulate"].IsScalar()) continue;
+      for (const auto& r : rates["matrix"]) {
+        if (r["dtype"].Scalar() != e["dtype"].Scalar() || r["accumulate"].Scalar() != e["accumulate"].Scalar()) continue;
+        if (const auto rate = finite_number(at(r, "per_clock"))) {
+          check(fmt::format("compute.matrix_tflops[{}].tflops", i), at(e, "tflops"), *rate);
+        }
+      }
+    }
+  }
+}
+
+// The family a profile (or the nearest of its parents) names, for the checks after the merge.
+struct FamilyUse {
+  std::string name;
+  YAML::Node node;
+};
+
 // `text`: the profile's YAML when it comes from memory (then `path` only names it in messages).
 // `derived` (may be null) hears of figures computed rather than inherited as written.
 Result<YAML::Node> load_merged(const std::string& path, const std::vector<std::string>& dirs,
                                std::vector<std::string>& chain, const std::string* text = nullptr,
-                               std::vector<std::string>* derived = nullptr) {
+                               std::vector<std::string>* derived = nullptr, FamilyUse* family = nullptr) {
   auto node = text != nullptr ? parse_yaml_text(*text, path) : read_yaml(path);
   if (!node) return node.error();
   if (chain.empty()) chain.push_back(fs::path(path).stem().string());
+  if ((*node)["family"]) {
+    if ((*node)["extends"]) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("{}: family: a profile takes its figures from a family or from the profile it "
+                                    "extends, not both; remove one of family and extends",
+                                    path));
+    }
+    if (!(*node)["family"].IsScalar()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("{}: family: is not a family name; expected the name of a file in "
+                                    "gpu_profiles/families/ (`gpusim profiles families` lists them)",
+                                    path));
+    }
+    const std::string name = (*node)["family"].Scalar();
+    std::vector<std::string> family_chain;
+    auto fam = load_family_node(name, dirs, path, family_chain);
+    if (!fam) return fam.error();
+    YAML::Node merged = merge(family_base(*fam, name), *node);
+    merged.remove("family");
+    try {
+      derive_from_family(*fam, name, *node, merged, derived);
+    } catch (const YAML::Exception&) {
+      // A shape the guards did not foresee: nothing is derived, and the schema check names the problem.
+    }
+    if (family != nullptr) *family = {name, *fam};
+    return merged;
+  }
   if (!(*node)["extends"]) return node;
   if (!(*node)["extends"].IsScalar()) {
     return make_error(ErrorCode::kInvalidArgument,
@@ -721,7 +1074,7 @@ Result<YAML::Node> load_merged(const std::string& path, const std::vector<std::s
                                   fmt::join(dirs, ", ")));
   }
   chain.push_back(parent);
-  auto base = load_merged(parent_path, dirs, chain, nullptr, derived);
+  auto base = load_merged(parent_path, dirs, chain, nullptr, derived, family);
   if (!base) return base.error();
   Validator parent_check(parent_path);
   parent_check.collect(*base, schema(), "");
@@ -758,7 +1111,8 @@ namespace {
 Result<GpuProfile> load_profile_from(const std::string& path, const std::vector<std::string>& dirs,
                                      const std::string* text) {
   std::vector<std::string> chain, derived;
-  auto y = load_merged(path, dirs, chain, text, &derived);
+  FamilyUse family;
+  auto y = load_merged(path, dirs, chain, text, &derived, &family);
   if (!y) return y.error();
   // Every problem at once: the schema, then the checks across fields (on the values that are
   // numbers; a value the schema refused is reported once, by the schema).
@@ -838,8 +1192,16 @@ Result<GpuProfile> load_profile_from(const std::string& path, const std::vector<
       }
     }
   }
+  if (!family.name.empty()) {
+    try {
+      check_peaks(family.node, family.name, *y, v);
+    } catch (const YAML::Exception&) {
+      // Shapes the schema refused are reported by it.
+    }
+  }
   if (auto st = v.result(); !st) return st.error();
   GpuProfile p = convert(*y);
+  p.family = family.name;
   // Efficiencies the profile does not set come from its vendor's fitted defaults, if any.
   auto defaults = load_vendor_efficiency(dirs);
   if (!defaults) return defaults.error();
@@ -875,6 +1237,99 @@ Result<GpuProfile> load_profile_from(const std::string& path, const std::vector<
 }
 
 }  // namespace
+
+Result<ProfileFamily> load_family(const std::string& name, const std::vector<std::string>& dirs) {
+  std::vector<std::string> chain;
+  auto node = load_family_node(name, dirs, "family", chain);
+  if (!node) return node.error();
+  ProfileFamily f;
+  f.name = name;
+  f.path = family_file(name, dirs);
+  f.vendor = (*node)["vendor"].Scalar();
+  f.architecture = (*node)["architecture"].Scalar();
+  f.extends_chain.assign(chain.begin() + 1, chain.end());
+  for (const auto& kv : (*node)["rates"]["vector"]) f.vector_per_clock[prec(kv.first)] = kv.second.as<double>();
+  if ((*node)["rates"]["matrix"]) {
+    for (const auto& m : (*node)["rates"]["matrix"]) {
+      f.matrix_per_clock.push_back({prec(m["dtype"]), prec(m["accumulate"]), m["per_clock"].as<double>()});
+    }
+  }
+  for (const auto& kv : (*node)["sources"]) f.sources[kv.first.Scalar()] = kv.second.Scalar();
+  return f;
+}
+
+Result<std::string> new_profile_yaml(const NewProfile& spec, const std::vector<std::string>& dirs) {
+  auto family = load_family(spec.family, dirs);
+  if (!family) return family.error();
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "schema" << YAML::Value << "gpusim.profile/1";
+  out << YAML::Key << "name" << YAML::Value << spec.name;
+  out << YAML::Key << "family" << YAML::Value << spec.family;
+  out << YAML::Key << "display_name" << YAML::Value << (spec.display_name.empty() ? spec.name : spec.display_name);
+  if (!spec.device_names.empty()) {
+    out << YAML::Key << "device_names" << YAML::Value << YAML::Flow << spec.device_names;
+  }
+  if (!spec.architecture.empty()) out << YAML::Key << "architecture" << YAML::Value << spec.architecture;
+  const auto number = [&](const char* key, double v) {
+    if (v > 0) out << YAML::Key << key << YAML::Value << fmt::format("{}", v);
+  };
+  std::vector<std::string> given;  // the sections the source covers
+  out << YAML::Key << "compute" << YAML::Value << YAML::BeginMap;
+  number("units", spec.units);
+  number("boost_clock_mhz", spec.boost_clock_mhz);
+  number("base_clock_mhz", spec.base_clock_mhz);
+  out << YAML::EndMap;
+  given.push_back("compute");
+  out << YAML::Key << "memory" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "dram" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  number("size_gb", spec.memory_gb);
+  number("bandwidth_gbps", spec.bandwidth_gbps);
+  number("bus_width_bits", spec.bus_width_bits);
+  if (!spec.memory_type.empty()) out << YAML::Key << "type" << YAML::Value << spec.memory_type;
+  out << YAML::EndMap;
+  given.push_back("memory.dram");
+  if (spec.l2_mb > 0) {
+    out << YAML::Key << "l2" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    number("size_mb", spec.l2_mb);
+    out << YAML::EndMap;
+    given.push_back("memory.l2");
+  }
+  if (spec.last_level_cache_mb > 0) {
+    out << YAML::Key << "infinity_cache" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    number("size_mb", spec.last_level_cache_mb);
+    out << YAML::EndMap;
+    given.push_back("memory.infinity_cache");
+  }
+  out << YAML::EndMap;
+  if (!spec.host_link.empty()) {
+    out << YAML::Key << "host_link" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "type" << YAML::Value << spec.host_link;
+    number("generation", spec.pcie_generation);
+    number("lanes", spec.pcie_lanes);
+    out << YAML::EndMap;
+    given.push_back("host_link");
+  }
+  if (spec.tdp_w > 0 || spec.idle_w > 0) {
+    out << YAML::Key << "power" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    number("tdp_w", spec.tdp_w);
+    number("idle_w", spec.idle_w);
+    out << YAML::EndMap;
+    if (spec.tdp_w > 0) given.push_back("power.tdp_w");
+    if (spec.idle_w > 0) given.push_back("power.idle_w");
+  }
+  out << YAML::Key << "sources" << YAML::Value << YAML::BeginMap;
+  const std::string source = spec.source.empty() ? std::string("stated by whoever wrote this profile (no source given)")
+                                                 : spec.source;
+  for (const std::string& g : given) out << YAML::Key << g << YAML::Value << YAML::DoubleQuoted << source;
+  out << YAML::EndMap;
+  out << YAML::EndMap;
+  std::string text = std::string(out.c_str()) + "\n";
+  // Checked as the file it will be: every figure in range, a host link, the peaks derivable.
+  auto loaded = load_profile_yaml(text, spec.name + ".yaml", dirs);
+  if (!loaded) return loaded.error();
+  return text;
+}
 
 std::string architecture_family(const GpuProfile& p) {
   std::string out;

@@ -177,6 +177,9 @@ struct GPUSIM_API GpuProfile {
   std::string architecture;
   std::string source_path;
   std::vector<std::string> extends_chain;  // parents, nearest first
+  // The family (gpu_profiles/families/<name>.yaml) the profile, or the nearest profile it extends,
+  // takes its shared figures and its rates per clock from; empty when none.
+  std::string family;
   ComputeSpec compute;
   MemorySpec memory;
   HostLinkSpec host_link;
@@ -260,7 +263,56 @@ GPUSIM_API std::string vendor_efficiency_to_yaml(const VendorEfficiency& e, cons
                                                  const std::string& how);
 GPUSIM_API std::string efficiency_yaml_with_measured_of(const std::string& path, const std::string& fitted);
 
-// Files in profile dirs whose name starts with '_' are not profiles.
+// An architecture family (gpu_profiles/families/<name>.yaml, schema gpusim.family/1): what every
+// chip of it shares. A profile that names it (`family: NAME`) states its datasheet numbers (units,
+// clocks, memory, L2, power) and gets the rest from the family, its peaks derived as units x rate
+// per clock x boost clock; a peak it states must agree with that within 2%.
+struct GPUSIM_API ProfileFamily {
+  std::string name;
+  std::string path;
+  std::string vendor;
+  std::string architecture;
+  std::vector<std::string> extends_chain;  // parent families, nearest first
+  std::map<Precision, double> vector_per_clock;  // FLOP a unit retires per clock
+  std::vector<MatrixPeak> matrix_per_clock;      // `tflops` holds FLOP per clock per unit
+  std::map<std::string, std::string> sources;
+};
+// Family names under <dir>/families/ of each dir, sorted (a name found twice: the first dir wins).
+GPUSIM_API std::vector<std::string> list_families(const std::vector<std::string>& dirs);
+// One family, its parents merged; errors name the file, the key and the value.
+GPUSIM_API Result<ProfileFamily> load_family(const std::string& name, const std::vector<std::string>& dirs);
+
+// A profile from the handful of numbers a spec sheet gives, the rest from a family
+// (`gpusim profiles new`). Numbers <= 0 and empty strings are left out of the document.
+struct GPUSIM_API NewProfile {
+  std::string name;          // the profile's id, and its file's stem
+  std::string family;        // gpu_profiles/families/<family>.yaml
+  std::string display_name;  // default: the name
+  std::string architecture;  // default: the family's
+  std::vector<std::string> device_names;
+  int units = 0;
+  double boost_clock_mhz = 0;
+  double base_clock_mhz = 0;
+  double memory_gb = 0;
+  double bandwidth_gbps = 0;
+  int bus_width_bits = 0;
+  std::string memory_type;
+  double l2_mb = 0;
+  double last_level_cache_mb = 0;  // AMD Infinity Cache, Apple SLC
+  double tdp_w = 0;
+  double idle_w = 0;  // default: the family's fraction of TDP
+  // "pcie" with generation and lanes, or "unified"; empty: the family's host link.
+  std::string host_link;
+  int pcie_generation = 0;
+  int pcie_lanes = 0;
+  std::string source;  // where the numbers come from (a URL, a datasheet); every figure given cites it
+};
+// The gpusim.profile/1 document for `spec`, checked by loading it (so a family unknown, a figure out
+// of range or a host link missing is an error naming it), or the loader's error.
+GPUSIM_API Result<std::string> new_profile_yaml(const NewProfile& spec, const std::vector<std::string>& dirs);
+
+// Files in profile dirs whose name starts with '_' are not profiles, nor are the files of a
+// `families` folder directly under a profile dir.
 struct GPUSIM_API ProfileEntry {
   std::string name;
   std::string path;

@@ -121,7 +121,7 @@ using gpusim::test::Run;
 using gpusim::test::run_gpusim;
 
 const char* kTopKeys =
-    "schema, name, display_name, device_names, vendor, architecture, extends, compute, memory, host_link, launch, "
+    "schema, name, display_name, device_names, vendor, architecture, extends, family, compute, memory, host_link, launch, "
     "power, "
     "efficiency, calibrated, sources";
 
@@ -431,7 +431,7 @@ TEST_CASE("a device gets its profile by the name its driver reports", "[profiles
   auto a10 = gpusim::profile_for_device("NVIDIA A10", dirs, true);
   REQUIRE(a10);
   CHECK(a10->name == "nvidia-a10");
-  CHECK_FALSE(gpusim::profile_for_device("NVIDIA H20", dirs, true));
+  CHECK_FALSE(gpusim::profile_for_device("NVIDIA GeForce GTX 980", dirs, true));
 }
 
 TEST_CASE("an enum value outside its set lists the allowed values", "[profiles][errors]") {
@@ -722,7 +722,8 @@ TEST_CASE("find_profile with an unknown name suggests the closest names", "[prof
   REQUIRE_FALSE(p.ok());
   CHECK(p.error().message ==
         "no GPU profile named \"nope-gpu\"; closest: fixture-gpu, fixture-gpu-2 (or pass a path to a .yaml "
-        "file; `gpusim profiles list` shows all 2)");
+        "file; `gpusim profiles list` shows all 2); for a card without a profile, `gpusim profiles new` writes one "
+        "from its spec sheet's numbers and an architecture family (`gpusim profiles families` lists them)");
   const auto none = gpusim::find_profile("nope-gpu", {fixture_dir()});
   REQUIRE_FALSE(none.ok());
   CHECK_THAT(none.error().message, Catch::Contains("known profiles: (none found)"));
@@ -1242,8 +1243,8 @@ TEST_CASE("an ambiguous GPU name lists what it matches and a misspelt one the cl
   const auto h100 = gpusim::find_profile("h100", dirs);
   REQUIRE_FALSE(h100.ok());
   CHECK(h100.error().code == gpusim::ErrorCode::kNotFound);
-  CHECK_THAT(h100.error().message, Catch::Contains("no GPU profile named \"h100\", and it matches 2 profiles: "
-                                                   "nvidia-h100-pcie, nvidia-h100-sxm; name one of them"));
+  CHECK_THAT(h100.error().message, Catch::Contains("no GPU profile named \"h100\", and it matches 3 profiles: "
+                                                   "nvidia-h100-nvl, nvidia-h100-pcie, nvidia-h100-sxm; name one of them"));
   const auto typo = gpusim::find_profile("nvidia-rtx-3600", dirs);
   REQUIRE_FALSE(typo.ok());
   CHECK_THAT(typo.error().message, Catch::Contains("no GPU profile named \"nvidia-rtx-3600\"; closest: nvidia-rtx-3060"));
