@@ -239,8 +239,9 @@ Result<LlmSpec> Session::llm_from_text(const std::string& text, const std::strin
 Result<GenerationPrediction> Session::generate(const LlmSpec& spec, const Target& target, GenerationOptions opts) const noexcept {
   return guarded("generate", [&]() -> Result<GenerationPrediction> {
     if (!opts.runtime && !opts.kernel_gap_us) {
-      const std::string backend = opts.backend.empty() ? default_llm_backend(target.gpu()) : opts.backend;
-      if (auto rt = find_runtime(llm_runtime_name(backend), runtime_dirs_)) opts.runtime = std::move(*rt);
+      auto backend = opts.backend.empty() ? Result<std::string>(default_llm_backend(target.gpu())) : llm_backend(opts.backend);
+      if (!backend) return backend.error();
+      if (auto rt = find_runtime(llm_runtime_name(*backend), runtime_dirs_)) opts.runtime = std::move(*rt);
     }
     return predict_generation(spec, target, opts);
   });

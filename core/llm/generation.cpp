@@ -28,6 +28,8 @@ constexpr double kKvBytes = 2.0;  // the KV cache is fp16 (llama.cpp's default c
 //    kernel per mul_mat); matrix-vector products are mul_mat_vec_q, larger ones mul_mat_q on the int8
 //    matrix units (integer dot products where the GPU has none). fp16 weights: cuBLAS with fp16
 //    accumulation, the activations converted to fp16 and the result back (a kernel each).
+//  - sycl: the CUDA code ported (q8_1 activations, mul_mat_vec_q); larger products dequantize to
+//    fp16 for a oneMKL/oneDNN GEMM (the cuBLAS path).
 //  - metal, vulkan: the shader unpacks the weights itself and multiplies in fp16/fp32.
 struct BackendTraits {
   bool quantize_activations = false;  // a q8_1 kernel before each quantized mul_mat
@@ -43,6 +45,12 @@ BackendTraits traits(const std::string& backend, const std::string& cuda_prompt)
     t.cublas_fp16 = true;
     t.int8_matmul = cuda_prompt != "cublas";
     t.dequantize_cublas = cuda_prompt == "cublas";
+  } else if (backend == "sycl") {
+    // ggml-sycl is the CUDA backend's code ported: q8_1 activations and mul_mat_vec_q for vectors;
+    // larger quantized products dequantize the weights to fp16 for a oneMKL/oneDNN GEMM.
+    t.quantize_activations = true;
+    t.cublas_fp16 = true;
+    t.dequantize_cublas = true;
   }
   return t;
 }
@@ -401,6 +409,38 @@ std::string default_llm_backend(const GpuProfile& gpu) {
 
 std::string llm_runtime_name(const std::string& backend) { return "llamacpp-" + backend; }
 
+Result<std::string> llm_backend(const std::string& printed) {
+  static const std::pair<const char*, const char*> kGpu[] = {
+      {"cuda", "cuda"}, {"rocm", "hip"}, {"hip", "hip"}, {"vulkan", "vulkan"}, {"metal", "metal"}, {"sycl", "sycl"}};
+  static const char* kCpu[] = {"cpu", "blas", "accelerate", "openblas", "mkl", "blis", "amx", "kleidiai"};
+  std::vector<std::string> parts(1);
+  for (const char ch : printed.substr(0, 256)) {
+    if (ch == ',' || ch == '+' || ch == ' ' || ch == '/') {
+      if (!parts.back().empty()) parts.emplace_back();
+    } else {
+      parts.back() += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    }
+  }
+  bool cpu = false;
+  for (const std::string& part : parts) {
+    for (const auto& [name, modelled] : kGpu) {
+      if (part == name) return std::string(modelled);
+    }
+    for (const char* c : kCpu) cpu = cpu || part == c;
+  }
+  const std::string shown = printed.substr(0, 64);
+  if (cpu) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("backend \"{}\" runs llama.cpp on the CPU, not on a GPU; gpusim models its GPU "
+                                  "backends: CUDA, ROCm (hip), Vulkan, Metal and SYCL",
+                                  shown));
+  }
+  return make_error(ErrorCode::kInvalidArgument,
+                    fmt::format("backend \"{}\" is not a llama.cpp backend gpusim models; expected cuda, hip (ROCm), "
+                                "vulkan, metal or sycl",
+                                shown));
+}
+
 Result<GenerationPrediction> predict_generation(const LlmSpec& spec, const Target& target, const GenerationOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   if (o.prompt < 0 || o.prompt > (int64_t{1} << 22)) {
@@ -434,11 +474,11 @@ Result<GenerationPrediction> predict_generation(const LlmSpec& spec, const Targe
                                     o.batch, o.ubatch, o.prompt + o.generate, spec.name, std::max(gemm, attention), cache));
       }
   }
-  const std::string backend = o.backend.empty() ? default_llm_backend(target.gpu()) : o.backend;
-  static const char* kBackends[] = {"cuda", "hip", "metal", "vulkan"};
-  if (std::find_if(std::begin(kBackends), std::end(kBackends), [&](const char* b) { return backend == b; }) == std::end(kBackends)) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("backend \"{}\" is not a llama.cpp backend gpusim models; expected cuda, hip, metal or vulkan", backend));
+  std::string backend = default_llm_backend(target.gpu());
+  if (!o.backend.empty()) {
+    auto named = llm_backend(o.backend);
+    if (!named) return named.error();
+    backend = *named;
   }
   auto weights = llm_weights(spec, o.weights);
   if (!weights) return weights.error();

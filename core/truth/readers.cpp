@@ -20,6 +20,7 @@
 
 #include "base/files.h"
 #include "base/json_text.h"
+#include "gpusim/llm.h"
 #include "gpusim/measurement.h"
 #include "sim/work_json.h"
 
@@ -645,8 +646,10 @@ Result<std::vector<Measurement>> read_llamacpp_csv(const std::string& path) {
     m.dims = {{pp ? "prompt" : "generate", tokens}};
     m.dtype = DType::kFloat16;
     m.gpu = llamacpp_gpu(get("gpu_norm").empty() ? get("gpu") : get("gpu_norm"));
-    std::string backend = get("backend");
-    for (char& c : backend) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    // As llama-bench prints it ("ROCm", "Metal,BLAS"): the backend gpusim models it by.
+    auto named = llm_backend(get("backend"));
+    if (!named) return make_error(ErrorCode::kParse, fmt::format("{}:{}: {}", path, lineno, named.error().message));
+    const std::string backend = *named;
     m.backend = backend;
     m.driver = get("build").empty() ? "llama.cpp" : "llama.cpp " + get("build");
     m.runtime = "llamacpp-" + backend;

@@ -191,6 +191,11 @@ GPUSIM_API Result<GenerationPrediction> predict_generation(const LlmSpec& spec, 
 // otherwise), and the runtime file that describes its launches ("llamacpp-cuda").
 GPUSIM_API std::string default_llm_backend(const GpuProfile& gpu);
 GPUSIM_API std::string llm_runtime_name(const std::string& backend);
+// A backend as llama-bench prints it ("CUDA", "ROCm", "Vulkan", "Metal,BLAS", "SYCL") or as a user
+// writes it, as the name gpusim models it by: cuda, hip (ROCm and HIP), vulkan, metal or sycl. A
+// list takes its GPU backend ("Metal,BLAS" -> metal); a CPU-only one ("CPU", "BLAS") or an unknown
+// name is an error saying which are modelled.
+GPUSIM_API Result<std::string> llm_backend(const std::string& printed);
 
 GPUSIM_API std::string generation_json(const GenerationPrediction& g);
 // gpusim.compare-generation/1: the same generation on several GPUs, a row each (time to first

@@ -269,7 +269,7 @@ TEST_CASE("generation options out of range are refused with the allowed values",
   o.backend = "opencl";
   auto be = predict_generation(spec, t, o);
   REQUIRE_FALSE(be);
-  CHECK_THAT(be.error().message, Catch::Contains("backend \"opencl\"") && Catch::Contains("cuda, hip, metal or vulkan"));
+  CHECK_THAT(be.error().message, Catch::Contains("backend \"opencl\"") && Catch::Contains("cuda, hip (ROCm), vulkan, metal or sycl"));
   o.backend = "";
   o.batch = 0;
   auto b = predict_generation(spec, t, o);
