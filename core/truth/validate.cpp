@@ -78,6 +78,10 @@ const Target* Targets::find(const std::string& gpu, const std::string& matched) 
     name = matched;  // the profile the run itself matched to the device (gpusim run --json's "gpu")
   } else if (auto jt = by_display_.find(normalized(gpu)); jt != by_display_.end()) {
     name = jt->second;
+  } else if (!opts_.profile_dirs.empty()) {
+    // A name as a tool printed it ("Radeon RX 7900 XTX" from rocm-smi, "NVIDIA GeForce RTX 4090,
+    // 550.54" from nvidia-smi): the profile find_profile resolves it to, when it names one alone.
+    if (auto p = find_profile(gpu, opts_.profile_dirs); p && loaded_.count(p->name)) name = p->name;
   }
   auto lt = loaded_.find(name);
   if (name.empty() || lt == loaded_.end()) {
