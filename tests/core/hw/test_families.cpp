@@ -3,6 +3,7 @@
 // and `profiles families`, and names as tools print them resolving to profiles.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -247,6 +248,32 @@ TEST_CASE("names as tools print them resolve to their profiles", "[profiles][fam
   REQUIRE_FALSE(none.ok());
   CHECK(none.error().message.find("closest: ") != std::string::npos);
   CHECK(none.error().message.find("`gpusim profiles new` writes one from its spec sheet's numbers") != std::string::npos);
+}
+
+TEST_CASE("the device names of the cards without a profile before issue 52 resolve", "[profiles][families]") {
+  // tests/data/profiles/device-names.txt: the cards issue 52 lists, as nvidia-smi, rocm-smi, SYCL and
+  // Metal print them. A chip Metal names without its GPU cores takes its full configuration and
+  // says so.
+  const auto dirs = gpusim::default_profile_dirs();
+  std::ifstream in(gpusim::test::source_dir() + "/tests/data/profiles/device-names.txt");
+  std::string name;
+  int total = 0, resolved = 0;
+  while (std::getline(in, name)) {
+    if (name.empty()) continue;
+    ++total;
+    auto p = gpusim::find_profile(name, dirs);
+    INFO(name << ": " << (p ? p->name : p.error().message));
+    CHECK(p.ok());
+    resolved += p.ok();
+  }
+  CHECK(total == 56);
+  CHECK(resolved == 56);
+  auto m1 = gpusim::find_profile("Apple M1 Max", dirs);
+  REQUIRE(m1.ok());
+  CHECK(m1->name == "apple-m1-max-32");
+  CHECK(std::find(m1->assumptions.begin(), m1->assumptions.end(),
+                  "\"Apple M1 Max\" is the device name of 2 profiles: the full configuration, apple-m1-max-32 (32 "
+                  "units), was taken; name apple-m1-max-24 for the other") != m1->assumptions.end());
 }
 
 TEST_CASE("llama-bench's backend names are the backends gpusim models", "[llm][families]") {
