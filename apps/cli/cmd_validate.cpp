@@ -41,6 +41,7 @@ struct ValidateArgs {
   bool json = false;
   bool logo = false;
   bool lomo = false;
+  bool loao = false;
   bool lofo = false;
   bool fit = false;
   std::string write_runtimes;
@@ -329,9 +330,9 @@ int run_validate(const ValidateArgs& a) {
       if (!a.json) fmt::print("wrote    {}\n", a.write_efficiency);
     }
   }
-  if (static_cast<int>(a.logo) + static_cast<int>(a.lofo) + static_cast<int>(a.lomo) > 1) {
-    fmt::print(stderr, "gpusim validate: --leave-one-gpu-out, --leave-one-family-out and --leave-one-model-out are "
-                       "separate runs; give one\n");
+  if (static_cast<int>(a.logo) + static_cast<int>(a.lofo) + static_cast<int>(a.lomo) + static_cast<int>(a.loao) > 1) {
+    fmt::print(stderr, "gpusim validate: --leave-one-gpu-out, --leave-one-architecture-out, --leave-one-family-out and "
+                       "--leave-one-model-out are separate runs; give one\n");
     return 2;
   }
   Result<ValidationReport> rep = ValidationReport{};
@@ -347,6 +348,7 @@ int run_validate(const ValidateArgs& a) {
   } else {
     rep = a.logo   ? validate_leave_one_out(*recs, o, fo)
           : a.lomo ? validate_leave_one_out(*recs, o, fo, nullptr, HoldOut::kModel)
+          : a.loao ? validate_leave_one_out(*recs, o, fo, nullptr, HoldOut::kArchitecture)
                    : validate(*recs, o);
   }
   if (!rep) {
@@ -406,7 +408,8 @@ int run_validate(const ValidateArgs& a) {
     nlohmann::json out = nlohmann::json::parse(validation_document(
         *rep, *recs,
         a.logo ? "leave-one-gpu-out"
-               : (a.lomo ? "leave-one-model-out" : (a.lofo ? "leave-one-family-out" : (a.fit ? "fit" : "datasheet"))),
+               : (a.loao ? "leave-one-architecture-out"
+                         : (a.lomo ? "leave-one-model-out" : (a.lofo ? "leave-one-family-out" : (a.fit ? "fit" : "datasheet")))),
         a.truth, a.runtime));
     if (!a.check_against.empty()) out["regressions"] = regressions;
     fmt::print("{}\n", out.dump(1, ' ', false, kInvalidUtf8));
@@ -423,6 +426,10 @@ int run_validate(const ValidateArgs& a) {
     if (a.logo) {
       fmt::print("mode     leave-one-GPU-out: each GPU predicted with host times and efficiencies fitted on the "
                  "others\n");
+    }
+    if (a.loao) {
+      fmt::print("mode     leave-one-architecture-out: every GPU of an architecture predicted with host times and "
+                 "efficiencies fitted on the other architectures' GPUs (groups \"ARCHITECTURE: GPU\")\n");
     }
     if (a.lomo) {
       fmt::print("mode     leave-one-model-out: each model's kernels predicted with figures fitted on the other models' "
@@ -499,6 +506,9 @@ void add_validate(CLI::App& app, int& rc) {
                 "chain constants), predict that model's; each in turn");
   cmd->add_flag("--leave-one-gpu-out", a->logo,
                 "Fit runtime host times and vendor efficiencies on all GPUs but one, predict that one; each in turn");
+  cmd->add_flag("--leave-one-architecture-out", a->loao,
+                "The same with every GPU of one architecture held out together (Pascal, Ampere, CDNA2, ... by their "
+                "profiles): a generation the fit has not seen; each in turn");
   cmd->add_flag("--fit", a->fit, "Fit host times and vendor efficiencies on these records first (in-sample), and print them");
   cmd->add_option("--write-runtimes", a->write_runtimes, "Fit, then write each fitted runtime as DIR/NAME.yaml");
   cmd->add_option("--write-efficiency", a->write_efficiency,

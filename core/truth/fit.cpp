@@ -413,7 +413,32 @@ std::string record_model(const Measurement& m) {
 
 Result<ValidationReport> validate_leave_one_out(const std::vector<Measurement>& all_records, const ValidateOptions& vopts,
                                                 const FitOptions& fopts, std::vector<FittedModel>* fits, HoldOut by) {
-  const auto key = [by](const Measurement& m) { return by == HoldOut::kGpu ? m.gpu : record_model(m); };
+  // Architectures: each record's GPU by its profile, as validate resolves it (the display name or id,
+  // else the name as a tool prints it).
+  std::map<std::string, std::string> architecture;
+  if (by == HoldOut::kArchitecture) {
+    std::vector<GpuProfile> own;
+    if (!vopts.profiles) own = load_all_profiles(vopts.profile_dirs);
+    std::map<std::string, std::string> by_name;
+    for (const GpuProfile& p : vopts.profiles ? *vopts.profiles : own) {
+      by_name[truth::normalized(p.display_name)] = architecture_family(p);
+      by_name[truth::normalized(p.name)] = architecture_family(p);
+    }
+    for (const Measurement& m : all_records) {
+      if (architecture.count(m.gpu)) continue;
+      std::string arch;
+      if (auto it = by_name.find(truth::normalized(m.gpu)); it != by_name.end()) {
+        arch = it->second;
+      } else if (auto p = find_profile(m.gpu, vopts.profile_dirs)) {
+        arch = architecture_family(*p);
+      }
+      architecture[m.gpu] = arch.empty() ? m.gpu : arch;
+    }
+  }
+  const auto key = [by, &architecture](const Measurement& m) {
+    if (by == HoldOut::kArchitecture) return architecture.at(m.gpu);
+    return by == HoldOut::kGpu ? m.gpu : record_model(m);
+  };
   // Language-model records have a leave-one-out of their own (validate_llm); the rest fit here.
   std::vector<Measurement> records;
   std::vector<size_t> orig;  // index in all_records
@@ -471,7 +496,7 @@ Result<ValidationReport> validate_leave_one_out(const std::vector<Measurement>& 
         for (auto& w : grp.worst) w.record = test_idx[w.record];
       }
     }
-    if (by == HoldOut::kModel) {  // each fold's groups name the model held out
+    if (by != HoldOut::kGpu) {  // each fold's groups name the model or architecture held out
       for (auto* groups : {&rep->groups, &rep->per_gpu}) {
         for (auto& grp : *groups) grp.gpu = g + ": " + grp.gpu;
       }

@@ -233,9 +233,11 @@ struct GPUSIM_API FitOptions {
 // on every record given. Deterministic.
 GPUSIM_API Result<FittedModel> fit_model(const std::vector<Measurement>& records, const FitOptions& opts);
 
-// What a leave-one-out holds out in turn: a GPU, or a model (the graph a `gpusim run` record
-// measured, the first word of its source_ref: records of no model are always fitted on).
-enum class HoldOut { kGpu, kModel };
+// What a leave-one-out holds out in turn: a GPU, a model (the graph a `gpusim run` record
+// measured, the first word of its source_ref: records of no model are always fitted on), or an
+// architecture (every GPU whose profile's architecture_family is the same: Ampere, CDNA2, ...; a
+// GPU with no profile is held out alone): how the model does on a generation it has not seen.
+enum class HoldOut { kGpu, kModel, kArchitecture };
 // The model a record measured ("resnet50" from "models/resnet50.onnx fp16 kernel 3"), or "".
 GPUSIM_API std::string record_model(const Measurement& m);
 

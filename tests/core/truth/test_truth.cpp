@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <random>
 #include <thread>
 
@@ -531,6 +532,32 @@ TEST_CASE("gpusim's own GEMM-like kernels are predicted within 25% held out mode
     ++pooled;
   }
   CHECK(pooled == 2);
+}
+
+// Leave-one-architecture-out holds out every GPU of a generation together: the P4 and the P100 (both
+// Pascal) are predicted from the other architectures' fit, and say so.
+TEST_CASE("leave-one-architecture-out holds each architecture's GPUs out together", "[truth][cli]") {
+  const std::string sample = test::source_dir() + "/tests/data/truth/neusight-sample";
+  const test::Run r = test::run_gpusim("validate --truth " + sample + " --leave-one-architecture-out --json --worst 0");
+  INFO(r.out);
+  REQUIRE(r.rc == 0);
+  const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{'), r.out.rfind('}') - r.out.find('{') + 1));
+  CHECK(j.at("mode") == "leave-one-architecture-out");
+  std::map<std::string, std::set<std::string>> held;  // architecture -> GPUs predicted with it held out
+  for (const auto& g : j.at("per_gpu")) {
+    const std::string name = g.at("gpu").get<std::string>();
+    const size_t colon = name.find(": ");
+    REQUIRE(colon != std::string::npos);
+    held[name.substr(0, colon)].insert(name.substr(colon + 2));
+  }
+  CHECK(held["Ampere"] == std::set<std::string>{"NVIDIA A100-PCIE-40GB"});
+  CHECK(held["Pascal"] == std::set<std::string>{"Tesla P100-PCIE-16GB", "Tesla P4"});
+  CHECK(held.count("CDNA1") == 1);
+  const test::Run text = test::run_gpusim("validate --truth " + sample + " --leave-one-architecture-out --worst 0");
+  CHECK_THAT(text.out, Catch::Contains("mode     leave-one-architecture-out: every GPU of an architecture predicted"));
+  const test::Run both = test::run_gpusim("validate --truth " + sample + " --leave-one-architecture-out --leave-one-gpu-out");
+  CHECK(both.rc == 2);
+  CHECK_THAT(both.out, Catch::Contains("are separate runs; give one"));
 }
 
 TEST_CASE("a tile's derived shared memory and registers round-trip through tile JSON and are range-checked", "[truth][sim]") {
