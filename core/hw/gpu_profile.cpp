@@ -251,17 +251,12 @@ Result<GpuProfile> find_profile(const std::string& name_or_path, const std::vect
     if (!want.empty() && std::find(devices.begin(), devices.end(), want) != devices.end()) device.push_back(&e);
     // A name as a tool prints it, with more around it ("AMD Radeon RX 7900 XTX (RADV NAVI31)",
     // "NVIDIA GeForce RTX 4090, 550.54"): the longest display or device name inside it.
+    devices.push_back(disp);
     for (const auto& n : devices) {
-      if (n.size() >= 2 && has_token_run(want, n) && n.size() >= inside_len) {
-        if (n.size() > inside_len) inside.clear();
-        if (inside.empty() || inside.back() != &e) inside.push_back(&e);
-        inside_len = n.size();
-      }
-    }
-    if (disp.size() >= 2 && has_token_run(want, disp) && disp.size() >= inside_len) {
-      if (disp.size() > inside_len) inside.clear();
+      if (n.size() < 2 || n.size() < inside_len || !has_token_run(want, n)) continue;
+      if (n.size() > inside_len) inside.clear();
       if (inside.empty() || inside.back() != &e) inside.push_back(&e);
-      inside_len = disp.size();
+      inside_len = n.size();
     }
     if (!want.empty() && (want == id || want == disp)) {
       exact.push_back(&e);

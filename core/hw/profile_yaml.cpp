@@ -695,6 +695,37 @@ void rescale_inherited_peaks(const YAML::Node& base, const YAML::Node& child, YA
 // latencies in cycles, launch figures. A card that names it (`family:`) gives its datasheet numbers
 // (units, clocks, memory, L2, power); its peaks are derived as units x rate per clock x boost clock.
 
+// Every figure under `sections` of `doc` has a source (its path or a prefix of it in `sources`;
+// the figures without one are listed in one problem), and every source names a path the document
+// (`what`: profile, family) has. Checked when `sources` itself is a mapping the schema accepted.
+void check_sources(const YAML::Node& doc, std::initializer_list<const char*> sections, const char* what, Validator& v) {
+  if (!doc["sources"] || !doc["sources"].IsMap() || v.flagged("sources")) return;
+  std::set<std::string> sources;
+  for (const auto& kv : doc["sources"]) sources.insert(kv.first.Scalar());
+  std::vector<std::string> figures, unsourced;
+  std::set<std::string> paths;
+  for (const char* section : sections) {
+    if (doc[section]) figure_paths(doc[section], section, figures, paths);
+  }
+  for (const std::string& f : figures) {
+    if (!covered(f, sources)) unsourced.push_back(f);
+  }
+  if (!unsourced.empty()) {
+    const std::string& f = unsourced.front();
+    constexpr size_t kListed = 4;
+    const size_t listed = std::min(unsourced.size(), kListed);
+    v.fail("sources", fmt::format("no source for {}{}; add a sources entry for {} or for a prefix such as \"{}\"",
+                                  fmt::join(unsourced.begin(), unsourced.begin() + static_cast<long>(listed), ", "),
+                                  unsourced.size() > listed ? fmt::format(" and {} more", unsourced.size() - listed) : "",
+                                  unsourced.size() > 1 ? "each" : "it", f.substr(0, f.find_first_of(".["))));
+  }
+  for (const std::string& src : sources) {
+    if (!paths.count(src) && !v.flagged(src)) {
+      v.fail("sources." + src, fmt::format("names no figure in this {}; remove it or fix the path", what));
+    }
+  }
+}
+
 // The schema of a family file. `required` holds for the family with its parents merged; each file
 // alone is checked with nothing required.
 const Spec& family_schema() {
@@ -836,22 +867,7 @@ Result<YAML::Node> load_family_node(const std::string& name, const std::vector<s
   }
   Validator v(file);
   v.collect(merged, family_schema(), "");
-  // Every figure of the family has a source, as in a profile.
-  if (merged["sources"].IsMap()) {
-    std::set<std::string> sources, paths;
-    for (const auto& kv : merged["sources"]) sources.insert(kv.first.Scalar());
-    std::vector<std::string> figures, unsourced;
-    for (const char* section : {"compute", "rates", "memory", "host_link", "launch"}) {
-      if (merged[section]) figure_paths(merged[section], section, figures, paths);
-    }
-    for (const std::string& f : figures) {
-      if (!covered(f, sources)) unsourced.push_back(f);
-    }
-    if (!unsourced.empty()) {
-      v.fail("sources", fmt::format("no source for {}; add a sources entry for it or for a prefix of it",
-                                    fmt::join(unsourced, ", ")));
-    }
-  }
+  check_sources(merged, {"compute", "rates", "memory", "host_link", "launch"}, "family", v);
   if (auto st = v.result(); !st) return st.error();
   return merged;
 }
@@ -1164,34 +1180,7 @@ Result<GpuProfile> load_profile_from(const std::string& path, const std::vector<
       !(h["bandwidth_gbps"] || (h["generation"] && h["lanes"]))) {
     v.fail("host_link", "a pcie link needs generation and lanes (or bandwidth_gbps)");
   }
-  // Every datasheet figure has a source (checked when `sources` itself is a mapping; the figures
-  // without one are listed in one problem).
-  if ((*y)["sources"].IsMap() && !v.flagged("sources")) {
-    std::set<std::string> sources;
-    for (const auto& kv : (*y)["sources"]) sources.insert(kv.first.Scalar());
-    std::vector<std::string> figures, unsourced;
-    std::set<std::string> paths;
-    for (const char* section : {"compute", "memory", "host_link", "launch", "power"}) {
-      if ((*y)[section]) figure_paths((*y)[section], section, figures, paths);
-    }
-    for (const std::string& f : figures) {
-      if (!covered(f, sources)) unsourced.push_back(f);
-    }
-    if (!unsourced.empty()) {
-      const std::string& f = unsourced.front();
-      constexpr size_t kListed = 4;
-      const size_t listed = std::min(unsourced.size(), kListed);
-      v.fail("sources", fmt::format("no source for {}{}; add a sources entry for {} or for a prefix such as \"{}\"",
-                                    fmt::join(unsourced.begin(), unsourced.begin() + static_cast<long>(listed), ", "),
-                                    unsourced.size() > listed ? fmt::format(" and {} more", unsourced.size() - listed) : "",
-                                    unsourced.size() > 1 ? "each" : "it", f.substr(0, f.find_first_of(".["))));
-    }
-    for (const std::string& s : sources) {
-      if (!paths.count(s) && !v.flagged(s)) {
-        v.fail("sources." + s, "names no figure in this profile; remove it or fix the path");
-      }
-    }
-  }
+  check_sources(*y, {"compute", "memory", "host_link", "launch", "power"}, "profile", v);
   if (!family.name.empty()) {
     try {
       check_peaks(family.node, family.name, *y, v);
