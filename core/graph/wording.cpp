@@ -8,13 +8,13 @@ namespace {
 
 // Every option a library message names, as the API spells it (the fields of ImportOptions,
 // PredictOptions, SearchOptions, RunOptions, TuneOptions, the calibration and Dojo configs).
-constexpr std::array<std::string_view, 39> kOptions = {
+constexpr std::array<std::string_view, 40> kOptions = {
     "allow_tf32", "arch",   "autocast", "backend",  "base",           "beam_width",     "budget_s", "check",   "clear",
     "dims",     "dtype",    "force",          "format",         "gpu",      "layout",  "memory_budget_gb",
     "memory_fraction",      "objective",      "out",            "plan",     "plans",   "power_fraction",
     "profile_for",          "profiles",       "quick",          "runtime",  "samples", "scheduler",
     "seed",     "shard",    "skip_patterns",  "store",          "subgraphs", "tiles",  "top",
-    "top_k",    "virtual_gpus", "matrix", "matrix_path"};
+    "top_k",    "virtual_gpus", "matrix", "matrix_path", "host"};
 
 }  // namespace
 

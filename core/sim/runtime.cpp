@@ -428,9 +428,9 @@ double RuntimeModel::op_time_us(const std::string& op, const std::string& op_cla
   // Device time; where a fit found the timer's own cost a kernel (`gpusim validate --fit` on gpusim's
   // event-timed runs: the launch inside the events), that too.
   if (combine == "device") return kernels_us + launch_latency_us;
-  const double host = host_us(op, op_class, kernels);
-  if (combine == "serial") return host + kernels_us;
-  return std::max(host, kernels_us + launch_latency_us);
+  const double call = host_us(op, op_class, kernels);
+  if (combine == "serial") return call + kernels_us;
+  return std::max(call, kernels_us + launch_latency_us);
 }
 
 const std::map<std::string, std::string>& framework_ops() {
@@ -455,7 +455,7 @@ Result<RuntimeModel> load_runtime(const std::string& path) {
   if (!y.IsMap()) return bad(path, "(top level)", "expected a map with schema: gpusim.runtime/1");
   static const std::set<std::string> kKeys = {"schema", "name", "description", "combine", "default_us", "class_us",
                                               "op_us", "extra_kernel_us", "launch_latency_us", "sources", "fit",
-                                              "lowering"};
+                                              "lowering", "host_scaled"};
   RuntimeModel r;
   r.source_path = path;
   try {
@@ -463,7 +463,7 @@ Result<RuntimeModel> load_runtime(const std::string& path) {
       const std::string k = kv.first.as<std::string>();
       if (!kKeys.count(k)) {
         return bad(path, k, "unknown key; allowed: schema, name, description, combine, default_us, class_us, op_us, "
-                            "extra_kernel_us, launch_latency_us, sources, fit, lowering");
+                            "extra_kernel_us, launch_latency_us, host_scaled, sources, fit, lowering");
       }
     }
     const std::string schema = y["schema"] ? y["schema"].as<std::string>() : "";
@@ -505,6 +505,14 @@ Result<RuntimeModel> load_runtime(const std::string& path) {
         if (auto s = num(kv.second, fmt::format("{}.{}", key, name), v); !s) return s.error();
         (*out)[name] = v;
       }
+    }
+    if (const YAML::Node hs = y["host_scaled"]) {
+      if (hs.Scalar() != "true" && hs.Scalar() != "false") {
+        return bad(path, "host_scaled", fmt::format("\"{}\"; expected true (the figures are host time a host profile "
+                                                    "scales) or false (device time)",
+                                                    hs.Scalar()));
+      }
+      r.host_scaled = hs.Scalar() == "true";
     }
     if (const YAML::Node low = y["lowering"]) {
       auto l = LoweringReader(path).read(low);
@@ -557,6 +565,7 @@ std::string runtime_to_yaml(const RuntimeModel& r, const std::string& fit, const
   out << YAML::Key << "default_us" << YAML::Value << num(r.default_us);
   out << YAML::Key << "extra_kernel_us" << YAML::Value << num(r.extra_kernel_us);
   out << YAML::Key << "launch_latency_us" << YAML::Value << num(r.launch_latency_us);
+  if (r.host_scaled) out << YAML::Key << "host_scaled" << YAML::Value << true;
   for (const auto& [key, figures] : {std::pair<const char*, const std::map<std::string, double>*>{"class_us", &r.class_us},
                                      {"op_us", &r.op_us}}) {
     if (figures->empty()) continue;

@@ -115,6 +115,7 @@ Result<FittedModel> fit_model(const std::vector<Measurement>& records, const Fit
         RuntimeModel blank;
         blank.name = n;
         blank.combine = "overlap";
+        blank.host_scaled = true;  // fitted from trivial rows: the host's time a call
         blank.description = n.rfind("pytorch", 0) == 0
                                 ? "PyTorch eager mode: host time per op call (dispatch up to the kernel launch), "
                                   "overlapped with the previous call's kernels when calls run back to back"

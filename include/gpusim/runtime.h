@@ -99,6 +99,14 @@ struct GPUSIM_API RuntimeModel {
   bool replay = false;
   // Which kernels it launches (empty: one per node, as gpusim's executor and the eager plan do).
   RuntimeLowering lowering;
+  // Its host figures (op_us, class_us, default_us, extra_kernel_us) are the host's time per call, so a
+  // host profile scales them (host.h); false: they are device time (llama.cpp's gaps, graph replay).
+  bool host_scaled = false;
+  // The host profile applied (on_host in host.h): its name, how many times the reference host's
+  // per-call time it takes, and what a prediction should say about it. "" before one is applied.
+  std::string host;
+  double host_factor = 1;
+  std::string host_note;
 
   double host_us(const std::string& op, const std::string& op_class, int kernels) const;
   double op_time_us(const std::string& op, const std::string& op_class, double kernels_us, int kernels) const;

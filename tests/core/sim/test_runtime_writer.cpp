@@ -32,6 +32,7 @@ TEST_CASE("every shipped runtime reads back as runtime_to_yaml writes it", "[run
     CHECK(back->default_us == r->default_us);
     CHECK(back->extra_kernel_us == r->extra_kernel_us);
     CHECK(back->launch_latency_us == r->launch_latency_us);
+    CHECK(back->host_scaled == r->host_scaled);
     CHECK(back->op_us == r->op_us);
     CHECK(back->class_us == r->class_us);
     CHECK(back->lowering.kernels.size() == r->lowering.kernels.size());
