@@ -136,6 +136,7 @@ std::string prediction_document(const Prediction& p, const GpuProfile& gpu) {
                     {"runtime", p.runtime},
                     {"tiles", p.tiles},
                     {"host_us", p.host_us},
+                    {"host", p.host},
                     {"kernel_count", p.kernels.size()},
                     {"peak_memory_bytes", p.peak_memory_bytes},
                     {"weight_bytes", p.weight_bytes},

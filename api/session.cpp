@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -16,6 +18,7 @@
 #include "compiled_figures.h"
 #include "gpusim/gpusim.h"
 #include "gpusim/onnx_import.h"
+#include "gpusim/host.h"
 #include "gpusim/runtime.h"
 #include "guard.h"
 #include "model_state.h"
@@ -134,15 +137,56 @@ std::vector<std::pair<ProfileEntry, Result<GpuProfile>>> Session::profiles() con
 
 namespace {
 
+// Host profiles: $GPUSIM_HOST_PATH first, then each runtime directory's hosts/ (the session's own,
+// then the installed runtimes/hosts), then the user's (host.h).
+std::vector<std::string> host_dirs(const std::vector<std::string>& runtime_dirs) {
+  std::vector<std::string> dirs;
+  auto add = [&](std::string d) {
+    if (std::find(dirs.begin(), dirs.end(), d) == dirs.end()) dirs.push_back(std::move(d));
+  };
+  if (const char* env = std::getenv("GPUSIM_HOST_PATH"); env && *env) {
+    const std::string s(env);
+    size_t start = 0;
+    for (size_t p = 0; p <= s.size(); ++p) {
+      if (p == s.size() || s[p] == ':') {
+        if (p > start) add(s.substr(start, p - start));
+        start = p + 1;
+      }
+    }
+  }
+  for (const std::string& d : runtime_dirs) add(d + "/hosts");
+  for (std::string& d : default_host_dirs()) add(std::move(d));
+  return dirs;
+}
+
+// `rt` on the host `host` names (unchanged when it names none).
+Result<RuntimeModel> runtime_on_host(RuntimeModel rt, const std::string& host, const std::vector<std::string>& runtime_dirs) {
+  if (host.empty()) return rt;
+  const auto dirs = host_dirs(runtime_dirs);
+  auto h = find_host(host, dirs);
+  if (!h) return h.error();  // it names the option
+  auto model = load_host_model(dirs);
+  if (!model) return model.error();
+  return on_host(std::move(rt), *h, *model);
+}
+
+// The request's runtime on its host: none when it names neither (gpusim's executor), gpusim's own
+// when it names a host alone (which then says it changes nothing).
+Result<std::optional<RuntimeModel>> request_runtime(const PredictRequest& req, const std::vector<std::string>& runtime_dirs) {
+  if (req.runtime.empty() && req.host.empty()) return std::optional<RuntimeModel>();
+  auto r = find_runtime(req.runtime.empty() ? "gpusim" : req.runtime, runtime_dirs);
+  if (!r) return make_error(r.error().code, "runtime: " + r.error().message);
+  auto on = runtime_on_host(std::move(*r), req.host, runtime_dirs);
+  if (!on) return on.error();
+  return std::optional<RuntimeModel>(std::move(*on));
+}
+
 Result<Prediction> predict_impl(const Graph& g, const Target& target, const PredictRequest& req,
                                 const std::vector<std::string>& runtime_dirs) {
   const GpuProfile& gpu = target.gpu();
-  std::optional<RuntimeModel> runtime;
-  if (!req.runtime.empty()) {
-    auto r = find_runtime(req.runtime, runtime_dirs);
-    if (!r) return make_error(r.error().code, "runtime: " + r.error().message);
-    runtime = std::move(*r);
-  }
+  auto rt = request_runtime(req, runtime_dirs);
+  if (!rt) return rt.error();
+  std::optional<RuntimeModel> runtime = std::move(*rt);
   if (!req.plan) {
     PredictOptions po(req.dtype, runtime);
     po.lowering = req.lowering;
@@ -243,6 +287,15 @@ Result<GenerationPrediction> Session::generate(const LlmSpec& spec, const Target
       if (!backend) return backend.error();
       if (auto rt = find_runtime(llm_runtime_name(*backend), runtime_dirs_)) opts.runtime = std::move(*rt);
     }
+    if (!opts.host.empty()) {
+      if (!opts.runtime) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "`host`: there are no runtime figures for a host to scale (a fixed kernel gap, or no runtime file for the backend)");
+      }
+      auto on = runtime_on_host(std::move(*opts.runtime), opts.host, runtime_dirs_);
+      if (!on) return on.error();
+      opts.runtime = std::move(*on);
+    }
     return predict_generation(spec, target, opts);
   });
 }
@@ -275,11 +328,9 @@ Result<PredictOptions> decoder_pass_options(const PredictRequest& req, const std
                       "cache); one plan cannot price them all");
   }
   PredictOptions po(req.dtype);
-  if (!req.runtime.empty()) {
-    auto r = find_runtime(req.runtime, runtime_dirs);
-    if (!r) return make_error(r.error().code, "runtime: " + r.error().message);
-    po.runtime = std::move(*r);
-  }
+  auto rt = request_runtime(req, runtime_dirs);
+  if (!rt) return rt.error();
+  po.runtime = std::move(*rt);
   po.lowering = req.lowering;
   po.host_copies = false;
   return po;

@@ -32,6 +32,7 @@ struct Args {
   std::string trace;
   std::string plan;
   std::string runtime;
+  std::string host;
   std::string layout;
   std::string autocast;
   std::vector<std::string> skip;
@@ -150,6 +151,11 @@ void add_common(CLI::App* cmd, Args& a, std::string_view schema) {
   cmd->add_option("--runtime", a.runtime,
                   "What launches the kernels: gpusim (default: gpusim's executor), cuda-graph, pytorch-eager, "
                   "torch-compile, or a runtime YAML (runtimes/)");
+  cmd->add_option("--host", a.host,
+                  "The host that drives the GPU, which scales a framework runtime's per-call host time: a host "
+                  "profile (`gpusim hosts` lists them), a YAML file, or key=value pairs: os=linux|windows|macos, "
+                  "driver=wddm|tcc|wsl2, single_thread=N (the CPU's Geekbench 6 single-core score), cpu=NAME "
+                  "(default: the Linux hosts the runtimes were fitted on)");
   cmd->add_option("--layout", a.layout,
                   "With a lowering runtime: the memory layout of 4-D activations, nchw (default) or nhwc "
                   "(channels_last)");
@@ -192,6 +198,7 @@ bool parse_request(const Args& a, const char* cmd, const Session& s, PredictRequ
     req.dtype = *d;
   }
   req.runtime = a.runtime;
+  req.host = a.host;
   if (!a.layout.empty()) {
     if (auto l = check_layout(a.layout); !l) {
       fmt::print(stderr, "gpusim {}: --layout: {}\n", cmd, say(l.error()));
@@ -294,6 +301,7 @@ int description_options(const Args& a, const char* cmd, GenerationOptions& o) {
     }
     o.runtime = std::move(*rt);
   }
+  o.host = a.host;
   return 0;
 }
 

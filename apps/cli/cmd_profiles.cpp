@@ -306,6 +306,37 @@ void add_profiles(CLI::App& app, int& rc) {
     }
   });
 
+  auto* hosts = cmd->add_subcommand("hosts", "The host profiles (runtimes/hosts/) `--host` names, and the host model "
+                                             "that scales a framework runtime's per-call host time to each");
+  hosts->callback([&rc] {
+    const std::vector<std::string> hdirs = default_host_dirs();
+    auto model = load_host_model(hdirs);
+    if (!model) {
+      fmt::print(stderr, "{}{}\n", kPrefix, say(model.error()));
+      rc = 1;
+      return;
+    }
+    rc = 0;
+    fmt::print("host model  {}\n", model->source_path);
+    fmt::print("  per-call host time = the runtime's figure x ({:.0f} / single-thread score)^{:.2f} x driver factor\n",
+               model->reference_single_thread, model->cpu_exponent);
+    std::vector<std::string> drivers;
+    for (const auto& [d, f] : model->driver_factor) drivers.push_back(fmt::format("{} {:.2f}", d, f));
+    fmt::print("  driver factors: {}\n  default host: {}\n\n", fmt::join(drivers, ", "), model->default_host);
+    fmt::print("{:<22} {:<8} {:<7} {:>6} {:>7}  {}\n", "host", "os", "driver", "ST", "factor", "cpu");
+    for (const std::string& n : list_hosts(hdirs)) {
+      auto h = find_host(n, hdirs);
+      if (!h) {
+        fmt::print("{:<22} INVALID  {}\n", n, say(h.error()));
+        rc = 1;
+        continue;
+      }
+      fmt::print("{:<22} {:<8} {:<7} {:>6} {:>7.2f}  {}\n", n, h->os, h->driver_model,
+                 h->single_thread > 0 ? fmt::format("{:.0f}", h->single_thread) : std::string("-"),
+                 host_factor(*h, *model), h->cpu.empty() ? "(not named)" : h->cpu);
+    }
+  });
+
   struct NewArgs {
     NewProfile spec;
     std::string like, pcie, out;

@@ -385,10 +385,10 @@ const std::vector<std::string>& fields_of(const std::string& path) {
   static const std::vector<std::string> models = {"model_name", "dims", "dim"};
   static const std::vector<std::string> predict = {"model_id", "model_base64", "model_name", "dims",    "dim",  "gpu",
                                                    "gpu_yaml", "dtype",        "tiles",      "runtime", "plan",
-                                                   "allow_tf32"};
+                                                   "allow_tf32", "host"};
   static const std::vector<std::string> compare = {"model_id", "model_base64", "model_name", "dims",    "dim",
                                                    "gpus",     "dtype",        "tiles",      "runtime", "plan",
-                                                   "allow_tf32"};
+                                                   "allow_tf32", "host"};
   static const std::vector<std::string> plan = {"model_id",  "model_base64", "model_name", "dims",      "dim",
                                                 "gpu",       "gpu_yaml",     "dtype",      "tiles",     "scheduler",
                                                 "objective", "top",          "beam_width", "samples",   "seed",
@@ -397,7 +397,7 @@ const std::vector<std::string>& fields_of(const std::string& path) {
   static const std::vector<std::string> generate = {
       "llm",     "llm_text", "model_id", "model_base64", "model_name", "gpu",     "gpu_yaml",        "weights",     "prompt",
       "generate", "batch",   "ubatch",   "backend",      "flash_attention", "cuda_prompt", "dtype", "runtime", "tiles",
-      "allow_tf32"};
+      "allow_tf32", "host"};
   static const std::vector<std::string> none;
   if (path == "/v1/models") return models;
   if (path == "/v1/predict") return predict;
@@ -713,6 +713,21 @@ struct Service::Impl {
     return server_file_error("runtime", name, r.error());
   }
 
+  // The host a request names or describes ("" when none): a host profile of the server's host
+  // directories or key=value pairs, never a path (no request reads a file it names).
+  Result<std::string> host_named(const json& b) {
+    auto h = str(b, "host", false);
+    if (!h) return h.error();
+    if (h->find('/') != std::string::npos || h->find('\\') != std::string::npos || h->ends_with(".yaml") ||
+        h->size() > 256) {
+      return bad_request(fmt::format("\"host\": \"{}\" is not a host profile's name or a description; name one of "
+                                     "the server's (e.g. windows) or describe it as key=value pairs, e.g. "
+                                     "os=windows,single_thread=2200",
+                                     h->substr(0, 64)));
+    }
+    return h;
+  }
+
   // ---- the model, the GPU and the options of a request ----
 
   // The imported-model cache key: the same bytes with the same dims and name import alike.
@@ -861,6 +876,9 @@ struct Service::Impl {
     if (!rt) return rt.error();
     if (auto st = runtime_named("runtime", *rt); !st) return st.error();
     p.runtime = *rt;
+    auto host = host_named(b);
+    if (!host) return host.error();
+    p.host = *host;
     return p;
   }
 
@@ -1094,6 +1112,9 @@ struct Service::Impl {
     auto loaded = runtime_named("runtime", *rt);
     if (!loaded) return loaded.error();
     o.runtime = std::move(*loaded);
+    auto host = host_named(b);
+    if (!host) return host.error();
+    o.host = *host;
     auto p = session.generate(*spec, session.target(*g, TileSpace::kLibrary, {}), o);
     if (!p) return p.error();
     return generation_json(*p);

@@ -524,6 +524,7 @@ Result<GenerationPrediction> predict_generation(const LlmSpec& spec, const Targe
   } else if (o.runtime) {
     g.runtime = o.runtime->name;
     gap_us = o.runtime->default_us;
+    if (!o.runtime->host_note.empty()) g.notes.push_back(o.runtime->host_note);
   } else if (auto rt = find_runtime(llm_runtime_name(backend), default_runtime_dirs())) {
     g.runtime = rt->name;
     gap_us = rt->default_us;

@@ -149,6 +149,10 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
   const double launch_us = gpu.launch.overhead_us * gpu.efficiency.launch;
   const RuntimeModel* rt = opts.runtime && opts.runtime->combine != "device" ? &*opts.runtime : nullptr;
   if (rt) p.runtime = rt->name;
+  if (opts.runtime && !opts.runtime->host.empty()) {
+    p.host = opts.runtime->host;
+    p.notes.push_back(opts.runtime->host_note);
+  }
   double gpu_free = 0, host_t = 0;
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     if ((i & 63) == 0) check_cancelled();

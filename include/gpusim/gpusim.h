@@ -38,6 +38,7 @@
 #include "gpusim/documents.h"
 #include "gpusim/gpu_profile.h"
 #include "gpusim/graph.h"
+#include "gpusim/host.h"
 #include "gpusim/llm.h"
 #include "gpusim/measurement.h"
 #include "gpusim/plan.h"
@@ -105,6 +106,10 @@ struct GPUSIM_API PredictRequest {
   // The runtime that launches the kernels: "" or "gpusim" (gpusim's executor), "cuda-graph",
   // "pytorch-eager", or a runtime YAML file (include/gpusim/runtime.h).
   std::string runtime;
+  // The host that drives the GPU (host.h): a host profile's name (runtimes/hosts/), a path to one,
+  // or a description ("os=windows,single_thread=2200"). The runtime's per-call host time is scaled
+  // to it; "": the reference hosts the runtime's figures were fitted on (Linux).
+  std::string host;
   // Score this plan instead of the eager one (Session::load_plan). Its own dtype applies unless
   // `dtype` is given.
   std::optional<Plan> plan;

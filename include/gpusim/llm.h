@@ -125,6 +125,9 @@ struct GPUSIM_API GenerationOptions {
   // The device's gap after each kernel, microseconds, over the runtime's default_us (validation sets
   // the one it fitted).
   std::optional<double> kernel_gap_us;
+  // The host that drives the GPU (host.h, as PredictRequest::host): llama.cpp's runtimes give the
+  // device's gap between kernels, which a host does not change, and the prediction says so.
+  std::string host;
   // The llama.cpp backend whose kernels run: "cuda", "metal", "vulkan", "hip"; "" = the GPU
   // vendor's (Apple: metal, AMD: hip, NVIDIA: cuda, others: vulkan).
   std::string backend;

@@ -81,6 +81,9 @@ struct GPUSIM_API Prediction {
   // The tile space the kernels' tiles came from (Target::describe()); for a given plan, "plan".
   std::string tiles;
   double host_us = 0;              // the host's time to issue every call
+  // The host profile the runtime's host figures were scaled to (host.h); "": the reference hosts
+  // they were fitted on.
+  std::string host;
   std::vector<PlannedKernel> kernels;
   std::vector<Transfer> transfers;
   int64_t weight_bytes = 0;

@@ -387,13 +387,14 @@ class PySession {
 
   py::object predict(const gpusim::Model& m, const py::object& gpu, const std::optional<std::string>& dtype,
                      const std::string& runtime, const py::object& plan, const std::optional<std::string>& tiles,
-                     bool allow_tf32) const {
+                     bool allow_tf32, const std::string& host) const {
     live(*this);
     live(m);
     const gpusim::GpuProfile g = gpu_arg(*s_, gpu);
     gpusim::PredictRequest req;
     req.dtype = float_dtype_arg(dtype, "dtype");
     req.runtime = runtime;
+    req.host = host;
     req.plan = plan_arg(*s_, m, plan);
     const gpusim::Target target = s_->target(g, tiles_arg(tiles, runtime), {allow_tf32});
     return document([&]() -> gpusim::Result<std::string> {
@@ -418,7 +419,8 @@ class PySession {
   GenerationArgs generation_args(const py::object& model, const std::string& weights, int64_t prompt, int64_t generate,
                                  int64_t batch, int64_t ubatch, const std::string& backend, bool flash_attention,
                                  const std::string& cuda_prompt, const std::optional<std::string>& dtype,
-                                 const std::string& runtime, const std::optional<std::string>& tiles) const {
+                                 const std::string& runtime, const std::optional<std::string>& tiles,
+                                 const std::string& host) const {
     GenerationArgs a;
     a.text = py::str(py::isinstance<py::str>(model) ? model : py::module_::import("os").attr("fspath")(model));
     a.decoder = a.text.size() > 5 && a.text.ends_with(".onnx");
@@ -433,6 +435,7 @@ class PySession {
       }
       a.req.dtype = float_dtype_arg(dtype, "dtype");
       a.req.runtime = runtime;
+      a.req.host = host;
       a.tiles = tiles_arg(tiles, runtime);
       return a;
     }
@@ -450,6 +453,7 @@ class PySession {
       if (!rt) raise_error(rt.error());
       a.o.runtime = std::move(*rt);
     }
+    a.o.host = host;
     // Text of a description (it has a newline or starts a JSON object), else a name or a path.
     const bool is_text = a.text.find('\n') != std::string::npos || (!a.text.empty() && a.text.front() == '{');
     auto spec = is_text ? s_->llm_from_text(a.text, "model") : s_->llm(a.text);
@@ -462,11 +466,11 @@ class PySession {
   py::object generate(const py::object& model, const py::object& gpu, const std::string& weights, int64_t prompt,
                       int64_t generate, int64_t batch, int64_t ubatch, const std::string& backend, bool flash_attention,
                       const std::string& cuda_prompt, const std::optional<std::string>& dtype, const std::string& runtime,
-                      const std::optional<std::string>& tiles) const {
+                      const std::optional<std::string>& tiles, const std::string& host) const {
     live(*this);
     const gpusim::GpuProfile g = gpu_arg(*s_, gpu);
     const GenerationArgs a = generation_args(model, weights, prompt, generate, batch, ubatch, backend, flash_attention,
-                                             cuda_prompt, dtype, runtime, tiles);
+                                             cuda_prompt, dtype, runtime, tiles, host);
     return document([&]() -> gpusim::Result<std::string> {
       auto r = a.decoder ? s_->generate_decoder(a.text, s_->target(g, a.tiles, {}), a.o, a.req)
                          : s_->generate(*a.spec, s_->target(g, gpusim::TileSpace::kLibrary, {}), a.o);
@@ -479,11 +483,12 @@ class PySession {
   py::object compare_generation(const py::object& model, const py::object& gpus, const std::string& weights, int64_t prompt,
                                 int64_t generate, int64_t batch, int64_t ubatch, const std::string& backend,
                                 bool flash_attention, const std::string& cuda_prompt, const std::optional<std::string>& dtype,
-                                const std::string& runtime, const std::optional<std::string>& tiles) const {
+                                const std::string& runtime, const std::optional<std::string>& tiles,
+                                const std::string& host) const {
     live(*this);
     const std::vector<std::string> ids = strings_arg(gpus, "gpus");
     const GenerationArgs a = generation_args(model, weights, prompt, generate, batch, ubatch, backend, flash_attention,
-                                             cuda_prompt, dtype, runtime, tiles);
+                                             cuda_prompt, dtype, runtime, tiles, host);
     return document([&]() -> gpusim::Result<std::string> {
       auto r = a.decoder ? s_->compare_decoder_generation(a.text, ids, a.tiles, a.o, a.req)
                          : s_->compare_generation(*a.spec, ids, a.o);
@@ -493,13 +498,15 @@ class PySession {
   }
 
   py::object compare(const gpusim::Model& m, const py::object& gpus, const std::optional<std::string>& dtype,
-                     const std::string& runtime, const std::optional<std::string>& tiles, bool allow_tf32) const {
+                     const std::string& runtime, const std::optional<std::string>& tiles, bool allow_tf32,
+                     const std::string& host) const {
     live(*this);
     live(m);
     const std::vector<std::string> ids = strings_arg(gpus, "gpus");
     gpusim::PredictRequest req;
     req.dtype = float_dtype_arg(dtype, "dtype");
     req.runtime = runtime;
+    req.host = host;
     const gpusim::TileSpace space = tiles_arg(tiles, runtime);
     return document([&]() -> gpusim::Result<std::string> {
       auto r = s_->compare(m, ids, space, req, {allow_tf32});
@@ -938,7 +945,7 @@ PYBIND11_MODULE(_gpusim, m) {
       .def("profiles", &PySession::profiles,
            "Every profile found: a list of dicts, each with its figures or the reason it does not load.")
       .def("predict", &PySession::predict, "model"_a, "gpu"_a, "dtype"_a = py::none(), "runtime"_a = "",
-           "plan"_a = py::none(), "tiles"_a = py::none(), "allow_tf32"_a = false,
+           "plan"_a = py::none(), "tiles"_a = py::none(), "allow_tf32"_a = false, "host"_a = "",
            "Predicts the model on a GPU and returns the gpusim.predict/1 document (`gpusim predict --json`).\n\n"
            "gpu: a Gpu, a profile id or a profile path. dtype: \"fp32\", \"fp16\" or \"bf16\" re-types the\n"
            "graph's floats. runtime: \"\" (gpusim's executor), \"cuda-graph\", \"pytorch-eager\" or a runtime\n"
@@ -947,10 +954,13 @@ PYBIND11_MODULE(_gpusim, m) {
            "\"generated\" (the kernels gpusim's code generator builds) or \"library\" (the cost model's whole\n"
            "menu, as vendor libraries run kernels); None: generated for gpusim's runtimes, library for a\n"
            "framework's. allow_tf32: fp32 GEMMs and convolutions on the matrix units as TF32 where the GPU\n"
-           "has them (torch.backends.cuda.matmul.allow_tf32; off by default, as there).")
+           "has them (torch.backends.cuda.matmul.allow_tf32; off by default, as there). host: the host that\n"
+           "drives the GPU, scaling a framework runtime's per-call host time: a host profile (\"windows\",\n"
+           "\"linux-ryzen9-9950x\"; gpusim profiles hosts lists them), a YAML path, or key=value pairs\n"
+           "(\"os=windows,single_thread=2200\": Geekbench 6 single-core); \"\": the reference Linux hosts.")
       .def("generate", &PySession::generate, "model"_a, "gpu"_a, "weights"_a = "F16", "prompt"_a = 512,
            "generate"_a = 128, "batch"_a = 1, "ubatch"_a = 512, "backend"_a = "", "flash_attention"_a = false,
-           "cuda_prompt"_a = "", "dtype"_a = py::none(), "runtime"_a = "", "tiles"_a = py::none(),
+           "cuda_prompt"_a = "", "dtype"_a = py::none(), "runtime"_a = "", "tiles"_a = py::none(), "host"_a = "",
            "Predicts a language model's generation and returns the gpusim.generation/1 document (`gpusim predict\n"
            "LLM.yaml --json`): time to first token, per-token latency, tokens/s and bound of each phase, memory.\n\n"
            "model: a bundled description's name (\"llama-2-7b\"), a path to a gpusim.llm/1 YAML or a config.json,\n"
@@ -961,18 +971,19 @@ PYBIND11_MODULE(_gpusim, m) {
            "Q4_K_M, ...); ubatch, rows a prompt pass takes; backend, cuda, hip, metal or vulkan (\"\": the GPU\n"
            "vendor's); flash_attention, llama.cpp's -fa 1; cuda_prompt, mmq or cublas (\"\": as llama.cpp picks).\n"
            "An ONNX decoder only: dtype (re-type the float tensors) and tiles (generated or library; None: the\n"
-           "runtime's).")
+           "runtime's). host: as predict() takes it (llama.cpp's gaps are device time: a host changes nothing,\n"
+           "and the notes say so).")
       .def("compare_generation", &PySession::compare_generation, "model"_a, "gpus"_a, "weights"_a = "F16",
            "prompt"_a = 512, "generate"_a = 128, "batch"_a = 1, "ubatch"_a = 512, "backend"_a = "",
            "flash_attention"_a = false, "cuda_prompt"_a = "", "dtype"_a = py::none(), "runtime"_a = "",
-           "tiles"_a = py::none(),
+           "tiles"_a = py::none(), "host"_a = "",
            "The generation of generate() on several GPUs (profile ids), side by side: the\n"
            "gpusim.compare-generation/1 document (`gpusim compare LLM --gpus ... --json`), a row per GPU with\n"
            "time to first token, per-token latency, tokens/s, speed-up over the first, each phase's bound, memory.")
       .def("compare", &PySession::compare, "model"_a, "gpus"_a, "dtype"_a = py::none(), "runtime"_a = "",
-           "tiles"_a = py::none(), "allow_tf32"_a = false,
+           "tiles"_a = py::none(), "allow_tf32"_a = false, "host"_a = "",
            "Predicts the model on several GPUs (profile ids) and returns the gpusim.compare/1 document.\n"
-           "Every id is checked before any is predicted. tiles, allow_tf32: as predict() takes them.")
+           "Every id is checked before any is predicted. tiles, allow_tf32, host: as predict() takes them.")
       .def("plan", &PySession::plan, "model"_a, "gpu"_a, "scheduler"_a = "greedy", "objective"_a = "latency",
            "top"_a = 3, "beam_width"_a = 8, "samples"_a = 64, "seed"_a = 1, "dtype"_a = py::none(),
            "memory_budget_gb"_a = py::none(), "tiles"_a = "generated", "allow_tf32"_a = false,

@@ -97,6 +97,14 @@ def test_errors_carry_the_library_message_and_code(session, root, tmp_path):
         session.plan(m, "nvidia-rtx-3060", top=0)
     with pytest.raises(gpusim.Error, match="gpu: give a profile id"):
         session.predict(m, 3060)
+    # The host that drives the GPU scales a framework runtime's per-call host time.
+    lin = session.predict(m, "nvidia-rtx-3060", runtime="pytorch-eager")
+    win = session.predict(m, "nvidia-rtx-3060", runtime="pytorch-eager", host="windows")
+    assert win["host"] == "windows" and lin["host"] == "" and win["total_us"] > lin["total_us"]
+    described = session.compare(m, ["nvidia-rtx-3060"], runtime="pytorch-eager", host="os=windows,single_thread=2200")
+    assert described["gpus"][0]["total_us"] > 0
+    with pytest.raises(gpusim.Error, match='host.*"beos"; expected linux, windows, macos'):
+        session.predict(m, "nvidia-rtx-3060", runtime="pytorch-eager", host="os=beos")
     assert issubclass(gpusim.Error, Exception)
 
 

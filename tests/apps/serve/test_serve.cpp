@@ -119,6 +119,27 @@ TEST_CASE("serve: a model uploaded once is predicted by id, and the answers are 
   REQUIRE(scored->status == 200);
   CHECK(json::parse(scored->body).at("total_us").get<double>() ==
         Approx(plans["plans"][0]["total_us"].get<double>()).epsilon(1e-9));
+  // "host" scales a framework runtime's host time as the library does; a path is never read.
+  req.runtime = "pytorch-eager";
+  req.host = "windows";
+  auto on_windows = session.predict(*m, session.target(*gpu, TileSpace::kLibrary), req);
+  REQUIRE(on_windows);
+  auto hp = c.Post("/v1/predict", json{{"model_id", model.at("model_id")}, {"gpu", "nvidia-t4"}, {"dtype", "fp16"},
+                                       {"runtime", "pytorch-eager"}, {"host", "windows"}}.dump(),
+                   "application/json");
+  REQUIRE(hp);
+  REQUIRE(hp->status == 200);
+  CHECK(json::parse(hp->body) == json::parse(prediction_document(*on_windows, *gpu)));
+  CHECK(json::parse(hp->body).at("host") == "windows");
+  for (const char* bad : {"../../runtimes/hosts/windows.yaml", "os=plan9", "windwos"}) {
+    INFO(bad);
+    auto r = c.Post("/v1/predict", json{{"model_id", model.at("model_id")}, {"gpu", "nvidia-t4"},
+                                        {"runtime", "pytorch-eager"}, {"host", bad}}.dump(),
+                    "application/json");
+    REQUIRE(r);
+    CHECK(r->status / 100 == 4);
+    CHECK(r->body.find("host") != std::string::npos);
+  }
 }
 
 TEST_CASE("serve: symbolic dims, profiles, YAML profiles and validate", "[serve]") {
