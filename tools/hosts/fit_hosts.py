@@ -22,6 +22,7 @@ and f(Fedora) itself is this CPU's factor against the reference hosts the runtim
 Leave-one-model-out: each model's times predicted from the factors of the other models.
 
   tools/hosts/fit_hosts.py extract --repo PATH/pytorch-gpu-benchmark > tools/hosts/matrixsp-rtx5090.csv
+  tools/hosts/fit_hosts.py neusight --truth ../shared/truth     # how much NeuSight's unnamed hosts differ
   tools/hosts/fit_hosts.py fit --gpusim build/bin/gpusim --truth ../shared/truth \
       [--write runtimes/hosts/_model.yaml] [--json bench/validate/hosts.json] [--check runtimes/hosts/_model.yaml]
 """
@@ -249,6 +250,41 @@ def fit(args):
             f.write("\n")
 
 
+TRIVIAL_OPS = ["add", "addu", "div", "divu", "gelu", "ln", "mul", "mulu", "pow", "powu", "relu", "softmax", "tanh"]
+
+
+def neusight(args):
+    """How much unnamed hosts differ: each NeuSight GPU's host (torch 2.1 on NVIDIA, 2.4.1 on AMD; CPUs
+    not named) by the median time of its trivial rows (at most 1 MiB moved: the host's time a call),
+    and each predicted by the median of the other hosts of its vendor, as the default host would."""
+    import lzma
+    floors = {}
+    for op in TRIVIAL_OPS:
+        path = os.path.join(args.truth, "neusight-train", op + ".csv.xz")
+        if not os.path.exists(path):
+            continue
+        with lzma.open(path, "rt") as f:
+            for r in csv.DictReader(f):
+                if int(r["b"]) * int(r["h"]) * 4 * 3 <= 1 << 20:
+                    floors.setdefault(r["device"], []).append(float(r["latency_ms"]) * 1e3)
+    if not floors:
+        print(f"{args.truth}/neusight-train is absent (skipped)")
+        sys.exit(77)
+    med = {g: statistics.median(v) for g, v in floors.items()}
+    print(f"{'host (by its GPU)':<26} {'rows':>5} {'us a call':>9} {'others':>7} {'error':>7}")
+    errs = {}
+    for g in sorted(med):
+        vendor = g.split()[0] == "AMD"
+        others = [v for h, v in med.items() if h != g and (h.split()[0] == "AMD") == vendor]
+        pred = statistics.median(others)
+        err = pred / med[g] - 1
+        errs.setdefault("amd" if vendor else "nvidia", []).append(err)
+        print(f"{g:<26} {len(floors[g]):>5} {med[g]:>9.2f} {pred:>7.2f} {100 * err:>+6.1f}%")
+    for v, e in errs.items():
+        if len(e) > 1:
+            print(f"leave one host out, {v}: {len(e)} hosts, MAPE {100 * statistics.mean(abs(x) for x in e):.1f}%")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -262,9 +298,13 @@ def main():
     f.add_argument("--check", help="fail unless this host model's coefficients are what the data fit now")
     f.add_argument("--tolerance", type=float, default=0.03)
     f.add_argument("--jobs", type=int, default=2)
+    n = sub.add_parser("neusight")
+    n.add_argument("--truth", default="../shared/truth")
     a = ap.parse_args()
     if a.cmd == "extract":
         extract(a.repo)
+    elif a.cmd == "neusight":
+        neusight(a)
     else:
         fit(a)
 
