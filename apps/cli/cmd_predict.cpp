@@ -556,6 +556,12 @@ void add_compare(CLI::App& app, int& rc) {
                  share(Bound::kLatency), bytes_str(static_cast<double>(p.peak_memory_bytes)), p.energy_j,
                  p.fits_in_memory ? "" : "  (does not fit)");
     }
+    // The host applies to every row alike: said once.
+    if (const Prediction& p = rows->front().prediction; !p.host.empty()) {
+      for (const std::string& n : p.notes) {
+        if (n.rfind("host ", 0) == 0) fmt::print("\n{}\n", say(n));
+      }
+    }
     rc = 0;
   });
 }

@@ -234,6 +234,9 @@ TEST_CASE("gpusim predict --host from the command line", "[host][cli]") {
   const auto bad = test::run_gpusim("predict " + model + " --gpu nvidia-rtx-3060 --runtime pytorch-eager --host os=beos");
   CHECK(bad.rc == 2);
   CHECK_THAT(bad.out, Contains("--host") && Contains("\"beos\""));
+  const auto cmp = test::run_gpusim("compare " + model + " --gpus nvidia-rtx-3060,nvidia-t4 --runtime pytorch-eager --host wsl2");
+  REQUIRE(cmp.rc == 0);
+  CHECK_THAT(cmp.out, Contains("host wsl2: each call's host time") && Contains("wsl2 driver"));
   const auto listing = test::run_gpusim("profiles hosts");
   REQUIRE(listing.rc == 0);
   CHECK_THAT(listing.out, Contains("windows") && Contains("linux-reference") && Contains("driver factors"));
