@@ -397,7 +397,8 @@ static json llm_json(const LlmReport& l) {
                       {"measured", r.measured}, {"predicted", r.predicted}, {"error_pct", r.error_pct}});
   }
   for (const auto& s : l.skipped) skipped.push_back({{"reason", s.reason}, {"count", s.count}});
-  return {{"leave_one_gpu_out", l.leave_one_gpu_out}, {"groups", groups}, {"target_tg128", stats_json(l.target_tg)},
+  return {{"leave_one_gpu_out", l.leave_one_gpu_out}, {"leave_one_architecture_out", l.leave_one_architecture_out},
+          {"groups", groups}, {"target_tg128", stats_json(l.target_tg)},
           {"target_pp512", stats_json(l.target_pp)}, {"gaps_us", l.gaps}, {"ratios", ratios}, {"rows", rows},
           {"skipped", skipped}};
 }

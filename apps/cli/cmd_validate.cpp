@@ -115,8 +115,12 @@ void print_table(const ValidationReport& rep) {
 void print_llm(const LlmReport& l, int worst) {
   if (l.rows.empty()) return;
   fmt::print("\nlanguage models (llama-bench: ppN = a prompt of N tokens in one pass, tgN = N tokens generated one at a "
-             "time){}\n", l.leave_one_gpu_out ? ", leave-one-GPU-out: each GPU's kernel gap fitted on the other GPUs of "
-                                                "its backend" : "");
+             "time){}\n", l.leave_one_architecture_out
+                              ? ", leave-one-architecture-out: each GPU's kernel gap fitted on its backend's GPUs of "
+                                "other architectures"
+                              : l.leave_one_gpu_out ? ", leave-one-GPU-out: each GPU's kernel gap fitted on the other GPUs "
+                                                      "of its backend"
+                                                    : "");
   fmt::print("{:<30} {:<7} {:<5} {:>4} {:>7} {:>7} {:>8} {:>6}\n", "gpu", "backend", "test", "n", "MAPE", "median", "bias", "tau");
   for (const LlmGroup& g : l.groups) {
     fmt::print("{:<30} {:<7} {:<5} {:>4} {:>6.1f}% {:>6.1f}% {:>+7.1f}% {:>6.3f}\n", g.gpu.substr(0, 30), g.backend, g.test,

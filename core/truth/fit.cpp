@@ -459,7 +459,8 @@ Result<ValidationReport> validate_leave_one_out(const std::vector<Measurement>& 
   }
   ValidationReport out;
   if (any_llm) {
-    auto lr = validate_llm(all_records, vopts, true);
+    auto lr = validate_llm(all_records, vopts, true, by == HoldOut::kArchitecture ? architecture
+                                                                                  : std::map<std::string, std::string>{});
     if (!lr) return lr.error();
     out.llm = std::move(*lr);
   }

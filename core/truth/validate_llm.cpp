@@ -54,9 +54,16 @@ double fit_gap(const std::vector<Measurement>& records, const std::vector<Priced
 
 }  // namespace
 
-Result<LlmReport> validate_llm(const std::vector<Measurement>& records, const ValidateOptions& opts, bool leave_one_gpu_out) {
+Result<LlmReport> validate_llm(const std::vector<Measurement>& records, const ValidateOptions& opts, bool leave_one_gpu_out,
+                               const std::map<std::string, std::string>& held_with) {
   LlmReport rep;
   rep.leave_one_gpu_out = leave_one_gpu_out;
+  rep.leave_one_architecture_out = leave_one_gpu_out && !held_with.empty();
+  // The group a GPU is held out with: its architecture, else itself.
+  const auto group = [&held_with](const std::string& gpu) {
+    const auto it = held_with.find(gpu);
+    return it == held_with.end() ? gpu : it->second;
+  };
   truth::Targets targets(opts);
   std::map<std::string, int64_t> skip;
   std::map<std::string, LlmSpec> specs;
@@ -141,7 +148,7 @@ Result<LlmReport> validate_llm(const std::vector<Measurement>& records, const Va
     if (leave_one_gpu_out) {
       std::vector<size_t> others;
       for (size_t j : by_backend[p.backend]) {
-        if (records[priced[j].record].gpu != m.gpu) others.push_back(j);
+        if (group(records[priced[j].record].gpu) != group(m.gpu)) others.push_back(j);
       }
       bool any_tg = false;
       for (size_t j : others) any_tg = any_tg || records[priced[j].record].dims.count("generate") > 0;

@@ -187,6 +187,7 @@ struct GPUSIM_API LlmReport {
   // each GPU's own fit is in its rows' gap_us).
   std::map<std::string, double> gaps;
   bool leave_one_gpu_out = false;
+  bool leave_one_architecture_out = false;  // each GPU held out with the others of its architecture
   std::vector<SkippedRecords> skipped;
 };
 
@@ -214,9 +215,12 @@ GPUSIM_API Result<ModelReport> validate_models(const std::vector<Measurement>& r
 // The language-model records of `records` predicted and scored. The one figure fitted is each
 // llama.cpp backend's per-kernel gap (the device's time between one kernel and the next), from the
 // tg rows: on every GPU, or with `leave_one_gpu_out` for each GPU on the other GPUs of its backend
-// only (a backend measured on one GPU alone keeps its runtime file's figure).
+// only (a backend measured on one GPU alone keeps its runtime file's figure). `held_with` (a GPU's
+// name as records give it -> its group, e.g. its architecture) holds out every GPU of the held-out
+// one's group together: leave one architecture out.
 GPUSIM_API Result<LlmReport> validate_llm(const std::vector<Measurement>& records, const ValidateOptions& opts,
-                                          bool leave_one_gpu_out);
+                                          bool leave_one_gpu_out,
+                                          const std::map<std::string, std::string>& held_with = {});
 
 // A plain roofline of one kernel: its FLOPs at the datasheet peak it may use, or its compulsory
 // bytes at the datasheet DRAM bandwidth, whichever is longer; microseconds.

@@ -357,6 +357,38 @@ TEST_CASE("llama-bench rows are read as whole-model records of a generation", "[
   CHECK(rep->llm.gaps.count("cuda") == 1);
 }
 
+TEST_CASE("leave one architecture out fits a GPU's kernel gap on other architectures only", "[llm][truth]") {
+  // Two Ampere cards and one Ada card on CUDA: held out by architecture, the 3090 and the A6000 are
+  // both priced with the gap of the 4090's rows alone; held out one by one, each sees the other.
+  const std::string csv = write_file(
+      "gpusim_llamacpp_loao.csv",
+      "source_url,gpu,gpu_norm,backend,model,model_size_gib,quant,test,tokens_per_s,n_ubatch,flash_attn,build\n"
+      "x,NVIDIA GeForce RTX 3090,RTX 3090,CUDA,llama 7B,3.56,Q4_0,tg128,158.16,,0,c76b420\n"
+      "x,NVIDIA RTX A6000,RTX A6000,CUDA,llama 7B,3.56,Q4_0,tg128,140.0,,0,c76b420\n"
+      "x,NVIDIA GeForce RTX 4090,RTX 4090,CUDA,llama 7B,3.56,Q4_0,tg128,180.0,,0,c76b420\n");
+  auto recs = read_measurements(csv);
+  REQUIRE(recs);
+  ValidateOptions vo;
+  vo.profile_dirs = {test::source_dir() + "/gpu_profiles"};
+  const std::map<std::string, std::string> arch = {{"NVIDIA GeForce RTX 3090", "Ampere"},
+                                                   {"NVIDIA RTX A6000", "Ampere"},
+                                                   {"NVIDIA GeForce RTX 4090", "Ada"}};
+  auto loao = validate_llm(*recs, vo, true, arch);
+  auto logo = validate_llm(*recs, vo, true);
+  REQUIRE(loao);
+  REQUIRE(logo);
+  CHECK(loao->leave_one_architecture_out);
+  CHECK_FALSE(logo->leave_one_architecture_out);
+  std::map<std::string, double> a, g;
+  for (const LlmRow& r : loao->rows) a[r.gpu] = r.gap_us;
+  for (const LlmRow& r : logo->rows) g[r.gpu] = r.gap_us;
+  REQUIRE(a.size() == 3);
+  CHECK(a["NVIDIA GeForce RTX 3090"] == Approx(a["NVIDIA RTX A6000"]));
+  CHECK(g["NVIDIA GeForce RTX 3090"] != Approx(g["NVIDIA RTX A6000"]));
+  // The Ada card is alone in its architecture: both ways, it is fitted on the two Ampere cards.
+  CHECK(a["NVIDIA GeForce RTX 4090"] == Approx(g["NVIDIA GeForce RTX 4090"]));
+}
+
 TEST_CASE("a quantized-over-F16 ratio pairs rows of one build, a page and date standing for an unnamed one", "[llm][truth]") {
   // The F16 and first Q4_0 rows come from one thread; the second Q4_0 row, 0.8x as fast, from a
   // pull request a year earlier. Neither names its build.
