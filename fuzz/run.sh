@@ -71,6 +71,8 @@ body 0 "{\"model_base64\": \"$b64\", \"gpu\": \"nvidia-t4\", \"dtype\": \"fp16\"
 body 1 "{\"model_base64\": \"$b64\", \"gpus\": [\"nvidia-t4\", \"nvidia-l4\"]}" > "$seeds/serve/compare.bin"
 body 2 "{\"model_base64\": \"$b64\", \"gpu\": \"nvidia-t4\", \"scheduler\": \"beam\", \"top\": 2}" > "$seeds/serve/plan.bin"
 body 3 "{\"runs\": [], \"gpus\": [\"nvidia-t4\"]}" > "$seeds/serve/validate.bin"
+body 0 "{\"model_base64\": \"$b64\", \"gpu\": \"nvidia-t4\", \"runtime\": \"pytorch-eager\", \"host\": \"windows,single_thread=2200\"}" > "$seeds/serve/predict_host.bin"
+body 1 "{\"model_base64\": \"$b64\", \"gpus\": [\"nvidia-t4\"], \"runtime\": \"pytorch-eager\", \"host\": \"../runtimes/hosts/_model.yaml\"}" > "$seeds/serve/compare_host_path.bin"
 { printf '\x09'; cat "$small"; } > "$seeds/serve/upload.bin"
 # Hostile fields: paths and traversals where names go, deep nesting, many values, unknown fields.
 body 0 "{\"model_base64\": \"$b64\", \"gpu\": \"../../etc/passwd\", \"runtime\": \"/etc/shadow.yaml\"}" > "$seeds/serve/paths.bin"

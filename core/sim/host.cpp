@@ -311,6 +311,12 @@ Result<HostProfile> find_host(const std::string& spec, const std::vector<std::st
     }
     first_pair = 1;
   }
+  // A profile's system changed by the description: its driver model follows the new system unless
+  // the description gives one too (in either order).
+  bool gives_driver = false;
+  for (size_t i = first_pair; i < parts.size(); ++i) {
+    gives_driver = gives_driver || parts[i].rfind("driver=", 0) == 0 || parts[i].rfind("driver_model=", 0) == 0;
+  }
   for (size_t i = first_pair; i < parts.size(); ++i) {
     const size_t eq = parts[i].find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -318,7 +324,7 @@ Result<HostProfile> find_host(const std::string& spec, const std::vector<std::st
                  "expected key=value (os, driver, single_thread, cpu, framework)");
     }
     const std::string key = parts[i].substr(0, eq);
-    if (key == "os" && first_pair == 1) h.driver_model.clear();  // the new system's own, unless given too
+    if (key == "os" && !gives_driver) h.driver_model.clear();
     if (auto s = set_field(h, where, key, parts[i].substr(eq + 1)); !s) return s.error();
     if (key == "single_thread" || key == "cpu") h.sources.erase("single_thread");
   }

@@ -109,6 +109,9 @@ TEST_CASE("a host description is key=value pairs, alone or after a profile's nam
   REQUIRE(d);
   CHECK(d->driver_model == "wddm");
   CHECK(d->single_thread == 3419);
+  auto e = find_host("linux-ryzen9-9950x,driver=wsl2,os=windows", hosts_dir());
+  REQUIRE(e);
+  CHECK(e->driver_model == "wsl2");
 }
 
 TEST_CASE("a host scales host-time runtimes only, and says so either way", "[host]") {
