@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -18,6 +17,7 @@
 #include "compiled_figures.h"
 #include "gpusim/gpusim.h"
 #include "gpusim/onnx_import.h"
+#include "gpusim/data_dirs.h"
 #include "gpusim/host.h"
 #include "gpusim/runtime.h"
 #include "guard.h"
@@ -144,16 +144,7 @@ std::vector<std::string> host_dirs(const std::vector<std::string>& runtime_dirs)
   auto add = [&](std::string d) {
     if (std::find(dirs.begin(), dirs.end(), d) == dirs.end()) dirs.push_back(std::move(d));
   };
-  if (const char* env = std::getenv("GPUSIM_HOST_PATH"); env && *env) {
-    const std::string s(env);
-    size_t start = 0;
-    for (size_t p = 0; p <= s.size(); ++p) {
-      if (p == s.size() || s[p] == ':') {
-        if (p > start) add(s.substr(start, p - start));
-        start = p + 1;
-      }
-    }
-  }
+  for (std::string& d : env_dirs("GPUSIM_HOST_PATH")) add(std::move(d));
   for (const std::string& d : runtime_dirs) add(d + "/hosts");
   for (std::string& d : default_host_dirs()) add(std::move(d));
   return dirs;

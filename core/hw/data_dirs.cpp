@@ -71,7 +71,7 @@ std::string user_profile_dir() {
   return c.empty() ? c : (fs::path(c) / "profiles").string();
 }
 
-std::vector<std::string> search_dirs(const char* env_var, const std::string& user_subdir, const std::string& data_subdir) {
+std::vector<std::string> env_dirs(const char* env_var) {
   std::vector<std::string> dirs;
   if (const char* env = std::getenv(env_var); env && *env) {
     const std::string s(env);
@@ -83,6 +83,11 @@ std::vector<std::string> search_dirs(const char* env_var, const std::string& use
       }
     }
   }
+  return dirs;
+}
+
+std::vector<std::string> search_dirs(const char* env_var, const std::string& user_subdir, const std::string& data_subdir) {
+  std::vector<std::string> dirs = env_dirs(env_var);
   if (const std::string c = user_config_dir(); !c.empty()) dirs.push_back((fs::path(c) / user_subdir).string());
   if (auto d = installed_data_dir()) dirs.push_back((fs::path(*d) / data_subdir).string());
   return dirs;

@@ -122,10 +122,7 @@ Result<std::map<std::string, std::string>> read_sources(const YAML::Node& n, con
 
 }  // namespace
 
-std::vector<std::string> default_host_dirs() {
-  std::vector<std::string> dirs = search_dirs("GPUSIM_HOST_PATH", "hosts", "runtimes/hosts");
-  return dirs;
-}
+std::vector<std::string> default_host_dirs() { return search_dirs("GPUSIM_HOST_PATH", "hosts", "runtimes/hosts"); }
 
 Result<HostProfile> load_host(const std::string& path) {
   auto y = read_yaml(path, "host");
@@ -162,7 +159,7 @@ Result<HostProfile> load_host(const std::string& path) {
     h.sources = std::move(*src);
     // Every figure a file states has its source.
     if (h.single_thread > 0 && !h.sources.count("single_thread")) {
-      return bad(path, "sources.single_thread", "missing; say where the single-thread rating comes from");
+      return bad(path, "sources.single_thread", "missing; say where the single-thread score comes from");
     }
   } catch (const YAML::Exception& e) {
     return bad(path, "(document)", e.what());
@@ -177,12 +174,12 @@ Result<HostModel> load_host_model_file(const std::string& path) {
   HostModel m;
   m.source_path = path;
   try {
-    static const std::set<std::string> kKeys = {"schema",        "default_host", "reference_single_thread",
-                                                "cpu_exponent",  "driver_factor", "fit", "sources", "figures"};
+    static const std::set<std::string> kKeys = {"schema",       "default_host",  "reference_single_thread",
+                                                "cpu_exponent", "driver_factor", "fit", "sources"};
     for (const auto& kv : *y) {
       if (!kKeys.count(kv.first.Scalar())) {
         return bad(path, kv.first.Scalar(), "unknown key; allowed: schema, default_host, reference_single_thread, "
-                                            "cpu_exponent, driver_factor, fit, sources, figures");
+                                            "cpu_exponent, driver_factor, fit, sources");
       }
     }
     const std::string schema = (*y)["schema"] ? (*y)["schema"].Scalar() : "";

@@ -30,6 +30,8 @@ namespace gpusim {
 GPUSIM_API std::optional<std::string> installed_data_dir();
 // $XDG_CONFIG_HOME/gpusim, else $HOME/.config/gpusim; empty when neither variable is set.
 GPUSIM_API std::string user_config_dir();
+// The directories a colon-separated environment variable names (empty entries skipped).
+GPUSIM_API std::vector<std::string> env_dirs(const char* env_var);
 // The directories named by a colon-separated environment variable (empty entries skipped), then
 // `<user config>/<user_subdir>`, then `<installed data>/<data_subdir>`.
 GPUSIM_API std::vector<std::string> search_dirs(const char* env_var, const std::string& user_subdir, const std::string& data_subdir);

@@ -160,7 +160,7 @@ TEST_CASE("bad host files name the file, the key and the fix", "[host][errors]")
   CHECK_THAT(file_error("host_no_os.yaml", "schema: gpusim.host/1\nname: x\n"), Contains("os") && Contains("missing"));
   CHECK_THAT(file_error("host_no_name.yaml", "schema: gpusim.host/1\nos: linux\n"), Contains("name") && Contains("missing"));
   CHECK_THAT(file_error("host_unsourced.yaml", "schema: gpusim.host/1\nname: x\nos: linux\nsingle_thread: 2000\n"),
-             Contains("sources.single_thread") && Contains("where the single-thread"));
+             Contains("sources.single_thread") && Contains("where the single-thread score"));
   CHECK_THAT(file_error("host_list.yaml", "schema: gpusim.host/1\nname: x\nos: [linux]\n"), Contains("expected a single value"));
   CHECK_THAT(file_error("host_yaml.yaml", "schema: [\n"), Contains("not valid YAML"));
   CHECK_THAT(file_error("host_top.yaml", "- a\n"), Contains("expected a map"));
