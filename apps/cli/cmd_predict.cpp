@@ -153,7 +153,7 @@ void add_common(CLI::App* cmd, Args& a, std::string_view schema) {
                   "torch-compile, or a runtime YAML (runtimes/)");
   cmd->add_option("--host", a.host,
                   "The host that drives the GPU, which scales a framework runtime's per-call host time: a host "
-                  "profile (`gpusim hosts` lists them), a YAML file, or key=value pairs: os=linux|windows|macos, "
+                  "profile (`gpusim profiles hosts` lists them), a YAML file, or key=value pairs: os=linux|windows|macos, "
                   "driver=wddm|tcc|wsl2, single_thread=N (the CPU's Geekbench 6 single-core score), cpu=NAME "
                   "(default: the Linux hosts the runtimes were fitted on)");
   cmd->add_option("--layout", a.layout,

@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -27,38 +28,25 @@ Error bad(const std::string& where, const std::string& key, const std::string& w
   return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: {}: {}", where, key, why));
 }
 
-std::string joined(const std::vector<std::string>& v) {
-  std::string s;
-  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
-
 bool one_of(const std::string& v, const std::vector<std::string>& allowed) {
   return std::find(allowed.begin(), allowed.end(), v) != allowed.end();
 }
 
-// The driver model an operating system runs GPUs under unless told otherwise.
-std::string default_driver(const std::string& os) {
-  if (os == "windows") return "wddm";
-  return os;  // linux, macos
-}
-
-// Whether a driver model belongs to an operating system.
-bool driver_fits(const std::string& os, const std::string& driver) {
-  if (os == "windows") return driver == "wddm" || driver == "tcc" || driver == "wsl2";
-  return driver == os;
+// The operating system a driver model belongs to: Windows' three, else the system of that name.
+std::string os_of_driver(const std::string& driver) {
+  return driver == "wddm" || driver == "tcc" || driver == "wsl2" ? "windows" : driver;
 }
 
 // The fields a description and a file share: checked the same way, errors naming `where`.
 Result<Ok> set_field(HostProfile& h, const std::string& where, const std::string& key, const std::string& value) {
   if (key == "os") {
-    if (!one_of(value, kOs)) return bad(where, key, fmt::format("\"{}\"; expected {}", value, joined(kOs)));
+    if (!one_of(value, kOs)) return bad(where, key, fmt::format("\"{}\"; expected {}", value, fmt::join(kOs, ", ")));
     h.os = value;
   } else if (key == "driver" || key == "driver_model") {
     if (!one_of(value, kDrivers)) {
       return bad(where, key, fmt::format("\"{}\"; expected {} (wddm: Windows' display driver model, tcc: its compute-only mode, wsl2: Linux under "
                                          "Windows)",
-                                         value, joined(kDrivers)));
+                                         value, fmt::join(kDrivers, ", ")));
     }
     h.driver_model = value;
   } else if (key == "single_thread") {
@@ -87,12 +75,9 @@ Result<Ok> set_field(HostProfile& h, const std::string& where, const std::string
 
 // The operating system and driver model agree (or one follows from the other).
 Result<Ok> settle_os(HostProfile& h, const std::string& where) {
-  if (h.os.empty() && !h.driver_model.empty()) {
-    h.os = h.driver_model == "wddm" || h.driver_model == "tcc" || h.driver_model == "wsl2" ? "windows" : h.driver_model;
-  }
-  if (h.os.empty()) h.os = "linux";
-  if (h.driver_model.empty()) h.driver_model = default_driver(h.os);
-  if (!driver_fits(h.os, h.driver_model)) {
+  if (h.os.empty()) h.os = h.driver_model.empty() ? "linux" : os_of_driver(h.driver_model);
+  if (h.driver_model.empty()) h.driver_model = h.os == "windows" ? "wddm" : h.os;
+  if (os_of_driver(h.driver_model) != h.os) {
     return bad(where, "driver", fmt::format("\"{}\" is not a driver model of {} (expected {})", h.driver_model, h.os,
                                             h.os == "windows" ? "wddm, tcc or wsl2" : h.os));
   }
@@ -152,7 +137,7 @@ Result<HostProfile> load_host(const std::string& path) {
         if (auto s = set_field(h, path, key, n.Scalar()); !s) return s.error();
       }
     }
-    if (!(*y)["os"]) return bad(path, "os", fmt::format("missing; expected {}", joined(kOs)));
+    if (!(*y)["os"]) return bad(path, "os", fmt::format("missing; expected {}", fmt::join(kOs, ", ")));
     if (auto s = settle_os(h, path); !s) return s.error();
     auto src = read_sources((*y)["sources"], path);
     if (!src) return src.error();
@@ -207,7 +192,7 @@ Result<HostModel> load_host_model_file(const std::string& path) {
     if (!df || !df.IsMap()) return bad(path, "driver_factor", "missing; expected a factor for each driver model");
     for (const auto& kv : df) {
       const std::string d = kv.first.Scalar();
-      if (!one_of(d, kDrivers)) return bad(path, "driver_factor." + d, fmt::format("unknown; expected {}", joined(kDrivers)));
+      if (!one_of(d, kDrivers)) return bad(path, "driver_factor." + d, fmt::format("unknown; expected {}", fmt::join(kDrivers, ", ")));
       double v = 0;
       try {
         v = kv.second.as<double>();
@@ -246,7 +231,7 @@ Result<HostModel> load_host_model(const std::vector<std::string>& dirs) {
   }
   return make_error(ErrorCode::kNotFound, fmt::format("no host model ({}) in {}; the installation's runtimes/hosts "
                                                       "directory holds one",
-                                                      kModelFile, dirs.empty() ? std::string("(no directories)") : joined(dirs)));
+                                                      kModelFile, dirs.empty() ? std::string("(no directories)") : fmt::format("{}", fmt::join(dirs, ", "))));
 }
 
 std::vector<std::string> list_hosts(const std::vector<std::string>& dirs) {
@@ -303,8 +288,8 @@ Result<HostProfile> find_host(const std::string& spec, const std::vector<std::st
       return make_error(ErrorCode::kNotFound,
                         fmt::format("`host` \"{}\" is unknown; {}known hosts: {}; or describe it as key=value pairs, "
                                     "e.g. os=windows,single_thread=2200 (its CPU's Geekbench 6 single-core score)",
-                                    name, near.empty() ? "" : fmt::format("did you mean {}? ", joined(near)),
-                                    known.empty() ? std::string("none installed") : joined(known)));
+                                    name, near.empty() ? std::string() : fmt::format("did you mean {}? ", fmt::join(near, ", ")),
+                                    known.empty() ? std::string("none installed") : fmt::format("{}", fmt::join(known, ", "))));
     }
     first_pair = 1;
   }
