@@ -851,12 +851,95 @@ Status check_layout(const std::string& layout) {
                                 layout));
 }
 
+namespace {
+
+// A compiler's choice of memory format for a graph asked for in NCHW (runtime.h,
+// RuntimeLowering::LayoutOptimization): inductor's decide_layout_opt for inference, on the graph's
+// convolutions. The FX graph inductor counts holds a node per aten op and per parameter; the ONNX
+// graph's nodes, inputs and initializers stand for them.
+struct LayoutDecision {
+  bool channels_last = false;
+  std::string note;  // "" when the graph has no convolution (nothing to decide)
+};
+
+LayoutDecision decide_layout(const Graph& g, const RuntimeLowering::LayoutOptimization& lo, const std::string& rt) {
+  LayoutDecision d;
+  int convs = 0;
+  bool unknown = false;
+  double total = 0, weighted = 0, grouped = 0;
+  for (const Node& n : g.nodes) {
+    if ((n.op_type != "Conv" && n.op_type != "ConvTranspose") || !n.domain.empty() || n.inputs.size() < 2 ||
+        n.inputs[0] == kNoTensor || n.inputs[1] == kNoTensor || n.outputs.empty() || n.outputs[0] == kNoTensor) {
+      continue;
+    }
+    ++convs;
+    // PyTorch's weight layout, as ONNX's: [out, in / groups, window...] ([in, out / groups, ...]
+    // transposed); FLOPs as PyTorch's counter gives them, 2 x the larger activation's elements x the
+    // weight's elements a channel.
+    const Shape& w = g.tensor(n.inputs[1]).shape;
+    const Shape& big = g.tensor(n.op_type == "Conv" ? n.outputs[0] : n.inputs[0]).shape;
+    if (w.size() < 3) continue;
+    double per_channel = 1, elems = 1;
+    for (size_t i = 1; i < w.size(); ++i) per_channel *= static_cast<double>(w[i]);
+    for (int64_t x : big) elems *= static_cast<double>(x);
+    for (int64_t x : w) unknown = unknown || x < 0;
+    for (int64_t x : big) unknown = unknown || x < 0;
+    const double flops = 2 * elems * per_channel;
+    const int64_t groups = n.attr_int("group", 1);
+    double cost = lo.other;
+    if (groups > 1 && w[1] > 1) {
+      cost = lo.grouped;
+      grouped += flops;
+    } else if (w[0] <= 64 && w[1] <= 64) {
+      cost = lo.small;
+    } else if (w[0] * 2 <= w[1] && w[2] > 1) {
+      cost = lo.in_out;
+    }
+    total += flops;
+    weighted += cost * flops;
+  }
+  if (convs == 0) return d;
+  size_t nodes = g.nodes.size() + 1;  // and the output node
+  for (const Tensor& t : g.tensors) nodes += t.role == TensorRole::kInput || t.role == TensorRole::kWeight ? 1 : 0;
+  const std::string head = fmt::format("{} keeps this graph in NCHW, as asked (inductor's layout optimization declines: ", rt);
+  if (unknown) {
+    d.note = head + "a convolution's shape is not fixed)";
+  } else if (static_cast<double>(nodes) >= lo.nodes_per_conv * convs) {
+    d.note = head + fmt::format("{} convolution(s) among about {} nodes, fewer than one per {:g})", convs, nodes,
+                                lo.nodes_per_conv);
+  } else if (total > 0 && weighted > total) {
+    d.note = head + fmt::format("weighed by channels-last's cost per kind of convolution, the convolutions' FLOPs come "
+                                "to {:.3f} of their sum, {:.0f}% of them in grouped convolutions); cuDNN converts "
+                                "the operands of its half-precision convolutions",
+                                weighted / total, 100 * grouped / total);
+  } else {
+    d.channels_last = true;
+    d.note = fmt::format("{} runs this graph channels-last although NCHW was asked (inductor's layout optimization: "
+                         "weighed by channels-last's cost per kind of convolution, the {} convolution(s)' FLOPs come to "
+                         "{:.3f} of their sum)",
+                         rt, convs, total > 0 ? weighted / total : 1.0);
+  }
+  return d;
+}
+
+}  // namespace
+
 Result<Lowering> lower(const Graph& g, const RuntimeModel& rt, const LoweringOptions& o) {
-  const BiasSplit bias = split_biases(g, rt, o);
-  Lowerer l(bias.graph, rt, o, bias);
+  if (auto s = check_layout(o.layout); !s) return s.error();
+  LoweringOptions eff = o;
+  std::string layout_note;
+  if (rt.lowering.layout_optimization.present && o.layout == "nchw") {
+    const LayoutDecision d = decide_layout(g, rt.lowering.layout_optimization, rt.name);
+    if (d.channels_last) eff.layout = "nhwc";
+    layout_note = d.note;
+  }
+  const BiasSplit bias = split_biases(g, rt, eff);
+  Lowerer l(bias.graph, rt, eff, bias);
   auto r = l.run();
   if (!r) return r;
   for (int& n : r->origin) n = n < 0 ? -1 : bias.origin[static_cast<size_t>(n)];
+  r->layout = eff.layout;
+  if (!layout_note.empty()) r->notes.insert(r->notes.begin(), layout_note);
   return r;
 }
 

@@ -72,11 +72,14 @@ class LoweringReader {
 
   Result<RuntimeLowering> read(const YAML::Node& y) {
     RuntimeLowering low;
-    if (!y.IsMap()) return err("lowering", "expected a map with kernels, fuse, views, inserts and autocast");
+    if (!y.IsMap()) {
+      return err("lowering", "expected a map with kernels, fuse, views, inserts, autocast and layout_optimization");
+    }
     for (const auto& kv : y) {
       const std::string k = kv.first.as<std::string>();
-      if (k != "kernels" && k != "fuse" && k != "views" && k != "inserts" && k != "autocast") {
-        return err("lowering." + k, "unknown key; allowed: kernels, fuse, views, inserts, autocast");
+      if (k != "kernels" && k != "fuse" && k != "views" && k != "inserts" && k != "autocast" &&
+          k != "layout_optimization") {
+        return err("lowering." + k, "unknown key; allowed: kernels, fuse, views, inserts, autocast, layout_optimization");
       }
     }
     for (const char* list : {"kernels", "fuse"}) {
@@ -145,11 +148,66 @@ class LoweringReader {
         *out = *ops;
       }
     }
+    if (const YAML::Node l = y["layout_optimization"]) {
+      auto lo = layout_optimization(l);
+      if (!lo) return lo.error();
+      low.layout_optimization = *lo;
+    }
     return low;
   }
 
  private:
   Error err(const std::string& key, const std::string& why) const { return bad(path_, key, why); }
+
+  // lowering.layout_optimization: {nodes_per_conv, cost: {grouped, small, in_out, default}, why}.
+  Result<RuntimeLowering::LayoutOptimization> layout_optimization(const YAML::Node& l) const {
+    const std::string key = "lowering.layout_optimization";
+    if (!l.IsMap()) return err(key, "expected a map with nodes_per_conv, cost and why");
+    for (const auto& kv : l) {
+      const std::string k = kv.first.as<std::string>();
+      if (k != "nodes_per_conv" && k != "cost" && k != "why") {
+        return err(key + "." + k, "unknown key; allowed: nodes_per_conv, cost, why");
+      }
+    }
+    RuntimeLowering::LayoutOptimization lo;
+    lo.present = true;
+    if (l["why"]) lo.why = l["why"].as<std::string>();
+    auto number = [&](const YAML::Node& n, const std::string& k, double lo_bound, double hi) -> Result<double> {
+      double v = 0;
+      if (!n.IsScalar() || !YAML::convert<double>::decode(n, v) || !(v > lo_bound && v <= hi)) {
+        return err(k, fmt::format("\"{}\" is not a number in ({}, {}]", n.IsScalar() ? n.Scalar() : "(not a number)",
+                                  lo_bound, hi));
+      }
+      return v;
+    };
+    if (const YAML::Node n = l["nodes_per_conv"]) {
+      auto v = number(n, key + ".nodes_per_conv", 0, 1e6);
+      if (!v) return v.error();
+      lo.nodes_per_conv = *v;
+    }
+    const YAML::Node c = l["cost"];
+    if (!c || !c.IsMap()) {
+      return err(key + ".cost", "expected a map giving channels-last's cost against NCHW for each kind of convolution: "
+                                "grouped, small, in_out and default");
+    }
+    for (const auto& kv : c) {
+      const std::string k = kv.first.as<std::string>();
+      if (k != "grouped" && k != "small" && k != "in_out" && k != "default") {
+        return err(key + ".cost." + k, "unknown kind of convolution; allowed: grouped, small, in_out, default");
+      }
+    }
+    for (auto [name, out] : {std::pair<const char*, double*>{"grouped", &lo.grouped},
+                             {"small", &lo.small},
+                             {"in_out", &lo.in_out},
+                             {"default", &lo.other}}) {
+      const YAML::Node n = c[name];
+      if (!n) return err(fmt::format("{}.cost.{}", key, name), "missing; give channels-last's cost for this kind");
+      auto v = number(n, fmt::format("{}.cost.{}", key, name), 0, 100);
+      if (!v) return v.error();
+      *out = *v;
+    }
+    return lo;
+  }
 
   Result<std::vector<std::string>> strings(const YAML::Node& n, const std::string& key) const {
     std::vector<std::string> out;
@@ -455,7 +513,7 @@ Result<RuntimeModel> load_runtime(const std::string& path) {
   if (!y.IsMap()) return bad(path, "(top level)", "expected a map with schema: gpusim.runtime/1");
   static const std::set<std::string> kKeys = {"schema", "name", "description", "combine", "default_us", "class_us",
                                               "op_us", "extra_kernel_us", "launch_latency_us", "sources", "fit",
-                                              "lowering", "host_scaled"};
+                                              "lowering", "host_scaled", "workload"};
   RuntimeModel r;
   r.source_path = path;
   try {
@@ -463,7 +521,7 @@ Result<RuntimeModel> load_runtime(const std::string& path) {
       const std::string k = kv.first.as<std::string>();
       if (!kKeys.count(k)) {
         return bad(path, k, "unknown key; allowed: schema, name, description, combine, default_us, class_us, op_us, "
-                            "extra_kernel_us, launch_latency_us, host_scaled, sources, fit, lowering");
+                            "extra_kernel_us, launch_latency_us, host_scaled, workload, sources, fit, lowering");
       }
     }
     const std::string schema = y["schema"] ? y["schema"].as<std::string>() : "";
@@ -513,6 +571,14 @@ Result<RuntimeModel> load_runtime(const std::string& path) {
                                                     hs.Scalar()));
       }
       r.host_scaled = hs.Scalar() == "true";
+    }
+    if (const YAML::Node w = y["workload"]) {
+      r.workload = w.IsScalar() ? w.Scalar() : "";
+      if (r.workload != "graphs" && r.workload != "language-models") {
+        return bad(path, "workload", fmt::format("\"{}\"; expected graphs (an ONNX graph's kernels) or language-models "
+                                                 "(a described model's generations, as llama.cpp runs them)",
+                                                 w.IsScalar() ? w.Scalar() : "(not a name)"));
+      }
     }
     if (const YAML::Node low = y["lowering"]) {
       auto l = LoweringReader(path).read(low);
@@ -566,6 +632,7 @@ std::string runtime_to_yaml(const RuntimeModel& r, const std::string& fit, const
   out << YAML::Key << "extra_kernel_us" << YAML::Value << num(r.extra_kernel_us);
   out << YAML::Key << "launch_latency_us" << YAML::Value << num(r.launch_latency_us);
   if (r.host_scaled) out << YAML::Key << "host_scaled" << YAML::Value << true;
+  if (r.workload != "graphs") out << YAML::Key << "workload" << YAML::Value << r.workload;
   for (const auto& [key, figures] : {std::pair<const char*, const std::map<std::string, double>*>{"class_us", &r.class_us},
                                      {"op_us", &r.op_us}}) {
     if (figures->empty()) continue;

@@ -402,7 +402,20 @@ void note_tiles(Prediction& p, const Target& target) {
 }
 }  // namespace
 
+// A graph runs under a runtime that runs graphs: llama.cpp's runtimes price a described model's
+// generations and never run an ONNX graph.
+static Status check_graph_runtime(const PredictOptions& opts) {
+  if (!opts.runtime || opts.runtime->workload == "graphs") return Ok{};
+  const RuntimeModel& rt = *opts.runtime;
+  return make_error(ErrorCode::kInvalidArgument,
+                    fmt::format("runtime \"{}\"{} prices llama.cpp's generations of a language model (a gpusim.llm/1 "
+                                "description, a config.json or a bundled name), not an ONNX graph's kernels; predict a "
+                                "graph under gpusim, cuda-graph, pytorch-eager or torch-compile",
+                                rt.name, rt.source_path.empty() ? "" : fmt::format(" ({})", rt.source_path)));
+}
+
 Result<Prediction> predict(const Graph& input, const Target& target, const PredictOptions& opts) {
+  if (auto s = check_graph_runtime(opts); !s) return s.error();
   const GpuProfile& gpu = target.gpu();
   if (opts.dtype) {
     if (auto s = check_retype(*opts.dtype, gpu); !s) return s.error();
@@ -431,6 +444,7 @@ Result<Prediction> predict(const Graph& input, const Target& target, const Predi
 
 Result<Prediction> predict_plan(const Graph& input, const Plan& plan, const GpuProfile& gpu,
                                 const PredictOptions& opts) {
+  if (auto s = check_graph_runtime(opts); !s) return s.error();
   std::optional<Graph> retyped;
   if (plan.dtype) {
     if (auto s = check_retype(*plan.dtype, gpu); !s) return s.error();
@@ -444,6 +458,7 @@ Result<Prediction> predict_plan(const Graph& input, const Plan& plan, const GpuP
 }
 
 Result<Prediction> predict_lowering(const Lowering& low, const Target& target, const PredictOptions& opts) {
+  if (auto s = check_graph_runtime(opts); !s) return s.error();
   // Each kernel with the fastest tile of the target's space.
   const GpuProfile& gpu = target.gpu();
   const DeviceModel& dev = target.device;

@@ -56,6 +56,9 @@ struct GPUSIM_API Lowering {
   Graph graph;               // the input graph with the runtime's inserted nodes
   Plan plan;                 // the kernels, in launch order; tiles are left for the pricer
   std::vector<int> origin;   // per node of `graph`: its node in the input graph, or -1 when inserted
+  // The memory format the kernels run in: the one asked for, or the one the runtime's compiler
+  // chose (RuntimeLowering::layout_optimization; a note says which and why).
+  std::string layout = "nchw";
   std::vector<std::string> notes;
 };
 

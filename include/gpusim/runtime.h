@@ -70,8 +70,27 @@ struct GPUSIM_API RuntimeLowering {
     bool present = false;
   };
   Autocast autocast;
+  // How a compiler picks the memory format of a graph asked for in NCHW (inductor's
+  // decide_layout_opt, torch/_inductor/graph.py, for inference): the whole graph runs channels-last
+  // when its convolutions' FLOPs, each weighed by the measured cost of channels-last for its kind
+  // of convolution, come to no more than their plain sum, and the graph has at least one
+  // convolution per `nodes_per_conv` nodes; else it stays NCHW and the NCHW inserts apply.
+  struct LayoutOptimization {
+    bool present = false;
+    double nodes_per_conv = 300;
+    // Cost of channels-last against NCHW (below 1: faster) for a grouped convolution (groups > 1,
+    // more than one input channel a group), a small one (at most 64 output and 64 input channels a
+    // group), one with at least twice the input channels a group as outputs and a window wider
+    // than 1, and any other.
+    double grouped = 1, small = 1, in_out = 1, other = 1;
+    std::string why;
+  };
+  LayoutOptimization layout_optimization;
   // The kernels launch in the graph's node order, or as a compiler schedules them (same thing here).
-  bool empty() const { return kernels.empty() && fuse.empty() && views.ops.empty() && inserts.empty() && !autocast.present; }
+  bool empty() const {
+    return kernels.empty() && fuse.empty() && views.ops.empty() && inserts.empty() && !autocast.present &&
+           !layout_optimization.present;
+  }
 };
 
 struct GPUSIM_API RuntimeModel {
@@ -99,6 +118,9 @@ struct GPUSIM_API RuntimeModel {
   bool replay = false;
   // Which kernels it launches (empty: one per node, as gpusim's executor and the eager plan do).
   RuntimeLowering lowering;
+  // What it runs: "graphs" (an ONNX graph's kernels: gpusim, cuda-graph, PyTorch) or
+  // "language-models" (llama.cpp's generations of a described model, which never run an ONNX graph).
+  std::string workload = "graphs";
   // Its host figures (op_us, class_us, default_us, extra_kernel_us) are the host's time per call, so a
   // host profile scales them (host.h); false: they are device time (llama.cpp's gaps, graph replay).
   bool host_scaled = false;

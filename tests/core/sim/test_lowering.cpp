@@ -241,6 +241,112 @@ TEST_CASE("compile lowering: the bias, BatchNorm and Relu fuse into one kernel a
   CHECK(compiled->kernels_us < eager->kernels_us);
 }
 
+namespace {
+
+// A grouped convolution (four groups of 32 input channels) with a bias, fp16.
+Graph grouped_conv() {
+  test::OnnxBuilder b;
+  b.input("x", onnx::TensorProto::FLOAT16, {2, 128, 16, 16});
+  b.initializer("w", onnx::TensorProto::FLOAT16, {128, 32, 3, 3});
+  b.node("Conv", {"x", "w"}, {"y"}, "conv").ints("pads", {1, 1, 1, 1}).i("group", 4);
+  b.output("y");
+  return test::build_graph(b, "grouped_conv.onnx");
+}
+
+int conversions(const Lowering& low) {
+  int n = 0;
+  for (const PlanKernel& k : low.plan.kernels) n += !k.fusions.empty() && k.fusions.back() == "cudnn-nchw-half";
+  return n;
+}
+
+bool noted(const Lowering& low, const std::string& text) {
+  for (const std::string& n : low.notes) {
+    if (n.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("compile lowering: inductor's layout optimization picks channels-last unless grouped convolutions or few "
+          "convolutions weigh against it",
+          "[sim][lowering]") {
+  const RuntimeModel rt = runtime("torch-compile");
+  REQUIRE(rt.lowering.layout_optimization.present);
+  // A plain convolution: channels-last is cheaper (0.823 of its FLOPs), so no conversions.
+  auto plain = lower(retype(conv_block(), DType::kFloat16), rt);
+  REQUIRE(plain);
+  CHECK(plain->layout == "nhwc");
+  CHECK(conversions(*plain) == 0);
+  CHECK(noted(*plain, "runs this graph channels-last although NCHW was asked"));
+  // A grouped convolution costs 1.358 channels-last: the graph stays NCHW and cuDNN converts.
+  auto grouped = lower(grouped_conv(), rt);
+  REQUIRE(grouped);
+  CHECK(grouped->layout == "nchw");
+  CHECK(conversions(*grouped) == 2);
+  CHECK(noted(*grouped, "come to 1.358 of their sum, 100% of them in grouped convolutions"));
+  // Eager PyTorch has no such choice: NCHW as asked, converted.
+  auto eager = lower(grouped_conv(), runtime("pytorch-eager"));
+  REQUIRE(eager);
+  CHECK(eager->layout == "nchw");
+  CHECK(conversions(*eager) == 2);
+  // Asked for channels-last, it runs channels-last and says nothing.
+  LoweringOptions o;
+  o.layout = "nhwc";
+  auto asked = lower(grouped_conv(), rt, o);
+  REQUIRE(asked);
+  CHECK(asked->layout == "nhwc");
+  CHECK(conversions(*asked) == 0);
+  CHECK_FALSE(noted(*asked, "inductor"));
+  // One convolution among 300 nodes: too few to change the layout.
+  test::OnnxBuilder b;
+  b.input("x", onnx::TensorProto::FLOAT16, {2, 16, 8, 8});
+  b.initializer("w", onnx::TensorProto::FLOAT16, {32, 16, 3, 3});
+  b.node("Conv", {"x", "w"}, {"t0"}, "conv").ints("pads", {1, 1, 1, 1});
+  for (int i = 0; i < 300; ++i) {
+    b.node("Relu", {"t" + std::to_string(i)}, {"t" + std::to_string(i + 1)}, "relu" + std::to_string(i));
+  }
+  b.output("t300");
+  auto few = lower(test::build_graph(b, "few_convs.onnx"), rt);
+  REQUIRE(few);
+  CHECK(few->layout == "nchw");
+  CHECK(noted(*few, "1 convolution(s) among about 304 nodes, fewer than one per 300"));
+  // No convolution: nothing to decide, nothing said.
+  auto none = lower(mlp_block(), rt);
+  REQUIRE(none);
+  CHECK_FALSE(noted(*none, "inductor"));
+}
+
+TEST_CASE("runtime files: a layout optimization is checked when read", "[sim][lowering][errors]") {
+  auto load = [](const std::string& name, const std::string& body) { return load_runtime(write_runtime(name, body)); };
+  auto r = load("lo-kind", "lowering:\n  layout_optimization:\n    cost: {grouped: 1.3, small: 0.8, in_out: 0.7, "
+                           "default: 0.8, depthwise: 0.5}\n");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("lo-kind.yaml: lowering.layout_optimization.cost.depthwise") &&
+                                    Catch::Contains("allowed: grouped, small, in_out, default"));
+  r = load("lo-missing", "lowering:\n  layout_optimization:\n    cost: {grouped: 1.3, small: 0.8, in_out: 0.7}\n");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("lowering.layout_optimization.cost.default") &&
+                                    Catch::Contains("missing"));
+  r = load("lo-nocost", "lowering:\n  layout_optimization: {nodes_per_conv: 300}\n");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("lowering.layout_optimization.cost") &&
+                                    Catch::Contains("for each kind of convolution"));
+  r = load("lo-value", "lowering:\n  layout_optimization:\n    nodes_per_conv: -3\n    cost: {grouped: 1.3, small: "
+                       "0.8, in_out: 0.7, default: 0.8}\n");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("lowering.layout_optimization.nodes_per_conv") &&
+                                    Catch::Contains("\"-3\" is not a number in (0, 1000000]"));
+  r = load("lo-word", "lowering:\n  layout_optimization:\n    cost: {grouped: fast, small: 0.8, in_out: 0.7, "
+                      "default: 0.8}\n");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("cost.grouped") && Catch::Contains("\"fast\" is not a number"));
+  r = load("lo-key", "lowering:\n  layout_optimization: {weights: {}}\n");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("lowering.layout_optimization.weights") &&
+                                    Catch::Contains("allowed: nodes_per_conv, cost, why"));
+}
+
 TEST_CASE("runtime files: patterns are checked when read", "[sim][lowering][errors]") {
   auto load = [](const std::string& name, const std::string& body) { return load_runtime(write_runtime(name, body)); };
   auto r = load("unknown-op", "lowering:\n  kernels:\n    - {name: act, region: {Gelux: 1, Mul: 1}}\n");

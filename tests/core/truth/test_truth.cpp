@@ -628,13 +628,17 @@ TEST_CASE("runtimes: host time overlaps the kernels back to back, and bad files 
   CHECK(bad("rt4.yaml", "schema: gpusim.runtime/1\nname: x\nhost: 3\n") ==
         (fs::path(dir) / "rt4.yaml").string() +
             ": host: unknown key; allowed: schema, name, description, combine, default_us, class_us, op_us, "
-            "extra_kernel_us, launch_latency_us, host_scaled, sources, fit, lowering");
+            "extra_kernel_us, launch_latency_us, host_scaled, workload, sources, fit, lowering");
   CHECK(bad("rt5.yaml", "schema: gpusim.runtime/1\nname: x\ndefault_us: fast\n") ==
         (fs::path(dir) / "rt5.yaml").string() + ": default_us: \"fast\" is not a number of microseconds");
   CHECK(bad("rt6.yaml", "schema: gpusim.runtime/1\nname: x\nhost_scaled: maybe\n") ==
         (fs::path(dir) / "rt6.yaml").string() +
             ": host_scaled: \"maybe\"; expected true (the figures are host time a host profile scales) or false "
             "(device time)");
+  CHECK(bad("rt7.yaml", "schema: gpusim.runtime/1\nname: x\nworkload: llm\n") ==
+        (fs::path(dir) / "rt7.yaml").string() +
+            ": workload: \"llm\"; expected graphs (an ONNX graph's kernels) or language-models (a described model's "
+            "generations, as llama.cpp runs them)");
 }
 
 TEST_CASE("a 70 W card runs below its boost clock, a 250 W one holds it", "[truth][sim]") {
