@@ -287,6 +287,18 @@ int description_options(const Args& a, const char* cmd, GenerationOptions& o) {
                        "in their own tiles)\n", cmd, a.model);
     return 2;
   }
+  for (const auto& [set, flag] : {std::pair{!a.trace.empty(), "--trace"}, {!a.layout.empty(), "--layout"},
+                                  {!a.autocast.empty(), "--autocast"}, {!a.skip.empty(), "--skip-pattern"},
+                                  {a.on_device, "--on-device"}}) {
+    if (set) {
+      fmt::print(stderr,
+                 "gpusim {}: {}: {} applies to an ONNX graph's kernels (one pass's timeline, a framework's lowering, "
+                 "its host copies); a language model's generation runs llama.cpp's kernels pass after pass: each "
+                 "phase's kernels are listed with --all and --json\n",
+                 cmd, a.model, flag);
+      return 2;
+    }
+  }
   o = workload(a);
   o.ubatch = a.ubatch;
   if (!a.weights.empty()) o.weights = a.weights;
@@ -311,12 +323,13 @@ int decoder_options(const Args& a, const char* cmd, const Session& session, Pred
   for (const auto& [set, flag] : {std::pair{!a.plan.empty(), "--plan"}, {!a.dims.empty(), "--dim"},
                                   {a.ubatch != 512, "--ubatch"}, {!a.backend.empty(), "--backend"},
                                   {a.flash_attn, "--flash-attn"}, {!a.cuda_prompt.empty(), "--cuda-prompt"},
-                                  {!a.weights.empty(), "--weights"}}) {
+                                  {!a.weights.empty(), "--weights"}, {!a.trace.empty(), "--trace"}}) {
     if (set) {
       fmt::print(stderr,
                  "gpusim {}: {}: {} does not apply to an ONNX decoder's generation (its passes are sized from "
                  "--prompt, --generate and --batch and run in the graph's own types, which --dtype re-types; "
-                 "--weights, --backend, --ubatch, --flash-attn and --cuda-prompt describe llama.cpp)\n",
+                 "--weights, --backend, --ubatch, --flash-attn and --cuda-prompt describe llama.cpp; --trace writes "
+                 "one pass's timeline: predict the decoder without --prompt/--generate, its dims set with --dim)\n",
                  cmd, a.model, flag);
       return 2;
     }

@@ -478,6 +478,22 @@ TEST_CASE("gpusim predict runs a generation from a description and refuses gener
   CHECK(tiled.rc == 2);
   CHECK_THAT(tiled.out, Catch::Contains("--dtype, --plan, --dim and --tiles apply to ONNX graphs") &&
                             Catch::Contains("its kernels are llama.cpp's, in their own tiles"));
+  // A graph's options on a generation are refused, naming themselves: a trace is one pass's timeline.
+  for (const char* flag : {"--trace /tmp/gpusim-llm-trace.json", "--layout nhwc", "--autocast fp16", "--on-device",
+                           "--skip-pattern sdpa"}) {
+    const test::Run refused = test::run_gpusim("predict " + model + " --gpu rtx-3060 " + flag);
+    INFO(flag << ": " << refused.out);
+    CHECK(refused.rc == 2);
+    CHECK_THAT(refused.out, Catch::Contains(std::string(flag).substr(0, std::string(flag).find(' '))) &&
+                                Catch::Contains("applies to an ONNX graph's kernels"));
+  }
+  // And llama.cpp's runtimes price generations, not a graph's kernels.
+  const test::Run llama_rt =
+      test::run_gpusim("predict " + test::source_dir() + "/models/resnet50.onnx --gpu rtx-3060 --runtime llamacpp-cuda");
+  CHECK(llama_rt.rc == 2);
+  CHECK_THAT(llama_rt.out, Catch::Contains("runtime \"llamacpp-cuda\"") &&
+                               Catch::Contains("prices llama.cpp's generations of a language model") &&
+                               Catch::Contains("predict a graph under gpusim, cuda-graph, pytorch-eager or torch-compile"));
   const test::Run graph = test::run_gpusim("predict " + test::source_dir() + "/models/resnet50.onnx --gpu rtx-3060 --generate 8");
   CHECK(graph.rc == 2);
   CHECK_THAT(graph.out, Catch::Contains("resnet50.onnx: no past_key_values inputs: a generation needs a decoder that "
@@ -716,6 +732,10 @@ TEST_CASE("an ONNX decoder with a KV cache predicts a generation pass by pass", 
   const test::Run dim = test::run_gpusim("predict " + tiny + " --gpu rtx-3060 --prompt 32 --dim batch_size=2");
   CHECK(dim.rc == 2);
   CHECK_THAT(dim.out, Catch::Contains("--dim does not apply to an ONNX decoder's generation"));
+  const test::Run trace = test::run_gpusim("predict " + tiny + " --gpu rtx-3060 --prompt 32 --trace /tmp/gpusim-dec.json");
+  CHECK(trace.rc == 2);
+  CHECK_THAT(trace.out, Catch::Contains("--trace does not apply to an ONNX decoder's generation") &&
+                            Catch::Contains("--trace writes one pass's timeline"));
   // One pass of it without --prompt needs its dims, each named once however many inputs share it.
   const test::Run pass = test::run_gpusim("inspect " + tiny);
   CHECK(pass.rc != 0);
@@ -834,7 +854,7 @@ TEST_CASE("a decode step's attention splits the keys as flash-decoding does in a
 TEST_CASE("predict re-types a graph to int8 or fp8 where the GPU has the matrix units", "[llm][predict][errors]") {
   Session s;
   ModelOptions mo;
-  mo.dims = {"batch=32"};
+  mo.dims = {"input:0=32"};  // ResNet-50's batch is fixed at 1: its axis sets it
   auto m = s.open_model(test::source_dir() + "/models/resnet50.onnx", mo);
   REQUIRE(m);
   auto rtx = s.gpu("nvidia-rtx-3060");
@@ -882,12 +902,12 @@ TEST_CASE("predict re-types a graph to int8 or fp8 where the GPU has the matrix 
   // A plan searched in fp8 is written with its dtype and scores as the search did.
   const std::string out = test::temp_dir() + "/resnet50_fp8.plan.json";
   const test::Run plan = test::run_gpusim("plan " + test::source_dir() + "/models/resnet50.onnx --gpu nvidia-h100-sxm --dim "
-                                          "batch=8 --dtype fp8 --tiles library --out " + out);
+                                          "input:0=8 --dtype fp8 --tiles library --out " + out);
   INFO(plan.out);
   REQUIRE(plan.rc == 0);
   CHECK_THAT(test::file_bytes(out), Catch::Contains("\"dtype\": \"fp8\""));
   const test::Run scored = test::run_gpusim("predict " + test::source_dir() + "/models/resnet50.onnx --gpu nvidia-h100-sxm "
-                                            "--dim batch=8 --plan " + out);
+                                            "--dim input:0=8 --plan " + out);
   INFO(scored.out);
   CHECK(scored.rc == 0);
 }
