@@ -348,12 +348,13 @@ Result<Tasks> expand(const Config& c, const std::vector<std::string>& dirs) {
       } else {
         probe.dims[key] = 1;
         auto g = import_onnx(path, probe);
-        // A model with no symbolic dims takes any --dim, ignored with a note: the dim does not apply.
-        const auto ignored = [&] {
-          return std::any_of(g->notes.begin(), g->notes.end(),
-                             [](const std::string& n) { return n.find("the model's inputs have no symbolic dims") != std::string::npos; });
+        // A model with no symbolic dims: a dim name does not apply (batch=1 is noted where every input
+        // leads with 1, refused where one does not).
+        const auto fixed = [](const std::string& text) {
+          return text.find("the model's inputs have no symbolic dims") != std::string::npos;
         };
-        ok = g ? !ignored() : g.error().message.find("matches no input dim") == std::string::npos;
+        ok = g ? std::none_of(g->notes.begin(), g->notes.end(), fixed)
+               : !fixed(g.error().message) && g.error().message.find("matches no input dim") == std::string::npos;
       }
       return names_dim[key] = ok;
     };

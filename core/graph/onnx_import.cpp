@@ -451,19 +451,49 @@ Status Importer::resolve_inputs(onnx::GraphProto& g, Scope& scope) {
     return make_error(ErrorCode::kShape, fmt::format("{}: unresolved symbolic dims: {}", path_,
                                                      fmt::join(problems, "; ")));
   }
+  // The inputs as "name [d0, d1, ...]", for messages about dims that matched none of them.
+  const auto inputs = [&] {
+    std::vector<std::string> out;
+    for (TensorId id : g_.inputs) {
+      const Tensor& t = g_.tensor(id);
+      out.push_back(fmt::format("{} [{}]", t.name, fmt::join(t.shape, ", ")));
+    }
+    return out.empty() ? std::string("(none)") : fmt::format("{}", fmt::join(out, ", "));
+  };
   for (const auto& [k, v] : opts_.dims) {
-    if (!used.count(k) && symbolic.empty()) {
-      // A model with no symbolic dims at all: the same --dim (batch=1) a script gives every model
-      // changes nothing here, and says so; with symbolic dims, a name that matches none is a typo.
-      g_.notes.push_back(fmt::format("`dims {}={}` ignored: the model's inputs have no symbolic dims (every size is fixed)",
-                                     k, v));
-      continue;
-    }
-    if (!used.count(k)) {
+    if (used.count(k)) continue;
+    const size_t colon = k.rfind(':');
+    const bool axis_form = colon != std::string::npos && colon + 1 < k.size() &&
+                           k.find_first_not_of("0123456789", colon + 1) == std::string::npos;
+    if (axis_form) {
       return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("{}: `dims {}={}` matches no input dim; the model's symbolic dims are: {}", path_, k,
-                                    v, symbolic.empty() ? std::string("(none)") : fmt::format("{}", fmt::join(symbolic, ", "))));
+                        fmt::format("{}: `dims {}={}` names no input axis; the inputs are {}", path_, k, v, inputs()));
     }
+    if (symbolic.empty()) {
+      // A model with no symbolic dims at all: the same --dim (batch=1) a script gives every model
+      // changes nothing when every input already leads with that size, and says so; another value
+      // would be ignored, so it is refused with the way to change a fixed size.
+      bool leads = true;
+      for (TensorId id : g_.inputs) {
+        const Shape& s = g_.tensor(id).shape;
+        leads = leads && !s.empty() && s[0] == v;
+      }
+      if (leads) {
+        g_.notes.push_back(fmt::format("`dims {}={}` changes nothing: the model's inputs have no symbolic dims and "
+                                       "already lead with {}",
+                                       k, v, v));
+        continue;
+      }
+      const std::string first = g_.inputs.empty() ? "INPUT" : g_.tensor(g_.inputs.front()).name;
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("{}: `dims {}={}` would change nothing: the model's inputs have no symbolic dims "
+                                    "(every size is fixed: {}); to change a fixed size name its input's axis "
+                                    "(`dims {}:0={}`), or re-export the model with a symbolic dim",
+                                    path_, k, v, inputs(), first, v));
+    }
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: `dims {}={}` matches no input dim; the model's symbolic dims are: {}", path_, k, v,
+                                  fmt::join(symbolic, ", ")));
   }
   return Ok{};
 }

@@ -152,15 +152,41 @@ TEST_CASE("symbolic dims must be resolved and and the message says how", "[impor
   CHECK_THAT(unused.error().message, Contains("`dims seq=3` matches no input dim; the model's symbolic dims are: batch"));
 }
 
-TEST_CASE("a --dim on a model whose inputs are all fixed is ignored with a note, not an error", "[import]") {
+TEST_CASE("a --dim on a model whose inputs are all fixed: the size they lead with is noted, another is refused",
+          "[import][errors]") {
   // The README's library snippet passes batch=1 to every model; ResNet-50's input is [1, 3, 224, 224].
+  const std::string path = gpusim::test::source_dir() + "/models/resnet50.onnx";
   gpusim::ImportOptions opts;
   opts.dims = {{"batch", 1}};
-  auto g = import_onnx(gpusim::test::source_dir() + "/models/resnet50.onnx", opts);
+  auto g = import_onnx(path, opts);
   REQUIRE(g);
   bool noted = false;
-  for (const auto& n : g->notes) noted = noted || n.find("`dims batch=1` ignored: the model's inputs have no symbolic dims") != std::string::npos;
+  for (const auto& n : g->notes) {
+    noted = noted || n.find("`dims batch=1` changes nothing: the model's inputs have no symbolic dims and already lead "
+                            "with 1") != std::string::npos;
+  }
   CHECK(noted);
+  // batch=32 would price batch 1 and say nothing: refused, with the axis form that changes it.
+  opts.dims = {{"batch", 32}};
+  auto refused = import_onnx(path, opts);
+  REQUIRE_FALSE(refused);
+  CHECK_THAT(refused.error().message,
+             Contains("`dims batch=32` would change nothing: the model's inputs have no symbolic dims (every size is "
+                      "fixed: input [1, 3, 224, 224]); to change a fixed size name its input's axis (`dims input:0=32`)"));
+  opts.dims = {{"input:0", 32}};
+  auto axis = import_onnx(path, opts);
+  REQUIRE(axis);
+  CHECK(axis->tensor(axis->inputs[0]).shape == gpusim::Shape{32, 3, 224, 224});
+  // An axis the inputs do not have.
+  opts.dims = {{"input:7", 32}};
+  auto no_axis = import_onnx(path, opts);
+  REQUIRE_FALSE(no_axis);
+  CHECK_THAT(no_axis.error().message,
+             Contains("`dims input:7=32` names no input axis; the inputs are input [1, 3, 224, 224]"));
+  opts.dims = {{"image:0", 32}};
+  no_axis = import_onnx(path, opts);
+  REQUIRE_FALSE(no_axis);
+  CHECK_THAT(no_axis.error().message, Contains("`dims image:0=32` names no input axis"));
 }
 
 TEST_CASE("dim overrides are parsed with a clear error", "[import][errors]") {
