@@ -643,6 +643,7 @@ void rescale_inherited_peaks(const YAML::Node& base, const YAML::Node& child, YA
   YAML::Node sources = merged["sources"];
   const auto scaled = [&](double v) { return std::round(v * ratio * 1e4) / 1e4; };
   std::vector<std::string> names;
+  bool derived_l2 = false;
   const bool child_vector = static_cast<bool>(cc["vector_tflops"]);
   if (bc["vector_tflops"] && bc["vector_tflops"].IsMap() && mc["vector_tflops"].IsMap() &&
       (!child_vector || cc["vector_tflops"].IsMap())) {
@@ -656,6 +657,22 @@ void rescale_inherited_peaks(const YAML::Node& base, const YAML::Node& child, YA
         names.push_back("vector_tflops." + key);
       }
     }
+  }
+  if (cc["matrix_tflops"] && cc["matrix_tflops"].IsSequence() && mc["matrix_tflops"].IsSequence()) {
+    // A partial list: the parent's entries it does not list were kept (merge_rate_lists) and scale.
+    const size_t own = cc["matrix_tflops"].size();
+    YAML::Node list = mc["matrix_tflops"];
+    bool any = false;
+    for (size_t i = own; i < list.size(); ++i) {
+      YAML::Node e = list[i];
+      if (!e.IsMap()) continue;
+      if (auto v = finite_number(e["tflops"])) {
+        e["tflops"] = scaled(*v);
+        sources[fmt::format("compute.matrix_tflops[{}]", i)] = why;
+        any = true;
+      }
+    }
+    if (any) names.push_back("matrix_tflops (the types it does not list)");
   }
   if (!cc["matrix_tflops"] && bc["matrix_tflops"] && bc["matrix_tflops"].IsSequence()) {
     YAML::Node list(YAML::NodeType::Sequence);
@@ -681,6 +698,26 @@ void rescale_inherited_peaks(const YAML::Node& base, const YAML::Node& child, YA
       sources["compute.shared_memory_bandwidth_gbps"] = why;
       names.push_back("shared_memory_bandwidth_gbps");
     }
+  }
+  // The L2's bandwidth runs at the core clock (its slices follow the memory bus, not the units).
+  const YAML::Node bm = base["memory"], cm = child["memory"];
+  YAML::Node mm = merged["memory"];
+  const double clock_ratio = cclk / *bclk;
+  if (std::abs(clock_ratio - 1.0) > 1e-9 && bm.IsMap() && bm["l2"] && bm["l2"].IsMap() && mm.IsMap() && mm["l2"] &&
+      mm["l2"].IsMap() && !(cm.IsMap() && cm["l2"] && cm["l2"].IsMap() && cm["l2"]["bandwidth_gbps"])) {
+    if (auto v = finite_number(bm["l2"]["bandwidth_gbps"])) {
+      mm["l2"]["bandwidth_gbps"] = std::round(*v * clock_ratio * 1e4) / 1e4;
+      sources["memory.l2.bandwidth_gbps"] =
+          fmt::format("{}'s figure scaled by the boost clock, {:g} / {:g} MHz = {:.4g} (the L2 runs at the core clock): "
+                      "this profile changes the clock without giving its own",
+                      parent, cclk, *bclk, clock_ratio);
+      derived_l2 = true;
+    }
+  }
+  if (derived != nullptr && derived_l2) {
+    derived->push_back(fmt::format("memory.l2.bandwidth_gbps rescaled from {} by the boost clock ({:g} / {:g} MHz); give "
+                                   "this profile's own figure to override",
+                                   parent, cclk, *bclk));
   }
   if (derived != nullptr && !names.empty()) {
     derived->push_back(fmt::format("compute.{{{}}} rescaled from {}: {:g} units at {:g} MHz against its {:g} at {:g} MHz "
@@ -1031,6 +1068,46 @@ struct FamilyUse {
 
 // `text`: the profile's YAML when it comes from memory (then `path` only names it in messages).
 // `derived` (may be null) hears of figures computed rather than inherited as written.
+// What a profile that extends another inherits besides the deep merge: a `matrix_tflops` list it
+// gives in part keeps the parent's other types (by dtype and accumulate), and a figure it sets
+// without a source of its own is marked so, instead of showing the parent's source for the
+// parent's value.
+void inherit_lists_and_sources(const YAML::Node& base, const YAML::Node& child, YAML::Node& merged,
+                               const std::string& parent, std::vector<std::string>* derived) {
+  const YAML::Node bc = at(base, "compute"), cc = at(child, "compute");
+  if (bc.IsMap() && cc.IsMap() && merged["compute"].IsMap() && at(bc, "matrix_tflops").IsSequence() &&
+      at(cc, "matrix_tflops").IsSequence()) {
+    const YAML::Node list = merge_rate_lists(bc["matrix_tflops"], cc["matrix_tflops"]);
+    if (list.size() > cc["matrix_tflops"].size() && derived != nullptr) {
+      derived->push_back(fmt::format("compute.matrix_tflops: the {} type(s) this profile does not list kept from {}",
+                                     list.size() - cc["matrix_tflops"].size(), parent));
+    }
+    merged["compute"]["matrix_tflops"] = list;
+  }
+  if (!merged["sources"] || !merged["sources"].IsMap()) return;
+  std::set<std::string> own, inherited;
+  if (const YAML::Node cs = at(child, "sources"); cs.IsMap()) {
+    for (const auto& kv : cs) own.insert(kv.first.Scalar());
+  }
+  if (const YAML::Node bs = at(base, "sources"); bs.IsMap()) {
+    for (const auto& kv : bs) inherited.insert(kv.first.Scalar());
+  }
+  std::vector<std::string> figures;
+  std::set<std::string> paths;
+  for (const char* section : {"compute", "memory", "host_link", "launch", "power"}) {
+    if (child.IsMap() && child[section]) figure_paths(child[section], section, figures, paths);
+  }
+  YAML::Node sources = merged["sources"];
+  for (const std::string& f : figures) {
+    if (covered(f, own) || !covered(f, inherited)) continue;
+    std::string key = f;
+    while (!inherited.count(key)) key = key.substr(0, key.find_last_of(".["));
+    sources[f] = fmt::format("unsourced: set by this profile, which gives no source for it ({}'s source for {} is for "
+                             "{}'s value: {})",
+                             parent, key, parent, base["sources"][key].IsScalar() ? base["sources"][key].Scalar() : "");
+  }
+}
+
 Result<YAML::Node> load_merged(const std::string& path, const std::vector<std::string>& dirs,
                                std::vector<std::string>& chain, const std::string* text = nullptr,
                                std::vector<std::string>* derived = nullptr, FamilyUse* family = nullptr) {
@@ -1098,6 +1175,7 @@ Result<YAML::Node> load_merged(const std::string& path, const std::vector<std::s
   YAML::Node merged = merge(*base, *node);
   merged.remove("extends");
   try {
+    inherit_lists_and_sources(*base, *node, merged, parent, derived);
     rescale_inherited_peaks(*base, *node, merged, parent, derived);
   } catch (const YAML::Exception&) {
     // A shape the guards above did not foresee: nothing is rescaled, and the schema check that
@@ -1552,6 +1630,7 @@ std::string profile_to_yaml(const GpuProfile& p, const GpuProfile* base, const s
       k.resize(dot);
     }
   };
+  std::vector<std::string> written;  // the figures this document states
   for (const Field& f : mine) {
     if (!f.value || f.value.IsNull()) continue;
     if (base && calibrated.count(f.key)) continue;  // a whole document also states them: some are required
@@ -1559,6 +1638,7 @@ std::string profile_to_yaml(const GpuProfile& p, const GpuProfile* base, const s
     const bool peak = f.key == "compute.vector_tflops" || f.key == "compute.matrix_tflops";
     if (base && !(peak && peaks) && !differs(f)) continue;
     put(doc, f.key, f.value);
+    written.push_back(f.key);
   }
   if (p.calibrated) {
     const Calibration& c = *p.calibrated;
@@ -1592,8 +1672,15 @@ std::string profile_to_yaml(const GpuProfile& p, const GpuProfile* base, const s
     // The loader's own notes of which efficiencies came from the vendor defaults are not the file's.
     if (k.starts_with("efficiency.")) continue;
     if (base) {
+      // A source the base has too is written only for a figure this document states: the loader
+      // marks a figure a child sets without a source of its own.
+      const auto under = [](const std::string& a, const std::string& b) {
+        return a == b || (a.size() > b.size() && a.starts_with(b) && (a[b.size()] == '.' || a[b.size()] == '['));
+      };
+      const bool states = std::any_of(written.begin(), written.end(),
+                                      [&](const std::string& f) { return under(f, k) || under(k, f); });
       auto it = base->sources.find(k);
-      if (it != base->sources.end() && it->second == v) continue;
+      if (it != base->sources.end() && it->second == v && !states) continue;
     }
     sources[k] = v;
   }

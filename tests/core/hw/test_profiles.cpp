@@ -788,20 +788,53 @@ TEST_CASE("extends merges the child over its parent", "[profiles][extends]") {
   CHECK(q->memory.dram.size_gb == 12);
 }
 
-TEST_CASE("extends replaces lists whole", "[profiles][extends]") {
+TEST_CASE("extends merges matrix peaks by type: a child listing some keeps its parent's others",
+          "[profiles][extends]") {
   const std::string dir = fixture_dir();
   write_profile(dir, "base-gpu", replace(kBase, "name: fixture-gpu", "name: base-gpu"));
   const std::string child = write_profile(dir, "child-gpu",
                                           "name: child-gpu\nextends: base-gpu\ncompute:\n  matrix_tflops:\n"
-                                          "    - {dtype: bf16, accumulate: fp32, tflops: 30}\n");
+                                          "    - {dtype: bf16, accumulate: fp32, tflops: 30}\n"
+                                          "    - {dtype: fp16, accumulate: fp32, tflops: 27}\n"
+                                          "sources:\n  compute.matrix_tflops: \"child datasheet\"\n");
   const auto c = gpusim::load_profile(child, {dir});
   INFO((c ? std::string() : c.error().message));
   REQUIRE(c.ok());
-  REQUIRE(c->compute.matrix_tflops.size() == 1);
+  // The child's two entries, then the parent's fp16/fp16 it does not list (an int8 or fp16-accumulate
+  // path lost to a partial list switched llama.cpp's prompt kernels).
+  REQUIRE(c->compute.matrix_tflops.size() == 3);
   CHECK(c->compute.matrix_tflops[0].input == Precision::kBf16);
   CHECK(c->compute.matrix_tflops[0].tflops == 30);
-  CHECK_FALSE(c->matrix_tflops(Precision::kFp16, Precision::kFp16).has_value());
+  CHECK(c->matrix_tflops(Precision::kFp16, Precision::kFp32) == Approx(27));
+  CHECK(c->matrix_tflops(Precision::kFp16, Precision::kFp16) == Approx(51.0));
   CHECK(c->compute.units == 28);
+}
+
+TEST_CASE("extends marks a figure the child sets without a source, and rescales the L2 with the clock",
+          "[profiles][extends]") {
+  const std::string dir = fixture_dir();
+  write_profile(dir, "base-gpu",
+                replace(replace(kBase, "name: fixture-gpu", "name: base-gpu"), "l2: {size_mb: 3}",
+                        "l2: {size_mb: 3, bandwidth_gbps: 1500}"));
+  // A lower clock and a DRAM figure of its own, neither sourced.
+  const std::string child = write_profile(dir, "child-gpu",
+                                          "name: child-gpu\nextends: base-gpu\ncompute: {boost_clock_mhz: 1500}\n"
+                                          "memory:\n  dram: {bandwidth_gbps: 300}\n");
+  const auto c = gpusim::load_profile(child, {dir});
+  INFO((c ? std::string() : c.error().message));
+  REQUIRE(c.ok());
+  CHECK(c->memory.dram.bandwidth_gbps == 300);
+  CHECK_THAT(c->sources.at("memory.dram.bandwidth_gbps"),
+             Catch::StartsWith("unsourced: set by this profile, which gives no source for it (base-gpu's source for "
+                               "memory is for base-gpu's value: fixture)"));
+  CHECK_THAT(c->sources.at("compute.boost_clock_mhz"), Catch::StartsWith("unsourced: set by this profile"));
+  // The parent's own figures keep the parent's source.
+  CHECK(c->sources.at("memory") == "fixture");
+  // The L2 runs at the core clock: 1500 x 1500 / 1777.
+  CHECK(c->memory.l2.bandwidth_gbps == Approx(1500.0 * 1500 / 1777).epsilon(1e-4));
+  CHECK_THAT(c->sources.at("memory.l2.bandwidth_gbps"), Catch::Contains("scaled by the boost clock, 1500 / 1777 MHz"));
+  // And the matrix peaks by units x clock, as before.
+  CHECK(c->matrix_tflops(Precision::kFp16, Precision::kFp16) == Approx(51.0 * 1500 / 1777).epsilon(1e-3));
 }
 
 TEST_CASE("extends chains record every parent nearest first", "[profiles][extends]") {
