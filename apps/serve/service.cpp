@@ -386,9 +386,10 @@ const std::vector<std::string>& fields_of(const std::string& path) {
   static const std::vector<std::string> predict = {"model_id", "model_base64", "model_name", "dims",    "dim",  "gpu",
                                                    "gpu_yaml", "dtype",        "tiles",      "runtime", "plan",
                                                    "allow_tf32", "host"};
-  static const std::vector<std::string> compare = {"model_id", "model_base64", "model_name", "dims",    "dim",
-                                                   "gpus",     "dtype",        "tiles",      "runtime", "plan",
-                                                   "allow_tf32", "host"};
+  static const std::vector<std::string> compare = {
+      "model_id", "model_base64", "model_name", "dims",     "dim",    "gpus",    "dtype",   "tiles",
+      "runtime",  "plan",         "allow_tf32", "host",     "llm",    "llm_text", "weights", "prompt",
+      "generate", "batch",        "ubatch",     "backend",  "flash_attention", "cuda_prompt"};
   static const std::vector<std::string> plan = {"model_id",  "model_base64", "model_name", "dims",      "dim",
                                                 "gpu",       "gpu_yaml",     "dtype",      "tiles",     "scheduler",
                                                 "objective", "top",          "beam_width", "samples",   "seed",
@@ -949,8 +950,6 @@ struct Service::Impl {
   }
 
   Result<std::string> do_compare(const Request& r) {
-    auto m = model(r);
-    if (!m) return m.error();
     auto gpus = strings(r.body, "gpus");
     if (!gpus) return gpus.error();
     if (gpus->empty()) return bad_request("\"gpus\" is missing: name the profiles to compare");
@@ -963,6 +962,19 @@ struct Service::Impl {
       auto g = gpu_named("gpus", n);  // each a name of the server's profiles, checked before compare reads it
       if (!g) return g.error();
     }
+    // A language model's description compares its generation, as `gpusim compare` does.
+    if (!r.raw_model && (r.body.contains("llm") || r.body.contains("llm_text"))) return compare_description(r, *gpus);
+    for (const char* f : {"weights", "prompt", "generate", "batch", "ubatch", "backend", "flash_attention",
+                          "cuda_prompt"}) {
+      if (r.body.contains(f)) {
+        return bad_request(fmt::format("\"{}\" applies to a language model's generation: give its description as "
+                                       "\"llm\" or \"llm_text\" (an ONNX decoder's generation is /v1/generate's, one "
+                                       "GPU at a time)",
+                                       f));
+      }
+    }
+    auto m = model(r);
+    if (!m) return m.error();
     if (auto st = reserve_work(*m, kCompareBytesPerNode + kCompareBytesPerNodeAndGpu * static_cast<double>(gpus->size()));
         !st) {
       return st.error();
@@ -1054,17 +1066,9 @@ struct Service::Impl {
   // (models/llm), or "llm_text" is one's text (gpusim.llm/1 YAML or a config.json) — as llama.cpp
   // runs it; or of an ONNX decoder with a KV cache (model_id, model_base64 or the .onnx bytes as the
   // body), its own graph pass by pass.
-  Result<std::string> do_generate(const Request& r) {
-    const json& b = r.body;
-    if (r.raw_model || b.contains("model_id") || b.contains("model_base64")) return generate_decoder(r);
-    for (const char* f : {"dtype", "tiles", "allow_tf32", "model_name"}) {
-      if (b.contains(f)) {
-        return bad_request(fmt::format("\"{}\" applies to an ONNX decoder's generation (give it as \"model_id\", "
-                                       "\"model_base64\" or the .onnx bytes as the body); a description's runs "
-                                       "llama.cpp's kernels: its weights are \"weights\", its kernels \"backend\"'s",
-                                       f));
-      }
-    }
+  // The description a generation names: "llm" (a bundled description's name) or "llm_text" (a
+  // gpusim.llm/1 YAML or a config.json), one of them.
+  Result<LlmSpec> description(const json& b) {
     auto name = str(b, "llm", false);
     if (!name) return name.error();
     auto text = str(b, "llm_text", false);
@@ -1087,9 +1091,20 @@ struct Service::Impl {
     if (!spec && !name->empty() && spec.error().code != ErrorCode::kNotFound) {
       return server_file_error("language-model description", *name, spec.error());
     }
-    if (!spec) return spec.error();
-    auto g = gpu(b);
-    if (!g) return g.error();
+    return spec;
+  }
+
+  // A description's generation options: "weights", the counts, "backend", "cuda_prompt",
+  // "flash_attention", "runtime" and "host"; the graph's fields refused, naming the one given.
+  Result<GenerationOptions> description_options(const json& b) {
+    for (const char* f : {"dtype", "tiles", "allow_tf32", "model_name", "dims", "dim", "plan"}) {
+      if (b.contains(f)) {
+        return bad_request(fmt::format("\"{}\" applies to an ONNX graph or decoder (give it as \"model_id\", "
+                                       "\"model_base64\" or the .onnx bytes as the body); a description's generation runs "
+                                       "llama.cpp's kernels: its weights are \"weights\", its kernels \"backend\"'s",
+                                       f));
+      }
+    }
     GenerationOptions o;
     auto weights = str(b, "weights", false);
     if (!weights) return weights.error();
@@ -1115,9 +1130,34 @@ struct Service::Impl {
     auto host = host_named(b);
     if (!host) return host.error();
     o.host = *host;
-    auto p = session.generate(*spec, session.target(*g, TileSpace::kLibrary, {}), o);
+    return o;
+  }
+
+  Result<std::string> do_generate(const Request& r) {
+    const json& b = r.body;
+    if (r.raw_model || b.contains("model_id") || b.contains("model_base64")) return generate_decoder(r);
+    auto spec = description(b);
+    if (!spec) return spec.error();
+    auto g = gpu(b);
+    if (!g) return g.error();
+    auto o = description_options(b);
+    if (!o) return o.error();
+    auto p = session.generate(*spec, session.target(*g, TileSpace::kLibrary, {}), *o);
     if (!p) return p.error();
     return generation_json(*p);
+  }
+
+  // /v1/compare of a language model: a description's generation ("llm" or "llm_text") on each GPU
+  // of "gpus", as /v1/generate predicts it on one (gpusim.compare-generation/1).
+  Result<std::string> compare_description(const Request& r, const std::vector<std::string>& gpus) {
+    const json& b = r.body;
+    auto spec = description(b);
+    if (!spec) return spec.error();
+    auto o = description_options(b);
+    if (!o) return o.error();
+    auto rows = session.compare_generation(*spec, gpus, *o);
+    if (!rows) return rows.error();
+    return compare_generation_json(spec->name, *rows);
   }
 
   // An ONNX decoder's generation: each pass the graph predicted as /v1/predict predicts it ("dtype",

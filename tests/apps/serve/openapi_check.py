@@ -428,6 +428,11 @@ def live(c, contract, gpusim, source, extended):
         ex("POST", "/v1/plan", "/v1/plan?gpu=nvidia-t4&scheduler=random&samples=4&seed=7&top=1&objective=energy",
            body=resnet, content_type=O, expect=200)
         ex("POST", "/v1/validate", body=body(), content_type=J, expect=200)
+        ex("POST", "/v1/compare", body=body(llm="llama-2-7b", gpus=["nvidia-rtx-3060", "apple-m2-max"], weights="Q4_0",
+                                           prompt=64, generate=8), content_type=J, expect=200,
+           label="POST /v1/compare (a language model's generation)")
+        ex("POST", "/v1/compare", body=body(model_id=model_id, gpus=["nvidia-t4"], prompt=64), content_type=J,
+           expect=400, label="POST /v1/compare (a generation's field on a graph)")
         ex("POST", "/v1/generate", body=body(llm="llama-2-7b", gpu="nvidia-rtx-3060", weights="Q4_0", prompt=64,
                                             generate=8), content_type=J, expect=200)
         ex("POST", "/v1/generate", body=body(llm_text=(source / "models/llm/tiny-llama-test.yaml").read_text(),

@@ -104,6 +104,28 @@ TEST_CASE("serve: a model uploaded once is predicted by id, and the answers are 
   REQUIRE(cmp);
   REQUIRE(cmp->status == 200);
   CHECK(json::parse(cmp->body).at("gpus").size() == 2);
+  // A language model's description compares its generation, as `gpusim compare` does.
+  auto gen = c.Post("/v1/compare", json{{"llm", "llama-2-7b"}, {"gpus", {"nvidia-rtx-3060", "nvidia-rtx-4090"}},
+                                        {"weights", "Q4_0"}, {"prompt", 64}, {"generate", 8}}.dump(),
+                    "application/json");
+  REQUIRE(gen);
+  REQUIRE(gen->status == 200);
+  const json gdoc = json::parse(gen->body);
+  CHECK(gdoc.at("schema") == "gpusim.compare-generation/1");
+  REQUIRE(gdoc.at("gpus").size() == 2);
+  CHECK(gdoc["gpus"][1].at("gpu") == "nvidia-rtx-4090");
+  CHECK(gdoc["gpus"][1].at("ttft_us").get<double>() < gdoc["gpus"][0].at("ttft_us").get<double>());
+  // A generation's field on a graph, and a graph's on a description, name themselves.
+  auto stray = c.Post("/v1/compare", json{{"model_id", model.at("model_id")}, {"gpus", {"nvidia-t4"}}, {"prompt", 64}}.dump(),
+                      "application/json");
+  REQUIRE(stray);
+  CHECK(stray->status == 400);
+  CHECK_THAT(error_message(stray), Catch::Contains("\"prompt\" applies to a language model's generation"));
+  auto graph_field = c.Post("/v1/compare", json{{"llm", "llama-2-7b"}, {"gpus", {"nvidia-t4"}}, {"dtype", "fp16"}}.dump(),
+                            "application/json");
+  REQUIRE(graph_field);
+  CHECK(graph_field->status == 400);
+  CHECK_THAT(error_message(graph_field), Catch::Contains("\"dtype\" applies to an ONNX graph or decoder"));
   auto plan = c.Post("/v1/plan", json{{"model_id", model.at("model_id")}, {"gpu", "nvidia-t4"}, {"top", 2}}.dump(),
                      "application/json");
   REQUIRE(plan);
@@ -289,7 +311,7 @@ TEST_CASE("serve: an ONNX decoder with a KV cache generates by id by base64 or a
   auto dtype = c.Post("/v1/generate", json{{"llm", "llama-2-7b"}, {"gpu", "nvidia-t4"}, {"dtype", "fp16"}}.dump(), "application/json");
   REQUIRE(dtype);
   CHECK(dtype->status == 400);
-  CHECK_THAT(error_message(dtype), Catch::Contains("\"dtype\" applies to an ONNX decoder's generation"));
+  CHECK_THAT(error_message(dtype), Catch::Contains("\"dtype\" applies to an ONNX graph or decoder"));
   auto no_cache = c.Post("/v1/generate?gpu=nvidia-t4&model_name=resnet50.onnx",
                          file_bytes(test::source_dir() + "/models/resnet50.onnx"), "application/octet-stream");
   REQUIRE(no_cache);
