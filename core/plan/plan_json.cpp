@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -251,9 +252,20 @@ class Reader {
     if (!j.contains("nodes") || !j["nodes"].is_array() || j["nodes"].empty()) {
       return fail(at + ".nodes", "missing or empty; a kernel runs at least one node");
     }
+    // Each node once in a kernel's nodes, and once in its recomputed ones (a subset of them): a
+    // list naming one node 200,000 times is refused here, not priced (and validated) node by node.
+    std::map<int, std::string> seen, seen_recomputed;
+    const auto once = [&](int n, const std::string& field, std::map<int, std::string>& in) -> Status {
+      const auto [it, fresh] = in.emplace(n, field);
+      if (fresh) return Ok{};
+      return fail(field, fmt::format("node \"{}\" is already {}; a kernel lists each node once", g_.nodes[static_cast<size_t>(n)].name,
+                                     it->second));
+    };
     for (size_t i = 0; i < j["nodes"].size(); ++i) {
-      auto n = node(j["nodes"][i], fmt::format("{}.nodes[{}]", at, i));
+      const std::string field = fmt::format("{}.nodes[{}]", at, i);
+      auto n = node(j["nodes"][i], field);
       if (!n) return n.error();
+      if (auto st = once(*n, field, seen); !st) return st.error();
       k.nodes.push_back(*n);
     }
     if (j.contains("anchor")) {
@@ -267,8 +279,10 @@ class Reader {
       const json& r = j["recomputed"];
       if (!r.is_array()) return fail(at + ".recomputed", fmt::format("{} is not a list of node names", brief(r)));
       for (size_t i = 0; i < r.size(); ++i) {
-        auto n = node(r[i], fmt::format("{}.recomputed[{}]", at, i));
+        const std::string field = fmt::format("{}.recomputed[{}]", at, i);
+        auto n = node(r[i], field);
         if (!n) return n.error();
+        if (auto st = once(*n, field, seen_recomputed); !st) return st.error();
         k.recomputed.push_back(*n);
       }
     }

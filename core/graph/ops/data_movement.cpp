@@ -385,6 +385,11 @@ Status infer_split(InferContext& c) {
     sizes = c.attr_ints("split");
   } else if (c.has_attr("num_outputs")) {
     const int64_t k = c.attr_i("num_outputs", n_out);
+    // Checked before the sizes are built: 2^31 parts of a 4-element axis is a loop of 2^31.
+    if (k != n_out) {
+      return c.fail(fmt::format("num_outputs is {} but the node has {} output{}; they must be equal", k, n_out,
+                                n_out == 1 ? "" : "s"));
+    }
     const int64_t chunk = (in[ax] + k - 1) / k;
     for (int64_t i = 0; i < k; ++i) sizes.push_back(std::min(chunk, in[ax] - chunk * i));
   } else {
