@@ -48,5 +48,54 @@ from ._gpusim import (  # noqa: E402  (Error must exist before the module raises
     version,
 )
 
+
+
+def _param_names(fn):
+    """The keyword names a pybind11 function takes, in order, read from its signature line(s)."""
+    import re
+
+    names = []
+    for line in (getattr(fn, "__doc__", None) or "").splitlines():
+        m = re.match(r"\s*(?:\d+\.\s*)?\w*\((.*)\)\s*->", line)
+        if not m:
+            continue
+        for part in re.finditer(r"(?:^|,\s*)(\w+)\s*:", m.group(1)):
+            if part.group(1) != "self" and part.group(1) not in names:
+                names.append(part.group(1))
+    return names
+
+
+def _checked(qualname, fn):
+    """fn, refusing a keyword it does not take with the closest it does ("did you mean"), where
+    pybind11 would say only that the arguments are incompatible."""
+    import difflib
+    import functools
+
+    names = _param_names(fn)
+    if not names:
+        return fn
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        for k in kwargs:
+            if k not in names:
+                close = difflib.get_close_matches(k, names, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise TypeError(f"{qualname}() got an unexpected keyword argument {k!r}{hint} "
+                                f"(it takes {', '.join(names)})")
+        return fn(*args, **kwargs)
+
+    return call
+
+
+for _cls in (Session, Program, Model, Gpu):
+    for _name, _fn in list(vars(_cls).items()):
+        if not _name.startswith("_") and callable(_fn):
+            setattr(_cls, _name, _checked(f"{_cls.__name__}.{_name}", _fn))
+content_hash = _checked("content_hash", content_hash)
+read_tensor = _checked("read_tensor", read_tensor)
+data_dir = _checked("data_dir", data_dir)
+del _cls, _name, _fn
+
 __version__ = version()
 __all__ = ["Error", "Gpu", "Model", "Program", "Session", "content_hash", "data_dir", "read_tensor", "version", "__version__"]

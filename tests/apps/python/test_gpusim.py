@@ -57,6 +57,21 @@ def test_dims_as_dict_or_strings(session, root):
     assert "\"batch\" must be an integer" in e.value.message
 
 
+def test_a_misspelt_keyword_names_the_closest_one(session, root):
+    m = session.open_model(str(root / "models/resnet50.onnx"))
+    with pytest.raises(TypeError, match=r"Session\.predict\(\) got an unexpected keyword argument 'dytpe'; "
+                                        r"did you mean 'dtype'\? \(it takes model, gpu, dtype, runtime"):
+        session.predict(m, "nvidia-rtx-3060", dytpe="fp16")
+    with pytest.raises(TypeError, match=r"Session\.open_model\(\) .* 'dim'; did you mean 'dims'\?"):
+        session.open_model(str(root / "models/resnet50.onnx"), dim={"batch": 1})
+    # Nothing close: the names it takes, without a guess.
+    with pytest.raises(TypeError, match=r"Session\.compare\(\) got an unexpected keyword argument 'zzzzzz' \(it takes "):
+        session.compare(m, ["nvidia-t4"], zzzzzz=1)
+    # The right keyword still goes through, and the docstring is the library's.
+    assert session.predict(m, "nvidia-rtx-3060", dtype="fp16")["dtype"] == "fp16"
+    assert gpusim.Session.predict.__doc__.startswith("predict(self")
+
+
 def test_errors_carry_the_library_message_and_code(session, root, tmp_path):
     with pytest.raises(gpusim.Error) as e:
         session.open_model(tmp_path / "missing.onnx")
