@@ -358,6 +358,7 @@ Result<std::vector<GenerationPrediction>> each_gpu(
   if (!profiles) return profiles.error();
   std::vector<GenerationPrediction> rows;
   for (const GpuProfile& g : *profiles) {
+    check_cancelled();  // a service's request past its time limit stops between GPUs
     auto r = one(g);
     if (!r) return make_error(r.error().code, fmt::format("{}: {}", g.name, r.error().message));
     rows.push_back(std::move(*r));

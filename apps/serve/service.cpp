@@ -1157,7 +1157,7 @@ struct Service::Impl {
     if (!o) return o.error();
     auto rows = session.compare_generation(*spec, gpus, *o);
     if (!rows) return rows.error();
-    return compare_generation_json(spec->name, *rows);
+    return compare_generation_json(spec->name.empty() ? std::string("llm_text") : spec->name, *rows);
   }
 
   // An ONNX decoder's generation: each pass the graph predicted as /v1/predict predicts it ("dtype",

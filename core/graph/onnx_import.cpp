@@ -453,11 +453,13 @@ Status Importer::resolve_inputs(onnx::GraphProto& g, Scope& scope) {
   }
   // The inputs as "name [d0, d1, ...]", for messages about dims that matched none of them.
   const auto inputs = [&] {
+    constexpr size_t kListed = 8;  // a decoder has 66; a crafted file, any number
     std::vector<std::string> out;
-    for (TensorId id : g_.inputs) {
-      const Tensor& t = g_.tensor(id);
+    for (size_t i = 0; i < std::min(g_.inputs.size(), kListed); ++i) {
+      const Tensor& t = g_.tensor(g_.inputs[i]);
       out.push_back(fmt::format("{} [{}]", t.name, fmt::join(t.shape, ", ")));
     }
+    if (g_.inputs.size() > kListed) out.push_back(fmt::format("and {} more", g_.inputs.size() - kListed));
     return out.empty() ? std::string("(none)") : fmt::format("{}", fmt::join(out, ", "));
   };
   for (const auto& [k, v] : opts_.dims) {

@@ -1066,8 +1066,6 @@ struct FamilyUse {
   YAML::Node node;
 };
 
-// `text`: the profile's YAML when it comes from memory (then `path` only names it in messages).
-// `derived` (may be null) hears of figures computed rather than inherited as written.
 // What a profile that extends another inherits besides the deep merge: a `matrix_tflops` list it
 // gives in part keeps the parent's other types (by dtype and accumulate), and a figure it sets
 // without a source of its own is marked so, instead of showing the parent's source for the
@@ -1108,6 +1106,8 @@ void inherit_lists_and_sources(const YAML::Node& base, const YAML::Node& child, 
   }
 }
 
+// `text`: the profile's YAML when it comes from memory (then `path` only names it in messages).
+// `derived` (may be null) hears of figures computed rather than inherited as written.
 Result<YAML::Node> load_merged(const std::string& path, const std::vector<std::string>& dirs,
                                std::vector<std::string>& chain, const std::string* text = nullptr,
                                std::vector<std::string>* derived = nullptr, FamilyUse* family = nullptr) {

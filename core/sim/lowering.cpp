@@ -194,8 +194,7 @@ class Lowerer {
     }
   }
 
-  Result<Lowering> run() {
-    if (auto s = check_layout(o_.layout); !s) return s.error();
+  Result<Lowering> run() {  // lower() has checked the layout
     if (o_.autocast && *o_.autocast != DType::kFloat16 && *o_.autocast != DType::kBFloat16) {
       return make_error(ErrorCode::kInvalidArgument,
                         fmt::format("autocast type {} is not a mixed-precision type; expected fp16 or bf16",
