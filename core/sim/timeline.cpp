@@ -415,7 +415,6 @@ static Status check_graph_runtime(const PredictOptions& opts) {
 }
 
 Result<Prediction> predict(const Graph& input, const Target& target, const PredictOptions& opts) {
-  if (auto s = check_graph_runtime(opts); !s) return s.error();
   const GpuProfile& gpu = target.gpu();
   if (opts.dtype) {
     if (auto s = check_retype(*opts.dtype, gpu); !s) return s.error();
@@ -427,8 +426,9 @@ Result<Prediction> predict(const Graph& input, const Target& target, const Predi
     // The runtime's own kernels (lowering.h).
     auto low = lower(g, *opts.runtime, opts.lowering);
     if (!low) return low.error();
-    return predict_lowering(*low, target, opts);
+    return predict_lowering(*low, target, opts);  // which checks the runtime runs graphs
   }
+  if (auto s = check_graph_runtime(opts); !s) return s.error();
   if (!opts.lowering.skip.empty() || opts.lowering.autocast || opts.lowering.layout != "nchw") {
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("runtime \"{}\" has no lowering rules, so `layout`, `autocast` and `skip_patterns` do "
