@@ -179,6 +179,16 @@ class Contract:
     def validator(self, pointer):
         return self.jsonschema.Draft202012Validator({"$ref": f"{DOC_URI}#{pointer}"}, registry=self.registry)
 
+    def absolute(self, schema):
+        """An inline schema (a oneOf of answers, say) with its '#/...' references made absolute: the
+        validator resolves a bare '#' against the inline schema itself, not the document."""
+        if isinstance(schema, dict):
+            return {k: (f"{DOC_URI}{v}" if k == "$ref" and isinstance(v, str) and v.startswith("#")
+                        else self.absolute(v)) for k, v in schema.items()}
+        if isinstance(schema, list):
+            return [self.absolute(v) for v in schema]
+        return schema
+
     def schema_errors(self, pointer, instance):
         errs = sorted(self.validator(pointer).iter_errors(instance), key=lambda e: list(e.absolute_path))
         out = []
@@ -335,7 +345,8 @@ def exchange(c, contract, server, method, route, target=None, body=None, content
     if parsed is not None and schema is not None:
         pointer = schema["$ref"][1:] if "$ref" in schema else None
         if pointer is None:
-            errs = list(contract.jsonschema.Draft202012Validator(schema, registry=contract.registry)
+            errs = list(contract.jsonschema.Draft202012Validator(contract.absolute(schema),
+                                                                 registry=contract.registry)
                         .iter_errors(parsed))
             errs = [short(e.message, 200) for e in errs[:5]]
         else:
