@@ -167,6 +167,42 @@ std::string compare_document(const std::string& model, const std::vector<Compare
   return json{{"schema", "gpusim.compare/1"}, {"model", model}, {"gpus", out}}.dump(2, ' ', false, kInvalidUtf8);
 }
 
+std::string runtime_comparison_document(const std::string& model, const std::vector<RuntimeComparison>& batches) {
+  json out = json::array();
+  json skipped = json::array();
+  std::string gpu;
+  for (const RuntimeComparison& c : batches) {
+    gpu = c.gpu;
+    json rows = json::array();
+    int rank = 0;
+    for (const ComparedRuntime& r : c.rows) {
+      const Prediction& p = r.prediction;
+      rows.push_back({{"rank", ++rank},
+                      {"runtime", r.runtime},
+                      {"tiles", std::string(tile_space_name(r.tiles))},
+                      {"total_us", p.total_us},
+                      {"items_per_s", r.items_per_s},
+                      {"kernels", p.kernels.size()},
+                      {"kernels_us", p.kernels_us},
+                      {"launch_bound_us", p.launch_bound_us},
+                      {"host_us", p.host_us},
+                      {"peak_memory_bytes", p.peak_memory_bytes},
+                      {"fits_in_memory", p.fits_in_memory},
+                      {"energy_j", p.energy_j},
+                      {"bound", r.bound},
+                      {"why", r.why},
+                      {"notes", p.notes}});
+    }
+    out.push_back({{"batch", c.rows.empty() ? 1 : c.rows.front().batch}, {"runtimes", rows}, {"verdict", c.verdict}});
+    if (skipped.empty()) {
+      for (const auto& [name, why] : c.skipped) skipped.push_back({{"runtime", name}, {"reason", why}});
+    }
+  }
+  return json{{"schema", "gpusim.compare-runtimes/1"}, {"model", model}, {"gpu", gpu}, {"batches", out},
+              {"skipped", skipped}}
+      .dump(2, ' ', false, kInvalidUtf8);
+}
+
 std::string plan_search_document(const std::string& model, const Graph& g, const GpuProfile& gpu,
                                  const SearchOptions& o, const SearchResult& r) {
   const double eager_us = r.eager.total_us;

@@ -61,6 +61,11 @@ Result<ImportOptions> import_options(const ModelOptions& o) {
     if (!kv) return kv.error();
     io.dims[kv->first] = kv->second;
   }
+  if (o.batch && *o.batch < 1) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("`batch` {} is not a batch size; give 1 or more", *o.batch));
+  }
+  io.batch = o.batch;
   io.max_nodes = o.max_nodes;
   io.admit = o.admit;
   return io;
@@ -412,6 +417,159 @@ Result<std::vector<ComparedGpu>> Session::compare(const Model& m, const std::vec
       r.prediction = std::move(*p);
     }
     return rows;
+  });
+}
+
+namespace {
+
+// What sets a prediction's time, in a sentence, and whether the host or the device bounds it.
+std::pair<std::string, std::string> time_setter(const Prediction& p) {
+  const size_t n = p.kernels.size();
+  if (p.total_us > 0 && p.launch_bound_us > 0.5 * p.total_us) {
+    return {"host", fmt::format("host-bound: the GPU waits {:.3f} ms of {:.3f} ms for launches ({} kernel launches, "
+                                "{:.1f} us of host time each); the kernels take {:.3f} ms",
+                                p.launch_bound_us / 1e3, p.total_us / 1e3, n, n > 0 ? p.host_us / static_cast<double>(n) : 0.0,
+                                p.kernels_us / 1e3)};
+  }
+  std::map<std::string, double> by_class;
+  for (const PlannedKernel& k : p.kernels) by_class[std::string(op_class_name(k.work.cls))] += k.cost.total_us;
+  std::string top;
+  double top_us = -1;
+  for (const auto& [c, us] : by_class) {
+    if (us > top_us) top = c, top_us = us;
+  }
+  return {"device", fmt::format("device-bound: {} kernels take {:.3f} ms ({} kernels {:.0f}% of it); the GPU waits "
+                                "{:.3f} ms for launches",
+                                n, p.kernels_us / 1e3, top.empty() ? "no" : top,
+                                p.kernels_us > 0 ? 100 * top_us / p.kernels_us : 0.0, p.launch_bound_us / 1e3)};
+}
+
+}  // namespace
+
+Result<RuntimeComparison> Session::compare_runtimes(const Model& m, const GpuProfile& gpu,
+                                                    const RuntimeComparisonOptions& opts, const PredictRequest& req,
+                                                    const TargetOptions& target_opts) const noexcept {
+  return guarded("compare_runtimes", [&]() -> Result<RuntimeComparison> {
+    if (!m.valid()) return invalid_model_handle("compare_runtimes");
+    constexpr size_t kMaxRuntimes = 64;
+    std::vector<std::string> names;
+    for (const std::string& n : opts.runtimes) {
+      if (n.empty()) continue;
+      if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+    }
+    const bool all = names.empty() || (names.size() == 1 && names[0] == "all");
+    if (!all && std::find(names.begin(), names.end(), "all") != names.end()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("`runtimes` {}: \"all\" stands alone (every runtime that runs graphs); give it "
+                                    "alone or name the runtimes",
+                                    fmt::join(names, ",")));
+    }
+    if (names.size() > kMaxRuntimes) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("`runtimes`: {} names, more than {}; name fewer", names.size(), kMaxRuntimes));
+    }
+    if (all) {
+      names = list_runtimes(runtime_dirs_);
+      names.push_back("gpusim-plan");
+    }
+    const Graph& g = m.graph();
+    int64_t batch = 1;
+    if (!g.inputs.empty() && !g.tensor(g.inputs.front()).shape.empty()) {
+      batch = std::max<int64_t>(1, g.tensor(g.inputs.front()).shape.front());
+    }
+    const bool lowering_asked = !req.lowering.skip.empty() || req.lowering.autocast || req.lowering.layout != "nchw";
+    RuntimeComparison out;
+    out.model = m.source();
+    out.gpu = gpu.name;
+    for (const std::string& name : names) {
+      check_cancelled();
+      ComparedRuntime row;
+      row.runtime = name;
+      row.batch = batch;
+      PredictRequest r = req;
+      r.plan.reset();
+      bool has_lowering = false;
+      if (name == "gpusim-plan") {
+        // gpusim's best plan (greedy fusion over the generated tiles), priced as its executor runs it.
+        row.tiles = TileSpace::kGenerated;
+        SearchOptions so;
+        so.dtype = req.dtype;
+        auto found = search(g, target(gpu, TileSpace::kGenerated, target_opts), so);
+        if (!found) {
+          if (all) {
+            out.skipped.emplace_back(name, found.error().message);
+            continue;
+          }
+          return make_error(found.error().code, "gpusim-plan: " + found.error().message);
+        }
+        r.runtime = "gpusim";
+        r.plan = found->plans.front().plan;
+      } else {
+        auto rt = find_runtime(name, runtime_dirs_);
+        if (!rt) return make_error(rt.error().code, "runtime: " + rt.error().message);
+        if (rt->workload != "graphs") {
+          const std::string why = fmt::format("runs {} (a described model's generations), not ONNX graphs", rt->workload);
+          if (all) {
+            out.skipped.emplace_back(name, why);
+            continue;
+          }
+          return make_error(ErrorCode::kInvalidArgument,
+                            fmt::format("runtime \"{}\" {}; compare generations on several GPUs instead, or name "
+                                        "runtimes that run graphs",
+                                        name, why));
+        }
+        has_lowering = !rt->lowering.empty();
+        row.tiles = runtime_tile_space(*rt);
+        r.runtime = name;
+      }
+      if (!has_lowering) r.lowering = {};
+      auto p = predict_impl(g, target(gpu, row.tiles, target_opts), r, runtime_dirs_);
+      if (!p) {
+        if (all) {
+          out.skipped.emplace_back(name, p.error().message);
+          continue;
+        }
+        return make_error(p.error().code, fmt::format("runtime \"{}\": {}", name, p.error().message));
+      }
+      row.prediction = std::move(*p);
+      if (name == "gpusim-plan") row.prediction.runtime = "gpusim-plan";
+      if (row.tiles == TileSpace::kGenerated) {
+        row.prediction.notes.push_back(
+            "gpusim's own generated kernels are priced here, and that price is not yet checked against their runs: "
+            "on an H200 (bench/gpu/h200-2026-11-27) its matrix-unit GEMMs and convolutions ran 5-6x slower than "
+            "cuBLAS and cuDNN, and the cost model priced them about 20x too fast; rank it against the library runtimes "
+            "with that in mind");
+      }
+      if (lowering_asked && !has_lowering) {
+        row.prediction.notes.push_back(fmt::format("layout, autocast and skip_patterns apply to runtimes with lowering "
+                                                   "rules; {} has none, so they do not apply to it",
+                                                   name));
+      }
+      row.items_per_s = row.prediction.total_us > 0 ? static_cast<double>(batch) / (row.prediction.total_us * 1e-6) : 0;
+      std::tie(row.bound, row.why) = time_setter(row.prediction);
+      out.rows.push_back(std::move(row));
+    }
+    if (out.rows.empty()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("{}: no runtime can run this model ({})", m.source(),
+                                    out.skipped.empty() ? std::string("none found") : out.skipped.front().second));
+    }
+    std::stable_sort(out.rows.begin(), out.rows.end(), [](const ComparedRuntime& a, const ComparedRuntime& b) {
+      return a.prediction.total_us < b.prediction.total_us;
+    });
+    if (out.rows.size() > 1) {
+      const Prediction& w = out.rows[0].prediction;
+      const Prediction& n = out.rows[1].prediction;
+      const double dk = n.kernels_us - w.kernels_us, dl = n.launch_bound_us - w.launch_bound_us;
+      const std::string reason =
+          dl > dk ? fmt::format("{} waits {:.3f} ms for the host's launches, {} {:.3f} ms", out.rows[1].runtime,
+                                n.launch_bound_us / 1e3, out.rows[0].runtime, w.launch_bound_us / 1e3)
+                  : fmt::format("its {} kernels take {:.3f} ms of GPU time, {}'s {} kernels {:.3f} ms", w.kernels.size(),
+                                w.kernels_us / 1e3, out.rows[1].runtime, n.kernels.size(), n.kernels_us / 1e3);
+      out.verdict = fmt::format("{} is fastest, {:.2f}x as fast as {}: {}", out.rows[0].runtime,
+                                w.total_us > 0 ? n.total_us / w.total_us : 1.0, out.rows[1].runtime, reason);
+    }
+    return out;
   });
 }
 

@@ -45,6 +45,9 @@ struct Args {
   std::string backend;
   std::string cuda_prompt;
   bool flash_attn = false;
+  // compare --runtimes: the runtimes side by side on one GPU, at these batch sizes.
+  std::vector<std::string> runtimes;
+  std::vector<int64_t> batches;
 };
 
 void print_phase(const GenerationPhase& ph, bool all) {
@@ -509,17 +512,139 @@ void add_predict(CLI::App& app, int& rc) {
   });
 }
 
+namespace {
+
+// compare --runtimes: the runtimes that run the model on one GPU, ranked at each batch size.
+int compare_runtimes(const Args& a, const Session& session) {
+  const char* cmd = "compare";
+  if (a.runtimes.empty()) {
+    fmt::print(stderr, "gpusim compare: --gpu and --batches go with --runtimes (the runtimes to rank on that GPU, or "
+                       "all); to compare GPUs, give --gpus\n");
+    return 2;
+  }
+  std::string gpu_name = a.gpu;
+  if (gpu_name.empty() && a.gpus.size() == 1) gpu_name = a.gpus.front();
+  if (gpu_name.empty() || (!a.gpu.empty() && !a.gpus.empty())) {
+    fmt::print(stderr, "gpusim compare: --runtimes compares runtimes on one GPU: give it with --gpu G{}\n",
+               a.gpus.size() > 1 ? " (--gpus names several; compare GPUs without --runtimes)" : "");
+    return 2;
+  }
+  if (is_description(a, session) || a.prompt >= 0 || a.generate >= 0) {
+    fmt::print(stderr, "gpusim compare: {}: --runtimes ranks the runtimes that run an ONNX graph; a language model's "
+                       "generation runs llama.cpp's kernels (compare it across GPUs with --gpus)\n",
+               a.model);
+    return 2;
+  }
+  if (const std::string flag = generation_flag(a); !flag.empty()) return refuse_generation_flag(a, cmd, flag);
+  for (const auto& [set, flag, why] :
+       {std::tuple{!a.runtime.empty(), "--runtime", "--runtimes names the runtimes compared"},
+        {!a.tiles.empty(), "--tiles", "each runtime is priced in its own tile space (gpusim and gpusim-plan in the "
+                                      "generated one, the others in the library's)"}}) {
+    if (set) {
+      fmt::print(stderr, "gpusim compare: {} does not apply with --runtimes: {}\n", flag, why);
+      return 2;
+    }
+  }
+  PredictRequest req;
+  TileSpace tiles = TileSpace::kGenerated;
+  if (int rc = 0; !parse_request(a, cmd, session, req, tiles, rc)) return rc;
+  auto gpu = session.gpu(gpu_name);
+  if (!gpu) {
+    fmt::print(stderr, "gpusim compare: --gpu: {}\n", say(gpu.error()));
+    return exit_code(gpu.error());
+  }
+  std::vector<std::optional<int64_t>> batches;
+  for (int64_t b : a.batches) batches.emplace_back(b);
+  if (batches.empty()) batches.emplace_back(std::nullopt);
+  if (batches.size() > 16) {
+    fmt::print(stderr, "gpusim compare: --batches: {} sizes, more than 16; give fewer\n", batches.size());
+    return 2;
+  }
+  RuntimeComparisonOptions ro;
+  ro.runtimes = a.runtimes;
+  std::vector<RuntimeComparison> out;
+  for (const std::optional<int64_t>& b : batches) {
+    ModelOptions mo;
+    mo.dims = a.dims;
+    mo.batch = b;
+    auto m = session.open_model(a.model, mo);
+    if (!m) {
+      fmt::print(stderr, "gpusim compare: {}{}\n", b ? fmt::format("--batches {}: ", *b) : "", say(m.error()));
+      return exit_code(m.error());
+    }
+    auto c = session.compare_runtimes(*m, *gpu, ro, req, {a.allow_tf32});
+    if (!c) {
+      fmt::print(stderr, "gpusim compare: {}\n", say(c.error()));
+      return c.error().code == ErrorCode::kInvalidArgument ? 2 : exit_code(c.error());
+    }
+    out.push_back(std::move(*c));
+  }
+  if (a.json) {
+    fmt::print("{}\n", runtime_comparison_document(a.model, out));
+    return 0;
+  }
+  for (const RuntimeComparison& c : out) {
+    fmt::print("{} on {} ({}), batch {}: fastest first\n", a.model, gpu->display_name, gpu->name,
+               c.rows.front().batch);
+    fmt::print("{:>4}  {:<30} {:>11} {:>11} {:>8} {:>9} {:>9} {:>10} {:<7}\n", "rank", "runtime", "latency_ms", "items/s",
+               "kernels", "gpu_ms", "wait_ms", "peak_mem", "bound");
+    int rank = 0;
+    for (const ComparedRuntime& r : c.rows) {
+      const Prediction& p = r.prediction;
+      fmt::print("{:>4}  {:<30} {:>11.3f} {:>11.1f} {:>8} {:>9.3f} {:>9.3f} {:>10} {:<7}{}\n", ++rank, r.runtime,
+                 p.total_us / 1e3, r.items_per_s, p.kernels.size(), p.kernels_us / 1e3, p.launch_bound_us / 1e3,
+                 bytes_str(static_cast<double>(p.peak_memory_bytes)), r.bound, p.fits_in_memory ? "" : " (does not fit)");
+    }
+    if (!c.verdict.empty()) fmt::print("{}\n", say(c.verdict));
+    if (a.all) {
+      for (const ComparedRuntime& r : c.rows) {
+        fmt::print("  {}: {}\n", r.runtime, r.why);
+        for (const std::string& n : r.prediction.notes) fmt::print("    - {}\n", say(n));
+      }
+    }
+    fmt::print("\n");
+  }
+  if (!out.front().skipped.empty()) {
+    fmt::print("not compared:\n");
+    for (const auto& [name, why] : out.front().skipped) fmt::print("  {}: {}\n", name, say(why));
+  }
+  if (!a.all) fmt::print("--all says what sets each runtime's time and its notes\n");
+  return 0;
+}
+
+}  // namespace
+
 void add_compare(CLI::App& app, int& rc) {
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("compare", "Predict one graph, or a language model's generation, on several GPUs, side by side");
   add_common(cmd, *a, "gpusim.compare/1");
   cmd->add_option("--gpus", a->gpus, "Comma-separated GPU profile names or paths; all: every profile found (as dojo --gpu all)")
-      ->required()
+      ->delimiter(',');
+  cmd->add_option("--gpu", a->gpu, "With --runtimes: the one GPU the runtimes are compared on");
+  cmd->add_flag("--all", a->all, "With --runtimes: say what sets each runtime's time, with its prediction's notes");
+  cmd->add_option("--runtimes", a->runtimes,
+                  "Compare runtimes on one GPU instead of GPUs: comma-separated runtime names (pytorch-eager, "
+                  "torch-compile, torch-compile-reduce-overhead, torch-compile-max-autotune, cuda-graph, tensorrt, "
+                  "onnxruntime-cuda, gpusim, gpusim-plan: gpusim's best plan) or all (every runtime that runs graphs)")
+      ->delimiter(',');
+  cmd->add_option("--batches", a->batches,
+                  "With --runtimes: the batch sizes to rank them at, comma-separated (every input's leading axis; "
+                  "default: the model's own)")
       ->delimiter(',');
   add_generation_options(cmd, *a);
   cmd->callback([a, &rc] {
     const Session session({a->profile_dirs, {}});
     warn_profile_dirs(session.profile_dirs());
+    if (!a->runtimes.empty() || !a->batches.empty() || !a->gpu.empty()) {
+      rc = compare_runtimes(*a, session);
+      return;
+    }
+    if (a->gpus.empty()) {
+      fmt::print(stderr, "gpusim compare: give --gpus (several GPUs side by side) or --gpu G --runtimes LIST (several "
+                         "runtimes on one GPU)\n");
+      rc = 2;
+      return;
+    }
     // "a, b" and "a,,b" as typed: names without the spaces around them, empty ones dropped.
     std::vector<std::string> gpus;
     for (const std::string& g : a->gpus) {

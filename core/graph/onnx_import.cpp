@@ -393,6 +393,12 @@ Status Importer::resolve_inputs(onnx::GraphProto& g, Scope& scope) {
       if (auto it = opts_.dims.find(axis_key); it != opts_.dims.end()) {
         v = it->second;
         used.insert(axis_key);
+      } else if (i == 0 && opts_.batch) {
+        v = *opts_.batch;
+        if (d.has_dim_param() && !d.dim_param().empty()) {
+          symbolic.insert(d.dim_param());
+          if (opts_.dims.count(d.dim_param())) used.insert(d.dim_param());
+        }
       } else if (d.has_dim_param() && !d.dim_param().empty()) {
         symbolic.insert(d.dim_param());
         if (auto jt = opts_.dims.find(d.dim_param()); jt != opts_.dims.end()) {

@@ -927,7 +927,14 @@ Result<Lowering> lower(const Graph& g, const RuntimeModel& rt, const LoweringOpt
   if (auto s = check_layout(o.layout); !s) return s.error();
   LoweringOptions eff = o;
   std::string layout_note;
-  if (rt.lowering.layout_optimization.present && o.layout == "nchw") {
+  if (!rt.lowering.layout.use.empty()) {
+    eff.layout = rt.lowering.layout.use;
+    const bool convs = std::any_of(g.nodes.begin(), g.nodes.end(),
+                                   [](const Node& n) { return n.op_type == "Conv" || n.op_type == "ConvTranspose"; });
+    if (convs) layout_note = fmt::format("{} runs 4-D activations in {} whatever the layout asked ({}){}", rt.name,
+                              rt.lowering.layout.use, o.layout,
+                              rt.lowering.layout.why.empty() ? "" : ": " + rt.lowering.layout.why);
+  } else if (rt.lowering.layout_optimization.present && o.layout == "nchw") {
     const LayoutDecision d = decide_layout(g, rt.lowering.layout_optimization, rt.name);
     if (d.channels_last) eff.layout = "nhwc";
     layout_note = d.note;

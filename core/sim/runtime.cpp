@@ -70,22 +70,25 @@ class LoweringReader {
  public:
   explicit LoweringReader(std::string path) : path_(std::move(path)) {}
 
-  Result<RuntimeLowering> read(const YAML::Node& y) {
-    RuntimeLowering low;
+  // Each key given replaces `base`'s (the lowering of the runtime a file extends; empty otherwise).
+  Result<RuntimeLowering> read(const YAML::Node& y, RuntimeLowering base = {}) {
+    RuntimeLowering low = std::move(base);
     if (!y.IsMap()) {
       return err("lowering", "expected a map with kernels, fuse, views, inserts, autocast and layout_optimization");
     }
     for (const auto& kv : y) {
       const std::string k = kv.first.as<std::string>();
       if (k != "kernels" && k != "fuse" && k != "views" && k != "inserts" && k != "autocast" &&
-          k != "layout_optimization") {
-        return err("lowering." + k, "unknown key; allowed: kernels, fuse, views, inserts, autocast, layout_optimization");
+          k != "layout_optimization" && k != "layout" && k != "half_accumulate") {
+        return err("lowering." + k, "unknown key; allowed: kernels, fuse, views, inserts, autocast, layout_optimization, "
+                                    "layout, half_accumulate");
       }
     }
     for (const char* list : {"kernels", "fuse"}) {
       const YAML::Node n = y[list];
       if (!n) continue;
       if (!n.IsSequence()) return err(fmt::format("lowering.{}", list), "expected a list of patterns");
+      (std::string(list) == "fuse" ? low.fuse : low.kernels).clear();
       for (size_t i = 0; i < n.size(); ++i) {
         const std::string where = fmt::format("lowering.{}[{}]", list, i);
         auto p = pattern(n[i], where, std::string(list) == "fuse");
@@ -102,6 +105,7 @@ class LoweringReader {
           return err("lowering.views." + k, "unknown key; allowed: ops, readers, reader_fusions, channels_last_free, why");
         }
       }
+      low.views = {};
       auto ops = op_list(v["ops"], "lowering.views.ops");
       if (!ops) return ops.error();
       for (const std::string& op : *ops) {
@@ -125,6 +129,7 @@ class LoweringReader {
     }
     if (const YAML::Node ins = y["inserts"]) {
       if (!ins.IsSequence()) return err("lowering.inserts", "expected a list");
+      low.inserts.clear();
       for (size_t i = 0; i < ins.size(); ++i) {
         auto x = insert(ins[i], fmt::format("lowering.inserts[{}]", i));
         if (!x) return x.error();
@@ -139,6 +144,7 @@ class LoweringReader {
           return err("lowering.autocast." + k, "unknown key; allowed: lower, fp32, promote, why");
         }
       }
+      low.autocast = {};
       low.autocast.present = true;
       for (auto [key, out] : {std::pair<const char*, std::vector<std::string>*>{"lower", &low.autocast.lower},
                               {"fp32", &low.autocast.fp32},
@@ -152,6 +158,44 @@ class LoweringReader {
       auto lo = layout_optimization(l);
       if (!lo) return lo.error();
       low.layout_optimization = *lo;
+      low.layout = {};
+    }
+    if (const YAML::Node l = y["layout"]) {
+      if (!l.IsMap()) return err("lowering.layout", "expected a map with use (nhwc or nchw) and why");
+      for (const auto& kv : l) {
+        const std::string k = kv.first.as<std::string>();
+        if (k != "use" && k != "why") return err("lowering.layout." + k, "unknown key; allowed: use, why");
+      }
+      const std::string use = l["use"] && l["use"].IsScalar() ? l["use"].Scalar() : "";
+      if (use != "nhwc" && use != "nchw") {
+        return err("lowering.layout.use",
+                   fmt::format("\"{}\"; expected nhwc or nchw, the format the runtime runs 4-D activations in", use));
+      }
+      if (y["layout_optimization"]) {
+        return err("lowering.layout", "a runtime that fixes its layout has no layout_optimization to choose one; keep "
+                                      "one of the two");
+      }
+      low.layout_optimization = {};
+      low.layout.use = use;
+      if (l["why"]) low.layout.why = l["why"].as<std::string>();
+    }
+    if (const YAML::Node h = y["half_accumulate"]) {
+      const std::string key = "lowering.half_accumulate";
+      if (!h.IsMap()) return err(key, "expected a map with classes (conv, gemm) and why");
+      for (const auto& kv : h) {
+        const std::string k = kv.first.as<std::string>();
+        if (k != "classes" && k != "why") return err(key + "." + k, "unknown key; allowed: classes, why");
+      }
+      auto cls = strings(h["classes"], key + ".classes");
+      if (!cls) return cls.error();
+      if (cls->empty()) return err(key + ".classes", "missing or empty; give the main loops it applies to: conv, gemm");
+      for (const std::string& c : *cls) {
+        if (c != "conv" && c != "gemm") {
+          return err(key + ".classes", fmt::format("\"{}\"; expected conv or gemm (the main loops on matrix units)", c));
+        }
+      }
+      low.half_accumulate.classes = *cls;
+      if (h["why"]) low.half_accumulate.why = h["why"].as<std::string>();
     }
     return low;
   }
@@ -501,7 +545,14 @@ const std::map<std::string, std::string>& framework_ops() {
 
 std::vector<std::string> default_runtime_dirs() { return search_dirs("GPUSIM_RUNTIME_PATH", "runtimes", "runtimes"); }
 
-Result<RuntimeModel> load_runtime(const std::string& path) {
+namespace {
+Result<RuntimeModel> load_runtime_at(const std::string& path, int depth);
+}  // namespace
+
+Result<RuntimeModel> load_runtime(const std::string& path) { return load_runtime_at(path, 0); }
+
+namespace {
+Result<RuntimeModel> load_runtime_at(const std::string& path, int depth) {
   YAML::Node y;
   try {
     y = YAML::LoadFile(path);
@@ -513,15 +564,16 @@ Result<RuntimeModel> load_runtime(const std::string& path) {
   if (!y.IsMap()) return bad(path, "(top level)", "expected a map with schema: gpusim.runtime/1");
   static const std::set<std::string> kKeys = {"schema", "name", "description", "combine", "default_us", "class_us",
                                               "op_us", "extra_kernel_us", "launch_latency_us", "sources", "fit",
-                                              "lowering", "host_scaled", "workload"};
+                                              "lowering", "host_scaled", "workload", "replay", "extends", "vendors"};
   RuntimeModel r;
-  r.source_path = path;
+  r.combine = "overlap";
   try {
     for (const auto& kv : y) {
       const std::string k = kv.first.as<std::string>();
       if (!kKeys.count(k)) {
-        return bad(path, k, "unknown key; allowed: schema, name, description, combine, default_us, class_us, op_us, "
-                            "extra_kernel_us, launch_latency_us, host_scaled, workload, sources, fit, lowering");
+        return bad(path, k, "unknown key; allowed: schema, name, description, extends, combine, default_us, class_us, "
+                            "op_us, extra_kernel_us, launch_latency_us, host_scaled, replay, workload, vendors, sources, "
+                            "fit, lowering");
       }
     }
     const std::string schema = y["schema"] ? y["schema"].as<std::string>() : "";
@@ -529,9 +581,31 @@ Result<RuntimeModel> load_runtime(const std::string& path) {
       return bad(path, "schema", fmt::format("\"{}\"; expected gpusim.runtime/1", schema));
     }
     if (!y["name"]) return bad(path, "name", "missing; give the runtime's name (the file's stem)");
+    if (const YAML::Node e = y["extends"]) {
+      // Another runtime file beside this one: its figures and lowering, each key given here replacing its.
+      const std::string parent = e.IsScalar() ? e.Scalar() : "";
+      if (parent.empty() || parent.find_first_of("/\\") != std::string::npos || parent == ".." || parent == ".") {
+        return bad(path, "extends", fmt::format("\"{}\"; expected the name of a runtime file in the same directory "
+                                                "(torch-compile for torch-compile.yaml)",
+                                                e.IsScalar() ? e.Scalar() : "(not a name)"));
+      }
+      if (depth >= 8) return bad(path, "extends", fmt::format("\"{}\": more than 8 files extend one another (a cycle?)", parent));
+      const std::string ppath = (fs::path(path).parent_path() / (parent + ".yaml")).string();
+      std::error_code ec;
+      if (!fs::exists(ppath, ec)) {
+        return bad(path, "extends", fmt::format("\"{}\": there is no {} beside this file; name a runtime file in the "
+                                                "same directory",
+                                                parent, ppath));
+      }
+      auto base = load_runtime_at(ppath, depth + 1);
+      if (!base) return base.error();
+      r = std::move(*base);
+      r.extends = parent;
+    }
+    r.source_path = path;
     r.name = y["name"].as<std::string>();
     if (y["description"]) r.description = y["description"].as<std::string>();
-    r.combine = y["combine"] ? y["combine"].as<std::string>() : "overlap";
+    if (y["combine"]) r.combine = y["combine"].as<std::string>();
     if (r.combine != "overlap" && r.combine != "serial" && r.combine != "device") {
       return bad(path, "combine", fmt::format("\"{}\"; expected overlap, serial or device", r.combine));
     }
@@ -557,6 +631,7 @@ Result<RuntimeModel> load_runtime(const std::string& path) {
       const YAML::Node m = y[key];
       if (!m) continue;
       if (!m.IsMap()) return bad(path, key, "expected a map of name: microseconds");
+      out->clear();  // a map given replaces the one extended
       for (const auto& kv : m) {
         const std::string name = kv.first.as<std::string>();
         double v = 0;
@@ -572,6 +647,29 @@ Result<RuntimeModel> load_runtime(const std::string& path) {
       }
       r.host_scaled = hs.Scalar() == "true";
     }
+    if (const YAML::Node v = y["vendors"]) {
+      static const std::set<std::string> kVendors = {"nvidia", "amd", "intel", "apple", "cpu"};
+      if (!v.IsSequence() || v.size() == 0) {
+        return bad(path, "vendors", "expected a list of GPU vendors (nvidia, amd, intel, apple, cpu) it runs on");
+      }
+      r.vendors.clear();
+      for (const auto& x : v) {
+        const std::string name = x.IsScalar() ? x.Scalar() : "";
+        if (!kVendors.count(name)) {
+          return bad(path, "vendors", fmt::format("\"{}\"; expected nvidia, amd, intel, apple or cpu (a profile's vendor)",
+                                                  x.IsScalar() ? name : "(not a name)"));
+        }
+        r.vendors.push_back(name);
+      }
+    }
+    if (const YAML::Node rp = y["replay"]) {
+      if (rp.Scalar() != "true" && rp.Scalar() != "false") {
+        return bad(path, "replay", fmt::format("\"{}\"; expected true (the kernels are replayed from a recorded CUDA "
+                                               "graph: one launch, then the device dispatches them) or false",
+                                               rp.Scalar()));
+      }
+      r.replay = rp.Scalar() == "true";
+    }
     if (const YAML::Node w = y["workload"]) {
       r.workload = w.IsScalar() ? w.Scalar() : "";
       if (r.workload != "graphs" && r.workload != "language-models") {
@@ -581,7 +679,7 @@ Result<RuntimeModel> load_runtime(const std::string& path) {
       }
     }
     if (const YAML::Node low = y["lowering"]) {
-      auto l = LoweringReader(path).read(low);
+      auto l = LoweringReader(path).read(low, r.lowering);
       if (!l) return l.error();
       r.lowering = std::move(*l);
     }
@@ -590,6 +688,7 @@ Result<RuntimeModel> load_runtime(const std::string& path) {
   }
   return r;
 }
+}  // namespace
 
 std::vector<std::string> list_runtimes(const std::vector<std::string>& dirs) {
   std::set<std::string> names = {"gpusim", "cuda-graph"};
@@ -632,7 +731,9 @@ std::string runtime_to_yaml(const RuntimeModel& r, const std::string& fit, const
   out << YAML::Key << "extra_kernel_us" << YAML::Value << num(r.extra_kernel_us);
   out << YAML::Key << "launch_latency_us" << YAML::Value << num(r.launch_latency_us);
   if (r.host_scaled) out << YAML::Key << "host_scaled" << YAML::Value << true;
+  if (r.replay) out << YAML::Key << "replay" << YAML::Value << true;
   if (r.workload != "graphs") out << YAML::Key << "workload" << YAML::Value << r.workload;
+  if (!r.vendors.empty()) out << YAML::Key << "vendors" << YAML::Value << YAML::Flow << r.vendors;
   for (const auto& [key, figures] : {std::pair<const char*, const std::map<std::string, double>*>{"class_us", &r.class_us},
                                      {"op_us", &r.op_us}}) {
     if (figures->empty()) continue;

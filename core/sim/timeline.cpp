@@ -35,6 +35,17 @@ double Prediction::achieved_gbps(const PlannedKernel& k) const {
 
 namespace {
 
+// The runtime's half-precision accumulation (RuntimeLowering::half_accumulate) on a kernel's work:
+// true when it applies (the kernel's class is listed; kernel_cost applies it to fp16/bf16 only).
+bool runtime_work(KernelWork& w, const PredictOptions& opts) {
+  if (!opts.runtime) return false;
+  const auto& cls = opts.runtime->lowering.half_accumulate.classes;
+  const char* name = w.cls == OpClass::kConv ? "conv" : w.cls == OpClass::kGemm ? "gemm" : nullptr;
+  if (!name || std::find(cls.begin(), cls.end(), name) == cls.end()) return false;
+  w.accumulate_half = true;
+  return w.dtype == DType::kFloat16 || w.dtype == DType::kBFloat16;
+}
+
 // Predicts `plan` on the already re-typed graph `g`.
 Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfile& gpu, const PredictOptions& opts) {
   DeviceModel dev = make_device(gpu);
@@ -54,6 +65,7 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
   // (and it) fits in the reusable part of the L2.
   const double l2_reuse = 0.5 * (dev.l2_size_bytes + dev.llc_size_bytes);
   std::vector<double> written_before(plan.kernels.size() + 1, 0);  // bytes written by kernels [0, i)
+  int half_accumulated = 0;  // kernels whose main loop accumulates in half precision (the runtime's)
   for (size_t ki = 0; ki < plan.kernels.size(); ++ki) {
     const PlanKernel& k = plan.kernels[ki];
     PlannedKernel pk;
@@ -69,6 +81,7 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
     pk.call = k.call;
     pk.kind = k.kind;
     pk.work = plan_kernel_work(g, idx, k);
+    half_accumulated += runtime_work(pk.work, opts) ? 1 : 0;
     {
       std::vector<size_t> seen;
       int64_t resident = 0;
@@ -109,6 +122,11 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
       }
     }
     p.kernels.push_back(std::move(pk));
+  }
+  if (half_accumulated > 0) {
+    p.notes.push_back(fmt::format("{} half-precision convolution and matrix-product kernel(s) accumulate in half "
+                                  "precision under {} ({})",
+                                  half_accumulated, opts.runtime->name, opts.runtime->lowering.half_accumulate.why));
   }
   for (size_t t = 0; t < g.tensors.size(); ++t) {  // views carry their source's producer
     if (alias[t] != static_cast<TensorId>(t) && producer[t] < 0) producer[t] = producer[root(static_cast<TensorId>(t))];
@@ -404,9 +422,15 @@ void note_tiles(Prediction& p, const Target& target) {
 
 // A graph runs under a runtime that runs graphs: llama.cpp's runtimes price a described model's
 // generations and never run an ONNX graph.
-static Status check_graph_runtime(const PredictOptions& opts) {
-  if (!opts.runtime || opts.runtime->workload == "graphs") return Ok{};
+static Status check_graph_runtime(const PredictOptions& opts, const GpuProfile& gpu) {
+  if (!opts.runtime) return Ok{};
   const RuntimeModel& rt = *opts.runtime;
+  if (!rt.vendors.empty() && std::find(rt.vendors.begin(), rt.vendors.end(), gpu.vendor) == rt.vendors.end()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("runtime \"{}\" runs on {} GPUs; {} is {}: use a runtime that runs there",
+                                  rt.name, fmt::join(rt.vendors, " and "), gpu.name, gpu.vendor));
+  }
+  if (rt.workload == "graphs") return Ok{};
   return make_error(ErrorCode::kInvalidArgument,
                     fmt::format("runtime \"{}\"{} prices llama.cpp's generations of a language model (a gpusim.llm/1 "
                                 "description, a config.json or a bundled name), not an ONNX graph's kernels; predict a "
@@ -428,7 +452,7 @@ Result<Prediction> predict(const Graph& input, const Target& target, const Predi
     if (!low) return low.error();
     return predict_lowering(*low, target, opts);  // which checks the runtime runs graphs
   }
-  if (auto s = check_graph_runtime(opts); !s) return s.error();
+  if (auto s = check_graph_runtime(opts, gpu); !s) return s.error();
   if (!opts.lowering.skip.empty() || opts.lowering.autocast || opts.lowering.layout != "nchw") {
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("runtime \"{}\" has no lowering rules, so `layout`, `autocast` and `skip_patterns` do "
@@ -444,7 +468,7 @@ Result<Prediction> predict(const Graph& input, const Target& target, const Predi
 
 Result<Prediction> predict_plan(const Graph& input, const Plan& plan, const GpuProfile& gpu,
                                 const PredictOptions& opts) {
-  if (auto s = check_graph_runtime(opts); !s) return s.error();
+  if (auto s = check_graph_runtime(opts, gpu); !s) return s.error();
   std::optional<Graph> retyped;
   if (plan.dtype) {
     if (auto s = check_retype(*plan.dtype, gpu); !s) return s.error();
@@ -458,16 +482,18 @@ Result<Prediction> predict_plan(const Graph& input, const Plan& plan, const GpuP
 }
 
 Result<Prediction> predict_lowering(const Lowering& low, const Target& target, const PredictOptions& opts) {
-  if (auto s = check_graph_runtime(opts); !s) return s.error();
   // Each kernel with the fastest tile of the target's space.
   const GpuProfile& gpu = target.gpu();
+  if (auto s = check_graph_runtime(opts, gpu); !s) return s.error();
   const DeviceModel& dev = target.device;
   const TileCapability& cap = target.capability();
   const GraphIndex idx = index_graph(low.graph);
   Plan plan = low.plan;
   plan.allow_tf32 = dev.allow_tf32;
   for (PlanKernel& k : plan.kernels) {
-    k.tile = best_generated_tile(plan_kernel_work(low.graph, idx, k), dev, cap);
+    KernelWork w = plan_kernel_work(low.graph, idx, k);
+    runtime_work(w, opts);
+    k.tile = best_generated_tile(w, dev, cap);
   }
   plan.dtype = opts.dtype;
   auto p = run_timeline(low.graph, plan, gpu, opts);

@@ -26,12 +26,17 @@
 namespace gpusim {
 
 struct ComparedGpu;
+struct RuntimeComparison;
 struct RunReport;
 
 // gpusim.predict/1: totals, every kernel (time, bound, tile, achieved rates), transfers, notes.
 GPUSIM_API std::string prediction_document(const Prediction& p, const GpuProfile& gpu);
 // gpusim.compare/1: one row per GPU (latency, speed-up over the first, time share by bound).
 GPUSIM_API std::string compare_document(const std::string& model, const std::vector<ComparedGpu>& rows);
+// gpusim.compare-runtimes/1: the runtimes that run a model on one GPU, ranked at each batch size
+// (Session::compare_runtimes, one comparison a batch).
+GPUSIM_API std::string runtime_comparison_document(const std::string& model,
+                                                   const std::vector<RuntimeComparison>& batches);
 // gpusim.plan-search/1: the ranked plans, each with its plan document (gpusim.plan/1) inside.
 GPUSIM_API std::string plan_search_document(const std::string& model, const Graph& g, const GpuProfile& gpu,
                                  const SearchOptions& o, const SearchResult& r);

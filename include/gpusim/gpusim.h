@@ -79,6 +79,9 @@ struct GPUSIM_API ModelOptions {
   int64_t max_nodes = 0;
   // Called with the node count before the graph is parsed, as ImportOptions::admit.
   std::function<Status(int64_t nodes)> admit = nullptr;
+  // Every input's leading axis at this size, symbolic or fixed (ImportOptions::batch): the batch a
+  // comparison of runtimes runs at. Unset: the sizes `dims` and the model give.
+  std::optional<int64_t> batch = std::nullopt;
 };
 
 // An imported graph (shapes inferred, weights not kept). Immutable and cheap to copy: copies share
@@ -125,6 +128,37 @@ struct GPUSIM_API PredictRequest {
 struct GPUSIM_API ComparedGpu {
   GpuProfile gpu;
   Prediction prediction;
+};
+
+// One runtime's prediction in a comparison of runtimes on one GPU (Session::compare_runtimes).
+struct GPUSIM_API ComparedRuntime {
+  // A runtime's name (or YAML path), or "gpusim-plan": gpusim's best plan (a greedy search in the
+  // generated tile space) on its own executor.
+  std::string runtime;
+  TileSpace tiles = TileSpace::kLibrary;
+  Prediction prediction;
+  int64_t batch = 1;         // the graph's batch: its first input's leading size
+  double items_per_s = 0;    // batch / latency
+  // "host" when the GPU waits on launches for more than half the time, else "device".
+  std::string bound;
+  std::string why;           // what sets its time, in a sentence
+};
+
+struct GPUSIM_API RuntimeComparisonOptions {
+  // Runtime names or YAML paths, and "gpusim-plan"; empty or {"all"}: every runtime found that runs
+  // ONNX graphs, then gpusim-plan. A runtime named that cannot run the model is an error; with
+  // "all" it is skipped and said.
+  std::vector<std::string> runtimes;
+};
+
+struct GPUSIM_API RuntimeComparison {
+  std::string model;
+  std::string gpu;
+  std::vector<ComparedRuntime> rows;  // fastest first
+  // Runtimes "all" found that do not run this model, each with the reason.
+  std::vector<std::pair<std::string, std::string>> skipped;
+  // Which runtime wins and why, against the runner-up ("" with one row).
+  std::string verdict;
 };
 
 // Backends that run plans for real.
@@ -329,6 +363,13 @@ class GPUSIM_API Session {
   Result<Prediction> predict(const Model& m, const Target& target, const PredictRequest& req = {}) const noexcept;
   Result<std::vector<ComparedGpu>> compare(const Model& m, const std::vector<std::string>& gpus, TileSpace tiles,
                                            const PredictRequest& req = {}, const TargetOptions& target_opts = {}) const noexcept;
+  // The runtimes that can run `m` on one GPU, ranked: each priced in its own tile space
+  // (runtime_tiles) with `req`'s dtype, host and copies; `req`'s lowering options (layout,
+  // autocast, skip) apply to the runtimes that have lowering rules. `req.runtime` and `req.plan`
+  // are not used (the runtimes are the comparison's).
+  Result<RuntimeComparison> compare_runtimes(const Model& m, const GpuProfile& gpu, const RuntimeComparisonOptions& opts,
+                                             const PredictRequest& req = {},
+                                             const TargetOptions& target_opts = {}) const noexcept;
   Result<SearchResult> plan(const Model& m, const Target& target, const SearchOptions& opts = {}) const noexcept;
   // A plan document (schema gpusim.plan/1, from plan_to_json or `gpusim plan --out`) for `m`.
   Result<Plan> load_plan(const Model& m, const std::string& json_text, const std::string& source = "plan.json") const noexcept;

@@ -37,6 +37,9 @@ struct GPUSIM_API ImportOptions {
   // The value of every symbolic or unsized input dim `dims` does not name (unset: such a dim is an
   // error that asks for --dim).
   std::optional<int64_t> other_dims;
+  // Every graph input's leading axis at this size, symbolic or fixed (the batch a comparison of
+  // runtimes runs at); an "input:0" entry of `dims` still wins for its input.
+  std::optional<int64_t> batch = std::nullopt;
   // Run ONNX's shape inference (a cross-check and a fallback after unsupported ops).
   bool onnx_shape_inference = true;
   // Refuse a graph of more nodes than this before any pass runs (0: no limit). A node costs a few

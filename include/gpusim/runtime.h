@@ -86,10 +86,27 @@ struct GPUSIM_API RuntimeLowering {
     std::string why;
   };
   LayoutOptimization layout_optimization;
+  // A runtime that picks its own memory formats (TensorRT's builder: channel-vectorized NHWC for
+  // its convolutions, whatever the exporter's NCHW): 4-D activations run in `use` ("nhwc" or
+  // "nchw") whatever layout was asked; the graph's own format is only that of its inputs and outputs.
+  struct FixedLayout {
+    std::string use;  // "" = the layout asked for (or layout_optimization's choice)
+    std::string why;
+  };
+  FixedLayout layout;
+  // Half-precision main loops that accumulate in half precision (TensorRT's fp16 tactics,
+  // xmma_..._f16f16_f16f16_f16: the fp16-accumulate peak, twice the fp32-accumulate one on GeForce
+  // cards). The classes it applies to ("conv", "gemm"); empty: fp32 accumulation, as cuDNN and
+  // cuBLAS calls from PyTorch ask.
+  struct HalfAccumulate {
+    std::vector<std::string> classes;
+    std::string why;
+  };
+  HalfAccumulate half_accumulate;
   // The kernels launch in the graph's node order, or as a compiler schedules them (same thing here).
   bool empty() const {
     return kernels.empty() && fuse.empty() && views.ops.empty() && inserts.empty() && !autocast.present &&
-           !layout_optimization.present;
+           !layout_optimization.present && layout.use.empty() && half_accumulate.classes.empty();
   }
 };
 
@@ -115,12 +132,18 @@ struct GPUSIM_API RuntimeModel {
   // Kernels replayed from a recorded graph (the built-in cuda-graph): the host launches the whole
   // graph once (the profile's launch overhead), then the device dispatches kernel after kernel,
   // default_us apart at most and never slower than gpusim's executor launching them one by one.
+  // In YAML, `replay: true` (torch.compile's reduce-overhead mode records its kernels in CUDA graphs).
   bool replay = false;
+  // The runtime file it `extends:` (its lowering and figures, each key given replacing the parent's);
+  // "" when none.
+  std::string extends;
   // Which kernels it launches (empty: one per node, as gpusim's executor and the eager plan do).
   RuntimeLowering lowering;
   // What it runs: "graphs" (an ONNX graph's kernels: gpusim, cuda-graph, PyTorch) or
   // "language-models" (llama.cpp's generations of a described model, which never run an ONNX graph).
   std::string workload = "graphs";
+  // The GPU vendors it runs on (profiles' `vendor`: nvidia, amd, intel, apple); empty: any.
+  std::vector<std::string> vendors;
   // Its host figures (op_us, class_us, default_us, extra_kernel_us) are the host's time per call, so a
   // host profile scales them (host.h); false: they are device time (llama.cpp's gaps, graph replay).
   bool host_scaled = false;

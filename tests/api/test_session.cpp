@@ -418,3 +418,55 @@ TEST_CASE("an exception inside a public call becomes an internal error, never a 
 }
 
 }  // namespace gpusim
+
+namespace gpusim {
+
+TEST_CASE("compare_runtimes ranks runtimes on one GPU at a batch every input leads with", "[api][runtimes]") {
+  const Session s;
+  const std::string path = test::source_dir() + "/models/mobilenet_v2.onnx";
+  ModelOptions mo;
+  mo.batch = 4;
+  auto m = s.open_model(path, mo);
+  REQUIRE(m);
+  CHECK(m->graph().tensor(m->graph().inputs.front()).shape.front() == 4);
+  auto gpu = s.gpu("nvidia-a10");
+  REQUIRE(gpu);
+  RuntimeComparisonOptions o;
+  o.runtimes = {"pytorch-eager", "gpusim-plan", "tensorrt"};
+  auto c = s.compare_runtimes(*m, *gpu, o);
+  REQUIRE(c);
+  REQUIRE(c->rows.size() == 3);
+  CHECK(c->gpu == "nvidia-a10");
+  for (size_t i = 1; i < c->rows.size(); ++i) {
+    CHECK(c->rows[i - 1].prediction.total_us <= c->rows[i].prediction.total_us);
+  }
+  for (const ComparedRuntime& r : c->rows) {
+    CHECK(r.batch == 4);
+    CHECK(r.items_per_s == Approx(4 / (r.prediction.total_us * 1e-6)));
+    CHECK_FALSE(r.why.empty());
+    CHECK((r.bound == "host" || r.bound == "device"));
+    CHECK(r.tiles == (r.runtime == "gpusim-plan" ? TileSpace::kGenerated : TileSpace::kLibrary));
+  }
+  CHECK_THAT(c->verdict, Catch::Contains(c->rows[0].runtime + " is fastest"));
+  // Lowering options apply to the runtimes that have lowering rules; the others say they do not.
+  PredictRequest req;
+  req.lowering.layout = "nhwc";
+  auto nhwc = s.compare_runtimes(*m, *gpu, o, req);
+  REQUIRE(nhwc);
+  for (const ComparedRuntime& r : nhwc->rows) {
+    bool said = false;
+    for (const std::string& n : r.prediction.notes) said = said || n.find("do not apply to it") != std::string::npos;
+    CHECK(said == (r.runtime == "gpusim-plan"));
+  }
+  // A batch below one is refused when the model is opened.
+  mo.batch = 0;
+  auto zero = s.open_model(path, mo);
+  REQUIRE_FALSE(zero);
+  CHECK_THAT(zero.error().message, Catch::Contains("`batch` 0 is not a batch size"));
+  // The empty Model is named.
+  auto empty = s.compare_runtimes(Model(), *gpu, o);
+  REQUIRE_FALSE(empty);
+  CHECK_THAT(empty.error().message, Catch::Contains("compare_runtimes: the Model is empty"));
+}
+
+}  // namespace gpusim

@@ -1,6 +1,8 @@
 // The gpusim program: --help on every command, inspect's text and JSON output, exit codes.
 #include <catch2/catch.hpp>
 
+#include <map>
+
 #include <new>
 #include <stdexcept>
 
@@ -755,4 +757,99 @@ TEST_CASE("run --tune says the plan is tuned and gives one predicted figure", "[
   const std::string header_ms = r.out.substr(at + 12, r.out.find(' ', at + 12) - at - 12);
   const auto note = r.out.find("against ");
   if (note != std::string::npos) CHECK(r.out.substr(note + 8, header_ms.size()) == header_ms);
+}
+
+TEST_CASE("compare --runtimes ranks the runtimes on one GPU and reproduces the seed's TensorRT against PyTorch",
+          "[cli][predict][runtimes]") {
+  // The seed's measurements (an RTX 3060 under Windows 11): MobileNetV2 6.9 ms in PyTorch eager, 1 ms in
+  // TensorRT-RTX; the SD 1.5 VAE decoder in fp16, 72 ms against 33 ms (0.46).
+  const Run mb = run_gpusim("compare " + model("mobilenet_v2.onnx") +
+                            " --gpu nvidia-rtx-3060 --host windows --runtimes all --json");
+  REQUIRE(mb.rc == 0);
+  const auto j = nlohmann::json::parse(mb.out);
+  CHECK(j["schema"] == "gpusim.compare-runtimes/1");
+  CHECK(j["gpu"] == "nvidia-rtx-3060");
+  const auto& rows = j["batches"][0]["runtimes"];
+  std::map<std::string, double> ms;
+  double last = 0;
+  for (const auto& r : rows) {
+    ms[r["runtime"].get<std::string>()] = r["total_us"].get<double>() / 1e3;
+    CHECK(r["total_us"].get<double>() >= last);  // fastest first
+    last = r["total_us"].get<double>();
+  }
+  for (const char* rt : {"pytorch-eager", "torch-compile", "torch-compile-reduce-overhead", "torch-compile-max-autotune",
+                         "cuda-graph", "gpusim", "gpusim-plan", "tensorrt", "onnxruntime-cuda"}) {
+    CHECK(ms.count(rt) == 1);
+  }
+  CHECK(ms.count("pytorch-eager-rocm") == 0);  // an AMD runtime, skipped and said
+  CHECK(ms.count("llamacpp-cuda") == 0);       // language models only, skipped and said
+  CHECK(j["skipped"].size() == 6);
+  CHECK(ms["tensorrt"] < ms["pytorch-eager"]);
+  CHECK(ms["tensorrt"] > 0.5);
+  CHECK(ms["tensorrt"] < 2.0);
+  CHECK_THAT(j["batches"][0]["verdict"].get<std::string>(), Catch::Contains(" is fastest, "));
+  const Run vae = run_gpusim("compare " + model("sd15_vae_decoder_512.onnx") +
+                             " --gpu nvidia-rtx-3060 --host windows --dtype fp16 --runtimes tensorrt,pytorch-eager "
+                             "--batches 1 --json");
+  REQUIRE(vae.rc == 0);
+  const auto v = nlohmann::json::parse(vae.out)["batches"][0]["runtimes"];
+  REQUIRE(v.size() == 2);
+  CHECK(v[0]["runtime"] == "tensorrt");
+  const double ratio = v[0]["total_us"].get<double>() / v[1]["total_us"].get<double>();
+  CHECK(ratio > 0.35);
+  CHECK(ratio < 0.6);
+  // Batch sizes: every input's leading axis; throughput grows with it.
+  const Run batches = run_gpusim("compare " + model("mobilenet_v2.onnx") +
+                                 " --gpu nvidia-rtx-3060 --runtimes tensorrt,torch-compile --batches 1,16 --json");
+  REQUIRE(batches.rc == 0);
+  const auto b = nlohmann::json::parse(batches.out)["batches"];
+  REQUIRE(b.size() == 2);
+  CHECK(b[1]["batch"] == 16);
+  CHECK(b[1]["runtimes"][0]["items_per_s"].get<double>() > b[0]["runtimes"][0]["items_per_s"].get<double>());
+  const Run text = run_gpusim("compare " + model("mobilenet_v2.onnx") + " --gpu nvidia-rtx-3060 --runtimes all --all");
+  REQUIRE(text.rc == 0);
+  CHECK_THAT(text.out, Catch::Contains("fastest first") && Catch::Contains("not compared:") &&
+                           Catch::Contains("pytorch-eager-rocm: runtime \"pytorch-eager-rocm\" runs on amd GPUs") &&
+                           Catch::Contains("gpusim's own generated kernels are priced here"));
+}
+
+TEST_CASE("compare --runtimes: what does not apply is refused, naming it", "[cli][predict][runtimes][errors]") {
+  const std::string m = model("mobilenet_v2.onnx");
+  const Run no_gpu = run_gpusim("compare " + m + " --runtimes all");
+  CHECK(no_gpu.rc == 2);
+  CHECK_THAT(no_gpu.out, Catch::Contains("--runtimes compares runtimes on one GPU: give it with --gpu G"));
+  const Run two = run_gpusim("compare " + m + " --gpus nvidia-t4,nvidia-l4 --runtimes all");
+  CHECK(two.rc == 2);
+  CHECK_THAT(two.out, Catch::Contains("--gpus names several"));
+  const Run no_runtimes = run_gpusim("compare " + m + " --gpu nvidia-t4");
+  CHECK(no_runtimes.rc == 2);
+  CHECK_THAT(no_runtimes.out, Catch::Contains("--gpu and --batches go with --runtimes"));
+  const Run neither = run_gpusim("compare " + m);
+  CHECK(neither.rc == 2);
+  CHECK_THAT(neither.out, Catch::Contains("give --gpus (several GPUs side by side) or --gpu G --runtimes LIST"));
+  const Run one_rt = run_gpusim("compare " + m + " --gpu nvidia-t4 --runtimes all --runtime tensorrt");
+  CHECK(one_rt.rc == 2);
+  CHECK_THAT(one_rt.out, Catch::Contains("--runtime does not apply with --runtimes"));
+  const Run tiles = run_gpusim("compare " + m + " --gpu nvidia-t4 --runtimes all --tiles library");
+  CHECK(tiles.rc == 2);
+  CHECK_THAT(tiles.out, Catch::Contains("--tiles does not apply with --runtimes: each runtime is priced in its own"));
+  const Run llama = run_gpusim("compare " + m + " --gpu nvidia-t4 --runtimes llamacpp-cuda");
+  CHECK(llama.rc == 2);
+  CHECK_THAT(llama.out, Catch::Contains("runtime \"llamacpp-cuda\" runs language-models") &&
+                            Catch::Contains("name runtimes that run graphs"));
+  const Run mixed = run_gpusim("compare " + m + " --gpu nvidia-t4 --runtimes all,tensorrt");
+  CHECK(mixed.rc == 2);
+  CHECK_THAT(mixed.out, Catch::Contains("\"all\" stands alone"));
+  const Run amd = run_gpusim("compare " + m + " --gpu amd-mi300x --runtimes tensorrt");
+  CHECK(amd.rc == 2);
+  CHECK_THAT(amd.out, Catch::Contains("runtime \"tensorrt\" runs on nvidia GPUs; amd-mi300x is amd"));
+  const Run zero = run_gpusim("compare " + m + " --gpu nvidia-t4 --runtimes all --batches 0");
+  CHECK(zero.rc != 0);
+  CHECK_THAT(zero.out, Catch::Contains("--batches 0: `batch` 0 is not a batch size; give 1 or more"));
+  const Run unknown = run_gpusim("compare " + m + " --gpu nvidia-t4 --runtimes tensorrtx");
+  CHECK(unknown.rc == 2);
+  CHECK_THAT(unknown.out, Catch::Contains("runtime \"tensorrtx\" is unknown; known runtimes:"));
+  const Run lm = run_gpusim("compare llama-2-7b --gpu nvidia-t4 --runtimes all");
+  CHECK(lm.rc == 2);
+  CHECK_THAT(lm.out, Catch::Contains("--runtimes ranks the runtimes that run an ONNX graph"));
 }

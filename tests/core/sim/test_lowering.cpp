@@ -411,3 +411,124 @@ TEST_CASE("the planner's fusion passes and the lowerings share one matcher", "[s
   REQUIRE(m);
   CHECK(g.nodes[static_cast<size_t>(m->nodes[1])].name == "fc1/Add");
 }
+
+TEST_CASE("runtime files: extends, replay, vendors, a fixed layout and half accumulation are read and checked",
+          "[sim][lowering][errors]") {
+  auto load = [](const std::string& name, const std::string& body) { return load_runtime(write_runtime(name, body)); };
+  // A file that extends another beside it takes its figures and lowering; each key given replaces one.
+  write_runtime("base-rt", "default_us: 7\nhost_scaled: true\nop_us: {add: 3}\nlowering:\n  views:\n    ops: [Transpose]\n"
+                           "  inserts:\n    - {name: conv-bias, what: bias, on: {ops: [Conv]}}\n");
+  auto child = load("child-rt", "extends: base-rt\nreplay: true\ndefault_us: 1\nop_us: {}\nlowering:\n  inserts: []\n");
+  REQUIRE(child);
+  CHECK(child->name == "child-rt");
+  CHECK(child->extends == "base-rt");
+  CHECK(child->replay);
+  CHECK(child->default_us == 1);
+  CHECK(child->host_scaled);       // inherited
+  CHECK(child->op_us.empty());     // replaced by the empty map
+  CHECK(child->lowering.views.ops == std::vector<std::string>{"Transpose"});  // inherited
+  CHECK(child->lowering.inserts.empty());                                      // replaced
+  auto r = load("orphan-rt", "extends: no-such-runtime\n");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("orphan-rt.yaml: extends: \"no-such-runtime\": there is no") &&
+                                    Catch::Contains("name a runtime file in the same directory"));
+  r = load("path-rt", "extends: ../etc/passwd\n");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("extends: \"../etc/passwd\"; expected the name of a runtime file"));
+  write_runtime("loop-a", "extends: loop-b\n");
+  r = load("loop-b", "extends: loop-a\n");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("more than 8 files extend one another (a cycle?)"));
+  r = load("replay-rt", "replay: sometimes\n");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("replay-rt.yaml: replay: \"sometimes\"; expected true"));
+  r = load("vendor-rt", "vendors: [nvidia, 3dfx]\n");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("vendors: \"3dfx\"; expected nvidia, amd, intel, apple or cpu"));
+  r = load("layout-rt", "lowering:\n  layout: {use: hwc}\n");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("lowering.layout.use: \"hwc\"; expected nhwc or nchw"));
+  r = load("layout2-rt", "lowering:\n  layout: {use: nhwc}\n  layout_optimization:\n    cost: {grouped: 1, small: 1, "
+                         "in_out: 1, default: 1}\n");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("lowering.layout: a runtime that fixes its layout has no "
+                                                "layout_optimization"));
+  r = load("acc-rt", "lowering:\n  half_accumulate: {classes: [conv, softmax]}\n");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("lowering.half_accumulate.classes: \"softmax\"; expected conv or gemm"));
+  r = load("acc2-rt", "lowering:\n  half_accumulate: {why: fast}\n");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().message, Catch::Contains("lowering.half_accumulate.classes: missing or empty"));
+}
+
+TEST_CASE("TensorRT's lowering: epilogues fused into the convolution, NHWC whatever asked, fp16 accumulation; "
+          "a runtime for other GPUs is refused",
+          "[sim][lowering]") {
+  const RuntimeModel trt = runtime("tensorrt");
+  REQUIRE(trt.vendors == std::vector<std::string>{"nvidia"});
+  // Conv, BatchNorm and Relu are one kernel; no bias kernel, no conversion, NHWC with a note.
+  const Graph half = retype(conv_block(), DType::kFloat16);
+  auto low = lower(half, trt);
+  REQUIRE(low);
+  CHECK(low->plan.kernels.size() == 1);
+  CHECK(low->layout == "nhwc");
+  CHECK(conversions(*low) == 0);
+  CHECK(noted(*low, "tensorrt runs 4-D activations in nhwc whatever the layout asked (nchw)"));
+  // The same engine priced with fp32 accumulation is slower on a GeForce card (half-rate fp32 accumulate).
+  RuntimeModel fp32_acc = trt;
+  fp32_acc.lowering.half_accumulate = {};
+  test::OnnxBuilder b;
+  b.input("x", onnx::TensorProto::FLOAT16, {8, 256, 64, 64});
+  b.initializer("w", onnx::TensorProto::FLOAT16, {256, 256, 3, 3});
+  b.node("Conv", {"x", "w"}, {"y"}, "conv").ints("pads", {1, 1, 1, 1});
+  b.output("y");
+  const Graph big = test::build_graph(b, "big_conv.onnx");
+  const Target t = test::library(test::gpu("nvidia-rtx-3060"));
+  auto fast = predict(big, t, {std::nullopt, trt});
+  auto slow = predict(big, t, {std::nullopt, fp32_acc});
+  REQUIRE(fast);
+  REQUIRE(slow);
+  CHECK(fast->kernels_us < 0.7 * slow->kernels_us);
+  bool said = false;
+  for (const std::string& n : fast->notes) said = said || n.find("accumulate in half precision under tensorrt") != std::string::npos;
+  CHECK(said);
+  // An fp32 graph is untouched by it.
+  auto f32a = predict(conv_block(), t, {std::nullopt, trt});
+  auto f32b = predict(conv_block(), t, {std::nullopt, fp32_acc});
+  REQUIRE(f32a);
+  REQUIRE(f32b);
+  CHECK(f32a->kernels_us == Approx(f32b->kernels_us));
+  // TensorRT on an AMD GPU, PyTorch's ROCm build on an NVIDIA one: refused, naming both.
+  auto amd = predict(conv_block(), test::library(test::gpu("amd-mi300x")), {std::nullopt, trt});
+  REQUIRE_FALSE(amd);
+  CHECK_THAT(amd.error().message, Catch::Contains("runtime \"tensorrt\" runs on nvidia GPUs; amd-mi300x is amd"));
+  auto rocm = predict(conv_block(), t, {std::nullopt, runtime("pytorch-eager-rocm")});
+  REQUIRE_FALSE(rocm);
+  CHECK_THAT(rocm.error().message, Catch::Contains("runs on amd GPUs; nvidia-rtx-3060 is nvidia"));
+}
+
+TEST_CASE("torch.compile's modes: reduce-overhead replays the compiled kernels, max-autotune fuses GEMM epilogues",
+          "[sim][lowering]") {
+  const RuntimeModel ro = runtime("torch-compile-reduce-overhead");
+  const RuntimeModel ma = runtime("torch-compile-max-autotune");
+  CHECK(ro.replay);
+  CHECK(ro.extends == "torch-compile");
+  CHECK(ma.replay);
+  CHECK(ro.lowering.layout_optimization.present);  // torch-compile's, inherited
+  // The same kernels as default mode; only the launches differ.
+  auto def = lower(mlp_block(), runtime("torch-compile"));
+  auto rep = lower(mlp_block(), ro);
+  auto tuned = lower(mlp_block(), ma);
+  REQUIRE(def);
+  REQUIRE(rep);
+  REQUIRE(tuned);
+  CHECK(rep->plan.kernels.size() == def->plan.kernels.size());
+  CHECK(tuned->plan.kernels.size() < def->plan.kernels.size());  // the first GEMM takes the GELU
+  const Target t = test::library(test::gpu("nvidia-rtx-4090"));
+  auto pd = predict(mlp_block(), t, {std::nullopt, runtime("torch-compile")});
+  auto pr = predict(mlp_block(), t, {std::nullopt, ro});
+  REQUIRE(pd);
+  REQUIRE(pr);
+  CHECK(pr->launch_bound_us < pd->launch_bound_us);
+  CHECK(pr->kernels_us == Approx(pd->kernels_us));
+}
