@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "gpusim/gpusim.h"
 
@@ -19,6 +20,9 @@ struct Model::State {
   int64_t size_bytes = 0;
   std::string bytes;  // kept for models opened from memory: the executor reads their weights
   bool from_bytes = false;
+  // What it was opened with (Session::at_batch opens it again at another batch).
+  std::vector<std::string> dims;
+  int64_t max_nodes = 0;
 };
 
 }  // namespace gpusim

@@ -92,6 +92,8 @@ Result<Model> Session::open_model(const std::string& path, const ModelOptions& o
     auto st = std::make_shared<Model::State>();
     st->graph = std::move(*g);
     st->source = path;
+    st->dims = opts.dims;
+    st->max_nodes = opts.max_nodes;
     std::error_code ec;
     const auto size = std::filesystem::file_size(path, ec);
     st->size_bytes = ec ? 0 : static_cast<int64_t>(size);
@@ -110,6 +112,8 @@ Result<Model> Session::open_model_bytes(std::string bytes, const std::string& na
     auto st = std::make_shared<Model::State>();
     st->graph = std::move(*g);
     st->source = name;
+    st->dims = opts.dims;
+    st->max_nodes = opts.max_nodes;
     st->size_bytes = static_cast<int64_t>(bytes.size());
     st->bytes = std::move(bytes);
     st->from_bytes = true;
@@ -117,6 +121,16 @@ Result<Model> Session::open_model_bytes(std::string bytes, const std::string& na
     m.state_ = std::move(st);
     return m;
   });
+}
+
+Result<Model> Session::at_batch(const Model& m, int64_t batch) const noexcept {
+  if (!m.valid()) return invalid_model_handle("at_batch");
+  ModelOptions o;
+  o.dims = m.state_->dims;
+  o.max_nodes = m.state_->max_nodes;
+  o.batch = batch;
+  if (m.state_->from_bytes) return open_model_bytes(m.state_->bytes, m.state_->source, o);
+  return open_model(m.state_->source, o);
 }
 
 Result<GpuProfile> Session::gpu(const std::string& id_or_path) const noexcept {

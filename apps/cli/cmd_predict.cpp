@@ -48,6 +48,8 @@ struct Args {
   // compare --runtimes: the runtimes side by side on one GPU, at these batch sizes.
   std::vector<std::string> runtimes;
   std::vector<int64_t> batches;
+  // compare of generations: GPU=USD (to buy) or GPU=USD/h (to rent), for value figures.
+  std::vector<std::string> prices;
 };
 
 void print_phase(const GenerationPhase& ph, bool all) {
@@ -423,22 +425,39 @@ int compare_generation(const Args& a, const Session& session, const std::vector<
     fmt::print(stderr, "gpusim compare: {}: {}\n", a.model, say(rows.error()));
     return rows.error().code == ErrorCode::kInvalidArgument ? 2 : exit_code(rows.error());
   }
+  auto priced = gpu_prices(a.prices, *rows);
+  if (!priced) {
+    fmt::print(stderr, "gpusim compare: --price: {}\n", say(priced.error()));
+    return 2;
+  }
+  const std::map<std::string, GpuPrice>& prices = *priced;
   if (a.json) {
-    fmt::print("{}\n", compare_generation_json(a.model, *rows));
+    fmt::print("{}\n", compare_generation_json(a.model, *rows, prices));
     return 0;
   }
   const GenerationPrediction& f = rows->front();
   fmt::print("model {} ({} weights), prompt {} tokens, generate {}, batch {}\n", a.model, f.weights, f.prompt, f.generate,
              f.batch);
-  fmt::print("{:<24} {:<8} {:>9} {:>10} {:>9} {:>10} {:>9} {:<9} {:<9} {:>9}\n", "gpu", "backend", "ttft_ms", "token_ms",
-             "tokens/s", "total_ms", "vs_first", "prefill", "decode", "memory");
+  // llama-bench's columns first (ppN and tgN: prompt and generation tokens/s), then the latencies.
+  const std::string pp = fmt::format("pp{} t/s", f.prompt), tg = fmt::format("tg{} t/s", f.generate);
+  fmt::print("{:<24} {:<8} {:>11} {:>11} {:>9} {:>9} {:>10} {:>9} {:>9} {:<8} {:<8} {:>9}{}\n", "gpu", "backend", pp, tg,
+             "ttft_ms", "token_ms", "total_ms", "vs_first", "J/token", "prefill", "decode", "memory",
+             prices.empty() ? "" : "  value");
   for (const GenerationPrediction& g : *rows) {
-    fmt::print("{:<24} {:<8} {:>9.3f} {:>10.3f} {:>9.1f} {:>10.1f} {:>8.2f}x {:<9} {:<9} {:>9}{}\n", g.gpu, g.backend,
-               g.ttft_us / 1e3, g.token_mean_us / 1e3, g.decode.tokens_per_s, g.total_us / 1e3,
-               g.total_us > 0 ? f.total_us / g.total_us : 0.0, g.prefill.bound, g.generate > 0 ? g.decode.bound : "-",
-               bytes_str(static_cast<double>(g.memory_bytes)), g.fits_in_memory ? "" : "  (does not fit)");
+    std::string value;
+    if (auto it = prices.find(g.gpu); it != prices.end()) {
+      const GpuValue v = gpu_value(g, it->second);
+      value = it->second.per_hour ? fmt::format("  ${:.2f} a million tokens (${}/h)", v.usd_per_million_tokens, it->second.usd)
+                                  : fmt::format("  {:.2f} t/s per $1000 (${})", v.tokens_per_s_per_kusd, it->second.usd);
+    }
+    fmt::print("{:<24} {:<8} {:>11.1f} {:>11.1f} {:>9.3f} {:>9.3f} {:>10.1f} {:>8.2f}x {:>9.3f} {:<8} {:<8} {:>9}{}{}\n",
+               g.gpu, g.backend, g.prefill.tokens_per_s, g.decode.tokens_per_s, g.ttft_us / 1e3, g.token_mean_us / 1e3,
+               g.total_us / 1e3, g.total_us > 0 ? f.total_us / g.total_us : 0.0, g.decode.j_per_token, g.prefill.bound,
+               g.generate > 0 ? g.decode.bound : "-", bytes_str(static_cast<double>(g.memory_bytes)), value,
+               g.fits_in_memory ? "" : "  (does not fit)");
   }
-  fmt::print("tokens/s: generating, all sequences together; prefill and decode: each phase's bound\n");
+  fmt::print("t/s: all sequences together (pp: the prompt's passes, tg: generating); J/token: energy a generated token; "
+             "prefill and decode: each phase's bound\n");
   return 0;
 }
 
@@ -631,10 +650,20 @@ void add_compare(CLI::App& app, int& rc) {
                   "With --runtimes: the batch sizes to rank them at, comma-separated (every input's leading axis; "
                   "default: the model's own)")
       ->delimiter(',');
+  cmd->add_option("--price", a->prices,
+                  "Generations: what a compared GPU costs, GPU=USD to buy or GPU=USD/h to rent (repeatable or "
+                  "comma-separated): adds tokens/s per $1000, or dollars a million tokens")
+      ->delimiter(',');
   add_generation_options(cmd, *a);
   cmd->callback([a, &rc] {
     const Session session({a->profile_dirs, {}});
     warn_profile_dirs(session.profile_dirs());
+    if (!a->prices.empty() && !is_description(*a, session) && a->prompt < 0 && a->generate < 0) {
+      fmt::print(stderr, "gpusim compare: --price applies to a generation's value (tokens a dollar): give a language "
+                         "model, or an ONNX decoder with --prompt or --generate\n");
+      rc = 2;
+      return;
+    }
     if (!a->runtimes.empty() || !a->batches.empty() || !a->gpu.empty()) {
       rc = compare_runtimes(*a, session);
       return;

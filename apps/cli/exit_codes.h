@@ -17,7 +17,7 @@ inline const std::map<std::string, std::string>& exit_codes() {
       {"predict", "0 predicted (also when the model does not fit: the output says DOES NOT FIT); 1 the model, GPU "
                   "profile or plan cannot be loaded, or the trace cannot be written; 2 bad arguments (an unknown "
                   "--dtype or --runtime, bf16 on a GPU without bf16)"},
-      {"compare", "0 predicted on every GPU; 1 the model or a GPU profile cannot be loaded (before any row is "
+      {"compare", "0 predicted on every GPU (with `--runtimes`, every runtime ranked); 1 the model or a GPU profile cannot be loaded (before any row is "
                   "printed); 2 bad arguments"},
       {"plan", "0 planned and the best plan fits; 1 the model or GPU profile cannot be loaded, or --out cannot be "
                "written; 2 bad arguments (a search size out of range); 3 no plan fits the device memory or "

@@ -389,7 +389,8 @@ const std::vector<std::string>& fields_of(const std::string& path) {
   static const std::vector<std::string> compare = {
       "model_id", "model_base64", "model_name", "dims",     "dim",    "gpus",    "dtype",   "tiles",
       "runtime",  "plan",         "allow_tf32", "host",     "llm",    "llm_text", "weights", "prompt",
-      "generate", "batch",        "ubatch",     "backend",  "flash_attention", "cuda_prompt"};
+      "generate", "batch",        "ubatch",     "backend",  "flash_attention", "cuda_prompt", "runtimes",
+      "gpu",      "batches", "prices"};
   static const std::vector<std::string> plan = {"model_id",  "model_base64", "model_name", "dims",      "dim",
                                                 "gpu",       "gpu_yaml",     "dtype",      "tiles",     "scheduler",
                                                 "objective", "top",          "beam_width", "samples",   "seed",
@@ -778,15 +779,18 @@ struct Service::Impl {
     return out;
   }
 
-  Result<Model> model(const Request& r) {
+  // The request's model; at `batch` (every input's leading axis, ModelOptions::batch) when given.
+  Result<Model> model(const Request& r, std::optional<int64_t> batch = std::nullopt) {
     auto d = dims(r.body);
     if (!d) return d.error();
     auto mb = model_bytes(r);
     if (!mb) return mb.error();
     if (mb->id.empty()) mb->id = cache.put(mb->bytes, content_hash(*mb->bytes));
-    const std::string key = import_key(mb->id, *d, mb->shown);
+    const std::string key = import_key(mb->id, *d, mb->shown) + (batch ? fmt::format("|batch={}", *batch) : "");
     if (auto m = cache.imported(key)) return *m;
-    auto m = session.open_model_bytes(*mb->bytes, mb->shown, model_options(*d));
+    ModelOptions mo = model_options(*d);
+    mo.batch = batch;
+    auto m = session.open_model_bytes(*mb->bytes, mb->shown, mo);
     if (!m) return m.error();
     cache.keep_imported(key, *m);
     return m;
@@ -950,6 +954,11 @@ struct Service::Impl {
   }
 
   Result<std::string> do_compare(const Request& r) {
+    if (r.body.contains("runtimes") || r.body.contains("batches")) return compare_runtimes(r);
+    if (r.body.contains("gpu")) {
+      return bad_request("\"gpu\" names the one GPU of a comparison of \"runtimes\"; to compare GPUs, name them in "
+                         "\"gpus\"");
+    }
     auto gpus = strings(r.body, "gpus");
     if (!gpus) return gpus.error();
     if (gpus->empty()) return bad_request("\"gpus\" is missing: name the profiles to compare");
@@ -965,7 +974,7 @@ struct Service::Impl {
     // A language model's description compares its generation, as `gpusim compare` does.
     if (!r.raw_model && (r.body.contains("llm") || r.body.contains("llm_text"))) return compare_description(r, *gpus);
     for (const char* f : {"weights", "prompt", "generate", "batch", "ubatch", "backend", "flash_attention",
-                          "cuda_prompt"}) {
+                          "cuda_prompt", "prices"}) {
       if (r.body.contains(f)) {
         return bad_request(fmt::format("\"{}\" applies to a language model's generation: give its description as "
                                        "\"llm\" or \"llm_text\" (an ONNX decoder's generation is /v1/generate's, one "
@@ -988,6 +997,63 @@ struct Service::Impl {
     auto rows = session.compare(*m, *gpus, *t, *req, *to);
     if (!rows) return rows.error();
     return compare_document(m->source(), *rows);
+  }
+
+  // /v1/compare with "runtimes": the runtimes that run a graph on one GPU ("gpu"), ranked at each of
+  // "batches" (gpusim.compare-runtimes/1, as `gpusim compare --runtimes`).
+  Result<std::string> compare_runtimes(const Request& r) {
+    constexpr size_t kMaxBatches = 16;
+    if (!r.body.contains("runtimes")) {
+      return bad_request("\"batches\" goes with \"runtimes\" (the runtimes to rank, or \"all\")");
+    }
+    for (const char* f : {"gpus", "runtime", "tiles", "plan", "llm", "llm_text", "weights", "prompt", "generate", "batch",
+                          "ubatch", "backend", "flash_attention", "cuda_prompt", "prices"}) {
+      if (r.body.contains(f)) {
+        return bad_request(fmt::format("\"{}\" does not apply with \"runtimes\", which ranks the runtimes that run "
+                                       "an ONNX graph on one GPU (\"gpu\"), each in its own tile space",
+                                       f));
+      }
+    }
+    auto runtimes = strings(r.body, "runtimes");
+    if (!runtimes) return runtimes.error();
+    auto g = gpu(r.body);
+    if (!g) return g.error();
+    std::vector<std::optional<int64_t>> batches;
+    if (r.body.contains("batches")) {
+      const json& b = r.body["batches"];
+      if (!b.is_array() || b.empty()) return bad_request("\"batches\" must be a non-empty array of batch sizes");
+      if (b.size() > kMaxBatches) {
+        return bad_request(fmt::format("\"batches\" gives {} sizes; a comparison takes at most {}", b.size(), kMaxBatches));
+      }
+      for (const json& e : b) {
+        if (!e.is_number_integer() || e.get<int64_t>() < 1) {
+          return bad_request(fmt::format("\"batches\": {} is not a batch size; give integers of 1 or more",
+                                         e.dump(-1, ' ', false, kInvalidUtf8)));
+        }
+        batches.emplace_back(e.get<int64_t>());
+      }
+    } else {
+      batches.emplace_back(std::nullopt);
+    }
+    RuntimeComparisonOptions ro;
+    ro.runtimes = *runtimes;
+    std::vector<RuntimeComparison> out;
+    std::string source;
+    for (const std::optional<int64_t>& b : batches) {
+      check_cancelled();
+      auto m = model(r, b);
+      if (!m) return m.error();
+      if (auto st = reserve_work(*m, kCompareBytesPerNode + kCompareBytesPerNodeAndGpu * 16); !st) return st.error();
+      auto req = predict_request(r.body, *m);
+      if (!req) return req.error();
+      auto to = target_options(r.body);
+      if (!to) return to.error();
+      auto c = session.compare_runtimes(*m, *g, ro, *req, *to);
+      if (!c) return c.error();
+      source = m->source();
+      out.push_back(std::move(*c));
+    }
+    return runtime_comparison_document(source, out);
   }
 
   Result<std::string> do_plan(const Request& r) {
@@ -1155,9 +1221,26 @@ struct Service::Impl {
     if (!spec) return spec.error();
     auto o = description_options(b);
     if (!o) return o.error();
+    // "prices": {"nvidia-rtx-4090": 1599, "nvidia-h100-sxm": "2.49/h"}, as the CLI's --price.
+    std::vector<std::string> price_texts;
+    if (b.contains("prices")) {
+      if (!b["prices"].is_object()) {
+        return bad_request("\"prices\" must be an object of GPU name to dollars (1599, to buy) or \"USD/h\" (\"2.49/h\", "
+                           "to rent)");
+      }
+      for (const auto& [k, v] : b["prices"].items()) {
+        if (!v.is_number() && !v.is_string()) {
+          return bad_request(fmt::format("\"prices\": \"{}\" must be a number of dollars or a string \"USD/h\", got a {}",
+                                         k, v.type_name()));
+        }
+        price_texts.push_back(k + "=" + (v.is_string() ? v.get<std::string>() : v.dump()));
+      }
+    }
     auto rows = session.compare_generation(*spec, gpus, *o);
     if (!rows) return rows.error();
-    return compare_generation_json(spec->name.empty() ? std::string("llm_text") : spec->name, *rows);
+    auto priced = gpu_prices(price_texts, *rows);
+    if (!priced) return priced.error();
+    return compare_generation_json(spec->name.empty() ? std::string("llm_text") : spec->name, *rows, *priced);
   }
 
   // An ONNX decoder's generation: each pass the graph predicted as /v1/predict predicts it ("dtype",

@@ -146,6 +146,7 @@ void add_pass(GenerationPhase& ph, const Prediction& p, double weight, std::map<
               double& kernels) {
   ph.kernels_us += weight * p.kernels_us;
   ph.launch_us += weight * p.launch_bound_us;
+  ph.energy_j += weight * p.energy_j;
   kernels += weight * static_cast<double>(p.kernels.size());
   for (const PlannedKernel& k : p.kernels) {
     ph.dram_bytes += weight * k.cost.dram_bytes;
@@ -262,6 +263,10 @@ Result<GenerationPrediction> decoder_generation(const Source& src, const Target&
                                   passes.size(), o.prompt + at.front(), o.prompt + at.back()));
   }
   g.total_us = g.ttft_us + g.decode.time_us;
+  for (GenerationPhase* ph : {&g.prefill, &g.decode}) {
+    ph->j_per_token = ph->tokens > 0 ? ph->energy_j / static_cast<double>(ph->tokens) : 0;
+  }
+  g.energy_j = g.prefill.energy_j + g.decode.energy_j;
   // The cache after the last token: the probe's one token a sequence (every dim 1), in the type
   // the passes ran in, times the sequences and the tokens.
   g.kv_cache_bytes = cache_bytes(*probe, po) * o.batch * (o.prompt + o.generate);

@@ -3,6 +3,7 @@
 // token, each kernel priced by the kernel cost model with the fastest tile of the target's space,
 // laid on one stream with launches paced by the runtime.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -316,7 +317,9 @@ class Pricer {
 };
 
 struct StepResult {
-  double time_us = 0, kernels_us = 0, launch_us = 0, dram_bytes = 0;
+  // active_us: each kernel's time weighed by how busy it keeps its bottleneck (the energy model's
+  // dynamic share, as predict's timeline counts it).
+  double time_us = 0, kernels_us = 0, launch_us = 0, dram_bytes = 0, active_us = 0;
   int64_t kernels = 0;
   std::map<std::string, double> bound_us;
 };
@@ -335,6 +338,8 @@ StepResult run_step(std::vector<Segment>& segs, Pricer& pricer, double gap_us) {
         r.launch_us += gap_us;
         r.kernels_us += k.cost.total_us;
         r.dram_bytes += k.cost.dram_bytes;
+        const double busy = std::max({k.cost.compute_us, k.cost.dram_us, k.cost.l2_us});
+        r.active_us += k.cost.total_us > 0 ? std::min(1.0, busy / k.cost.total_us) * k.cost.total_us : 0;
         r.bound_us[std::string(bound_name(k.cost.bound))] += k.cost.total_us;
         ++r.kernels;
       }
@@ -367,7 +372,10 @@ std::vector<GenerationKernel> summarize(const std::vector<Segment>& segs) {
   return out;
 }
 
-void finish_phase(GenerationPhase& ph, const StepResult& total) {
+void finish_phase(GenerationPhase& ph, const StepResult& total, const GpuProfile& gpu) {
+  // Energy: idle power throughout, the dynamic share while a kernel keeps its bottleneck busy.
+  ph.energy_j = gpu.power.idle_w * ph.time_us * 1e-6 + (gpu.power.tdp_w - gpu.power.idle_w) * total.active_us * 1e-6;
+  ph.j_per_token = ph.tokens > 0 ? ph.energy_j / static_cast<double>(ph.tokens) : 0;
   ph.kernels_us = total.kernels_us;
   ph.launch_us = total.launch_us;
   ph.kernels = total.kernels;
@@ -570,6 +578,7 @@ Result<GenerationPrediction> predict_generation(const LlmSpec& spec, const Targe
       total.kernels_us += weight * r.kernels_us;
       total.launch_us += weight * r.launch_us;
       total.dram_bytes += weight * r.dram_bytes;
+      total.active_us += weight * r.active_us;
       total.kernels += (hi - lo + 1) * r.kernels;
       for (const auto& [b, us] : r.bound_us) total.bound_us[b] += weight * us;
     }
@@ -588,7 +597,7 @@ Result<GenerationPrediction> predict_generation(const LlmSpec& spec, const Targe
             full == 0 ? &g.prefill.kernels_of_step : nullptr);
   g.prefill.steps = full + (tail > 0 ? 1 : 0);
   g.prefill.time_us = pre.time_us;
-  finish_phase(g.prefill, pre);
+  finish_phase(g.prefill, pre, target.gpu());
   g.ttft_us = g.prefill.time_us;
 
   // Decode: one step a token over a cache of prompt + j tokens.
@@ -605,8 +614,9 @@ Result<GenerationPrediction> predict_generation(const LlmSpec& spec, const Targe
     g.decode.time_us = dec.time_us;
     g.token_mean_us = dec.time_us / static_cast<double>(o.generate);
   }
-  finish_phase(g.decode, dec);
+  finish_phase(g.decode, dec, target.gpu());
   g.total_us = g.prefill.time_us + g.decode.time_us;
+  g.energy_j = g.prefill.energy_j + g.decode.energy_j;
 
   // Memory: weights, the cache for every token of every sequence, and the largest pass's
   // activations (llama.cpp's compute buffer: the widest layer's tensors, and the attention scores
@@ -638,6 +648,19 @@ Result<GenerationPrediction> predict_generation(const LlmSpec& spec, const Targe
   return g;
 }
 
+GpuValue gpu_value(const GenerationPrediction& g, const GpuPrice& price) {
+  GpuValue v;
+  const double tps = g.decode.tokens_per_s;
+  if (price.usd <= 0 || tps <= 0) return v;
+  if (price.per_hour) {
+    v.tokens_per_usd = tps * 3600 / price.usd;
+    v.usd_per_million_tokens = 1e6 / v.tokens_per_usd;
+  } else {
+    v.tokens_per_s_per_kusd = tps / (price.usd / 1000);
+  }
+  return v;
+}
+
 std::string generation_json(const GenerationPrediction& g) {
   auto phase = [](const GenerationPhase& p) {
     nlohmann::json ks = nlohmann::json::array();
@@ -650,7 +673,7 @@ std::string generation_json(const GenerationPrediction& g) {
     return nlohmann::json{{"tokens", p.tokens}, {"steps", p.steps}, {"time_us", p.time_us}, {"tokens_per_s", p.tokens_per_s},
                           {"kernels_us", p.kernels_us}, {"launch_us", p.launch_us}, {"kernels", p.kernels},
                           {"dram_bytes", p.dram_bytes}, {"bound", p.bound}, {"bound_share", p.bound_share},
-                          {"kernels_of_step", ks}};
+                          {"energy_j", p.energy_j}, {"j_per_token", p.j_per_token}, {"kernels_of_step", ks}};
   };
   nlohmann::json j = {{"schema", "gpusim.generation/1"},
                       {"gpu", g.gpu},
@@ -667,6 +690,7 @@ std::string generation_json(const GenerationPrediction& g) {
                       {"token_last_us", g.token_last_us},
                       {"token_mean_us", g.token_mean_us},
                       {"total_us", g.total_us},
+                      {"energy_j", g.energy_j},
                       {"prefill", phase(g.prefill)},
                       {"decode", phase(g.decode)},
                       {"memory", {{"weights_bytes", g.weight_bytes}, {"kv_cache_bytes", g.kv_cache_bytes},
@@ -677,10 +701,69 @@ std::string generation_json(const GenerationPrediction& g) {
   return j.dump(2);
 }
 
-std::string compare_generation_json(const std::string& model, const std::vector<GenerationPrediction>& rows) {
+Result<std::pair<std::string, GpuPrice>> parse_gpu_price(const std::string& text) {
+  const size_t eq = text.rfind('=');
+  auto bad = [&](const std::string& why) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("price \"{}\": {}; expected GPU=USD (what the card costs to buy) or GPU=USD/h (to "
+                                  "rent an hour), e.g. nvidia-rtx-4090=1599 or nvidia-h100-sxm=2.49/h",
+                                  text, why));
+  };
+  if (eq == std::string::npos || eq == 0) return bad("no GPU name before '='");
+  std::string v = text.substr(eq + 1);
+  GpuPrice p;
+  if (v.size() > 2 && v.ends_with("/h")) {
+    p.per_hour = true;
+    v.resize(v.size() - 2);
+  }
+  if (!v.empty() && v.front() == '$') v.erase(0, 1);
+  double usd = 0;
+  size_t used = 0;
+  try {
+    usd = std::stod(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (v.empty() || used != v.size()) return bad(fmt::format("\"{}\" is not a number of dollars", v));
+  if (!(usd > 0 && usd < 1e9)) return bad(fmt::format("{} dollars is out of range; give more than 0", usd));
+  p.usd = usd;
+  return std::make_pair(text.substr(0, eq), p);
+}
+
+Result<std::map<std::string, GpuPrice>> gpu_prices(const std::vector<std::string>& texts,
+                                                    const std::vector<GenerationPrediction>& rows) {
+  std::map<std::string, GpuPrice> out;
+  for (const std::string& text : texts) {
+    auto p = parse_gpu_price(text);
+    if (!p) return p.error();
+    if (std::none_of(rows.begin(), rows.end(), [&](const GenerationPrediction& g) { return g.gpu == p->first; })) {
+      std::vector<std::string> names;
+      for (const GenerationPrediction& g : rows) names.push_back(g.gpu);
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("price \"{}\": \"{}\" is not one of the GPUs compared ({}); price those", text,
+                                    p->first, fmt::join(names, ", ")));
+    }
+    out[p->first] = p->second;
+  }
+  return out;
+}
+
+std::string compare_generation_json(const std::string& model, const std::vector<GenerationPrediction>& rows,
+                                    const std::map<std::string, GpuPrice>& prices) {
   nlohmann::json out = nlohmann::json::array();
   const double first = rows.empty() ? 0.0 : rows.front().total_us;
   for (const GenerationPrediction& g : rows) {
+    nlohmann::json value = nullptr;
+    if (auto it = prices.find(g.gpu); it != prices.end()) {
+      const GpuValue v = gpu_value(g, it->second);
+      value = {{"usd", it->second.usd}, {"per", it->second.per_hour ? "hour" : "purchase"}};
+      if (it->second.per_hour) {
+        value["decode_tokens_per_usd"] = v.tokens_per_usd;
+        value["usd_per_million_tokens"] = v.usd_per_million_tokens;
+      } else {
+        value["decode_tokens_per_s_per_kusd"] = v.tokens_per_s_per_kusd;
+      }
+    }
     out.push_back({{"gpu", g.gpu},
                    {"weights", g.weights},
                    {"backend", g.backend},
@@ -695,6 +778,10 @@ std::string compare_generation_json(const std::string& model, const std::vector<
                    {"decode_bound", g.decode.bound},
                    {"memory_bytes", g.memory_bytes},
                    {"fits", g.fits_in_memory},
+                   {"energy_j", g.energy_j},
+                   {"prefill_j_per_token", g.prefill.j_per_token},
+                   {"decode_j_per_token", g.decode.j_per_token},
+                   {"value", value},
                    {"planning_ms", g.planning_ms}});
   }
   nlohmann::json j = {{"schema", "gpusim.compare-generation/1"}, {"model", model}, {"gpus", out}};

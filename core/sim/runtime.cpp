@@ -725,19 +725,24 @@ std::string runtime_to_yaml(const RuntimeModel& r, const std::string& fit, const
   out << YAML::BeginMap;
   out << YAML::Key << "schema" << YAML::Value << "gpusim.runtime/1";
   out << YAML::Key << "name" << YAML::Value << r.name;
+  if (!r.extends.empty()) out << YAML::Key << "extends" << YAML::Value << r.extends;
   out << YAML::Key << "description" << YAML::Value << YAML::DoubleQuoted << r.description;
   out << YAML::Key << "combine" << YAML::Value << r.combine;
   out << YAML::Key << "default_us" << YAML::Value << num(r.default_us);
   out << YAML::Key << "extra_kernel_us" << YAML::Value << num(r.extra_kernel_us);
   out << YAML::Key << "launch_latency_us" << YAML::Value << num(r.launch_latency_us);
-  if (r.host_scaled) out << YAML::Key << "host_scaled" << YAML::Value << true;
-  if (r.replay) out << YAML::Key << "replay" << YAML::Value << true;
-  if (r.workload != "graphs") out << YAML::Key << "workload" << YAML::Value << r.workload;
+  // A file that extends another states what the parent's would otherwise give.
+  const bool extends = !r.extends.empty();
+  if (r.host_scaled || extends) out << YAML::Key << "host_scaled" << YAML::Value << r.host_scaled;
+  if (r.replay || extends) out << YAML::Key << "replay" << YAML::Value << r.replay;
+  if (r.workload != "graphs" || extends) out << YAML::Key << "workload" << YAML::Value << r.workload;
   if (!r.vendors.empty()) out << YAML::Key << "vendors" << YAML::Value << YAML::Flow << r.vendors;
   for (const auto& [key, figures] : {std::pair<const char*, const std::map<std::string, double>*>{"class_us", &r.class_us},
                                      {"op_us", &r.op_us}}) {
-    if (figures->empty()) continue;
-    out << YAML::Key << key << YAML::Value << YAML::BeginMap;
+    if (figures->empty() && !extends) continue;
+    out << YAML::Key << key << YAML::Value;
+    if (figures->empty()) out << YAML::Flow;
+    out << YAML::BeginMap;
     for (const auto& [k, v] : *figures) out << YAML::Key << k << YAML::Value << num(v);
     out << YAML::EndMap;
   }

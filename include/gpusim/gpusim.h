@@ -334,6 +334,10 @@ class GPUSIM_API Session {
   Result<Model> open_model_bytes(std::string bytes, const std::string& name = "model.onnx",
                                  const ModelOptions& opts = {}) const noexcept;
 
+  // The same model with every input's leading axis at `batch` (ModelOptions::batch), opened again
+  // from its file or bytes with the dims it was opened with.
+  Result<Model> at_batch(const Model& m, int64_t batch) const noexcept;
+
   // ---- GPUs
   // A profile id (`gpusim profiles list`), or a path to a .yaml profile (a calibrated one too).
   Result<GpuProfile> gpu(const std::string& id_or_path) const noexcept;

@@ -162,6 +162,10 @@ struct GPUSIM_API GenerationPhase {
   // Share of kernel time per bound ("dram", "compute", "latency", "l2") and the largest.
   std::map<std::string, double> bound_share;
   std::string bound;
+  // Energy: the idle power over the phase, plus the dynamic power (TDP - idle) while a kernel keeps
+  // its bottleneck busy (predict's model); per token of the phase.
+  double energy_j = 0;
+  double j_per_token = 0;
   // One step's kernels (the first decode step; a full prefill pass), most expensive first.
   std::vector<GenerationKernel> kernels_of_step;
 };
@@ -175,6 +179,7 @@ struct GPUSIM_API GenerationPrediction {
   double token_last_us = 0;      // the last one's (cache = prompt + generate - 1)
   double token_mean_us = 0;
   double total_us = 0;           // prefill + every decode step
+  double energy_j = 0;           // both phases'
   int64_t weight_bytes = 0;
   int64_t kv_cache_bytes = 0;    // f16 keys and values for prompt + generate tokens, every sequence
   int64_t compute_bytes = 0;     // the largest pass's activations
@@ -203,7 +208,28 @@ GPUSIM_API Result<std::string> llm_backend(const std::string& printed);
 GPUSIM_API std::string generation_json(const GenerationPrediction& g);
 // gpusim.compare-generation/1: the same generation on several GPUs, a row each (time to first
 // token, per-token latency, tokens/s, speed-up over the first row, each phase's bound, memory).
-GPUSIM_API std::string compare_generation_json(const std::string& model, const std::vector<GenerationPrediction>& rows);
+// What a GPU costs, for value figures: to buy (USD), or to rent (USD an hour).
+struct GPUSIM_API GpuPrice {
+  double usd = 0;
+  bool per_hour = false;
+};
+// "GPU=USD" (to buy) or "GPU=USD/h" (to rent); errors show both forms.
+GPUSIM_API Result<std::pair<std::string, GpuPrice>> parse_gpu_price(const std::string& text);
+// Each of `texts` parsed, and each naming a GPU of `rows` (as a row names it: its profile's name).
+GPUSIM_API Result<std::map<std::string, GpuPrice>> gpu_prices(const std::vector<std::string>& texts,
+                                                               const std::vector<GenerationPrediction>& rows);
+// A generation's value at a price, from its decode tokens/s: per thousand dollars of purchase price,
+// or tokens a dollar of rent (and dollars per million tokens). Zero where it does not apply.
+struct GPUSIM_API GpuValue {
+  double tokens_per_s_per_kusd = 0;
+  double tokens_per_usd = 0;
+  double usd_per_million_tokens = 0;
+};
+GPUSIM_API GpuValue gpu_value(const GenerationPrediction& g, const GpuPrice& price);
+// `prices` by GPU name add each priced row's value (rows without a price have none); every row has
+// its energy and joules per token of each phase.
+GPUSIM_API std::string compare_generation_json(const std::string& model, const std::vector<GenerationPrediction>& rows,
+                                               const std::map<std::string, GpuPrice>& prices = {});
 
 // --- ONNX decoders with a KV cache
 

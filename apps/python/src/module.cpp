@@ -484,16 +484,35 @@ class PySession {
                                 int64_t generate, int64_t batch, int64_t ubatch, const std::string& backend,
                                 bool flash_attention, const std::string& cuda_prompt, const std::optional<std::string>& dtype,
                                 const std::string& runtime, const std::optional<std::string>& tiles,
-                                const std::string& host) const {
+                                const std::string& host, const py::object& prices) const {
     live(*this);
     const std::vector<std::string> ids = strings_arg(gpus, "gpus");
+    // {"nvidia-rtx-4090": 1599, "nvidia-h100-sxm": "2.49/h"}: as the CLI's --price GPU=USD[/h].
+    std::vector<std::string> price_texts;
+    if (!prices.is_none()) {
+      if (!py::isinstance<py::dict>(prices)) {
+        throw py::type_error("compare_generation: prices must be a dict of GPU name to dollars (1599, to buy) or "
+                             "\"USD/h\" (\"2.49/h\", to rent)");
+      }
+      for (const auto& [k, v] : py::cast<py::dict>(prices)) {
+        if (!py::isinstance<py::str>(k) || !(py::isinstance<py::str>(v) || py::isinstance<py::float_>(v) ||
+                                             (py::isinstance<py::int_>(v) && !py::isinstance<py::bool_>(v)))) {
+          throw py::type_error("compare_generation: prices must map GPU names (str) to dollars (a number, or a "
+                               "string \"USD/h\"); got " + std::string(py::str(py::repr(k))) + ": " +
+                               std::string(py::str(py::repr(v))));
+        }
+        price_texts.push_back(std::string(py::str(k)) + "=" + std::string(py::str(v)));
+      }
+    }
     const GenerationArgs a = generation_args(model, weights, prompt, generate, batch, ubatch, backend, flash_attention,
                                              cuda_prompt, dtype, runtime, tiles, host);
     return document([&]() -> gpusim::Result<std::string> {
       auto r = a.decoder ? s_->compare_decoder_generation(a.text, ids, a.tiles, a.o, a.req)
                          : s_->compare_generation(*a.spec, ids, a.o);
       if (!r) return r.error();
-      return gpusim::compare_generation_json(a.text.size() > 200 ? "model" : a.text, *r);
+      auto priced = gpusim::gpu_prices(price_texts, *r);
+      if (!priced) return priced.error();
+      return gpusim::compare_generation_json(a.text.size() > 200 ? "model" : a.text, *r, *priced);
     });
   }
 
@@ -512,6 +531,49 @@ class PySession {
       auto r = s_->compare(m, ids, space, req, {allow_tf32});
       if (!r) return r.error();
       return gpusim::compare_document(m.source(), *r);
+    });
+  }
+
+  // The runtimes that run the model on one GPU, ranked at each batch: gpusim.compare-runtimes/1.
+  py::object compare_runtimes(const gpusim::Model& m, const py::object& gpu, const py::object& runtimes,
+                              const py::object& batches, const std::optional<std::string>& dtype, bool allow_tf32,
+                              const std::string& host) const {
+    live(*this);
+    live(m);
+    const gpusim::GpuProfile g = gpu_arg(*s_, gpu);
+    gpusim::RuntimeComparisonOptions ro;
+    ro.runtimes = strings_arg(runtimes, "runtimes");
+    std::vector<std::optional<int64_t>> sizes;
+    if (batches.is_none()) {
+      sizes.emplace_back(std::nullopt);
+    } else {
+      if (py::isinstance<py::str>(batches) || !py::isinstance<py::sequence>(batches)) {
+        throw py::type_error("compare_runtimes: batches must be a list of batch sizes (ints), or None for the model's own");
+      }
+      for (const py::handle& b : batches) {
+        if (!py::isinstance<py::int_>(b) || py::isinstance<py::bool_>(b)) {
+          throw py::type_error("compare_runtimes: batches must be ints; got " + std::string(py::str(py::repr(b))));
+        }
+        sizes.emplace_back(b.cast<int64_t>());
+      }
+      if (sizes.empty() || sizes.size() > 16) {
+        throw py::value_error("compare_runtimes: batches gives " + std::to_string(sizes.size()) +
+                              " sizes; give 1 to 16");
+      }
+    }
+    gpusim::PredictRequest req;
+    req.dtype = float_dtype_arg(dtype, "dtype");
+    req.host = host;
+    return document([&]() -> gpusim::Result<std::string> {
+      std::vector<gpusim::RuntimeComparison> out;
+      for (const std::optional<int64_t>& b : sizes) {
+        gpusim::Result<gpusim::Model> at = b ? s_->at_batch(m, *b) : gpusim::Result<gpusim::Model>(m);
+        if (!at) return at.error();
+        auto c = s_->compare_runtimes(*at, g, ro, req, {allow_tf32});
+        if (!c) return c.error();
+        out.push_back(std::move(*c));
+      }
+      return gpusim::runtime_comparison_document(m.source(), out);
     });
   }
 
@@ -976,14 +1038,25 @@ PYBIND11_MODULE(_gpusim, m) {
       .def("compare_generation", &PySession::compare_generation, "model"_a, "gpus"_a, "weights"_a = "F16",
            "prompt"_a = 512, "generate"_a = 128, "batch"_a = 1, "ubatch"_a = 512, "backend"_a = "",
            "flash_attention"_a = false, "cuda_prompt"_a = "", "dtype"_a = py::none(), "runtime"_a = "",
-           "tiles"_a = py::none(), "host"_a = "",
+           "tiles"_a = py::none(), "host"_a = "", "prices"_a = py::none(),
            "The generation of generate() on several GPUs (profile ids), side by side: the\n"
            "gpusim.compare-generation/1 document (`gpusim compare LLM --gpus ... --json`), a row per GPU with\n"
-           "time to first token, per-token latency, tokens/s, speed-up over the first, each phase's bound, memory.")
+           "time to first token, per-token latency, tokens/s, speed-up over the first, each phase's bound, memory,\n"
+           "energy and joules a token. prices: {gpu: dollars to buy, or \"USD/h\" to rent} adds each priced row's\n"
+           "value (decode tokens/s per $1000, or tokens a dollar and dollars a million tokens).")
       .def("compare", &PySession::compare, "model"_a, "gpus"_a, "dtype"_a = py::none(), "runtime"_a = "",
            "tiles"_a = py::none(), "allow_tf32"_a = false, "host"_a = "",
            "Predicts the model on several GPUs (profile ids) and returns the gpusim.compare/1 document.\n"
            "Every id is checked before any is predicted. tiles, allow_tf32, host: as predict() takes them.")
+      .def("compare_runtimes", &PySession::compare_runtimes, "model"_a, "gpu"_a, "runtimes"_a = "all",
+           "batches"_a = py::none(), "dtype"_a = py::none(), "allow_tf32"_a = false, "host"_a = "",
+           "Ranks the runtimes that run the model on one GPU and returns the gpusim.compare-runtimes/1 document\n"
+           "(`gpusim compare MODEL --gpu G --runtimes ... --json`): per batch, each runtime's latency, items/s,\n"
+           "kernels, GPU and launch-wait time, peak memory, what bounds it and why, fastest first, with a verdict.\n\n"
+           "runtimes: names (pytorch-eager, torch-compile, torch-compile-reduce-overhead, torch-compile-max-autotune,\n"
+           "cuda-graph, tensorrt, onnxruntime-cuda, gpusim, gpusim-plan), a list or one comma-separated string, or\n"
+           "\"all\" (every runtime that runs graphs; the others are listed under \"skipped\"). batches: batch sizes\n"
+           "(every input's leading axis), or None for the model's own. dtype, allow_tf32, host: as predict() takes them.")
       .def("plan", &PySession::plan, "model"_a, "gpu"_a, "scheduler"_a = "greedy", "objective"_a = "latency",
            "top"_a = 3, "beam_width"_a = 8, "samples"_a = 64, "seed"_a = 1, "dtype"_a = py::none(),
            "memory_budget_gb"_a = py::none(), "tiles"_a = "generated", "allow_tf32"_a = false,

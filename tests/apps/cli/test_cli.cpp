@@ -853,3 +853,48 @@ TEST_CASE("compare --runtimes: what does not apply is refused, naming it", "[cli
   CHECK(lm.rc == 2);
   CHECK_THAT(lm.out, Catch::Contains("--runtimes ranks the runtimes that run an ONNX graph"));
 }
+
+TEST_CASE("compare of generations: llama-bench's pp and tg columns, joules a token and value at the user's prices",
+          "[cli][predict][llm]") {
+  const Run text = run_gpusim("compare llama-2-7b --gpus nvidia-rtx-3060,nvidia-rtx-4090 --weights Q4_0 --prompt 512 "
+                              "--generate 128 --price nvidia-rtx-3060=329,nvidia-rtx-4090=1599");
+  REQUIRE(text.rc == 0);
+  CHECK_THAT(text.out, Catch::Contains("pp512 t/s") && Catch::Contains("tg128 t/s") && Catch::Contains("J/token") &&
+                           Catch::Contains("t/s per $1000 ($329)"));
+  const Run j = run_gpusim("compare llama-2-7b --gpus nvidia-rtx-3060,nvidia-h100-sxm --weights Q4_0 --prompt 64 "
+                           "--generate 16 --price nvidia-rtx-3060=329 --price nvidia-h100-sxm=2.49/h --json");
+  REQUIRE(j.rc == 0);
+  const auto rows = nlohmann::json::parse(j.out)["gpus"];
+  REQUIRE(rows.size() == 2);
+  for (const auto& r : rows) {
+    CHECK(r["energy_j"].get<double>() > 0);
+    CHECK(r["decode_j_per_token"].get<double>() > 0);
+    CHECK(r["prefill_j_per_token"].get<double>() > 0);
+  }
+  const auto& bought = rows[0]["value"];
+  CHECK(bought["per"] == "purchase");
+  CHECK(bought["decode_tokens_per_s_per_kusd"].get<double>() ==
+        Approx(rows[0]["decode_tokens_per_s"].get<double>() / 0.329));
+  const auto& rented = rows[1]["value"];
+  CHECK(rented["per"] == "hour");
+  CHECK(rented["decode_tokens_per_usd"].get<double>() == Approx(rows[1]["decode_tokens_per_s"].get<double>() * 3600 / 2.49));
+  CHECK(rented["usd_per_million_tokens"].get<double>() == Approx(1e6 / rented["decode_tokens_per_usd"].get<double>()));
+  // The single generation's document has each phase's energy, adding up to the whole.
+  const Run one = run_gpusim("predict llama-2-7b --gpu nvidia-rtx-4090 --weights Q4_0 --prompt 64 --generate 16 --json");
+  REQUIRE(one.rc == 0);
+  const auto g = nlohmann::json::parse(one.out);
+  CHECK(g["energy_j"].get<double>() ==
+        Approx(g["prefill"]["energy_j"].get<double>() + g["decode"]["energy_j"].get<double>()));
+  CHECK(g["decode"]["j_per_token"].get<double>() == Approx(g["decode"]["energy_j"].get<double>() / 16));
+  // Prices that do not apply are refused, naming them.
+  const Run bad = run_gpusim("compare llama-2-7b --gpus nvidia-rtx-3060 --price nvidia-rtx-3060=cheap");
+  CHECK(bad.rc == 2);
+  CHECK_THAT(bad.out, Catch::Contains("price \"nvidia-rtx-3060=cheap\": \"cheap\" is not a number of dollars") &&
+                          Catch::Contains("GPU=USD/h"));
+  const Run other = run_gpusim("compare llama-2-7b --gpus nvidia-rtx-3060 --price nvidia-t4=1000");
+  CHECK(other.rc == 2);
+  CHECK_THAT(other.out, Catch::Contains("\"nvidia-t4\" is not one of the GPUs compared (nvidia-rtx-3060)"));
+  const Run graph = run_gpusim("compare " + model("mobilenet_v2.onnx") + " --gpus nvidia-t4 --price nvidia-t4=1000");
+  CHECK(graph.rc == 2);
+  CHECK_THAT(graph.out, Catch::Contains("--price applies to a generation's value"));
+}

@@ -517,3 +517,40 @@ def test_compare_generation_equals_the_cli(session, root, gpusim_binary):
     assert [r["backend"] for r in onnx_rows["gpus"]] == ["onnx", "onnx"]
     with pytest.raises(gpusim.Error, match="no GPU profile named"):
         session.compare_generation("llama-2-7b", ["nvidia-t4", "no-such-gpu"])
+
+
+def test_compare_runtimes_equals_the_cli(session, root, gpusim_binary):
+    model = session.open_model(str(root / "models" / "mobilenet_v2.onnx"))
+    doc = session.compare_runtimes(model, "nvidia-rtx-3060", runtimes=["pytorch-eager", "tensorrt", "gpusim-plan"],
+                                   batches=[1, 8], host="windows")
+    cli = cli_json(gpusim_binary, root, "compare", "models/mobilenet_v2.onnx", "--gpu", "nvidia-rtx-3060",
+                   "--runtimes", "pytorch-eager,tensorrt,gpusim-plan", "--batches", "1,8", "--host", "windows")
+    assert doc["schema"] == "gpusim.compare-runtimes/1"
+    assert [b["batch"] for b in doc["batches"]] == [1, 8]
+    for mine, theirs in zip(doc["batches"], cli["batches"]):
+        assert [r["runtime"] for r in mine["runtimes"]] == [r["runtime"] for r in theirs["runtimes"]]
+        for a, b in zip(mine["runtimes"], theirs["runtimes"]):
+            assert a["total_us"] == pytest.approx(b["total_us"], rel=1e-12)
+        assert mine["verdict"] == theirs["verdict"]
+    everything = session.compare_runtimes(model, "nvidia-rtx-3060")
+    assert {s["runtime"] for s in everything["skipped"]} >= {"llamacpp-cuda", "pytorch-eager-rocm"}
+    with pytest.raises(TypeError, match="batches must be ints"):
+        session.compare_runtimes(model, "nvidia-rtx-3060", batches=[1, "8"])
+    with pytest.raises(gpusim.Error, match="runtime \"tensorrt\" runs on nvidia GPUs"):
+        session.compare_runtimes(model, "amd-mi300x", runtimes="tensorrt")
+
+
+def test_compare_generation_takes_prices(session):
+    doc = session.compare_generation("llama-2-7b", ["nvidia-rtx-3060", "nvidia-h100-sxm"], weights="Q4_0", prompt=64,
+                                     generate=8, prices={"nvidia-rtx-3060": 329, "nvidia-h100-sxm": "2.49/h"})
+    rows = doc["gpus"]
+    assert rows[0]["value"]["per"] == "purchase"
+    assert rows[1]["value"]["per"] == "hour"
+    assert rows[1]["value"]["usd_per_million_tokens"] > 0
+    assert all(r["decode_j_per_token"] > 0 for r in rows)
+    plain = session.compare_generation("llama-2-7b", ["nvidia-rtx-3060"], weights="Q4_0", prompt=64, generate=8)
+    assert plain["gpus"][0]["value"] is None
+    with pytest.raises(TypeError, match="prices must be a dict"):
+        session.compare_generation("llama-2-7b", ["nvidia-rtx-3060"], prices=["nvidia-rtx-3060=329"])
+    with pytest.raises(gpusim.Error, match="is not one of the GPUs compared"):
+        session.compare_generation("llama-2-7b", ["nvidia-rtx-3060"], prices={"nvidia-t4": 100})

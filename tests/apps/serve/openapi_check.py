@@ -442,6 +442,19 @@ def live(c, contract, gpusim, source, extended):
         ex("POST", "/v1/compare", body=body(llm="llama-2-7b", gpus=["nvidia-rtx-3060", "apple-m2-max"], weights="Q4_0",
                                            prompt=64, generate=8), content_type=J, expect=200,
            label="POST /v1/compare (a language model's generation)")
+        ex("POST", "/v1/compare", body=body(llm="llama-2-7b", gpus=["nvidia-rtx-3060", "nvidia-h100-sxm"], weights="Q4_0",
+                                           prompt=64, generate=8,
+                                           prices={"nvidia-rtx-3060": 329, "nvidia-h100-sxm": "2.49/h"}),
+           content_type=J, expect=200, label="POST /v1/compare (a generation's value at prices)")
+        ex("POST", "/v1/compare", body=body(llm="llama-2-7b", gpus=["nvidia-rtx-3060"], prices={"nvidia-t4": 1}),
+           content_type=J, expect=400, label="POST /v1/compare (a price for a GPU not compared)")
+        ex("POST", "/v1/compare", body=body(model_id=model_id, gpu="nvidia-t4", runtimes="pytorch-eager,tensorrt",
+                                            batches=[1, 2]), content_type=J, expect=200,
+           label="POST /v1/compare (runtimes side by side)")
+        ex("POST", "/v1/compare", body=body(model_id=model_id, gpu="nvidia-t4", runtimes="all", runtime="tensorrt"),
+           content_type=J, expect=400, label="POST /v1/compare (runtime beside runtimes)")
+        ex("POST", "/v1/compare", body=body(model_id=model_id, gpu="nvidia-t4", runtimes="all", batches=[0]),
+           content_type=J, expect=400, label="POST /v1/compare (a batch of 0)")
         ex("POST", "/v1/compare", body=body(model_id=model_id, gpus=["nvidia-t4"], prompt=64), content_type=J,
            expect=400, label="POST /v1/compare (a generation's field on a graph)")
         ex("POST", "/v1/generate", body=body(llm="llama-2-7b", gpu="nvidia-rtx-3060", weights="Q4_0", prompt=64,

@@ -461,7 +461,7 @@ TEST_CASE("runtime files: extends, replay, vendors, a fixed layout and half accu
   CHECK_THAT(r.error().message, Catch::Contains("lowering.half_accumulate.classes: missing or empty"));
 }
 
-TEST_CASE("TensorRT's lowering: epilogues fused into the convolution, NHWC whatever asked, fp16 accumulation; "
+TEST_CASE("TensorRT's lowering: epilogues fused into the convolution, NHWC whatever asked, fp16 accumulation, and "
           "a runtime for other GPUs is refused",
           "[sim][lowering]") {
   const RuntimeModel trt = runtime("tensorrt");

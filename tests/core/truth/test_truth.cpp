@@ -627,8 +627,9 @@ TEST_CASE("runtimes: host time overlaps the kernels back to back, and bad files 
         (fs::path(dir) / "rt3.yaml").string() + ": op_us.add: -3 is out of range; expected 0 to 1e6 us");
   CHECK(bad("rt4.yaml", "schema: gpusim.runtime/1\nname: x\nhost: 3\n") ==
         (fs::path(dir) / "rt4.yaml").string() +
-            ": host: unknown key; allowed: schema, name, description, combine, default_us, class_us, op_us, "
-            "extra_kernel_us, launch_latency_us, host_scaled, workload, sources, fit, lowering");
+            ": host: unknown key; allowed: schema, name, description, extends, combine, default_us, class_us, "
+            "op_us, extra_kernel_us, launch_latency_us, host_scaled, replay, workload, vendors, sources, fit, "
+            "lowering");
   CHECK(bad("rt5.yaml", "schema: gpusim.runtime/1\nname: x\ndefault_us: fast\n") ==
         (fs::path(dir) / "rt5.yaml").string() + ": default_us: \"fast\" is not a number of microseconds");
   CHECK(bad("rt6.yaml", "schema: gpusim.runtime/1\nname: x\nhost_scaled: maybe\n") ==
