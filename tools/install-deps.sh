@@ -4,7 +4,8 @@
 #   tools/install-deps.sh            C++ build and test dependencies
 #   tools/install-deps.sh --python   also the Python tools' packages (model export)
 # llvm: llvm-objdump, which disassembles the AMD kernels hiprtc builds (`gpusim codegen report`, the
-# compile tier: backends/hip/amdgcn.h).
+# compile tier: backends/hip/amdgcn.h). chromium: the package tier opens `gpusim report`'s page in it,
+# headless (tests/apps/report/report_browser.sh).
 set -euo pipefail
 
 pkgs=(
@@ -15,6 +16,7 @@ pkgs=(
   libamdhip64-dev libcli11-dev libfmt-dev libcpp-httplib-dev libsqlite3-dev liblzma-dev
   libbenchmark-dev pybind11-dev curl clang libclang-rt-14-dev llvm
   python3-dev python3-numpy python3-pytest python3-venv ninja-build
+  chromium
 )
 if [[ "${1:-}" == "--python" ]]; then
   pkgs+=(python3 python3-venv python3-pip python3-onnx python3-torch python3-torchvision python3-numpy)

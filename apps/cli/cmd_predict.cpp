@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -729,6 +731,109 @@ void add_compare(CLI::App& app, int& rc) {
         if (n.rfind("host ", 0) == 0) fmt::print("\n{}\n", say(n));
       }
     }
+    rc = 0;
+  });
+}
+
+void add_report(CLI::App& app, int& rc) {
+  auto a = std::make_shared<Args>();
+  auto out = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand("report", "Write one self-contained HTML page about a graph on a GPU: the biggest "
+                                           "costs, the roofline of every kernel, the timeline, the comparison");
+  add_common(cmd, *a, "none: a report is HTML");
+  cmd->add_option("--gpu", a->gpu, "GPU profile name (gpusim profiles list) or a .yaml path")->required();
+  cmd->add_option("-o,--out", *out, "The HTML file to write")->required();
+  cmd->add_option("--runtimes", a->runtimes,
+                  "Also rank these runtimes on the GPU (comma-separated, or all), as compare --runtimes does")
+      ->delimiter(',');
+  cmd->add_option("--gpus", a->gpus, "Also predict the model on these GPUs (comma-separated), as compare --gpus does")
+      ->delimiter(',');
+  cmd->callback([a, out, &rc] {
+    const Session session({a->profile_dirs, {}});
+    warn_profile_dirs(session.profile_dirs());
+    if (a->json) {
+      fmt::print(stderr, "gpusim report: --json does not apply: a report is an HTML page (--out); predict --json and "
+                         "compare --json print the documents it draws\n");
+      rc = 2;
+      return;
+    }
+    if (is_description(*a, session)) {
+      fmt::print(stderr, "gpusim report: {}: a report draws an ONNX graph's kernels; a language model's generation is "
+                         "predict's and compare's (--json for its kernels)\n",
+                 a->model);
+      rc = 2;
+      return;
+    }
+    PredictRequest req;
+    TileSpace tiles = TileSpace::kGenerated;
+    auto m = load(*a, "report", session, req, tiles, rc);
+    if (!m) return;
+    auto gpu = session.gpu(a->gpu);
+    if (!gpu) {
+      fmt::print(stderr, "gpusim report: --gpu: {}\n", say(gpu.error()));
+      rc = exit_code(gpu.error());
+      return;
+    }
+    auto p = session.predict(*m, session.target(*gpu, tiles, {a->allow_tf32}), req);
+    if (!p) {
+      fmt::print(stderr, "gpusim report: {}\n", say(p.error()));
+      rc = p.error().code == ErrorCode::kInvalidArgument ? 2 : exit_code(p.error());
+      return;
+    }
+    std::optional<RuntimeComparison> runtimes;
+    if (!a->runtimes.empty()) {
+      RuntimeComparisonOptions ro;
+      ro.runtimes = a->runtimes;
+      PredictRequest rreq = req;
+      rreq.runtime.clear();
+      auto c = session.compare_runtimes(*m, *gpu, ro, rreq, {a->allow_tf32});
+      if (!c) {
+        fmt::print(stderr, "gpusim report: --runtimes: {}\n", say(c.error()));
+        rc = c.error().code == ErrorCode::kInvalidArgument ? 2 : exit_code(c.error());
+        return;
+      }
+      runtimes = std::move(*c);
+    }
+    std::vector<ComparedGpu> gpus;
+    if (!a->gpus.empty()) {
+      auto rows = session.compare(*m, a->gpus, tiles, req, {a->allow_tf32});
+      if (!rows) {
+        fmt::print(stderr, "gpusim report: --gpus: {}\n", say(rows.error()));
+        rc = exit_code(rows.error());
+        return;
+      }
+      gpus = std::move(*rows);
+    }
+    ReportData d;
+    d.model = a->model;
+    d.gpu = *gpu;
+    d.prediction = std::move(*p);
+    d.runtimes = runtimes ? &*runtimes : nullptr;
+    d.gpus = gpus.empty() ? nullptr : &gpus;
+    const std::string html = report_html(d);
+    const std::string tmp = *out + ".tmp";
+    {
+      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+      f << html;
+      if (!f.flush()) {
+        fmt::print(stderr, "gpusim report: --out {}: cannot write it ({})\n", *out, std::strerror(errno));
+        std::error_code ec;
+        std::filesystem::remove(tmp, ec);
+        rc = 1;
+        return;
+      }
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, *out, ec);
+    if (ec) {
+      fmt::print(stderr, "gpusim report: --out {}: cannot write it ({})\n", *out, ec.message());
+      std::filesystem::remove(tmp, ec);
+      rc = 1;
+      return;
+    }
+    fmt::print("{}: {} on {}, {} kernels, {:.3f} ms{}{}\n", *out, a->model, gpu->name, d.prediction.kernels.size(),
+               d.prediction.total_us / 1e3, runtimes ? fmt::format(", {} runtimes", runtimes->rows.size()) : "",
+               gpus.empty() ? "" : fmt::format(", {} GPUs", gpus.size()));
     rc = 0;
   });
 }

@@ -11,6 +11,7 @@ void add_ops(CLI::App& app, int& rc);
 void add_profiles(CLI::App& app, int& rc);
 void add_predict(CLI::App& app, int& rc);
 void add_compare(CLI::App& app, int& rc);
+void add_report(CLI::App& app, int& rc);
 void add_plan(CLI::App& app, int& rc);
 void add_run(CLI::App& app, int& rc);
 void add_tune(CLI::App& app, int& rc);

@@ -19,6 +19,8 @@ inline const std::map<std::string, std::string>& exit_codes() {
                   "--dtype or --runtime, bf16 on a GPU without bf16)"},
       {"compare", "0 predicted on every GPU (with `--runtimes`, every runtime ranked); 1 the model or a GPU profile cannot be loaded (before any row is "
                   "printed); 2 bad arguments"},
+      {"report", "0 the report written; 1 the model or a GPU profile cannot be loaded, or the report cannot be "
+                 "written; 2 bad arguments"},
       {"plan", "0 planned and the best plan fits; 1 the model or GPU profile cannot be loaded, or --out cannot be "
                "written; 2 bad arguments (a search size out of range); 3 no plan fits the device memory or "
                "--memory-budget-gb, even with weights offloaded (the table marks each with !)"},

@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   gpusim::cli::add_ops(app, rc);
   gpusim::cli::add_predict(app, rc);
   gpusim::cli::add_compare(app, rc);
+  gpusim::cli::add_report(app, rc);
   gpusim::cli::add_plan(app, rc);
   gpusim::cli::add_run(app, rc);
   gpusim::cli::add_tune(app, rc);

@@ -177,12 +177,14 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
     PlannedKernel& k = p.kernels[i];
     double ready = 0;
     if (!rt) {
+      k.host_start_us = static_cast<double>(i) * launch_us;
       host_t = static_cast<double>(i + 1) * launch_us;
       ready = host_t;
     } else if (rt->replay) {
       // One launch of the graph, then the device's own dispatch: kernel i is ready no later than
       // the executor would have launched it ((i + 1) x launch_us).
       host_t = launch_us + static_cast<double>(i) * std::min(rt->default_us, launch_us);
+      k.host_start_us = i == 0 ? 0.0 : host_t;  // the graph's one launch, then the device's dispatch
       ready = host_t;
     } else {
       const Node& first = g.nodes[static_cast<size_t>(k.nodes.front())];
@@ -193,9 +195,11 @@ Result<Prediction> run_timeline(const Graph& g, const Plan& plan, const GpuProfi
                            : rt->host_us(pk.call.empty() ? framework_op_name(g, first) : pk.call,
                                          std::string(op_class_name(k.work.cls)), 1);
       if (rt->combine == "serial") host_t = std::max(host_t, gpu_free);
+      k.host_start_us = host_t;
       host_t += h;
       ready = host_t + rt->launch_latency_us;
     }
+    k.host_end_us = host_t;
     for (int ni : k.nodes) {
       for (TensorId t : g.nodes[static_cast<size_t>(ni)].inputs) {
         if (t == kNoTensor) continue;
@@ -525,6 +529,22 @@ std::string chrome_trace(const Prediction& p) {
   events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", p.gpu}}}});
   events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 1}, {"args", {{"name", "compute stream"}}}});
   events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 2}, {"args", {{"name", "copy engine"}}}});
+  events.push_back({{"name", "thread_name"},
+                    {"ph", "M"},
+                    {"pid", 1},
+                    {"tid", 3},
+                    {"args", {{"name", fmt::format("host ({})", p.runtime)}}}});
+  for (const PlannedKernel& k : p.kernels) {  // each launch's host time; a replayed graph's one launch
+    if (k.host_end_us <= k.host_start_us) continue;
+    events.push_back({{"name", k.call.empty() ? "launch " + k.op_type : k.call},
+                      {"cat", "host"},
+                      {"ph", "X"},
+                      {"pid", 1},
+                      {"tid", 3},
+                      {"ts", k.host_start_us},
+                      {"dur", k.host_end_us - k.host_start_us},
+                      {"args", {{"node", k.name}, {"kernel_start_us", k.start_us}}}});
+  }
   for (const PlannedKernel& k : p.kernels) {
     const KernelCost& c = k.cost;
     events.push_back({{"name", k.op_type},

@@ -37,6 +37,21 @@ GPUSIM_API std::string compare_document(const std::string& model, const std::vec
 // (Session::compare_runtimes, one comparison a batch).
 GPUSIM_API std::string runtime_comparison_document(const std::string& model,
                                                    const std::vector<RuntimeComparison>& batches);
+
+// What `gpusim report` draws: one prediction on one GPU, and what it is compared with.
+struct GPUSIM_API ReportData {
+  std::string model;
+  GpuProfile gpu;
+  Prediction prediction;
+  // The runtimes on this GPU (Session::compare_runtimes), when asked.
+  const RuntimeComparison* runtimes = nullptr;
+  // The same model on other GPUs (Session::compare), when asked.
+  const std::vector<ComparedGpu>* gpus = nullptr;
+};
+// One self-contained HTML page (inline CSS and SVG; no script, nothing fetched): the headline
+// figures, the biggest costs, the roofline of every kernel, the timeline with its host track, the
+// comparison, the notes. Every text from the model is escaped.
+GPUSIM_API std::string report_html(const ReportData& d);
 // gpusim.plan-search/1: the ranked plans, each with its plan document (gpusim.plan/1) inside.
 GPUSIM_API std::string plan_search_document(const std::string& model, const Graph& g, const GpuProfile& gpu,
                                  const SearchOptions& o, const SearchResult& r);

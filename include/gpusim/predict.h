@@ -60,6 +60,10 @@ struct GPUSIM_API PlannedKernel {
   KernelWork work;
   KernelCost cost;
   double start_us = 0;  // on the compute stream
+  // Its launch on the host (the runtime's call, or the executor's launch): from host_start_us to
+  // host_end_us; the kernel starts no earlier. A replayed graph launches once: every kernel after
+  // the first has an empty interval at the device's dispatch.
+  double host_start_us = 0, host_end_us = 0;
 };
 
 struct GPUSIM_API Transfer {

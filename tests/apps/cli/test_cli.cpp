@@ -898,3 +898,73 @@ TEST_CASE("compare of generations: llama-bench's pp and tg columns, joules a tok
   CHECK(graph.rc == 2);
   CHECK_THAT(graph.out, Catch::Contains("--price applies to a generation's value"));
 }
+
+TEST_CASE("report writes one self-contained page with the roofline, timeline, top costs and comparisons",
+          "[cli][report]") {
+  const std::string out = gpusim::test::temp_dir() + "/report.html";
+  const Run r = run_gpusim("report " + model("mobilenet_v2.onnx") + " --gpu nvidia-t4 --runtime pytorch-eager "
+                           "--runtimes pytorch-eager,tensorrt --gpus nvidia-t4,nvidia-l4 -o " + out);
+  REQUIRE(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("2 runtimes, 2 GPUs"));
+  const std::string html = gpusim::test::file_bytes(out);
+  for (const char* id : {"id=\"roofline\"", "id=\"timeline\"", "id=\"runtimes\"", "id=\"gpus\"", "id=\"top-costs\"",
+                         "id=\"notes\"", "<!DOCTYPE html>", "class=\"launch\""}) {
+    CHECK_THAT(html, Catch::Contains(id));
+  }
+  CHECK(html.find("<script") == std::string::npos);
+  CHECK(html.find("http://www.w3.org/2000/svg") != std::string::npos);
+  CHECK(html.find("src=\"http") == std::string::npos);
+  const Run p = run_gpusim("predict " + model("mobilenet_v2.onnx") + " --gpu nvidia-t4 --runtime pytorch-eager --json");
+  REQUIRE(p.rc == 0);
+  const size_t kernels = nlohmann::json::parse(p.out)["kernels"].size();
+  size_t circles = 0;
+  for (size_t at = html.find("<circle class=\"kernel\""); at != std::string::npos;
+       at = html.find("<circle class=\"kernel\"", at + 1)) {
+    ++circles;
+  }
+  CHECK(circles == kernels);
+  // What does not apply, or cannot be done, is refused.
+  const Run json = run_gpusim("report " + model("mobilenet_v2.onnx") + " --gpu nvidia-t4 -o " + out + " --json");
+  CHECK(json.rc == 2);
+  CHECK_THAT(json.out, Catch::Contains("--json does not apply: a report is an HTML page"));
+  const Run llm = run_gpusim("report llama-2-7b --gpu nvidia-t4 -o " + out);
+  CHECK(llm.rc == 2);
+  CHECK_THAT(llm.out, Catch::Contains("a report draws an ONNX graph's kernels"));
+  const Run nowhere = run_gpusim("report " + model("mobilenet_v2.onnx") + " --gpu nvidia-t4 -o /no/such/dir/r.html");
+  CHECK(nowhere.rc == 1);
+  CHECK_THAT(nowhere.out, Catch::Contains("--out /no/such/dir/r.html: cannot write it"));
+  const Run bad_rt = run_gpusim("report " + model("mobilenet_v2.onnx") + " --gpu nvidia-t4 -o " + out +
+                                " --runtimes llamacpp-cuda");
+  CHECK(bad_rt.rc == 2);
+  CHECK_THAT(bad_rt.out, Catch::Contains("--runtimes: runtime \"llamacpp-cuda\" runs language-models"));
+}
+
+TEST_CASE("a prediction's trace has a host track: each launch, or a replayed graph's one", "[cli][predict][trace]") {
+  const std::string eager = gpusim::test::temp_dir() + "/eager_trace.json";
+  const Run e = run_gpusim("predict " + model("mobilenet_v2.onnx") + " --gpu nvidia-t4 --runtime pytorch-eager --trace " +
+                           eager);
+  REQUIRE(e.rc == 0);
+  const auto t = nlohmann::json::parse(gpusim::test::file_bytes(eager))["traceEvents"];
+  int host = 0;
+  bool named = false;
+  double last_end = 0;
+  for (const auto& ev : t) {
+    if (ev["tid"] == 3 && ev["ph"] == "M") named = ev["args"]["name"] == "host (pytorch-eager)";
+    if (ev["tid"] == 3 && ev["ph"] == "X") {
+      ++host;
+      CHECK(ev["ts"].get<double>() >= last_end - 1e-6);  // calls one after another
+      last_end = ev["ts"].get<double>() + ev["dur"].get<double>();
+    }
+  }
+  CHECK(named);
+  CHECK(host > 50);
+  const std::string graph = gpusim::test::temp_dir() + "/graph_trace.json";
+  const Run g = run_gpusim("predict " + model("mobilenet_v2.onnx") + " --gpu nvidia-t4 --runtime cuda-graph --trace " + graph);
+  REQUIRE(g.rc == 0);
+  int launches = 0;
+  const auto replayed = nlohmann::json::parse(gpusim::test::file_bytes(graph));  // kept: the loop reads into it
+  for (const auto& ev : replayed["traceEvents"]) {
+    launches += ev["tid"] == 3 && ev["ph"] == "X";
+  }
+  CHECK(launches == 1);
+}
