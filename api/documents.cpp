@@ -167,6 +167,39 @@ std::string compare_document(const std::string& model, const std::vector<Compare
   return json{{"schema", "gpusim.compare/1"}, {"model", model}, {"gpus", out}}.dump(2, ' ', false, kInvalidUtf8);
 }
 
+std::string run_trace(const RunReport& r) {
+  json events = json::array();
+  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", r.model}}}});
+  events.push_back({{"name", "thread_name"},
+                    {"ph", "M"},
+                    {"pid", 1},
+                    {"tid", 1},
+                    {"args", {{"name", fmt::format("measured on {} (each kernel's median, end to end)", r.backend)}}}});
+  const bool predicted = std::any_of(r.kernels.begin(), r.kernels.end(), [](const KernelReport& k) { return k.predicted_us.has_value(); });
+  if (predicted) {
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 1},
+                      {"tid", 2},
+                      {"args", {{"name", fmt::format("predicted ({})", r.gpu.value_or("profile"))}}}});
+  }
+  double t = 0, tp = 0;
+  for (const KernelReport& k : r.kernels) {
+    json args = {{"measured_us", k.measured_us}, {"min_us", k.min_us}, {"max_us", k.max_us}, {"launches", k.launches},
+                 {"class", k.cls}, {"on_device", k.device}};
+    if (k.predicted_us) args["predicted_us"] = *k.predicted_us;
+    events.push_back({{"name", k.op_type}, {"cat", k.cls}, {"ph", "X"}, {"pid", 1}, {"tid", 1}, {"ts", t},
+                      {"dur", k.measured_us}, {"args", args}});
+    t += k.measured_us;
+    if (k.predicted_us) {
+      events.push_back({{"name", k.op_type}, {"cat", k.cls}, {"ph", "X"}, {"pid", 1}, {"tid", 2}, {"ts", tp},
+                        {"dur", *k.predicted_us}, {"args", {{"kernel", k.name}, {"measured_us", k.measured_us}}}});
+      tp += *k.predicted_us;
+    }
+  }
+  return json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump(-1, ' ', false, kInvalidUtf8);
+}
+
 std::string runtime_comparison_document(const std::string& model, const std::vector<RuntimeComparison>& batches) {
   json out = json::array();
   json skipped = json::array();

@@ -8,6 +8,7 @@
 // and prints, per kernel, the simulator's prediction for the profile (--gpu, or the profile whose
 // name matches the device), the measured time and the error. --check compares every output with
 // the CPU reference (relative L2 error per output) and exits 1 when one fails.
+#include <filesystem>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -211,6 +212,22 @@ int run(const Args& a) {
     fmt::print(stderr, "gpusim run: {}\n", say(r.error()));
     return 1;
   }
+  if (!a.trace.empty()) {
+    const std::string tmp = a.trace + ".tmp";
+    bool ok = false;
+    {
+      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+      f << run_trace(*r);
+      ok = static_cast<bool>(f.flush());
+    }
+    std::error_code ec;
+    if (ok) std::filesystem::rename(tmp, a.trace, ec);
+    if (!ok || ec) {
+      std::filesystem::remove(tmp, ec);
+      fmt::print(stderr, "gpusim run: --trace {}: cannot write the trace file\n", a.trace);
+      return 1;
+    }
+  }
   if (a.json) {
     fmt::print("{}\n", run_document(*r));
   } else if (a.backend == "cpu") {
@@ -254,6 +271,9 @@ void add_run(CLI::App& app, int& rc) {
       ->check(CLI::Range(1, TimingOptions::kMaxRepeat));
   cmd->add_flag("--check", a->check, "Compare every output with the CPU reference; exit 1 on a mismatch");
   cmd->add_flag("--json", a->json, "Print JSON (schema gpusim.run/1)");
+  cmd->add_option("--trace", a->trace,
+                  "Write the measured kernels as Chrome trace-event JSON (Perfetto): each kernel's median end to end, "
+                  "beside its prediction when a profile priced it");
   cmd->add_flag("--quiet", a->quiet, "No progress line (by default one is drawn on stderr when it is a terminal)");
   cmd->add_flag("--progress", a->progress, "Progress on stderr even when it is not a terminal (a line per phase and "
                                              "every 5 s)");

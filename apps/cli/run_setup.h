@@ -22,6 +22,7 @@ struct RunArgs {
   bool json = false, check = false, quiet = false, progress = false;
   bool allow_tf32 = false;
   std::string matrix_path;  // "" the device's own
+  std::string trace;        // run --trace: the measured kernels as Chrome trace-event JSON
   // Tuning (gpusim tune, gpusim run --tune).
   bool tune = false;
   int top_k = 8;

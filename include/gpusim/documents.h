@@ -48,6 +48,10 @@ struct GPUSIM_API ReportData {
   // The same model on other GPUs (Session::compare), when asked.
   const std::vector<ComparedGpu>* gpus = nullptr;
 };
+// A run's kernels as Chrome trace-event JSON (Perfetto, chrome://tracing): each kernel's measured
+// median laid end to end on one track (each was timed on its own, so this is their sum, not one
+// captured run), and its prediction on a second track when a profile priced it.
+GPUSIM_API std::string run_trace(const RunReport& r);
 // One self-contained HTML page (inline CSS and SVG; no script, nothing fetched): the headline
 // figures, the biggest costs, the roofline of every kernel, the timeline with its host track, the
 // comparison, the notes. Every text from the model is escaped.

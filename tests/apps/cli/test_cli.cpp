@@ -968,3 +968,36 @@ TEST_CASE("a prediction's trace has a host track: each launch, or a replayed gra
   }
   CHECK(launches == 1);
 }
+
+TEST_CASE("run --trace writes the measured kernels end to end, beside their predictions", "[cli][run][trace]") {
+  gpusim::test::OnnxBuilder b(17);
+  b.input("x", 1, {64, 64});
+  b.input("w", 1, {64, 64});
+  b.node("MatMul", {"x", "w"}, {"y"}, "mm");
+  b.node("Relu", {"y"}, {"z"}, "relu");
+  b.output("z");
+  const std::string path = b.write("run_trace.onnx");
+  const std::string trace = gpusim::test::temp_dir() + "/run_trace.json";
+  // The null backend: no device, the executor's launches recorded and priced (--gpu).
+  const Run r = run_gpusim("run " + path + " --backend null --gpu nvidia-t4 --repeat 1 --quiet --trace " + trace);
+  REQUIRE(r.rc == 0);
+  const auto t = nlohmann::json::parse(gpusim::test::file_bytes(trace));
+  int measured = 0, predicted = 0;
+  double end = 0;
+  for (const auto& ev : t["traceEvents"]) {
+    if (ev["ph"] != "X") continue;
+    if (ev["tid"] == 1) {
+      ++measured;
+      CHECK(ev["ts"].get<double>() == Approx(end).margin(1e-9));  // end to end
+      end += ev["dur"].get<double>();
+      CHECK(ev["args"].contains("measured_us"));
+    } else if (ev["tid"] == 2) {
+      ++predicted;
+    }
+  }
+  CHECK(measured >= 1);
+  CHECK(predicted == measured);
+  const Run bad = run_gpusim("run " + path + " --backend cpu --repeat 1 --quiet --trace /no/such/dir/t.json");
+  CHECK(bad.rc == 1);
+  CHECK_THAT(bad.out, Catch::Contains("--trace /no/such/dir/t.json: cannot write the trace file"));
+}
