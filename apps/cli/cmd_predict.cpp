@@ -157,7 +157,8 @@ void add_common(CLI::App* cmd, Args& a, std::string_view schema) {
   cmd->add_flag("--json", a.json, fmt::format("Print machine-readable JSON (schema {}, see README)", schema));
   cmd->add_option("--runtime", a.runtime,
                   "What launches the kernels: gpusim (default: gpusim's executor), cuda-graph, pytorch-eager, "
-                  "torch-compile, or a runtime YAML (runtimes/)");
+                  "torch-compile (-reduce-overhead, -max-autotune), tensorrt, onnxruntime-cuda, or a runtime YAML "
+                  "(runtimes/)");
   cmd->add_option("--host", a.host,
                   "The host that drives the GPU, which scales a framework runtime's per-call host time: a host "
                   "profile (`gpusim profiles hosts` lists them), a YAML file, or key=value pairs: os=linux|windows|macos, "
@@ -539,8 +540,8 @@ namespace {
 int compare_runtimes(const Args& a, const Session& session) {
   const char* cmd = "compare";
   if (a.runtimes.empty()) {
-    fmt::print(stderr, "gpusim compare: --gpu and --batches go with --runtimes (the runtimes to rank on that GPU, or "
-                       "all); to compare GPUs, give --gpus\n");
+    fmt::print(stderr, "gpusim compare: --gpu, --batches and --all go with --runtimes (the runtimes to rank on that "
+                       "GPU, or all); to compare GPUs, give --gpus\n");
     return 2;
   }
   std::string gpu_name = a.gpu;
@@ -666,7 +667,7 @@ void add_compare(CLI::App& app, int& rc) {
       rc = 2;
       return;
     }
-    if (!a->runtimes.empty() || !a->batches.empty() || !a->gpu.empty()) {
+    if (!a->runtimes.empty() || !a->batches.empty() || !a->gpu.empty() || a->all) {
       rc = compare_runtimes(*a, session);
       return;
     }

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <sstream>
 
 #include <new>
 #include <stdexcept>
@@ -823,7 +824,7 @@ TEST_CASE("compare --runtimes: what does not apply is refused, naming it", "[cli
   CHECK_THAT(two.out, Catch::Contains("--gpus names several"));
   const Run no_runtimes = run_gpusim("compare " + m + " --gpu nvidia-t4");
   CHECK(no_runtimes.rc == 2);
-  CHECK_THAT(no_runtimes.out, Catch::Contains("--gpu and --batches go with --runtimes"));
+  CHECK_THAT(no_runtimes.out, Catch::Contains("--gpu, --batches and --all go with --runtimes"));
   const Run neither = run_gpusim("compare " + m);
   CHECK(neither.rc == 2);
   CHECK_THAT(neither.out, Catch::Contains("give --gpus (several GPUs side by side) or --gpu G --runtimes LIST"));
@@ -1000,4 +1001,161 @@ TEST_CASE("run --trace writes the measured kernels end to end, beside their pred
   const Run bad = run_gpusim("run " + path + " --backend cpu --repeat 1 --quiet --trace /no/such/dir/t.json");
   CHECK(bad.rc == 1);
   CHECK_THAT(bad.out, Catch::Contains("--trace /no/such/dir/t.json: cannot write the trace file"));
+}
+
+namespace {
+
+// The long option names a command's --help lists ("--dtype", "--out"), --help itself aside.
+std::vector<std::string> help_options(const std::string& cmd) {
+  const Run h = run_gpusim(cmd + " --help");
+  std::vector<std::string> out;
+  std::istringstream in(h.out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("  -", 0) != 0) continue;
+    const size_t at = line.find("--");
+    if (at == std::string::npos) continue;
+    const size_t end = line.find_first_of(" ,", at);
+    const std::string name = line.substr(at, end - at);
+    if (name != "--help") out.push_back(name);
+  }
+  return out;
+}
+
+}  // namespace
+
+// Issue 57: every option either acts (the output changes, a note included) or is refused naming it.
+// Each option a command lists has a probe here: a new option without one fails this test.
+TEST_CASE("every option of predict, compare and report acts or is refused", "[cli][options]") {
+  const std::string m = model("mobilenet_v2.onnx");
+  const std::string dir = gpusim::test::temp_dir() + "/option_walk";
+  std::filesystem::create_directories(dir + "/profiles");
+  {
+    std::ofstream(dir + "/profiles/my-a10.yaml") << "schema: gpusim.profile/1\nname: my-a10\nextends: nvidia-a10\n"
+                                                    "memory:\n  dram: {bandwidth_gbps: 300}\n";
+  }
+  REQUIRE(run_gpusim("plan " + m + " --gpu nvidia-a10 --out " + dir + "/plan.json").rc == 0);
+  struct Probe {
+    std::string args;     // appended to the command's base
+    bool refused = false; // else: acts
+    std::string says = "";  // what the refusal names ("" = the option itself)
+  };
+  // Per command: the base invocation and each option's probe.
+  struct Command {
+    std::string head;
+    std::vector<std::pair<std::string, std::string>> defaults;  // flag, value: unless a probe gives the flag
+    std::map<std::string, Probe> probes;
+  };
+  const std::map<std::string, Command> commands = {
+      {"predict",
+       {"predict " + m, {{"--gpu", "nvidia-a10"}},
+        {{"--dtype", {"--dtype fp16"}},
+         {"--dim", {"--dim input:0=2"}},
+         {"--profiles", {"--profiles " + dir + "/profiles --gpu my-a10"}},
+         {"--json", {"--json"}},
+         {"--runtime", {"--runtime pytorch-eager"}},
+         {"--host", {"--host windows"}},  // under gpusim's executor: a note says it changes nothing
+         {"--layout", {"--layout nhwc", true}},
+         {"--autocast", {"--autocast fp16", true}},
+         {"--skip-pattern", {"--skip-pattern sdpa", true}},
+         {"--on-device", {"--on-device"}},
+         {"--tiles", {"--tiles library"}},
+         {"--allow-tf32", {"--allow-tf32"}},
+         {"--gpu", {"--gpu nvidia-t4"}},
+         {"--trace", {"--trace " + dir + "/t.json"}},
+         {"--all", {"--all"}},
+         {"--plan", {"--plan " + dir + "/plan.json"}},
+         {"--prompt", {"--prompt 8", true, "past_key_values"}},
+         {"--generate", {"--generate 8", true, "past_key_values"}},
+         {"--batch", {"--batch 2", true}},
+         {"--ubatch", {"--ubatch 64", true}},
+         {"--weights", {"--weights Q4_0", true}},
+         {"--backend", {"--backend cuda", true}},
+         {"--flash-attn", {"--flash-attn", true}},
+         {"--cuda-prompt", {"--cuda-prompt mmq", true}}}}},
+      {"compare",
+       {"compare " + m, {{"--gpus", "nvidia-a10,nvidia-t4"}},
+        {{"--dtype", {"--dtype fp16"}},
+         {"--dim", {"--dim input:0=2"}},
+         {"--profiles", {"--profiles " + dir + "/profiles --gpus my-a10,nvidia-t4"}},
+         {"--json", {"--json"}},
+         {"--runtime", {"--runtime pytorch-eager"}},
+         {"--host", {"--host windows"}},  // a note says it changes nothing under gpusim's executor
+         {"--layout", {"--layout nhwc", true}},
+         {"--autocast", {"--autocast fp16", true}},
+         {"--skip-pattern", {"--skip-pattern sdpa", true}},
+         {"--on-device", {"--on-device"}},
+         {"--tiles", {"--tiles library"}},
+         {"--allow-tf32", {"--allow-tf32"}},
+         {"--gpus", {"--gpus nvidia-t4"}},
+         {"--gpu", {"--gpu nvidia-t4", true, "--gpu, --batches and --all go with --runtimes"}},
+         {"--all", {"--all", true, "--gpu, --batches and --all go with --runtimes"}},
+         {"--runtimes", {"--runtimes all", true, "--gpus names several"}},
+         {"--batches", {"--batches 2", true, "--gpu, --batches and --all go with --runtimes"}},
+         {"--price", {"--price nvidia-t4=100", true}},
+         {"--prompt", {"--prompt 8", true, "past_key_values"}},
+         {"--generate", {"--generate 8", true, "past_key_values"}},
+         {"--batch", {"--batch 2", true}},
+         {"--ubatch", {"--ubatch 64", true}},
+         {"--weights", {"--weights Q4_0", true}},
+         {"--backend", {"--backend cuda", true}},
+         {"--flash-attn", {"--flash-attn", true}},
+         {"--cuda-prompt", {"--cuda-prompt mmq", true}}}}},
+      {"report",
+       {"report " + m, {{"--gpu", "nvidia-a10"}, {"-o", dir + "/r.html"}},
+        {{"--dtype", {"--dtype fp16"}},
+         {"--dim", {"--dim input:0=2"}},
+         {"--profiles", {"--profiles " + dir + "/profiles --gpu my-a10"}},
+         {"--json", {"--json", true}},
+         {"--runtime", {"--runtime pytorch-eager"}},
+         {"--host", {"--host windows"}},
+         {"--layout", {"--layout nhwc", true}},
+         {"--autocast", {"--autocast fp16", true}},
+         {"--skip-pattern", {"--skip-pattern sdpa", true}},
+         {"--on-device", {"--on-device"}},
+         {"--tiles", {"--tiles library"}},
+         {"--allow-tf32", {"--allow-tf32"}},
+         {"--gpu", {"--gpu nvidia-t4"}},
+         {"--out", {"-o " + dir + "/other.html"}},
+         {"--runtimes", {"--runtimes tensorrt"}},
+         {"--gpus", {"--gpus nvidia-t4"}}}}},
+  };
+  for (const auto& [cmd, c] : commands) {
+    // The command with a probe's arguments, and the defaults the probe does not give itself.
+    auto line = [&](const std::string& args) {
+      std::string l = c.head;
+      const std::string padded = " " + args + " ";
+      for (const auto& [flag, value] : c.defaults) {
+        if (padded.find(" " + flag + " ") == std::string::npos) l += " " + flag + " " + value;
+      }
+      return l + (args.empty() ? "" : " " + args);
+    };
+    // The page a report writes is its output, beside its one-line summary.
+    auto output = [&](const Run& r) {
+      if (cmd != "report") return r.out;
+      const bool other = r.out.find("other.html") != std::string::npos;
+      return r.out + gpusim::test::file_bytes(dir + (other ? "/other.html" : "/r.html"));
+    };
+    const Run b = run_gpusim(line(""));
+    REQUIRE(b.rc == 0);
+    const std::string base_out = output(b);
+    for (const std::string& opt : help_options(cmd)) {
+      INFO(cmd << " " << opt);
+      const auto it = c.probes.find(opt);
+      if (it == c.probes.end()) {
+        FAIL_CHECK(cmd << " lists " << opt << " and this test has no probe for it: add one that shows it acts or is "
+                                              "refused");
+        continue;
+      }
+      const Probe& p = it->second;
+      const Run r = run_gpusim(line(p.args));
+      INFO(r.out);
+      if (p.refused) {
+        CHECK(r.rc != 0);
+        CHECK_THAT(r.out, Catch::Contains(p.says.empty() ? opt : p.says));
+      } else {
+        CHECK(r.rc == 0);
+        CHECK(output(r) != base_out);
+      }
+    }
+  }
 }

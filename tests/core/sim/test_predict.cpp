@@ -212,20 +212,23 @@ TEST_CASE("an operand the previous kernel just wrote is read from L2 when it fit
   CHECK(big->kernels[1].work.l2_resident_bytes == 0);
 }
 
-TEST_CASE("the Chrome trace is valid trace-event JSON with every kernel and copy", "[sim][predict]") {
+TEST_CASE("the Chrome trace is valid trace-event JSON with every kernel, copy and launch", "[sim][predict]") {
   auto p = predict(model("mobilenet_v2.onnx"), test::library(gpu("nvidia-l4")), {DType::kFloat16});
   REQUIRE(p);
   const auto j = nlohmann::json::parse(chrome_trace(*p));
   REQUIRE(j.contains("traceEvents"));
-  size_t complete = 0;
+  size_t complete = 0, launches = 0;
   for (const auto& e : j["traceEvents"]) {
     if (e["ph"] == "X") {
       ++complete;
+      launches += e["tid"] == 3;
       CHECK(e["dur"].get<double>() > 0);
       CHECK(e.contains("ts"));
     }
   }
-  CHECK(complete == p->kernels.size() + p->transfers.size());
+  // gpusim's executor launches every kernel from the host, one launch overhead each.
+  CHECK(launches == p->kernels.size());
+  CHECK(complete == 2 * p->kernels.size() + p->transfers.size());
 }
 
 // Golden cases: tests/data/golden/*.json, one prediction each (model, gpu, dtype, dims, expected
