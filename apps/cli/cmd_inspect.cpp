@@ -182,7 +182,16 @@ void add_inspect(CLI::App& app, int& rc) {
   cmd->add_option("--layout", args->layout, "With --runtime: nchw (default) or nhwc (channels_last)");
   cmd->add_option("--autocast", args->autocast, "With --runtime: lower under torch.autocast with this type (fp16, bf16)");
   cmd->add_option("--skip-pattern", args->skip, "With --runtime: a pattern of the runtime that does not apply (repeatable)");
-  cmd->callback([args, &rc] {
+  cmd->callback([args, cmd, &rc] {
+    for (const char* flag : {"--layout", "--autocast", "--skip-pattern"}) {
+      if (cmd->count(flag) > 0 && args->runtime.empty()) {
+        fmt::print(stderr, "gpusim inspect: {} applies with --runtime (a runtime with lowering rules: pytorch-eager, "
+                           "torch-compile, tensorrt, ...), whose kernels it changes\n",
+                   flag);
+        rc = 2;
+        return;
+      }
+    }
     auto m = Session().open_model(args->model, {args->dims});
     if (!m) {
       fmt::print(stderr, "gpusim inspect: {}\n", say(m.error()));

@@ -48,7 +48,7 @@ void add_plan(CLI::App& app, int& rc) {
   cmd->add_flag("--allow-tf32", a->allow_tf32,
                 "fp32 GEMMs and convolutions on the matrix units as TF32 where the GPU has them (PyTorch's "
                 "torch.backends.cuda.matmul.allow_tf32; off by default, as there)");
-  cmd->callback([a, &rc] {
+  cmd->callback([a, cmd, &rc] {
     SearchOptions o;
     auto obj = parse_objective(a->objective, "--objective");
     auto sched = parse_scheduler(a->scheduler, "--scheduler");
@@ -59,6 +59,16 @@ void add_plan(CLI::App& app, int& rc) {
     }
     o.objective = *obj;
     o.scheduler = *sched;
+    // A scheduler's own settings, given for another scheduler, would be ignored: refused instead.
+    std::vector<std::string> given;
+    for (const auto& [flag, field] : {std::pair{"--beam-width", "beam_width"}, {"--samples", "samples"}, {"--seed", "seed"}}) {
+      if (cmd->count(flag) > 0) given.emplace_back(field);
+    }
+    if (auto st = check_scheduler_settings(o.scheduler, given); !st) {
+      fmt::print(stderr, "gpusim plan: {}\n", say(st.error()));
+      rc = 2;
+      return;
+    }
     o.top_k = a->top;
     o.beam_width = a->beam_width;
     o.samples = a->samples;
@@ -160,6 +170,8 @@ void add_plan(CLI::App& app, int& rc) {
                dtype_name(r->plans.front().prediction.dtype), scheduler_name(o.scheduler), a->objective,
                say(r->notes.front()));
     fmt::print("tiles    {}\n", r->eager.tiles);
+    fmt::print("memory   {:.2f} GB a plan may use ({})\n", budget_gb,
+               o.memory_budget_gb ? "--memory-budget-gb" : "the device's memory");
     fmt::print("eager    {:.3f} ms in {} kernels\n\n", eager_us / 1e3, r->eager.kernels.size());
     fmt::print("{:>4} {:>12} {:>9} {:>8} {:>12} {:>10}\n", "rank", "latency_ms", "speedup", "kernels", "peak_mem",
                "energy_J");

@@ -1095,6 +1095,13 @@ struct Service::Impl {
       }
       o.seed = b["seed"].get<uint64_t>();
     }
+    {
+      std::vector<std::string> given;
+      for (const char* f : {"beam_width", "samples", "seed"}) {
+        if (b.contains(f)) given.emplace_back(f);
+      }
+      if (auto st = check_scheduler_settings(o.scheduler, given); !st) return st.error();
+    }
     if (b.contains("memory_budget_gb")) {
       if (!b["memory_budget_gb"].is_number() || !(b["memory_budget_gb"].get<double>() > 0)) {
         return bad_request(fmt::format("\"memory_budget_gb\": {} must be a positive number",

@@ -29,6 +29,19 @@ std::vector<std::string> scheduler_names() {
   return out;
 }
 
+Status check_scheduler_settings(SchedulerKind s, const std::vector<std::string>& given) {
+  for (const std::string& g : given) {
+    const SchedulerKind owner = g == "beam_width" ? SchedulerKind::kBeam : SchedulerKind::kRandom;
+    if ((g == "beam_width" || g == "samples" || g == "seed") && s != owner) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("`{}` applies to the {} scheduler; the {} scheduler does not use it (give `scheduler "
+                                    "{}`, or leave `{}` out)",
+                                    g, scheduler_name(owner), scheduler_name(s), scheduler_name(owner), g));
+    }
+  }
+  return Ok{};
+}
+
 Result<SchedulerKind> parse_scheduler(std::string_view name, std::string_view field) {
   const auto k = scheduler_from_name(name);
   if (!k || *k == SchedulerKind::kLowering) {

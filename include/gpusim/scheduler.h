@@ -196,6 +196,10 @@ GPUSIM_API std::unique_ptr<Scheduler> make_scheduler(SchedulerKind kind, const F
 GPUSIM_API std::vector<std::string> scheduler_names();
 // A searcher by name; the error names the value and the allowed ones (`field`: how the caller spells the option).
 GPUSIM_API Result<SchedulerKind> parse_scheduler(std::string_view name, std::string_view field = "`scheduler`");
+// A scheduler's own settings given for another scheduler would be ignored: `given` names the
+// settings the caller set ("beam_width", "samples", "seed"); an error names the first that the
+// scheduler `s` does not use and the scheduler that does.
+GPUSIM_API Status check_scheduler_settings(SchedulerKind s, const std::vector<std::string>& given);
 GPUSIM_API Result<Objective> parse_objective(std::string_view name, std::string_view field = "`objective`");
 
 struct GPUSIM_API RankedPlan {

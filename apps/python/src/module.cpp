@@ -578,8 +578,9 @@ class PySession {
   }
 
   py::object plan(const gpusim::Model& m, const py::object& gpu, const std::string& scheduler, const std::string& objective,
-                  int top, int beam_width, int samples, uint64_t seed, const std::optional<std::string>& dtype,
-                  std::optional<double> memory_budget_gb, const std::string& tiles, bool allow_tf32) const {
+                  int top, std::optional<int> beam_width, std::optional<int> samples, std::optional<uint64_t> seed,
+                  const std::optional<std::string>& dtype, std::optional<double> memory_budget_gb,
+                  const std::string& tiles, bool allow_tf32) const {
     live(*this);
     live(m);
     const gpusim::GpuProfile g = gpu_arg(*s_, gpu);
@@ -591,8 +592,14 @@ class PySession {
     if (!ob) raise_error(ob.error().code, ob.error().message);
     o.objective = *ob;
     o.top_k = top;
-    o.beam_width = beam_width;
-    o.samples = samples;
+    // A scheduler's own settings given for another one would be ignored: refused.
+    std::vector<std::string> given;
+    if (beam_width) given.emplace_back("beam_width");
+    if (samples) given.emplace_back("samples");
+    if (seed) given.emplace_back("seed");
+    if (auto st = gpusim::check_scheduler_settings(o.scheduler, given); !st) raise_error(st.error().code, st.error().message);
+    o.beam_width = beam_width.value_or(o.beam_width);
+    o.samples = samples.value_or(o.samples);
     for (const gpusim::SearchOptionRange& r : gpusim::kSearchOptionRanges) {
       if (o.*r.field < r.lo || o.*r.field > r.hi) {
         raise_error(ErrorCode::kInvalidArgument, std::string(r.name) + ": " + std::to_string(o.*r.field) +
@@ -600,7 +607,7 @@ class PySession {
                                                      " to " + std::to_string(r.hi));
       }
     }
-    o.seed = seed;
+    o.seed = seed.value_or(o.seed);
     o.dtype = float_dtype_arg(dtype, "dtype");
     if (memory_budget_gb && !(*memory_budget_gb > 0)) {
       raise_error(ErrorCode::kInvalidArgument,
@@ -1058,12 +1065,13 @@ PYBIND11_MODULE(_gpusim, m) {
            "\"all\" (every runtime that runs graphs; the others are listed under \"skipped\"). batches: batch sizes\n"
            "(every input's leading axis), or None for the model's own. dtype, allow_tf32, host: as predict() takes them.")
       .def("plan", &PySession::plan, "model"_a, "gpu"_a, "scheduler"_a = "greedy", "objective"_a = "latency",
-           "top"_a = 3, "beam_width"_a = 8, "samples"_a = 64, "seed"_a = 1, "dtype"_a = py::none(),
+           "top"_a = 3, "beam_width"_a = py::none(), "samples"_a = py::none(), "seed"_a = py::none(), "dtype"_a = py::none(),
            "memory_budget_gb"_a = py::none(), "tiles"_a = "generated", "allow_tf32"_a = false,
            "Searches fusion and tiling plans and returns the gpusim.plan-search/1 document: the ranked\n"
            "plans, each with its gpusim.plan/1 document under [\"plan\"].\n\n"
            "scheduler: eager, greedy, beam, random or split. objective: latency, throughput, energy or\n"
-           "memory. top: plans kept (1-100). beam_width (1-256), samples (random, 1-100000), seed.\n"
+           "memory. top: plans kept (1-100). beam_width (beam only, 1-256, default 8), samples (random only,\n"
+           "1-100000, default 64), seed (random only, default 1): given for another scheduler, refused.\n"
            "memory_budget_gb: default the GPU's memory. tiles: the tile space ranked, \"generated\" (the\n"
            "kernels gpusim's code generator builds, so the plan runs as priced) or \"library\".\n"
            "allow_tf32: as predict() takes it.")

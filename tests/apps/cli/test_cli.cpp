@@ -1025,7 +1025,7 @@ std::vector<std::string> help_options(const std::string& cmd) {
 
 // Issue 57: every option either acts (the output changes, a note included) or is refused naming it.
 // Each option a command lists has a probe here: a new option without one fails this test.
-TEST_CASE("every option of predict, compare and report acts or is refused", "[cli][options]") {
+TEST_CASE("every option of predict, compare, report, inspect and plan acts or is refused", "[cli][options]") {
   const std::string m = model("mobilenet_v2.onnx");
   const std::string dir = gpusim::test::temp_dir() + "/option_walk";
   std::filesystem::create_directories(dir + "/profiles");
@@ -1106,6 +1106,34 @@ TEST_CASE("every option of predict, compare and report acts or is refused", "[cl
               {"--runtimes", {"--runtimes tensorrt"}},
               {"--gpus", {"--gpus nvidia-t4"}}},
              false)}},
+      {"inspect",
+       {"inspect " + m,
+        {},
+        {{"--dim", {"--dim input:0=2"}},
+         {"--json", {"--json"}},
+         {"--runtime", {"--runtime pytorch-eager"}},
+         {"--layout", {"--layout nhwc", true}},
+         {"--autocast", {"--autocast fp16", true}},
+         {"--skip-pattern", {"--skip-pattern sdpa", true}}}}},
+      {"plan",
+       {"plan " + m,
+        {{"--gpu", "nvidia-a10"}},
+        {{"--gpu", {"--gpu nvidia-t4"}},
+         {"--objective", {"--objective energy"}},
+         {"--scheduler", {"--scheduler eager"}},
+         {"--top", {"--top 1"}},
+         {"--beam-width", {"--beam-width 2", true}},
+         {"--samples", {"--samples 4", true}},
+         {"--seed", {"--seed 2", true}},
+         {"--memory-budget-gb", {"--memory-budget-gb 0.05"}},
+         {"--out", {"--out " + dir + "/plan2.json"}},
+         {"--dtype", {"--dtype fp16"}},
+         {"--dim", {"--dim input:0=2"}},
+         {"--profiles", {"--profiles " + dir + "/profiles --gpu my-a10"}},
+         {"--json", {"--json"}},
+         {"--all", {"--all"}},
+         {"--tiles", {"--tiles library"}},
+         {"--allow-tf32", {"--allow-tf32"}}}}},
   };
   for (const auto& [cmd, c] : commands) {
     // The command with a probe's arguments, and the defaults the probe does not give itself.

@@ -554,3 +554,13 @@ def test_compare_generation_takes_prices(session):
         session.compare_generation("llama-2-7b", ["nvidia-rtx-3060"], prices=["nvidia-rtx-3060=329"])
     with pytest.raises(gpusim.Error, match="is not one of the GPUs compared"):
         session.compare_generation("llama-2-7b", ["nvidia-rtx-3060"], prices={"nvidia-t4": 100})
+
+
+def test_plan_refuses_a_schedulers_setting_given_for_another(session, root):
+    model = session.open_model(str(root / "models" / "mobilenet_v2.onnx"))
+    with pytest.raises(gpusim.Error, match="beam_width applies to the beam scheduler; the greedy scheduler does not"):
+        session.plan(model, "nvidia-t4", beam_width=4)
+    with pytest.raises(gpusim.Error, match="seed applies to the random scheduler"):
+        session.plan(model, "nvidia-t4", scheduler="beam", seed=3)
+    ranked = session.plan(model, "nvidia-t4", scheduler="random", samples=4, seed=3, top=1)
+    assert len(ranked["plans"]) == 1

@@ -438,6 +438,8 @@ def live(c, contract, gpusim, source, extended):
                content_type=J, expect=200, label="POST /v1/predict (the plan /v1/plan answered)")
         ex("POST", "/v1/plan", "/v1/plan?gpu=nvidia-t4&scheduler=random&samples=4&seed=7&top=1&objective=energy",
            body=resnet, content_type=O, expect=200)
+        ex("POST", "/v1/plan", "/v1/plan?gpu=nvidia-t4&beam_width=4", body=resnet, content_type=O, expect=400,
+           label="POST /v1/plan (beam_width for the greedy scheduler)")
         ex("POST", "/v1/validate", body=body(), content_type=J, expect=200)
         ex("POST", "/v1/compare", body=body(llm="llama-2-7b", gpus=["nvidia-rtx-3060", "apple-m2-max"], weights="Q4_0",
                                            prompt=64, generate=8), content_type=J, expect=200,
