@@ -1677,8 +1677,9 @@ std::string profile_to_yaml(const GpuProfile& p, const GpuProfile* base, const s
       const auto under = [](const std::string& a, const std::string& b) {
         return a == b || (a.size() > b.size() && a.starts_with(b) && (a[b.size()] == '.' || a[b.size()] == '['));
       };
+      const std::string& key = k;  // a structured binding: clang 14 cannot capture it in a lambda
       const bool states = std::any_of(written.begin(), written.end(),
-                                      [&](const std::string& f) { return under(f, k) || under(k, f); });
+                                      [&](const std::string& f) { return under(f, key) || under(key, f); });
       auto it = base->sources.find(k);
       if (it != base->sources.end() && it->second == v && !states) continue;
     }

@@ -1135,7 +1135,9 @@ TEST_CASE("every option of predict, compare, report, inspect and plan acts or is
          {"--tiles", {"--tiles library"}},
          {"--allow-tf32", {"--allow-tf32"}}}}},
   };
-  for (const auto& [cmd, c] : commands) {
+  for (const auto& entry : commands) {
+    const std::string& cmd = entry.first;  // not a structured binding: lambdas below capture it (clang 14)
+    const Command& c = entry.second;
     // The command with a probe's arguments, and the defaults the probe does not give itself.
     auto line = [&](const std::string& args) {
       std::string l = c.head;
