@@ -59,10 +59,6 @@ std::string bytes_text(double b) {
   return fmt::format("{:.0f} B", b);
 }
 
-double kernel_flops(const PlannedKernel& k) {
-  return static_cast<double>(std::max<int64_t>(k.work.flops.total(), 2 * k.work.macs));
-}
-
 // Roofline: every kernel at (FLOPs per DRAM byte, achieved TFLOP/s) on log axes, under the GPU's
 // roofs (the DRAM bandwidth's slope, then the vector and matrix peaks of the graph's type).
 std::string roofline_svg(const Prediction& p, const GpuProfile& gpu) {
@@ -80,10 +76,10 @@ std::string roofline_svg(const Prediction& p, const GpuProfile& gpu) {
   std::vector<Dot> dots;
   for (const PlannedKernel& k : p.kernels) {
     if (k.cost.total_us <= 0) continue;
-    const double flops = kernel_flops(k);
-    const double bytes = std::max(1.0, k.cost.dram_bytes);
-    const double x = std::max(flops / bytes, 1e-3);
-    const double y = std::max(flops / (k.cost.total_us * 1e-6) / 1e12, 1e-6);
+    const double tflops = p.achieved_tflops(k);
+    const double flops = tflops * 1e12 * k.cost.total_us * 1e-6;
+    const double x = std::max(flops / std::max(1.0, k.cost.dram_bytes), 1e-3);
+    const double y = std::max(tflops, 1e-6);
     dots.push_back({x, y, p.kernels_us > 0 ? k.cost.total_us / p.kernels_us : 0, &k});
     x_lo = std::min(x_lo, x / 2);
     x_hi = std::max(x_hi, x * 2);

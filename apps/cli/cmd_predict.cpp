@@ -7,8 +7,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -18,6 +16,7 @@
 #include "common.h"
 #include "format.h"
 #include "gpusim/gpusim.h"
+#include "hw/atomic_file.h"
 
 namespace gpusim::cli {
 namespace {
@@ -811,24 +810,8 @@ void add_report(CLI::App& app, int& rc) {
     d.prediction = std::move(*p);
     d.runtimes = runtimes ? &*runtimes : nullptr;
     d.gpus = gpus.empty() ? nullptr : &gpus;
-    const std::string html = report_html(d);
-    const std::string tmp = *out + ".tmp";
-    {
-      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-      f << html;
-      if (!f.flush()) {
-        fmt::print(stderr, "gpusim report: --out {}: cannot write it ({})\n", *out, std::strerror(errno));
-        std::error_code ec;
-        std::filesystem::remove(tmp, ec);
-        rc = 1;
-        return;
-      }
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, *out, ec);
-    if (ec) {
-      fmt::print(stderr, "gpusim report: --out {}: cannot write it ({})\n", *out, ec.message());
-      std::filesystem::remove(tmp, ec);
+    if (auto w = write_file_atomic(*out, report_html(d)); !w) {
+      fmt::print(stderr, "gpusim report: --out {}: cannot write it ({})\n", *out, say(w.error()));
       rc = 1;
       return;
     }

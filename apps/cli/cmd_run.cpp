@@ -8,7 +8,6 @@
 // and prints, per kernel, the simulator's prediction for the profile (--gpu, or the profile whose
 // name matches the device), the measured time and the error. --check compares every output with
 // the CPU reference (relative L2 error per output) and exits 1 when one fails.
-#include <filesystem>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -20,6 +19,7 @@
 #include "common.h"
 #include "run_setup.h"
 #include "gpusim/gpusim.h"
+#include "hw/atomic_file.h"
 
 namespace gpusim::cli {
 
@@ -213,18 +213,8 @@ int run(const Args& a) {
     return 1;
   }
   if (!a.trace.empty()) {
-    const std::string tmp = a.trace + ".tmp";
-    bool ok = false;
-    {
-      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-      f << run_trace(*r);
-      ok = static_cast<bool>(f.flush());
-    }
-    std::error_code ec;
-    if (ok) std::filesystem::rename(tmp, a.trace, ec);
-    if (!ok || ec) {
-      std::filesystem::remove(tmp, ec);
-      fmt::print(stderr, "gpusim run: --trace {}: cannot write the trace file\n", a.trace);
+    if (auto w = write_file_atomic(a.trace, run_trace(*r)); !w) {
+      fmt::print(stderr, "gpusim run: --trace {}: cannot write the trace file ({})\n", a.trace, say(w.error()));
       return 1;
     }
   }
